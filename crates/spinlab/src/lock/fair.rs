@@ -1,0 +1,357 @@
+//! Seed 003's fairlock: a one-word bitmask lock that hands the lock round-robin to waiters.
+//!
+//! Bit 0 is `LOCKED`; bit `s + 1` is set while the thread owning slot `s` waits. Seed 003 gave
+//! each CPU a bit; user-space threads migrate between CPUs, so here each thread claims one of
+//! [`FAIR_SLOTS`] process-wide slots the first time it must wait, and keeps it until it exits.
+//!
+//! - Lock: test-and-set `LOCKED`; if it was clear, the lock is ours (the fast path, as cheap
+//!   as a test-and-set lock). Otherwise set our slot's bit, but only while `LOCKED` is still
+//!   set (one CAS; if the lock was released meanwhile, try it again), then wait.
+//! - Unlock: if no bit but `LOCKED` is set, clear it (one CAS). Otherwise pick the next set bit
+//!   after our own slot's, wrapping around, clear it with a CAS and leave `LOCKED` set: the
+//!   lock passes to that waiter without ever being free, so nobody can barge in.
+//!
+//! Invariant: a waiter bit is set only while `LOCKED` is.
+//!
+//! Seed 003's waiters spin on their bit of the shared word. Here a waiter waits on its slot's
+//! own padded *signal* word instead, which the releaser sets after clearing the bit: a
+//! futex can only sleep on 32 bits, and a per-slot word lets a sleeping policy wake exactly the
+//! chosen waiter. Signal values: `GRANTED` 0, `WAITING` 1, `ASLEEP` 2 (the waiter may be asleep;
+//! the granter wakes it).
+//!
+//! Past the slots: a thread that finds all 63 slots taken by living threads waits without one:
+//! it polls the lock with test-and-set at its policy's pace, and naps 50 µs when the policy
+//! would sleep. It is correct (mutual exclusion holds; it gets the lock whenever it finds it
+//! free) but not fair: while slot holders keep the lock busy, hand-over never frees it.
+//! A timed waiter withdraws its bit with a CAS; if a releaser cleared the bit first, the lock
+//! is already its own.
+
+use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
+use crate::wait::{Episode, Spun, Step, Wait};
+use core::marker::PhantomData;
+use lock_api::{GuardSend, RawMutex, RawMutexFair};
+use std::time::Instant;
+
+/// How many threads can wait on fair locks with a slot of their own (bits of the word, less
+/// `LOCKED`).
+pub const FAIR_SLOTS: usize = 63;
+
+const LOCKED: u64 = 1;
+
+const GRANTED: u32 = 0;
+const WAITING: u32 = 1;
+const ASLEEP: u32 = 2;
+
+/// Fair bitmask lock waiting with policy `W`. One 64-bit word.
+///
+/// ```
+/// use spinlab::{lock::Fair, wait::SpinPark};
+/// let m = lock_api::Mutex::<Fair<SpinPark>, _>::new(0);
+/// *m.lock() += 3;
+/// assert_eq!(*m.lock(), 3);
+/// ```
+pub struct Fair<W: Wait> {
+    state: AtomicU64,
+    policy: PhantomData<fn() -> W>,
+}
+
+impl<W: Wait> Fair<W> {
+    crate::sync::loom_const_fn! {
+        /// A new, unlocked lock.
+        pub fn new() -> Self {
+            Fair { state: AtomicU64::new(0), policy: PhantomData }
+        }
+    }
+
+    /// Acquires the lock, giving up at `deadline` (`None`: never).
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
+        let acquired = self.try_lock().is_some() || self.lock_contended(deadline);
+        acquired.then(GuardSend::new)
+    }
+
+    #[cold]
+    fn lock_contended(&self, deadline: Option<Instant>) -> bool {
+        let Some(slot) = slots::mine() else {
+            return self.lock_without_slot(deadline);
+        };
+        let bit = 1u64 << (slot + 1);
+        let signal = slots::signal(slot);
+        let mut seen = self.state.load(Relaxed);
+        loop {
+            if seen & LOCKED == 0 {
+                match self.state.compare_exchange_weak(seen, seen | LOCKED, Acquire, Relaxed) {
+                    Ok(_) => return true,
+                    Err(now) => seen = now,
+                }
+                continue;
+            }
+            signal.store(WAITING, Relaxed);
+            // Release publishes WAITING to the releaser that will read our bit.
+            match self.state.compare_exchange_weak(seen, seen | bit, Release, Relaxed) {
+                Ok(_) => break,
+                Err(now) => seen = now,
+            }
+        }
+        let mut episode = Episode::new(deadline);
+        loop {
+            let now = signal.load(Acquire);
+            if now == GRANTED {
+                return true;
+            }
+            match W::spin(signal, now, &mut episode) {
+                Spun::Changed => {}
+                Spun::TimedOut => return !self.withdraw(bit, signal),
+                Spun::Exhausted => {
+                    if signal.compare_exchange(WAITING, ASLEEP, Acquire, Acquire) == Err(GRANTED) {
+                        return true;
+                    }
+                    if W::sleep(signal, ASLEEP, deadline) == crate::sys::futex::FutexWait::TimedOut {
+                        return !self.withdraw(bit, signal);
+                    }
+                    episode.restart_spinning();
+                }
+            }
+        }
+    }
+
+    /// Takes our bit back after a time-out. Returns `false` if a releaser handed us the lock
+    /// first (we hold it).
+    #[cold]
+    fn withdraw(&self, bit: u64, signal: &AtomicU32) -> bool {
+        let mut seen = self.state.load(Relaxed);
+        loop {
+            if seen & bit == 0 {
+                // The releaser's CAS won; its grant follows within a few instructions.
+                while signal.load(Acquire) != GRANTED {
+                    crate::sync::cpu_relax();
+                    crate::sync::spin_iteration_done();
+                }
+                return false;
+            }
+            match self.state.compare_exchange_weak(seen, seen & !bit, Relaxed, Relaxed) {
+                Ok(_) => return true,
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// The unfair fallback for threads without a slot (see the module docs).
+    #[cold]
+    fn lock_without_slot(&self, deadline: Option<Instant>) -> bool {
+        let mut episode = Episode::new(deadline);
+        // Nothing wakes a slotless waiter, so its policy paces polls on a word that never
+        // changes, and it naps where the policy would sleep.
+        let never_changes = AtomicU32::new(0);
+        loop {
+            if self.state.load(Relaxed) & LOCKED == 0 && self.state.fetch_or(LOCKED, Acquire) & LOCKED == 0 {
+                return true;
+            }
+            match W::step(&never_changes, 0, &mut episode) {
+                Step::Continue => {}
+                Step::TimedOut => return false,
+                Step::Exhausted => {
+                    crate::sync::nap();
+                    episode.restart_spinning();
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn hand_over(&self) {
+        // Round-robin from our own position (seed 003 scans from the releasing CPU's bit).
+        let from = slots::mine().map_or(0, |slot| slot + 1);
+        let mut seen = self.state.load(Relaxed);
+        loop {
+            let waiters = seen & !LOCKED;
+            if waiters == 0 {
+                match self.state.compare_exchange_weak(seen, 0, Release, Relaxed) {
+                    Ok(_) => return,
+                    Err(now) => seen = now,
+                }
+                continue;
+            }
+            let next = next_waiter_bit(waiters, from);
+            // LOCKED stays set: the lock is never free during a hand-over.
+            match self.state.compare_exchange_weak(seen, seen & !(1u64 << next), Relaxed, Relaxed) {
+                Ok(_) => {
+                    let signal = slots::signal(next as usize - 1);
+                    // Release: our critical section happens-before the waiter's Acquire.
+                    if signal.swap(GRANTED, Release) == ASLEEP {
+                        W::wake_one(signal);
+                    }
+                    return;
+                }
+                Err(now) => seen = now,
+            }
+        }
+    }
+}
+
+/// The first set bit of `waiters` above bit `from`, wrapping around to the lowest.
+#[inline]
+pub(crate) fn next_waiter_bit(waiters: u64, from: usize) -> u32 {
+    let above = waiters & u64::MAX.checked_shl(from as u32 + 1).unwrap_or(0);
+    if above != 0 {
+        above.trailing_zeros()
+    } else {
+        waiters.trailing_zeros()
+    }
+}
+
+impl<W: Wait> Default for Fair<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: the lock is taken only by the atomic that sets LOCKED from clear (Acquire), or by
+// being granted: a releaser clears exactly one waiter bit while LOCKED stays set, then
+// Release-writes that waiter's signal, which the waiter reads with Acquire. A waiter's bit is
+// cleared by a CAS of either the releaser or the waiter withdrawing, never both.
+unsafe impl<W: Wait> RawMutex for Fair<W> {
+    crate::sync::raw_init!();
+    type Guard = GuardSend;
+
+    #[inline]
+    fn lock(&self) -> GuardSend {
+        if self.try_lock().is_none() {
+            self.lock_contended(None);
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<GuardSend> {
+        // Seed 003's numa_trylock: test_and_set_bit(LOCKED).
+        (self.state.fetch_or(LOCKED, Acquire) & LOCKED == 0).then(GuardSend::new)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, _: GuardSend) {
+        if self.state.compare_exchange(LOCKED, 0, Release, Relaxed).is_err() {
+            self.hand_over();
+        }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.state.load(Relaxed) & LOCKED != 0
+    }
+}
+
+// SAFETY: unlock already hands over round-robin.
+unsafe impl<W: Wait> RawMutexFair for Fair<W> {
+    #[inline]
+    unsafe fn unlock_fair(&self, guard: GuardSend) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlock(guard) }
+    }
+}
+
+super::timed_via_lock_until!(Fair);
+
+/// The process-wide slots and their signal words.
+mod slots {
+    use super::FAIR_SLOTS;
+    use crate::padded::CachePadded;
+    use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
+    use core::cell::Cell;
+
+    struct Slots {
+        /// Bit `s` is set while slot `s` is unclaimed.
+        free: AtomicU64,
+        signals: [CachePadded<AtomicU32>; FAIR_SLOTS],
+    }
+
+    const ALL_FREE: u64 = (1u64 << FAIR_SLOTS) - 1;
+
+    #[cfg(not(loom))]
+    fn table() -> &'static Slots {
+        static SLOTS: Slots = Slots {
+            free: AtomicU64::new(ALL_FREE),
+            signals: [const { CachePadded::new(AtomicU32::new(0)) }; FAIR_SLOTS],
+        };
+        &SLOTS
+    }
+
+    #[cfg(loom)]
+    fn table() -> &'static Slots {
+        loom::lazy_static! {
+            static ref SLOTS: Slots = Slots {
+                free: AtomicU64::new(ALL_FREE),
+                signals: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
+            };
+        }
+        &SLOTS
+    }
+
+    const UNCLAIMED: u8 = u8::MAX;
+
+    /// This thread's slot; returns it to the table when the thread exits.
+    struct MySlot(Cell<u8>);
+
+    impl Drop for MySlot {
+        fn drop(&mut self) {
+            let slot = self.0.get();
+            if (slot as usize) < FAIR_SLOTS {
+                table().free.fetch_or(1 << slot, Release);
+            }
+        }
+    }
+
+    crate::sync::thread_local! {
+        static MY_SLOT: MySlot = MySlot(Cell::new(UNCLAIMED));
+    }
+
+    fn claim() -> u8 {
+        let free = &table().free;
+        let mut seen = free.load(Relaxed);
+        while seen != 0 {
+            let slot = seen.trailing_zeros();
+            match free.compare_exchange_weak(seen, seen & !(1 << slot), Acquire, Relaxed) {
+                Ok(_) => return slot as u8,
+                Err(now) => seen = now,
+            }
+        }
+        UNCLAIMED
+    }
+
+    /// This thread's slot, claimed on first use; `None` while all slots are taken (or during
+    /// thread teardown).
+    #[inline]
+    pub fn mine() -> Option<usize> {
+        MY_SLOT
+            .try_with(|mine| {
+                if mine.0.get() == UNCLAIMED {
+                    mine.0.set(claim());
+                }
+                let slot = mine.0.get();
+                (slot != UNCLAIMED).then_some(slot as usize)
+            })
+            .ok()
+            .flatten()
+    }
+
+    #[inline]
+    pub fn signal(slot: usize) -> &'static AtomicU32 {
+        &table().signals[slot]
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_over_is_round_robin_from_the_releaser() {
+        // Waiters at bits 2, 5 and 9.
+        let waiters = (1 << 2) | (1 << 5) | (1 << 9);
+        assert_eq!(next_waiter_bit(waiters, 2), 5);
+        assert_eq!(next_waiter_bit(waiters, 5), 9);
+        assert_eq!(next_waiter_bit(waiters, 9), 2, "wraps around");
+        assert_eq!(next_waiter_bit(waiters, 0), 2);
+        assert_eq!(next_waiter_bit(1 << 63, 63), 63, "the top slot can be its own successor");
+        assert_eq!(next_waiter_bit(1 << 1, 63), 1);
+    }
+}

@@ -1,0 +1,158 @@
+//! Ticket lock: take a number, wait until it is served. FIFO, one shared line.
+//!
+//! Every waiter watches the same `serving` word, so every hand-over invalidates every
+//! waiter's copy of it, and with a policy that sleeps the releaser must wake them all (the
+//! kernel cannot wake "the one holding ticket n"). That cost grows with the number of waiters
+//! and is what MCS and CLH remove.
+
+use crate::sync::{AtomicU32, Ordering::*};
+use crate::wait::{Episode, Spun, Wait};
+use core::marker::PhantomData;
+use lock_api::{GuardSend, RawMutex, RawMutexFair};
+use std::time::Instant;
+
+/// Ticket lock waiting with policy `W`.
+///
+/// Words: `next` (the next ticket to hand out), `serving` (the ticket that holds the lock;
+/// waiters wait on it), `sleepers` (waiters that may be asleep on `serving`; used only by
+/// policies that may sleep). Held iff `next != serving`.
+///
+/// A timed acquisition cannot take a ticket (a ticket cannot be given back without blocking
+/// every later one), so it waits for `serving` to move and tries to take the lock only when
+/// it is free: timed waiters are not served in FIFO order.
+///
+/// ```
+/// use spinlab::{lock::Ticket, wait::Pause};
+/// let m = lock_api::Mutex::<Ticket<Pause>, _>::new(vec![1]);
+/// m.lock().push(2);
+/// assert_eq!(*m.lock(), [1, 2]);
+/// ```
+pub struct Ticket<W: Wait> {
+    next: AtomicU32,
+    serving: AtomicU32,
+    sleepers: AtomicU32,
+    policy: PhantomData<fn() -> W>,
+}
+
+impl<W: Wait> Ticket<W> {
+    crate::sync::loom_const_fn! {
+        /// A new, unlocked lock.
+        pub fn new() -> Self {
+            Ticket { next: AtomicU32::new(0), serving: AtomicU32::new(0), sleepers: AtomicU32::new(0), policy: PhantomData }
+        }
+    }
+
+    /// Waits for `serving` to move away from `seen`: the policy's spin phase, then sleep.
+    /// Returns `false` if the deadline passed.
+    #[inline]
+    fn wait_serving_change(&self, seen: u32, episode: &mut Episode) -> bool {
+        match W::spin(&self.serving, seen, episode) {
+            Spun::Changed => true,
+            Spun::TimedOut => false,
+            Spun::Exhausted => {
+                // SeqCst pairs with unlock's SeqCst store and load (a Dekker pattern): either
+                // the releaser sees our count, or we (or the kernel's re-check) see its store.
+                self.sleepers.fetch_add(1, SeqCst);
+                let mut in_time = true;
+                if self.serving.load(SeqCst) == seen {
+                    in_time = W::sleep(&self.serving, seen, episode.deadline())
+                        != crate::sys::futex::FutexWait::TimedOut;
+                }
+                self.sleepers.fetch_sub(1, Relaxed);
+                episode.restart_spinning();
+                in_time
+            }
+        }
+    }
+
+    #[cold]
+    fn wait_for_turn(&self, ticket: u32) {
+        let mut episode = Episode::new(None);
+        loop {
+            let serving = self.serving.load(Acquire);
+            if serving == ticket {
+                return;
+            }
+            self.wait_serving_change(serving, &mut episode);
+        }
+    }
+
+    /// Acquires the lock, giving up at `deadline` (`None`: never, and in FIFO order).
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
+        if deadline.is_none() {
+            return Some(self.lock());
+        }
+        let mut episode = Episode::new(deadline);
+        loop {
+            if let Some(guard) = self.try_lock() {
+                return Some(guard);
+            }
+            let serving = self.serving.load(Relaxed);
+            if !self.wait_serving_change(serving, &mut episode) {
+                return None;
+            }
+        }
+    }
+}
+
+impl<W: Wait> Default for Ticket<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: each ticket is handed out once (fetch_add), and only the holder of ticket `n`
+// advances `serving` to `n + 1`; the Acquire load that sees its own ticket pairs with the
+// previous holder's Release store.
+unsafe impl<W: Wait> RawMutex for Ticket<W> {
+    crate::sync::raw_init!();
+    type Guard = GuardSend;
+
+    #[inline]
+    fn lock(&self) -> GuardSend {
+        let ticket = self.next.fetch_add(1, Relaxed);
+        if self.serving.load(Acquire) != ticket {
+            self.wait_for_turn(ticket);
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<GuardSend> {
+        let serving = self.serving.load(Acquire);
+        self.next
+            .compare_exchange(serving, serving.wrapping_add(1), Acquire, Relaxed)
+            .ok()
+            .map(|_| GuardSend::new())
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, _: GuardSend) {
+        // Only the holder writes `serving`, so a load and a store suffice.
+        let next = self.serving.load(Relaxed).wrapping_add(1);
+        if !W::MAY_SLEEP {
+            self.serving.store(next, Release);
+        } else {
+            self.serving.store(next, SeqCst);
+            if self.sleepers.load(SeqCst) != 0 {
+                W::wake_all(&self.serving);
+            }
+        }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.next.load(Relaxed) != self.serving.load(Relaxed)
+    }
+}
+
+// SAFETY: unlock already hands over in ticket order.
+unsafe impl<W: Wait> RawMutexFair for Ticket<W> {
+    #[inline]
+    unsafe fn unlock_fair(&self, guard: GuardSend) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlock(guard) }
+    }
+}
+
+super::timed_via_lock_until!(Ticket);

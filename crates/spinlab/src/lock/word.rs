@@ -1,0 +1,90 @@
+//! The one-word lock state that [`Tas`](super::Tas) and [`Ttas`](super::Ttas) share; they
+//! differ only in how a waiter spins.
+//!
+//! | value | name              | meaning                                                     |
+//! |-------|-------------------|-------------------------------------------------------------|
+//! | 0     | `UNLOCKED`        | free                                                        |
+//! | 1     | `LOCKED`          | held; no waiter is asleep                                   |
+//! | 2     | `LOCKED_SLEEPERS` | held; a waiter may be asleep on the word, so unlock wakes one |
+//!
+//! State 2 exists only for policies that may sleep. A waiter writes it just before it sleeps,
+//! and any thread that has slept acquires the lock *as* 2, because other sleepers may remain
+//! (the design of Rust std's futex mutex and of Drepper's "Futexes Are Tricky", mutex 2).
+//! Pure spin policies never see it, so their unlock is a plain release store.
+
+use crate::sync::{AtomicU32, Ordering::*};
+use crate::sys::futex::FutexWait;
+use crate::wait::Wait;
+use core::marker::PhantomData;
+use std::time::Instant;
+
+pub(crate) const UNLOCKED: u32 = 0;
+pub(crate) const LOCKED: u32 = 1;
+pub(crate) const LOCKED_SLEEPERS: u32 = 2;
+
+/// What a waiter does once its policy's spin phase is over.
+pub(crate) enum Parked {
+    /// The marking swap found the lock free: it is ours.
+    Acquired,
+    /// Woken (or spuriously returned): try again.
+    Retry,
+    /// The deadline passed.
+    TimedOut,
+}
+
+pub(crate) struct LockWord<W> {
+    pub(crate) state: AtomicU32,
+    policy: PhantomData<fn() -> W>,
+}
+
+impl<W: Wait> LockWord<W> {
+    crate::sync::loom_const_fn! {
+        pub(crate) fn new() -> Self {
+            LockWord { state: AtomicU32::new(UNLOCKED), policy: PhantomData }
+        }
+    }
+
+    /// One acquisition attempt. Pure spin policies use a swap: the `ldstub` of seed 000's
+    /// Fig. 1. Sleeping policies need a CAS so they never overwrite `LOCKED_SLEEPERS`.
+    /// On failure, returns the value seen.
+    #[inline(always)]
+    pub(crate) fn try_acquire(&self, acquire_as: u32) -> Result<(), u32> {
+        if W::MAY_SLEEP {
+            self.state.compare_exchange(UNLOCKED, acquire_as, Acquire, Relaxed).map(drop)
+        } else {
+            match self.state.swap(LOCKED, Acquire) {
+                UNLOCKED => Ok(()),
+                seen => Err(seen),
+            }
+        }
+    }
+
+    /// Marks the lock as having a sleeper and sleeps until woken or `deadline`.
+    #[cold]
+    pub(crate) fn park(&self, deadline: Option<Instant>) -> Parked {
+        // Acquire: if the swap finds the lock free, we now hold it.
+        if self.state.swap(LOCKED_SLEEPERS, Acquire) == UNLOCKED {
+            return Parked::Acquired;
+        }
+        match W::sleep(&self.state, LOCKED_SLEEPERS, deadline) {
+            FutexWait::TimedOut => Parked::TimedOut,
+            FutexWait::Woken | FutexWait::ValueChanged => Parked::Retry,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn unlock(&self) {
+        if !W::MAY_SLEEP {
+            // Release: the critical section's writes happen-before the next acquirer's reads.
+            self.state.store(UNLOCKED, Release);
+        } else if self.state.swap(UNLOCKED, Release) == LOCKED_SLEEPERS {
+            // Waking after the store lets the woken thread find the lock free at once.
+            W::wake_one(&self.state);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_locked(&self) -> bool {
+        self.state.load(Relaxed) != UNLOCKED
+    }
+}

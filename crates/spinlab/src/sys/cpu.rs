@@ -1,0 +1,123 @@
+//! Which wait instructions this CPU offers, read once from `cpuid` (x86) or fixed by the
+//! architecture (aarch64).
+//!
+//! A policy built on a missing instruction must never execute it: every such policy asks
+//! here first, and the answer is cached in a static so the check costs one relaxed load.
+
+use std::sync::OnceLock;
+
+/// The wait-related features of the CPU this process runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuFeatures {
+    /// A spin-wait hint exists (`pause` on x86, `yield`/`isb` on aarch64).
+    pub spin_hint: bool,
+    /// Intel WAITPKG: user-mode `umonitor`/`umwait`/`tpause` (CPUID.7.0:ECX[5]).
+    pub waitpkg: bool,
+    /// AMD MONITORX/MWAITX, usable from user mode (CPUID.80000001h:ECX[29]).
+    pub monitorx: bool,
+    /// aarch64 `wfe` woken by the exclusive monitor (every aarch64 CPU).
+    pub wfe: bool,
+    /// The TSC runs at a constant rate and does not stop in idle states
+    /// (CPUID.80000007h:EDX[8]); on aarch64 the generic timer always does.
+    pub invariant_tsc: bool,
+}
+
+/// The features of this CPU, detected on first call.
+pub fn features() -> CpuFeatures {
+    static FEATURES: OnceLock<CpuFeatures> = OnceLock::new();
+    *FEATURES.get_or_init(detect)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect() -> CpuFeatures {
+    use core::arch::x86_64::__cpuid_count;
+    // Leaves above the maximum the CPU reports are never queried.
+    let (max_leaf, max_ext_leaf) = (__cpuid_count(0, 0).eax, __cpuid_count(0x8000_0000, 0).eax);
+    let leaf7_ecx = if max_leaf >= 7 {
+        __cpuid_count(7, 0).ecx
+    } else {
+        0
+    };
+    let ext1_ecx = if max_ext_leaf >= 0x8000_0001 {
+        __cpuid_count(0x8000_0001, 0).ecx
+    } else {
+        0
+    };
+    let ext7_edx = if max_ext_leaf >= 0x8000_0007 {
+        __cpuid_count(0x8000_0007, 0).edx
+    } else {
+        0
+    };
+    CpuFeatures {
+        spin_hint: true, // `pause` is part of SSE2, which x86_64 requires
+        waitpkg: leaf7_ecx & (1 << 5) != 0,
+        monitorx: ext1_ecx & (1 << 29) != 0,
+        wfe: false,
+        invariant_tsc: ext7_edx & (1 << 8) != 0,
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+fn detect() -> CpuFeatures {
+    CpuFeatures { spin_hint: true, waitpkg: false, monitorx: false, wfe: true, invariant_tsc: true }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn detect() -> CpuFeatures {
+    CpuFeatures::default()
+}
+
+/// The CPU's name as cpuid's brand string gives it, if it has one.
+pub fn brand() -> Option<String> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::__cpuid_count;
+        if __cpuid_count(0x8000_0000, 0).eax < 0x8000_0004 {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(48);
+        for leaf in 0x8000_0002u32..=0x8000_0004 {
+            let r = __cpuid_count(leaf, 0);
+            for reg in [r.eax, r.ebx, r.ecx, r.edx] {
+                bytes.extend_from_slice(&reg.to_le_bytes());
+            }
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let name = text.trim_matches(char::from(0)).trim();
+        (!name.is_empty()).then(|| name.to_string())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_is_stable_and_matches_the_architecture() {
+        let f = features();
+        assert_eq!(f, features());
+        assert!(f.spin_hint || !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")));
+        if cfg!(target_arch = "x86_64") {
+            assert!(!f.wfe, "wfe is an aarch64 instruction");
+        }
+        if cfg!(target_arch = "aarch64") {
+            assert!(f.wfe && !f.waitpkg && !f.monitorx);
+        }
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn cpuid_agrees_with_the_kernel() {
+        // /proc/cpuinfo is the kernel's reading of the same bits; a wrong bit number here
+        // would make a policy execute an instruction the CPU lacks.
+        let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else { return };
+        let Some(flags) = cpuinfo.lines().find(|l| l.starts_with("flags")) else { return };
+        let has = |name: &str| flags.split_whitespace().any(|f| f == name);
+        let f = features();
+        assert_eq!(f.waitpkg, has("waitpkg"));
+        assert_eq!(f.monitorx, has("mwaitx"));
+        assert!(!f.invariant_tsc || has("nonstop_tsc"));
+    }
+}

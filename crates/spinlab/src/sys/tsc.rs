@@ -1,0 +1,94 @@
+//! The CPU's cycle counter: `rdtsc` on x86_64, `cntvct_el0` on aarch64, and its rate,
+//! calibrated once against the OS's monotonic clock.
+//!
+//! Spin loops read it instead of `Instant::now()` because it is a few cycles, not a vDSO call.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Reads the cycle counter. Monotonic per CPU; comparable across CPUs where the counter is
+/// invariant (see [`crate::sys::cpu::CpuFeatures::invariant_tsc`]).
+#[inline(always)]
+pub fn now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `rdtsc` exists on every x86_64 CPU and has no memory effects.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let ticks: u64;
+        // SAFETY: the virtual counter is readable from EL0 on Linux; reading it has no
+        // memory effects.
+        unsafe { core::arch::asm!("mrs {}, cntvct_el0", out(reg) ticks, options(nomem, nostack)) };
+        ticks
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        static EPOCH: OnceLock<Instant> = OnceLock::new();
+        EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+/// Counter ticks per second, measured on first call (about 20 ms) against `Instant`.
+pub fn ticks_per_second() -> u64 {
+    static RATE: OnceLock<u64> = OnceLock::new();
+    *RATE.get_or_init(|| calibrate(Duration::from_millis(20)))
+}
+
+/// Counter ticks in `ns` nanoseconds at the calibrated rate.
+#[inline]
+pub fn ticks_for_ns(ns: u64) -> u64 {
+    ticks_from_ns(ns, ticks_per_second())
+}
+
+/// Nanoseconds in `ticks` counter ticks at the calibrated rate.
+#[inline]
+pub fn ns_for_ticks(ticks: u64) -> u64 {
+    ((ticks as u128 * 1_000_000_000) / ticks_per_second().max(1) as u128) as u64
+}
+
+pub(crate) fn ticks_from_ns(ns: u64, rate: u64) -> u64 {
+    ((ns as u128 * rate as u128) / 1_000_000_000).min(u64::MAX as u128) as u64
+}
+
+/// Measures the counter's rate over `window`: the best of three windows, since a window in
+/// which this thread was descheduled between its two clock reads overstates nothing but
+/// adds noise to both ends.
+fn calibrate(window: Duration) -> u64 {
+    let mut rates = [0u64; 3];
+    for rate in rates.iter_mut() {
+        let (t0, c0) = (Instant::now(), now());
+        while t0.elapsed() < window / 3 {
+            core::hint::spin_loop();
+        }
+        let (c1, t1) = (now(), Instant::now());
+        let ns = (t1 - t0).as_nanos().max(1);
+        *rate = ((c1.wrapping_sub(c0) as u128 * 1_000_000_000) / ns) as u64;
+    }
+    rates.sort_unstable();
+    rates[1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversion_round_trips() {
+        assert_eq!(ticks_from_ns(1_000, 2_000_000_000), 2_000);
+        assert_eq!(ticks_from_ns(0, 3_000_000_000), 0);
+        assert_eq!(ticks_from_ns(u64::MAX, 4_000_000_000), u64::MAX, "saturates");
+    }
+
+    #[test]
+    fn counter_advances_and_rate_is_plausible() {
+        let a = now();
+        std::thread::sleep(Duration::from_millis(1));
+        assert!(now() > a);
+        // Between 1 MHz (slow generic timers) and 10 GHz: anything else is a broken reading.
+        let rate = ticks_per_second();
+        assert!((1_000_000..10_000_000_000).contains(&rate), "rate {rate}");
+        assert!(ns_for_ticks(ticks_for_ns(1_000_000)) <= 1_000_000);
+    }
+}

@@ -1,0 +1,358 @@
+//! How a thread waits: the [`Wait`] trait and one file per policy.
+//!
+//! A policy decides what a thread does while a 32-bit word still holds the value it is waiting
+//! to see change, and what the thread that changes the word must do to wake it. Locks, events
+//! and barriers are written once against this trait and never know which policy they run
+//! with; a policy never knows which primitive calls it.
+//!
+//! A wait has two phases. The *spin phase* repeats the policy's loop body ([`Wait::relax`])
+//! between re-reads of the word: that body is what seed 000 varies (nothing, `pause`, a divide,
+//! a CAS on a private line, a cache miss) and what seed 004 turns into exponential backoff. A
+//! policy that may sleep ([`Wait::MAY_SLEEP`]) ends its spin phase at some point (at once for
+//! [`Futex`], after a calibrated time for [`SpinPark`]); the primitive then records that a
+//! sleeper may exist and calls [`Wait::sleep`]. Splitting the two lets a lock mark "waiters may
+//! be asleep" only when one really is about to sleep, so a releaser pays for a wake-up system
+//! call only then.
+
+mod backoff;
+mod cas;
+mod divide;
+mod futex;
+mod hardware;
+mod miss;
+mod plain;
+mod spin_park;
+
+pub use backoff::Backoff;
+pub use cas::Cas;
+pub use divide::{FpDiv, IntDiv};
+pub use futex::Futex;
+pub use hardware::{Mwaitx, Tpause, Umwait, Wfe};
+pub use miss::Miss;
+pub use plain::{Pause, Spin, Yield};
+pub use spin_park::SpinPark;
+
+use crate::sync::{self, AtomicU32, Ordering};
+use crate::sys::futex::{self as sys_futex, FutexWait};
+use std::fmt;
+use std::time::Instant;
+
+/// A wait policy. See the [module documentation](self) for the two phases.
+///
+/// Implementations are zero-sized marker types; per-wait state lives in the [`Episode`] the
+/// caller passes in, so a lock carries no policy state of its own.
+pub trait Wait: Send + Sync + 'static {
+    /// The policy's registry name (`"pause"`, `"spin-park"`, …).
+    const NAME: &'static str;
+
+    /// Whether waiting may block in the kernel. When `false`, primitives skip all sleeper
+    /// bookkeeping and [`Wait::wake_one`]/[`Wait::wake_all`] are never needed.
+    const MAY_SLEEP: bool = false;
+
+    /// Whether this CPU can run the policy; the error names the missing feature.
+    fn availability() -> Result<(), Unavailable> {
+        Ok(())
+    }
+
+    /// One pass of the policy's loop body, run after the caller read `word == current`.
+    ///
+    /// Returns `false` when the spin phase is over and the caller should sleep (only policies
+    /// with `MAY_SLEEP` ever return `false`). Callers use [`Wait::step`], which also counts
+    /// the iteration and checks the deadline.
+    fn relax(word: &AtomicU32, current: u32, episode: &mut Episode) -> bool;
+
+    /// Sleeps in the kernel while `word == current`, until woken or the deadline passes.
+    /// Only called for policies with `MAY_SLEEP`.
+    #[inline]
+    fn sleep(word: &AtomicU32, current: u32, deadline: Option<Instant>) -> FutexWait {
+        sys_futex::wait(word, current, deadline)
+    }
+
+    /// Wakes one thread sleeping on `word`. Callers invoke it only when their own state says a
+    /// sleeper may exist.
+    #[inline]
+    fn wake_one(word: &AtomicU32) {
+        if Self::MAY_SLEEP {
+            sys_futex::wake_one(word);
+        }
+    }
+
+    /// Wakes every thread sleeping on `word`.
+    #[inline]
+    fn wake_all(word: &AtomicU32) {
+        if Self::MAY_SLEEP {
+            sys_futex::wake_all(word);
+        }
+    }
+
+    /// One iteration of a waiting loop: the policy's body, the iteration count, the deadline
+    /// check, and (under loom) a yield to the model scheduler.
+    #[inline]
+    fn step(word: &AtomicU32, current: u32, episode: &mut Episode) -> Step {
+        if episode.expired() {
+            return Step::TimedOut;
+        }
+        let go_on = Self::relax(word, current, episode);
+        episode.iterations = episode.iterations.saturating_add(1);
+        sync::spin_iteration_done();
+        if go_on {
+            Step::Continue
+        } else {
+            Step::Exhausted
+        }
+    }
+
+    /// The spin phase: re-reads `word` and runs the loop body until the word no longer holds
+    /// `current`, the spin phase ends, or the deadline passes.
+    ///
+    /// The re-read is `Relaxed`: the caller re-checks with the ordering its algorithm needs.
+    #[inline]
+    fn spin(word: &AtomicU32, current: u32, episode: &mut Episode) -> Spun {
+        loop {
+            if word.load(Ordering::Relaxed) != current {
+                return Spun::Changed;
+            }
+            match Self::step(word, current, episode) {
+                Step::Continue => {}
+                Step::Exhausted => return Spun::Exhausted,
+                Step::TimedOut => return Spun::TimedOut,
+            }
+        }
+    }
+
+    /// Waits until `word != current` may hold: the spin phase, then (for sleeping policies)
+    /// the kernel. Returns `false` if the deadline passed first. Spurious returns are allowed;
+    /// callers re-check. A sleeping waiter is only woken by a [`Wait::wake_one`] or
+    /// [`Wait::wake_all`] on `word`, so callers of this convenience must arrange for the
+    /// waker to call one whenever a sleeper may exist.
+    fn wait(word: &AtomicU32, current: u32, deadline: Option<Instant>) -> bool {
+        let mut episode = Episode::new(deadline);
+        match Self::spin(word, current, &mut episode) {
+            Spun::Changed => true,
+            Spun::TimedOut => false,
+            Spun::Exhausted => Self::sleep(word, current, deadline) != FutexWait::TimedOut,
+        }
+    }
+}
+
+/// What one [`Wait::step`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Re-read the word and go on.
+    Continue,
+    /// The spin phase is over: sleep.
+    Exhausted,
+    /// The deadline passed.
+    TimedOut,
+}
+
+/// How a spin phase ([`Wait::spin`]) ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spun {
+    /// The word no longer holds the value (or may not).
+    Changed,
+    /// The policy's spin phase is over: sleep.
+    Exhausted,
+    /// The deadline passed.
+    TimedOut,
+}
+
+/// The state of one waiting episode: from the moment a thread finds it must wait until it
+/// stops waiting. Backoff keeps its growing delay here, spin-then-park its spent budget.
+#[derive(Debug, Clone)]
+pub struct Episode {
+    deadline: Option<Instant>,
+    iterations: u32,
+    backoff_ticks: u64,
+    /// The previous iteration's result, for loop bodies that chain one iteration's work on
+    /// the last one's (the divides).
+    chain: u64,
+}
+
+impl Episode {
+    /// A new episode that gives up at `deadline` (`None`: never).
+    #[inline]
+    pub fn new(deadline: Option<Instant>) -> Self {
+        Episode { deadline, iterations: 0, backoff_ticks: 0, chain: 0 }
+    }
+
+    /// The deadline this episode gives up at.
+    #[inline]
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Loop-body iterations run so far in the current spin phase.
+    #[inline]
+    pub fn iterations(&self) -> u32 {
+        self.iterations
+    }
+
+    /// Starts a new spin phase (after a sleep) without forgetting the deadline.
+    #[inline]
+    pub fn restart_spinning(&mut self) {
+        self.iterations = 0;
+        self.backoff_ticks = 0;
+    }
+
+    #[inline]
+    fn expired(&self) -> bool {
+        match self.deadline {
+            None => false,
+            #[cfg(not(loom))]
+            Some(deadline) => Instant::now() >= deadline,
+            // Loom has no clock, and its executions must be deterministic: a deadline is
+            // modelled as expiring after a few iterations, which exercises every time-out path.
+            #[cfg(loom)]
+            Some(_) => self.iterations >= 3,
+        }
+    }
+}
+
+/// A policy this CPU cannot run, and the feature it lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unavailable {
+    /// The policy's registry name.
+    pub policy: &'static str,
+    /// The missing CPU feature, as a person would look it up.
+    pub needs: &'static str,
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "wait policy `{}` needs {}, which this CPU does not have", self.policy, self.needs)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
+/// Something that wants to be called once per policy type (the registry builds its
+/// `algorithm:policy` table this way).
+pub trait PolicyVisitor {
+    /// Called once for each policy.
+    fn visit<W: Wait>(&mut self);
+}
+
+/// Calls `visitor` once for every policy, in the order of DESIGN.md's table. Adding a policy
+/// is one file in this folder and one line here.
+pub fn visit_policies<V: PolicyVisitor>(visitor: &mut V) {
+    visitor.visit::<Spin>();
+    visitor.visit::<Pause>();
+    visitor.visit::<IntDiv>();
+    visitor.visit::<FpDiv>();
+    visitor.visit::<Cas>();
+    visitor.visit::<Miss>();
+    visitor.visit::<Backoff>();
+    visitor.visit::<Yield>();
+    visitor.visit::<Futex>();
+    visitor.visit::<SpinPark>();
+    visitor.visit::<Umwait>();
+    visitor.visit::<Tpause>();
+    visitor.visit::<Mwaitx>();
+    visitor.visit::<Wfe>();
+}
+
+/// A policy's name, whether it may sleep, and whether this CPU can run it.
+#[derive(Clone, Copy, Debug)]
+pub struct PolicyInfo {
+    /// Registry name.
+    pub name: &'static str,
+    /// Whether the policy may block in the kernel.
+    pub may_sleep: bool,
+    /// `Ok` or the missing feature.
+    pub availability: Result<(), Unavailable>,
+}
+
+/// Every policy with its availability on this machine.
+pub fn policies() -> Vec<PolicyInfo> {
+    struct Collect(Vec<PolicyInfo>);
+    impl PolicyVisitor for Collect {
+        fn visit<W: Wait>(&mut self) {
+            self.0.push(PolicyInfo { name: W::NAME, may_sleep: W::MAY_SLEEP, availability: W::availability() });
+        }
+    }
+    let mut collect = Collect(Vec::new());
+    visit_policies(&mut collect);
+    collect.0
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    struct EveryAvailable(Vec<&'static str>);
+    impl PolicyVisitor for EveryAvailable {
+        fn visit<W: Wait>(&mut self) {
+            if W::availability().is_err() {
+                return;
+            }
+            // The word already differs: a wait must return at once, whatever the policy.
+            let word = AtomicU32::new(1);
+            assert!(W::wait(&word, 0, None), "{}", W::NAME);
+            // The word never changes: a timed wait must give up, and not before its deadline.
+            let deadline = Instant::now() + Duration::from_millis(3);
+            assert!(!W::wait(&word, 1, Some(deadline)), "{}", W::NAME);
+            assert!(Instant::now() >= deadline, "{} returned before its deadline", W::NAME);
+            self.0.push(W::NAME);
+        }
+    }
+
+    #[test]
+    fn every_available_policy_waits_and_times_out() {
+        let mut v = EveryAvailable(Vec::new());
+        visit_policies(&mut v);
+        for always in ["spin", "pause", "idiv", "fdiv", "cas", "miss", "backoff", "yield", "futex", "spin-park"] {
+            assert!(v.0.contains(&always), "{always} must run everywhere");
+        }
+    }
+
+    struct WokenByAnotherThread;
+    impl PolicyVisitor for WokenByAnotherThread {
+        fn visit<W: Wait>(&mut self) {
+            if W::availability().is_err() {
+                return;
+            }
+            let word = Arc::new(AtomicU32::new(0));
+            let waiter = {
+                let word = word.clone();
+                std::thread::spawn(move || {
+                    while word.load(Ordering::Acquire) == 0 {
+                        W::wait(&word, 0, None);
+                    }
+                })
+            };
+            std::thread::sleep(Duration::from_millis(2));
+            word.store(1, Ordering::Release);
+            W::wake_all(&word);
+            waiter.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn every_available_policy_sees_a_change_made_by_another_thread() {
+        visit_policies(&mut WokenByAnotherThread);
+    }
+
+    #[test]
+    fn names_are_unique_and_only_sleepers_sleep() {
+        let all = policies();
+        let mut names: Vec<_> = all.iter().map(|p| p.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        let sleepers: Vec<_> = all.iter().filter(|p| p.may_sleep).map(|p| p.name).collect();
+        assert_eq!(sleepers, ["futex", "spin-park"]);
+    }
+
+    #[test]
+    fn unavailable_policies_name_the_missing_feature() {
+        for p in policies() {
+            if let Err(e) = p.availability {
+                assert_eq!(e.policy, p.name);
+                assert!(e.to_string().contains(e.needs));
+            }
+        }
+    }
+}
