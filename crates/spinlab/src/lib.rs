@@ -27,6 +27,7 @@ mod padded;
 mod sync;
 
 pub mod lock;
+#[cfg(not(loom))]
 pub mod registry;
 pub mod sys;
 pub mod wait;

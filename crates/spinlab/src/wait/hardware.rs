@@ -1,3 +1,4 @@
+#![cfg_attr(loom, allow(dead_code, unused_imports))]
 //! User-mode monitor/wait instructions: seed 001's MONITOR/MWAIT, as today's CPUs let an
 //! ordinary thread use them.
 //!

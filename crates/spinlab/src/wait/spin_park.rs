@@ -1,3 +1,4 @@
+#![cfg_attr(loom, allow(dead_code, unused_imports))]
 //! Spin, then park: spin with the CPU's hint for a time budget, then sleep on the futex.
 //!
 //! The budget is a time, not an iteration count, because the cost of one `pause` differs by

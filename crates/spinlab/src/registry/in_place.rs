@@ -1,0 +1,206 @@
+//! A lock behind a name: boxed for Rust callers ([`DynMutex`]), or in memory the caller owns
+//! ([`RawLockOps`]) for the C ABI and the preload library, which keep a lock inside a
+//! `pthread_mutex_t`.
+//!
+//! `lock_api`'s raw locks return a guard from `lock` and take it back in `unlock`; callers by
+//! name have no place for it, so [`Stored`] keeps the guard next to the lock, written by the
+//! holder after it acquires and taken by the holder when it releases.
+
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use lock_api::{RawMutex, RawMutexTimed};
+use std::time::{Duration, Instant};
+
+/// A mutual-exclusion lock reached by name, without a guard type.
+pub trait DynMutex: Send + Sync {
+    /// Acquires the lock, waiting as long as it takes.
+    fn lock(&self);
+    /// Acquires the lock if it is free now.
+    fn try_lock(&self) -> bool;
+    /// Acquires the lock, giving up at `deadline`; returns whether it was acquired.
+    fn try_lock_until(&self, deadline: Instant) -> bool;
+    /// Releases the lock.
+    ///
+    /// # Safety
+    /// The calling context must hold the lock (acquired through this object).
+    unsafe fn unlock(&self);
+    /// Whether the lock is held right now (a snapshot).
+    fn is_locked(&self) -> bool;
+}
+
+/// The verbs of a lock stored in caller-provided memory of `size` bytes aligned to `align`.
+#[derive(Clone, Copy, Debug)]
+pub struct RawLockOps {
+    /// Bytes of storage the lock needs.
+    pub size: usize,
+    /// Alignment the storage needs.
+    pub align: usize,
+    /// Whether all-zero bytes are already a valid unlocked lock (so a zero-initialised
+    /// `pthread_mutex_t` needs no `init` call).
+    pub zero_is_unlocked: bool,
+    /// Writes a new unlocked lock. # Safety: `at` is valid for `size` bytes and aligned.
+    pub init: unsafe fn(at: *mut u8),
+    /// Acquires. # Safety: `at` holds a lock written by `init` (or zeroed, if allowed).
+    pub lock: unsafe fn(at: *const u8),
+    /// Acquires if free now. # Safety: as `lock`.
+    pub try_lock: unsafe fn(at: *const u8) -> bool,
+    /// Acquires or gives up at the deadline. # Safety: as `lock`.
+    pub try_lock_until: unsafe fn(at: *const u8, deadline: Instant) -> bool,
+    /// Releases. # Safety: as `lock`, and the caller holds the lock.
+    pub unlock: unsafe fn(at: *const u8),
+    /// Destroys an unlocked lock. # Safety: as `lock`, the lock is not held, and `at` is not
+    /// used again before another `init`.
+    pub drop: unsafe fn(at: *mut u8),
+}
+
+/// A lock that can live in a registry entry: constructed without arguments, used without a
+/// guard.
+pub(crate) trait Named: Send + Sync + Sized + 'static {
+    /// All-zero bytes are a valid unlocked instance.
+    const ZERO_IS_UNLOCKED: bool;
+    /// Whether `try_lock_until` waits natively (otherwise it polls `try_lock`).
+    const TIMED_NATIVE: bool;
+    fn create() -> Self;
+    fn acquire(&self);
+    fn try_acquire(&self) -> bool;
+    fn acquire_until(&self, deadline: Instant) -> bool {
+        poll_until(|| self.try_acquire(), deadline)
+    }
+    /// # Safety
+    /// The caller holds the lock.
+    unsafe fn release(&self);
+    fn held(&self) -> bool;
+}
+
+/// Timed acquisition for locks without one: try, then sleep, doubling the nap from 1 µs to
+/// 1 ms, never past the deadline.
+pub(crate) fn poll_until(mut try_acquire: impl FnMut() -> bool, deadline: Instant) -> bool {
+    let mut nap = Duration::from_micros(1);
+    loop {
+        if try_acquire() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        std::thread::sleep(nap.min(deadline - now));
+        nap = (nap * 2).min(Duration::from_millis(1));
+    }
+}
+
+/// A `lock_api` raw lock with room for its guard.
+pub(crate) struct Stored<R: RawMutex> {
+    raw: R,
+    guard: UnsafeCell<MaybeUninit<R::Guard>>,
+}
+
+// SAFETY: `guard` is written only by the thread that just acquired `raw` and read only by the
+// holder releasing it, so accesses to it are serialised by the lock itself.
+unsafe impl<R: RawMutex + Sync> Sync for Stored<R> {}
+// SAFETY: moving the storage moves an unlocked lock (a held one is borrowed, so cannot move).
+unsafe impl<R: RawMutex + Send> Send for Stored<R> {}
+
+impl<R: RawMutex> Stored<R> {
+    #[inline]
+    fn keep(&self, guard: R::Guard) {
+        // SAFETY: we hold the lock; see the Sync impl.
+        unsafe { (*self.guard.get()).write(guard) };
+    }
+}
+
+impl<R> Named for Stored<R>
+where
+    R: RawMutex + RawMutexTimed<Instant = Instant> + Send + Sync + 'static,
+{
+    // Every spinlab lock's INIT is all zero bits (0 words, null tails); tests check it.
+    const ZERO_IS_UNLOCKED: bool = true;
+    const TIMED_NATIVE: bool = true;
+
+    fn create() -> Self {
+        Stored { raw: R::INIT, guard: UnsafeCell::new(MaybeUninit::uninit()) }
+    }
+    #[inline]
+    fn acquire(&self) {
+        let guard = self.raw.lock();
+        self.keep(guard);
+    }
+    #[inline]
+    fn try_acquire(&self) -> bool {
+        self.raw.try_lock().map(|guard| self.keep(guard)).is_some()
+    }
+    fn acquire_until(&self, deadline: Instant) -> bool {
+        self.raw.try_lock_until(deadline).map(|guard| self.keep(guard)).is_some()
+    }
+    #[inline]
+    unsafe fn release(&self) {
+        // SAFETY: the caller holds the lock, so `keep` wrote the guard and nobody else reads it.
+        let guard = unsafe { (*self.guard.get()).assume_init_read() };
+        // SAFETY: the guard is the one returned by this lock's acquisition.
+        unsafe { self.raw.unlock(guard) };
+    }
+    #[inline]
+    fn held(&self) -> bool {
+        self.raw.is_locked()
+    }
+}
+
+impl<T: Named> DynMutex for T {
+    #[inline]
+    fn lock(&self) {
+        self.acquire()
+    }
+    #[inline]
+    fn try_lock(&self) -> bool {
+        self.try_acquire()
+    }
+    fn try_lock_until(&self, deadline: Instant) -> bool {
+        self.acquire_until(deadline)
+    }
+    #[inline]
+    unsafe fn unlock(&self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.release() }
+    }
+    fn is_locked(&self) -> bool {
+        self.held()
+    }
+}
+
+pub(crate) fn boxed<T: Named>() -> Box<dyn DynMutex> {
+    Box::new(T::create())
+}
+
+pub(crate) fn ops<T: Named>() -> RawLockOps {
+    // SAFETY (for every function below): the callers' contract in `RawLockOps` says `at`
+    // points to a `T` written by `init` (or zeroed where that is allowed).
+    unsafe fn init<T: Named>(at: *mut u8) {
+        unsafe { (at as *mut T).write(T::create()) }
+    }
+    unsafe fn lock<T: Named>(at: *const u8) {
+        unsafe { &*(at as *const T) }.acquire()
+    }
+    unsafe fn try_lock<T: Named>(at: *const u8) -> bool {
+        unsafe { &*(at as *const T) }.try_acquire()
+    }
+    unsafe fn try_lock_until<T: Named>(at: *const u8, deadline: Instant) -> bool {
+        unsafe { &*(at as *const T) }.acquire_until(deadline)
+    }
+    unsafe fn unlock<T: Named>(at: *const u8) {
+        unsafe { (*(at as *const T)).release() }
+    }
+    unsafe fn drop<T: Named>(at: *mut u8) {
+        unsafe { core::ptr::drop_in_place(at as *mut T) }
+    }
+    RawLockOps {
+        size: core::mem::size_of::<T>(),
+        align: core::mem::align_of::<T>(),
+        zero_is_unlocked: T::ZERO_IS_UNLOCKED,
+        init: init::<T>,
+        lock: lock::<T>,
+        try_lock: try_lock::<T>,
+        try_lock_until: try_lock_until::<T>,
+        unlock: unlock::<T>,
+        drop: drop::<T>,
+    }
+}

@@ -1,0 +1,340 @@
+//! The lock table: every algorithm over every policy, and the reference locks.
+
+use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
+use super::{policy_list, Origin, RegistryError};
+use crate::lock::{Clh, Fair, Mcs, Tas, Ticket, Ttas};
+use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// The lock algorithms, in registry order.
+pub const ALGORITHMS: [&str; 6] = ["tas", "ttas", "ticket", "mcs", "clh", "fair"];
+
+/// The reference locks, measured beside spinlab's.
+pub const REFERENCE_LOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
+
+/// One lock the registry can build.
+#[derive(Clone, Debug)]
+pub struct LockEntry {
+    /// `algorithm:policy`, or the reference lock's name.
+    pub name: String,
+    /// The algorithm (`ttas`, …) or the reference lock's name.
+    pub algorithm: &'static str,
+    /// The wait policy; `None` for reference locks, which wait their own way.
+    pub policy: Option<&'static str>,
+    /// spinlab's own, or a reference.
+    pub origin: Origin,
+    /// Whether unlocking hands the lock over in order (`RawMutexFair`).
+    pub fair: bool,
+    /// Whether a waiter may sleep in the kernel.
+    pub may_sleep: bool,
+    /// Whether a timed acquisition waits natively (otherwise it polls `try_lock`).
+    pub timed_native: bool,
+    /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
+    pub availability: Result<(), Unavailable>,
+    /// The lock in caller-provided memory.
+    pub ops: RawLockOps,
+    make: fn() -> Box<dyn DynMutex>,
+}
+
+impl LockEntry {
+    /// A new, unlocked instance, or the reason this CPU cannot run it.
+    pub fn build(&self) -> Result<Box<dyn DynMutex>, RegistryError> {
+        match self.availability {
+            Ok(()) => Ok((self.make)()),
+            Err(reason) => Err(RegistryError::Unavailable { name: self.name.clone(), reason }),
+        }
+    }
+}
+
+/// A lock algorithm, as the registry sees it: a name and a type per policy.
+trait Algorithm {
+    const NAME: &'static str;
+    const FAIR: bool;
+    type With<W: Wait>: Named;
+}
+
+macro_rules! algorithm {
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal) => {
+        struct $marker;
+        impl Algorithm for $marker {
+            const NAME: &'static str = $name;
+            const FAIR: bool = $fair;
+            type With<W: Wait> = Stored<$lock<W>>;
+        }
+    };
+}
+
+algorithm!(TasAlgorithm, Tas, "tas", fair: false);
+algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false);
+algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true);
+algorithm!(McsAlgorithm, Mcs, "mcs", fair: true);
+algorithm!(ClhAlgorithm, Clh, "clh", fair: true);
+algorithm!(FairAlgorithm, Fair, "fair", fair: true);
+
+struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A>);
+
+impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
+    fn visit<W: Wait>(&mut self) {
+        self.0.push(LockEntry {
+            name: format!("{}:{}", A::NAME, W::NAME),
+            algorithm: A::NAME,
+            policy: Some(W::NAME),
+            origin: Origin::Spinlab,
+            fair: A::FAIR,
+            may_sleep: W::MAY_SLEEP,
+            timed_native: <A::With<W> as Named>::TIMED_NATIVE,
+            availability: W::availability(),
+            ops: ops::<A::With<W>>(),
+            make: boxed::<A::With<W>>,
+        });
+    }
+}
+
+fn add_algorithm<A: Algorithm>(table: &mut Vec<LockEntry>) {
+    visit_policies(&mut AddEveryPolicy::<A>(table, core::marker::PhantomData));
+}
+
+fn reference<T: Named>(name: &'static str, fair: bool) -> LockEntry {
+    LockEntry {
+        name: name.to_string(),
+        algorithm: name,
+        policy: None,
+        origin: Origin::Reference,
+        fair,
+        may_sleep: true,
+        timed_native: T::TIMED_NATIVE,
+        availability: Ok(()),
+        ops: ops::<T>(),
+        make: boxed::<T>,
+    }
+}
+
+/// Every lock, built once: the algorithms over every policy, then the references.
+pub fn locks() -> &'static [LockEntry] {
+    static TABLE: OnceLock<Vec<LockEntry>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Vec::new();
+        // Adding an algorithm is one line here (after its file in `lock/` and its
+        // `algorithm!` line above).
+        add_algorithm::<TasAlgorithm>(&mut table);
+        add_algorithm::<TtasAlgorithm>(&mut table);
+        add_algorithm::<TicketAlgorithm>(&mut table);
+        add_algorithm::<McsAlgorithm>(&mut table);
+        add_algorithm::<ClhAlgorithm>(&mut table);
+        add_algorithm::<FairAlgorithm>(&mut table);
+        table.push(reference::<StdMutex>("std", false));
+        table.push(reference::<Stored<parking_lot::RawMutex>>("parking_lot", false));
+        table.push(reference::<PthreadMutex>("pthread", false));
+        table
+    })
+}
+
+/// Every lock name, available here or not.
+pub fn lock_names() -> Vec<&'static str> {
+    locks().iter().map(|e| e.name.as_str()).collect()
+}
+
+/// The entry called `name`, or an error that says what names are accepted.
+pub fn lock_info(name: &str) -> Result<&'static LockEntry, RegistryError> {
+    locks().iter().find(|e| e.name == name).ok_or_else(|| RegistryError::Unknown {
+        name: name.to_string(),
+        expected: format!(
+            "a lock is ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, or a reference lock: {}",
+            ALGORITHMS.join(", "),
+            policy_list(),
+            REFERENCE_LOCKS.join(", ")
+        ),
+    })
+}
+
+/// A new, unlocked lock by name: an error lists the valid names, or names the CPU feature an
+/// unavailable policy needs.
+pub fn new_lock(name: &str) -> Result<Box<dyn DynMutex>, RegistryError> {
+    lock_info(name)?.build()
+}
+
+/// `std::sync::Mutex`, with its guard kept beside it. Its guard borrows the mutex, so the
+/// guard is stored with its lifetime erased; it never outlives the mutex because it is taken
+/// back in `release`, and a held mutex cannot be moved or dropped (it is borrowed).
+struct StdMutex {
+    mutex: std::sync::Mutex<()>,
+    guard: core::cell::UnsafeCell<Option<std::sync::MutexGuard<'static, ()>>>,
+}
+
+// SAFETY: `guard` is touched only by the holder of `mutex` (see `Stored`). A std guard is not
+// Send, but pthread-style callers unlock on the thread that locked, and std's futex mutex does
+// not care which thread unlocks.
+unsafe impl Sync for StdMutex {}
+// SAFETY: as above.
+unsafe impl Send for StdMutex {}
+
+impl Named for StdMutex {
+    // std does not promise a layout.
+    const ZERO_IS_UNLOCKED: bool = false;
+    const TIMED_NATIVE: bool = false;
+
+    fn create() -> Self {
+        StdMutex { mutex: std::sync::Mutex::new(()), guard: core::cell::UnsafeCell::new(None) }
+    }
+    fn acquire(&self) {
+        let guard = self.mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.keep(guard);
+    }
+    fn try_acquire(&self) -> bool {
+        match self.mutex.try_lock() {
+            Ok(guard) => self.keep(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => self.keep(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        }
+        true
+    }
+    unsafe fn release(&self) {
+        // SAFETY: the caller holds the mutex, so nobody else touches `guard`.
+        drop(unsafe { (*self.guard.get()).take() });
+    }
+    fn held(&self) -> bool {
+        matches!(self.mutex.try_lock(), Err(std::sync::TryLockError::WouldBlock))
+    }
+}
+
+impl StdMutex {
+    fn keep(&self, guard: std::sync::MutexGuard<'_, ()>) {
+        // SAFETY: see the type's docs for the lifetime; we hold the mutex, so nobody else
+        // touches `guard`.
+        unsafe {
+            let guard: std::sync::MutexGuard<'static, ()> = core::mem::transmute(guard);
+            *self.guard.get() = Some(guard);
+        }
+    }
+}
+
+/// A default `pthread_mutex_t` (glibc's futex lock, which spins briefly only for adaptive
+/// mutexes; a default one goes straight to the futex).
+struct PthreadMutex(core::cell::UnsafeCell<libc::pthread_mutex_t>);
+
+// SAFETY: pthread mutexes are made to be shared between threads; the cell only gives libc the
+// mutable pointer it asks for.
+unsafe impl Sync for PthreadMutex {}
+// SAFETY: an unlocked, never-shared pthread mutex may move.
+unsafe impl Send for PthreadMutex {}
+
+impl Named for PthreadMutex {
+    // PTHREAD_MUTEX_INITIALIZER is all zeros on glibc and musl.
+    const ZERO_IS_UNLOCKED: bool = true;
+    const TIMED_NATIVE: bool = true;
+
+    fn create() -> Self {
+        PthreadMutex(core::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER))
+    }
+    fn acquire(&self) {
+        // SAFETY: a live, initialised mutex.
+        let r = unsafe { libc::pthread_mutex_lock(self.0.get()) };
+        debug_assert_eq!(r, 0);
+    }
+    fn try_acquire(&self) -> bool {
+        // SAFETY: a live, initialised mutex.
+        unsafe { libc::pthread_mutex_trylock(self.0.get()) == 0 }
+    }
+    fn acquire_until(&self, deadline: Instant) -> bool {
+        // pthread_mutex_timedlock takes CLOCK_REALTIME; convert the remaining time. A clock
+        // step during the wait shifts the deadline, as it would for any pthread caller.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `now` is a valid out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+        let total_ns = now.tv_nsec as u128 + left.subsec_nanos() as u128;
+        let at = libc::timespec {
+            tv_sec: now.tv_sec.saturating_add(left.as_secs() as libc::time_t + (total_ns / 1_000_000_000) as libc::time_t),
+            tv_nsec: (total_ns % 1_000_000_000) as _,
+        };
+        // SAFETY: a live, initialised mutex and a valid timespec.
+        match unsafe { libc::pthread_mutex_timedlock(self.0.get(), &at) } {
+            0 => true,
+            libc::ETIMEDOUT => false,
+            // EINVAL and the like cannot happen for a default mutex; fall back to polling.
+            _ => poll_until(|| self.try_acquire(), deadline),
+        }
+    }
+    unsafe fn release(&self) {
+        // SAFETY: a live mutex held by the caller.
+        unsafe { libc::pthread_mutex_unlock(self.0.get()) };
+    }
+    fn held(&self) -> bool {
+        if self.try_acquire() {
+            // SAFETY: we just acquired it.
+            unsafe { self.release() };
+            false
+        } else {
+            true
+        }
+    }
+}
+
+impl Drop for PthreadMutex {
+    fn drop(&mut self) {
+        // SAFETY: an unlocked mutex nobody uses any more.
+        unsafe { libc::pthread_mutex_destroy(self.0.get()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_has_every_policy_and_the_references_follow() {
+        let names = lock_names();
+        let policies = crate::wait::policies();
+        assert_eq!(names.len(), ALGORITHMS.len() * policies.len() + REFERENCE_LOCKS.len());
+        for algorithm in ALGORITHMS {
+            for policy in &policies {
+                let name = format!("{algorithm}:{}", policy.name);
+                assert!(names.contains(&name.as_str()), "{name} missing");
+            }
+        }
+        assert_eq!(&names[names.len() - 3..], REFERENCE_LOCKS);
+    }
+
+    #[test]
+    fn unknown_names_list_what_is_accepted() {
+        let err = new_lock("ttas:nope").err().unwrap();
+        let text = err.to_string();
+        assert!(text.contains("`ttas:nope`"));
+        for accepted in ["ttas", "fair", "spin-park", "umwait", "parking_lot", "pthread"] {
+            assert!(text.contains(accepted), "{text}");
+        }
+    }
+
+    #[test]
+    fn unavailable_policies_are_refused_with_the_missing_feature() {
+        for entry in locks() {
+            match (&entry.availability, entry.build()) {
+                (Ok(()), Ok(_)) => {}
+                (Err(reason), Err(RegistryError::Unavailable { name, reason: said })) => {
+                    assert_eq!(&name, &entry.name);
+                    assert_eq!(reason, &said);
+                }
+                (a, b) => panic!("{}: availability {a:?} but build gave {:?}", entry.name, b.err()),
+            }
+        }
+    }
+
+    #[test]
+    fn zeroed_storage_is_an_unlocked_lock_where_the_entry_says_so() {
+        for entry in locks().iter().filter(|e| e.availability.is_ok() && e.ops.zero_is_unlocked) {
+            let mut storage = vec![0u128; entry.ops.size.div_ceil(16) + 1];
+            let at = storage.as_mut_ptr() as *mut u8;
+            assert!(entry.ops.align <= 16, "{}", entry.name);
+            // SAFETY: zeroed, aligned storage of the right size, allowed by zero_is_unlocked.
+            unsafe {
+                assert!((entry.ops.try_lock)(at), "{}: zeroed lock not free", entry.name);
+                assert!(!(entry.ops.try_lock)(at), "{}", entry.name);
+                (entry.ops.unlock)(at);
+                (entry.ops.lock)(at);
+                (entry.ops.unlock)(at);
+                (entry.ops.drop)(at);
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The one table of names → constructors that the lab, the C ABI and the preload library all
+//! read, in the role Concurrency Kit's regression adapters play: every primitive reached by
+//! name, through the same small set of verbs.
+//!
+//! Locks are named `algorithm:policy` (`ttas:pause`, `mcs:spin-park`, `fair:futex`); the
+//! reference locks people already use are `std`, `parking_lot` and `pthread`, so every
+//! measurement can put them side by side with spinlab's.
+//!
+//! ```
+//! use spinlab::registry;
+//! let lock = registry::new_lock("mcs:spin-park").unwrap();
+//! lock.lock();
+//! assert!(!lock.try_lock());
+//! // SAFETY: this thread holds the lock.
+//! unsafe { lock.unlock() };
+//! let err = registry::new_lock("mcs:sleepy").err().unwrap();
+//! assert!(err.to_string().contains("ttas:spin") || err.to_string().contains("ttas"));
+//! ```
+
+mod in_place;
+mod locks;
+
+pub use in_place::{DynMutex, RawLockOps};
+pub use locks::{lock_info, lock_names, locks, new_lock, LockEntry, ALGORITHMS, REFERENCE_LOCKS};
+
+use crate::wait::Unavailable;
+use std::fmt;
+
+/// Why a name could not be turned into a primitive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistryError {
+    /// No entry has this name. `expected` says what names look like and lists them.
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// What is accepted, for the error message.
+        expected: String,
+    },
+    /// The entry exists but this CPU cannot run its wait policy.
+    Unavailable {
+        /// The name asked for.
+        name: String,
+        /// The missing feature.
+        reason: Unavailable,
+    },
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegistryError::Unknown { name, expected } => write!(f, "unknown name `{name}`: {expected}"),
+            RegistryError::Unavailable { name, reason } => write!(f, "`{name}` is unavailable here: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+/// Whether an entry is one of spinlab's own primitives or a reference it is compared with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// spinlab's algorithm over one of its wait policies.
+    Spinlab,
+    /// A primitive people already use (std, parking_lot, pthread).
+    Reference,
+}
+
+/// The policy names, comma-separated, for error messages.
+pub(crate) fn policy_list() -> String {
+    crate::wait::policies().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+}
