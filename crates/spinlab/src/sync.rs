@@ -10,10 +10,10 @@ pub(crate) use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
-#[cfg(not(loom))]
-pub(crate) use std::thread_local;
 #[cfg(loom)]
 pub(crate) use loom::thread_local;
+#[cfg(not(loom))]
+pub(crate) use std::thread_local;
 
 /// Atomics that are private to one thread's scratch work (the `cas` policy's padded line):
 /// they are never shared, so loom has nothing to model and they stay real even under loom.

@@ -126,11 +126,7 @@ impl<W: Wait> Clh<W> {
     #[cold]
     fn abandon(&self, node: &'static Node, pred: &'static Node) {
         // Nobody behind us: put the tail back to our predecessor and keep our node.
-        if self
-            .tail
-            .compare_exchange(queue_node::as_ptr(node), queue_node::as_ptr(pred), AcqRel, Relaxed)
-            .is_ok()
-        {
+        if self.tail.compare_exchange(queue_node::as_ptr(node), queue_node::as_ptr(pred), AcqRel, Relaxed).is_ok() {
             queue_node::give(node);
             return;
         }

@@ -181,11 +181,7 @@ unsafe impl<W: Wait> RawMutex for Mcs<W> {
             let mut next = node.next.load(Acquire);
             if next.is_null() {
                 // No successor linked yet: if we are still the tail, the queue empties.
-                if self
-                    .tail
-                    .compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed)
-                    .is_ok()
-                {
+                if self.tail.compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed).is_ok() {
                     queue_node::give(node);
                     return;
                 }

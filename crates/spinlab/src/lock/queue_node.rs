@@ -60,11 +60,7 @@ mod pool {
 
     #[inline]
     pub fn take() -> &'static Node {
-        CACHE
-            .try_with(|cache| cache.borrow_mut().0.pop())
-            .ok()
-            .flatten()
-            .unwrap_or_else(take_slow)
+        CACHE.try_with(|cache| cache.borrow_mut().0.pop()).ok().flatten().unwrap_or_else(take_slow)
     }
 
     #[cold]

@@ -55,8 +55,8 @@ impl<W: Wait> Ticket<W> {
                 self.sleepers.fetch_add(1, SeqCst);
                 let mut in_time = true;
                 if self.serving.load(SeqCst) == seen {
-                    in_time = W::sleep(&self.serving, seen, episode.deadline())
-                        != crate::sys::futex::FutexWait::TimedOut;
+                    in_time =
+                        W::sleep(&self.serving, seen, episode.deadline()) != crate::sys::futex::FutexWait::TimedOut;
                 }
                 self.sleepers.fetch_sub(1, Relaxed);
                 episode.restart_spinning();
@@ -120,10 +120,7 @@ unsafe impl<W: Wait> RawMutex for Ticket<W> {
     #[inline]
     fn try_lock(&self) -> Option<GuardSend> {
         let serving = self.serving.load(Acquire);
-        self.next
-            .compare_exchange(serving, serving.wrapping_add(1), Acquire, Relaxed)
-            .ok()
-            .map(|_| GuardSend::new())
+        self.next.compare_exchange(serving, serving.wrapping_add(1), Acquire, Relaxed).ok().map(|_| GuardSend::new())
     }
 
     #[inline]

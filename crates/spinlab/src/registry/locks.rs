@@ -245,7 +245,9 @@ impl Named for PthreadMutex {
         unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
         let total_ns = now.tv_nsec as u128 + left.subsec_nanos() as u128;
         let at = libc::timespec {
-            tv_sec: now.tv_sec.saturating_add(left.as_secs() as libc::time_t + (total_ns / 1_000_000_000) as libc::time_t),
+            tv_sec: now
+                .tv_sec
+                .saturating_add(left.as_secs() as libc::time_t + (total_ns / 1_000_000_000) as libc::time_t),
             tv_nsec: (total_ns % 1_000_000_000) as _,
         };
         // SAFETY: a live, initialised mutex and a valid timespec.

@@ -33,21 +33,9 @@ fn detect() -> CpuFeatures {
     use core::arch::x86_64::__cpuid_count;
     // Leaves above the maximum the CPU reports are never queried.
     let (max_leaf, max_ext_leaf) = (__cpuid_count(0, 0).eax, __cpuid_count(0x8000_0000, 0).eax);
-    let leaf7_ecx = if max_leaf >= 7 {
-        __cpuid_count(7, 0).ecx
-    } else {
-        0
-    };
-    let ext1_ecx = if max_ext_leaf >= 0x8000_0001 {
-        __cpuid_count(0x8000_0001, 0).ecx
-    } else {
-        0
-    };
-    let ext7_edx = if max_ext_leaf >= 0x8000_0007 {
-        __cpuid_count(0x8000_0007, 0).edx
-    } else {
-        0
-    };
+    let leaf7_ecx = if max_leaf >= 7 { __cpuid_count(7, 0).ecx } else { 0 };
+    let ext1_ecx = if max_ext_leaf >= 0x8000_0001 { __cpuid_count(0x8000_0001, 0).ecx } else { 0 };
+    let ext7_edx = if max_ext_leaf >= 0x8000_0007 { __cpuid_count(0x8000_0007, 0).edx } else { 0 };
     CpuFeatures {
         spin_hint: true, // `pause` is part of SSE2, which x86_64 requires
         waitpkg: leaf7_ecx & (1 << 5) != 0,

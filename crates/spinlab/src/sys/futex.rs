@@ -40,9 +40,7 @@ mod imp {
                 })
             }
         };
-        let timeout_ptr = timeout
-            .as_ref()
-            .map_or(core::ptr::null(), |t| t as *const libc::timespec);
+        let timeout_ptr = timeout.as_ref().map_or(core::ptr::null(), |t| t as *const libc::timespec);
         // SAFETY: `word` is a live, aligned 32-bit atomic for the whole call; FUTEX_WAIT reads
         // it and never writes it; `timeout_ptr` is null or points to a timespec on our stack.
         let r = unsafe {
@@ -68,12 +66,7 @@ mod imp {
     fn wake(word: &AtomicU32, count: i32) -> usize {
         // SAFETY: FUTEX_WAKE only uses the address as a key; it does not dereference it.
         let r = unsafe {
-            libc::syscall(
-                libc::SYS_futex,
-                word.as_ptr(),
-                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                count,
-            )
+            libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, count)
         };
         r.max(0) as usize
     }

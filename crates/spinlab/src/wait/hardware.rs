@@ -18,9 +18,9 @@
 //! otherwise insists on a target feature the build cannot assume.
 
 use super::{Episode, Wait};
-use crate::sync::{self, AtomicU32};
 #[cfg(not(loom))]
 use crate::sync::Ordering;
+use crate::sync::{self, AtomicU32};
 use crate::sys::cpu;
 #[cfg(not(loom))]
 use crate::sys::tsc;
