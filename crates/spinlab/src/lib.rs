@@ -5,6 +5,9 @@
 //!   cache miss, backoff, yield, futex, spin-then-park, umwait, tpause, mwaitx, wfe).
 //! - [`lock`]: lock algorithms (TAS, TTAS, ticket, MCS, CLH, fair bitmask), each generic over a
 //!   policy and implementing [`lock_api::RawMutex`].
+//! - [`Event`], [`Condvar`], [`Barrier`] and [`rwlock`]: seed 001's wait/notify and barriers,
+//!   a condition variable for any spinlab lock, and writer-preferring and phase-fair
+//!   reader-writer locks, each over any policy.
 //! - [`registry`]: every lock by its `algorithm:policy` name, plus the reference locks
 //!   (`std`, `parking_lot`, `pthread`), for the lab, the C ABI and the preload library.
 //!
@@ -26,12 +29,19 @@ compile_error!("spinlab waits on Linux futexes and reads Linux sysfs; other syst
 mod padded;
 mod sync;
 
+pub mod barrier;
+pub mod condvar;
+pub mod event;
 pub mod lock;
 #[cfg(not(loom))]
 pub mod registry;
+pub mod rwlock;
 pub mod sys;
 pub mod wait;
 
+pub use barrier::Barrier;
+pub use condvar::Condvar;
+pub use event::Event;
 pub use padded::CachePadded;
 
 /// The lock spinlab recommends when you have no measurement telling you otherwise: a

@@ -1,0 +1,27 @@
+//! Reader-writer locks over any wait policy: seed 004's redesign, in which a contended spin lock
+//! became a reader-writer semaphore, with how the waiters wait left to the policy.
+//!
+//! Both implement [`lock_api::RawRwLock`], so `lock_api::RwLock<WriterPref<W>, T>` and
+//! `lock_api::RwLock<PhaseFair<W>, T>` are ready-made reader-writer locks.
+//!
+//! | lock            | readers wait for               | writers wait for                          | who can starve |
+//! |-----------------|--------------------------------|-------------------------------------------|----------------|
+//! | [`WriterPref`]  | no writer waiting or holding   | the writers ahead (any order), then the readers inside | readers, under a stream of writers |
+//! | [`PhaseFair`]   | the end of the one writer phase present when they came | the writers ahead (FIFO), then the readers that came before them | nobody |
+//!
+//! Phase-fair (Brandenburg and Anderson, "Spin-based reader-writer synchronization for
+//! multiprocessor real-time systems", 2010): reader phases and writer phases alternate. A
+//! reader that arrives during a writer phase waits for that phase only; a writer waits for the
+//! writers queued before it and for the readers that arrived before it, never for readers that
+//! arrive later. So a stream of readers cannot starve a writer, nor a stream of writers a
+//! reader, and each waits at most one phase of the other kind per competitor.
+//!
+//! Uncontended, a read acquisition is one atomic increment (`PhaseFair`) or an increment and a
+//! load (`WriterPref`), and a release one decrement; no system call is made unless a thread is
+//! asleep.
+
+mod phase_fair;
+mod writer_pref;
+
+pub use phase_fair::PhaseFair;
+pub use writer_pref::WriterPref;

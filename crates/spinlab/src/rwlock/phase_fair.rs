@@ -1,0 +1,314 @@
+//! Phase-fair reader-writer lock: Brandenburg and Anderson's PF-T ticket lock, with waiting
+//! done by a policy that may sleep.
+//!
+//! `rin` (reader arrivals and the writer's announcement; readers waiting for a writer phase
+//! watch it):
+//!
+//! | bits  | name             | meaning                                                      |
+//! |-------|------------------|--------------------------------------------------------------|
+//! | 0     | `PHASE`          | flips with every writer: tells one writer phase from the next |
+//! | 1     | `PRESENT`        | a writer is present: arriving readers wait for it            |
+//! | 2     | `READERS_ASLEEP` | readers may be asleep on this word: the writer's unlock wakes them |
+//! | 8..32 | arrivals         | readers that have arrived, `+1` (that is, `+0x100`) each, wrapping |
+//!
+//! `rout` (reader departures; the present writer watches it):
+//!
+//! | bits  | name            | meaning                                                       |
+//! |-------|-----------------|---------------------------------------------------------------|
+//! | 0     | `WRITER_ASLEEP` | the present writer may be asleep on this word                 |
+//! | 8..32 | departures      | readers that have left, `+0x100` each, wrapping               |
+//!
+//! `drain_target`: the departure count the present writer waits for. `writers`: a [`Ticket`]
+//! lock over the same policy, which orders writers first come, first served (PF-T's `win` and
+//! `wout`).
+//!
+//! - Reader: add one arrival. If no writer was present, it is in. Otherwise it waits until
+//!   `rin`'s writer bits differ from the ones its arrival returned: that writer's phase is over
+//!   (and if the next writer is already present, its flipped `PHASE` bit still tells them apart,
+//!   and it counted this reader among those it waits for).
+//! - Writer: take the ticket lock; flip `PHASE` and set `PRESENT` in one step, which returns the
+//!   arrival count at that moment; wait until departures reach it. Readers arriving after that
+//!   step wait for this writer; readers that arrived before it go first.
+//! - Writer unlock: clear `PRESENT` (releasing the readers that came during its phase, who then
+//!   form the next reader phase), then release the ticket lock to the next writer.
+//!
+//! Counts are compared modulo 2^24, so up to 2^24 - 1 readers can be inside at once.
+
+use crate::event::sleep_marked;
+use crate::lock::Ticket;
+use crate::sync::{AtomicU32, Ordering::*};
+use crate::wait::{Episode, Spun, Wait};
+use lock_api::{GuardSend, RawMutex, RawRwLock};
+
+const PHASE: u32 = 1;
+const PRESENT: u32 = 2;
+const WRITER_BITS: u32 = PRESENT | PHASE;
+const READERS_ASLEEP: u32 = 4;
+const WRITER_ASLEEP: u32 = 1;
+const ONE_READER: u32 = 0x100;
+const COUNT: u32 = !(ONE_READER - 1);
+
+/// Phase-fair reader-writer lock waiting with policy `W`: neither readers nor writers starve.
+/// The state tables are in this file's module docs.
+///
+/// ```
+/// use spinlab::{rwlock::PhaseFair, wait::Futex};
+/// let lock = lock_api::RwLock::<PhaseFair<Futex>, _>::new(0u64);
+/// std::thread::scope(|s| {
+///     for _ in 0..2 {
+///         s.spawn(|| for _ in 0..100 { *lock.write() += 1; });
+///         s.spawn(|| for _ in 0..100 { assert!(*lock.read() <= 200); });
+///     }
+/// });
+/// assert_eq!(*lock.read(), 200);
+/// ```
+pub struct PhaseFair<W: Wait> {
+    rin: AtomicU32,
+    rout: AtomicU32,
+    drain_target: AtomicU32,
+    writers: Ticket<W>,
+}
+
+impl<W: Wait> PhaseFair<W> {
+    crate::sync::loom_const_fn! {
+        /// A new, unlocked lock.
+        pub fn new() -> Self {
+            PhaseFair {
+                rin: AtomicU32::new(0),
+                rout: AtomicU32::new(0),
+                drain_target: AtomicU32::new(0),
+                writers: Ticket::new(),
+            }
+        }
+    }
+
+    /// Waits until the writer phase that `writer_bits` names is over.
+    #[cold]
+    fn wait_writer_phase(&self, writer_bits: u32) {
+        let mut episode = Episode::new(None);
+        loop {
+            // Acquire: pairs with the writer unlock's Release, so its write section
+            // happens-before our read section.
+            let seen = self.rin.load(Acquire);
+            if seen & WRITER_BITS != writer_bits {
+                return;
+            }
+            // Every arriving reader changes `rin` too: the spin returns, and we look again.
+            match W::spin(&self.rin, seen, &mut episode) {
+                Spun::Changed => {}
+                Spun::TimedOut => unreachable!("no deadline"),
+                Spun::Exhausted => {
+                    sleep_marked::<W>(&self.rin, seen, READERS_ASLEEP, None);
+                    episode.restart_spinning();
+                }
+            }
+        }
+    }
+
+    /// Announces a writer (whose turn it is) and returns the arrival count readers must drain
+    /// to.
+    #[inline]
+    fn announce_writer(&self) -> u32 {
+        // No writer is present (the previous one cleared `PRESENT` before releasing the ticket
+        // lock we hold), so the xor sets `PRESENT` and flips `PHASE`. Relaxed: this thread's
+        // Acquire comes from the departures it waits for, and the ticket lock orders writers.
+        let before = self.rin.fetch_xor(WRITER_BITS, Relaxed);
+        debug_assert_eq!(before & PRESENT, 0);
+        before & COUNT
+    }
+
+    /// Waits until `target` readers have left.
+    fn drain_readers(&self, target: u32) {
+        let mut episode = Episode::new(None);
+        loop {
+            // Acquire: pairs with the departing readers' Release.
+            let seen = self.rout.load(Acquire);
+            if seen & COUNT == target {
+                if seen & WRITER_ASLEEP != 0 {
+                    self.rout.fetch_and(!WRITER_ASLEEP, Relaxed);
+                }
+                return;
+            }
+            match W::spin(&self.rout, seen, &mut episode) {
+                Spun::Changed => {}
+                Spun::TimedOut => unreachable!("no deadline"),
+                Spun::Exhausted => {
+                    // The last reader out compares with the target; `sleep_marked`'s Release
+                    // on the mark publishes it to the reader that sees the mark.
+                    self.drain_target.store(target, Relaxed);
+                    sleep_marked::<W>(&self.rout, seen, WRITER_ASLEEP, None);
+                    episode.restart_spinning();
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn wake_writer_if_drained(&self, departures: u32) {
+        // The target is stable while the writer sleeps: it is rewritten only by the next
+        // writer, which cannot come before this one is done.
+        if departures & COUNT == self.drain_target.load(Relaxed) {
+            W::wake_one(&self.rout);
+        }
+    }
+}
+
+impl<W: Wait> Default for PhaseFair<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: writers exclude each other through the ticket lock. A writer enters only once every
+// reader that arrived before its announcement has left (its drain), and every reader arriving
+// after the announcement waits until the writer's unlock clears `PRESENT`; a reader arriving
+// before it is counted in the drain. Entries are Acquire and exits Release.
+unsafe impl<W: Wait> RawRwLock for PhaseFair<W> {
+    crate::sync::raw_init!();
+    type SharedGuard = GuardSend;
+    type ExclusiveGuard = GuardSend;
+
+    #[inline]
+    fn lock_shared(&self) -> GuardSend {
+        // Acquire: pairs with the Release of the last writer's unlock when no writer is present.
+        let before = self.rin.fetch_add(ONE_READER, Acquire);
+        if before & PRESENT != 0 {
+            self.wait_writer_phase(before & WRITER_BITS);
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> Option<GuardSend> {
+        let mut seen = self.rin.load(Relaxed);
+        loop {
+            if seen & PRESENT != 0 {
+                return None;
+            }
+            match self.rin.compare_exchange_weak(seen, seen.wrapping_add(ONE_READER), Acquire, Relaxed) {
+                Ok(_) => return Some(GuardSend::new()),
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self, _: GuardSend) {
+        // Release: the read section happens-before the draining writer's Acquire. Acquire: if
+        // the writer's mark is seen, so is the target it wrote before marking.
+        let before = self.rout.fetch_add(ONE_READER, AcqRel);
+        if W::MAY_SLEEP && before & WRITER_ASLEEP != 0 {
+            self.wake_writer_if_drained(before.wrapping_add(ONE_READER));
+        }
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) -> GuardSend {
+        let turn = self.writers.lock();
+        let target = self.announce_writer();
+        self.drain_readers(target);
+        turn
+    }
+
+    fn try_lock_exclusive(&self) -> Option<GuardSend> {
+        let turn = self.writers.try_lock()?;
+        let seen = self.rin.load(Relaxed);
+        // Acquire: the sections of the readers counted as departed happen-before ours. Read
+        // after `rin`, so every arrival counted in `seen` that has left is counted here.
+        let departed = self.rout.load(Acquire);
+        // Free if every reader that arrived has left, and none arrives before we announce
+        // (the compare-and-swap fails if one does).
+        if departed & COUNT == seen & COUNT
+            && self.rin.compare_exchange(seen, seen ^ WRITER_BITS, Relaxed, Relaxed).is_ok()
+        {
+            return Some(turn);
+        }
+        // SAFETY: acquired above; nothing was announced.
+        unsafe { self.writers.unlock(turn) };
+        None
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self, turn: GuardSend) {
+        // Release: the write section happens-before the readers that see `PRESENT` clear.
+        // `PHASE` stays as it is: the next writer flips it.
+        let before = self.rin.fetch_and(!(PRESENT | READERS_ASLEEP), Release);
+        if W::MAY_SLEEP && before & READERS_ASLEEP != 0 {
+            W::wake_all(&self.rin);
+        }
+        // SAFETY: the caller holds the lock exclusively, which means holding the ticket lock.
+        unsafe { self.writers.unlock(turn) };
+    }
+
+    /// Whether a writer is present (holding, or waiting for earlier readers to leave), or a
+    /// reader is inside.
+    #[inline]
+    fn is_locked(&self) -> bool {
+        let arrived = self.rin.load(Relaxed);
+        arrived & PRESENT != 0 || arrived & COUNT != self.rout.load(Relaxed) & COUNT
+    }
+
+    /// Whether a writer is present: holding the lock, or waiting for the readers that came
+    /// before it to leave.
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        self.rin.load(Relaxed) & PRESENT != 0
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::wait::{Futex, Pause};
+
+    #[test]
+    fn a_reader_arriving_during_a_writer_phase_waits_for_that_phase_only() {
+        let lock = PhaseFair::<Pause>::new();
+        let held = lock.lock_exclusive();
+        let phase = lock.rin.load(Relaxed) & WRITER_BITS;
+        assert_eq!(phase & PRESENT, PRESENT);
+        // SAFETY: acquired above.
+        unsafe { lock.unlock_exclusive(held) };
+        let held = lock.lock_exclusive();
+        assert_ne!(lock.rin.load(Relaxed) & WRITER_BITS, phase, "consecutive writers must differ in PHASE");
+        // SAFETY: acquired above.
+        unsafe { lock.unlock_exclusive(held) };
+    }
+
+    #[test]
+    fn a_writer_waits_only_for_readers_that_came_before_it() {
+        let lock = PhaseFair::<Futex>::new();
+        let early = lock.lock_shared();
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let held = lock.lock_exclusive();
+                // SAFETY: acquired just above.
+                unsafe { lock.unlock_exclusive(held) };
+            });
+            while !lock.is_locked_exclusive() {
+                std::thread::yield_now();
+            }
+            assert!(lock.try_lock_shared().is_none(), "a late reader must wait for the writer");
+            // SAFETY: acquired above.
+            unsafe { lock.unlock_shared(early) };
+            writer.join().unwrap();
+        });
+        assert!(!lock.is_locked());
+    }
+
+    #[test]
+    fn counts_wrap_around() {
+        let lock = PhaseFair::<Pause>::new();
+        lock.rin.store(COUNT, Relaxed);
+        lock.rout.store(COUNT, Relaxed);
+        for _ in 0..3 {
+            let reading = lock.lock_shared();
+            // SAFETY: acquired just above.
+            unsafe { lock.unlock_shared(reading) };
+            let held = lock.try_lock_exclusive().expect("no reader is inside");
+            // SAFETY: acquired just above.
+            unsafe { lock.unlock_exclusive(held) };
+        }
+        assert!(!lock.is_locked());
+    }
+}
