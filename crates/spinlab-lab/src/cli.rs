@@ -1,0 +1,269 @@
+//! The `spinlab` command line.
+
+use crate::error::LabError;
+use crate::experiments::{self, check_options, Common, Experiment, Lab};
+use crate::machine::{MachineInfo, Topology};
+use crate::results::output::Outputs;
+use crate::results::{table, Results, Row};
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use spinlab::registry::{self, Origin};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// spinlab: which lock and which wait policy, on this machine, for this critical section and
+/// this many threads?
+#[derive(Parser, Debug)]
+#[command(name = "spinlab", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Read the machine's topology from this sysfs root instead of /sys (for tests)
+    #[arg(long, global = true, hide = true, value_name = "DIR", default_value = "/sys")]
+    sys_root: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The machine: CPU, topology, wait instructions, clocks, counters, and what is absent
+    Info {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Everything in the registry: locks and wait policies, with availability
+    List {
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run an experiment
+    Run {
+        #[command(subcommand)]
+        experiment: Box<RunCommand>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum RunCommand {
+    /// Physical floors: timer, CAS pairs, cache-line ping-pong, spin hint, wait-policy periods,
+    /// futex wake and wake-to-run, sched_yield
+    Floor {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        options: experiments::floor::Floor,
+    },
+    /// Throughput and fairness under contention (seed 003)
+    Contention {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        options: experiments::contention::Contention,
+    },
+    /// A herd of threads released by a barrier takes one lock (seed 004)
+    Herd {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        options: experiments::herd::Herd,
+    },
+}
+
+impl RunCommand {
+    fn parts(&self) -> (&dyn Experiment, &Common) {
+        match self {
+            RunCommand::Floor { common, options } => (options, common),
+            RunCommand::Contention { common, options } => (options, common),
+            RunCommand::Herd { common, options } => (options, common),
+        }
+    }
+}
+
+/// Writes to stdout, ignoring a closed pipe (`spinlab list | head`).
+fn print_out(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+/// Runs the command line; returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            return match e.kind() {
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
+                        2
+                    } else {
+                        0
+                    }
+                }
+                _ => {
+                    // clap's first line names the bad input and, through our value parsers,
+                    // what is accepted; the usage block after it is left out.
+                    let text = e.render().to_string();
+                    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("error: bad arguments");
+                    eprintln!("{first}");
+                    2
+                }
+            };
+        }
+    };
+    match execute(&cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn execute(cli: &Cli) -> Result<(), LabError> {
+    match &cli.command {
+        Command::Info { json } => info(&cli.sys_root, *json),
+        Command::List { json } => {
+            list(*json);
+            Ok(())
+        }
+        Command::Run { experiment } => {
+            let (experiment, common) = experiment.parts();
+            run(&cli.sys_root, experiment, common)
+        }
+    }
+}
+
+fn info(sys_root: &Path, json: bool) -> Result<(), LabError> {
+    let topology = Topology::read(sys_root).map_err(|e| LabError::failed(format!("reading the topology: {e}")))?;
+    let machine = MachineInfo::gather(sys_root, &topology);
+    if json {
+        let text = serde_json::to_string_pretty(&machine).map_err(|e| LabError::failed(e.to_string()))?;
+        print_out(&format!("{text}\n"));
+    } else {
+        print_out(&machine.render());
+    }
+    Ok(())
+}
+
+/// The registry as rows: every lock, then every wait policy.
+pub fn registry_rows() -> (Vec<Row>, Vec<Row>) {
+    let locks = registry::locks()
+        .iter()
+        .map(|e| {
+            let mut row = Row::new()
+                .with("lock", &e.name)
+                .with("algorithm", e.algorithm)
+                .with("wait", e.policy)
+                .with("origin", if e.origin == Origin::Reference { "reference" } else { "spinlab" })
+                .with("fair", e.fair)
+                .with("may_sleep", e.may_sleep)
+                .with("timed", if e.timed_native { "native" } else { "polls try_lock" })
+                .with("default", e.name == crate::select::DEFAULT_LOCK)
+                .with("available", e.availability.is_ok());
+            if let Err(why) = e.availability {
+                row.set("unavailable", why.to_string());
+            }
+            row
+        })
+        .collect();
+    let waits = spinlab::wait::policies()
+        .iter()
+        .map(|p| {
+            let mut row = Row::new()
+                .with("wait", p.name)
+                .with("may_sleep", p.may_sleep)
+                .with("available", p.availability.is_ok());
+            if let Err(why) = p.availability {
+                row.set("unavailable", why.to_string());
+            }
+            row
+        })
+        .collect();
+    (locks, waits)
+}
+
+fn list(json: bool) {
+    let (locks, waits) = registry_rows();
+    if json {
+        let doc = json!({
+            "locks": locks,
+            "waits": waits,
+            "experiments": ["floor", "contention", "herd"],
+            "aliases": {"default": crate::select::DEFAULT_LOCK},
+        });
+        print_out(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
+        return;
+    }
+    use table::col;
+    let mut text = String::from("locks (`default` is an alias of ");
+    text.push_str(crate::select::DEFAULT_LOCK);
+    text.push_str("):\n");
+    text.push_str(&table::render(
+        &locks,
+        &[
+            col("lock", "lock"),
+            col("origin", "origin"),
+            col("default", "default"),
+            col("fair", "fair"),
+            col("may_sleep", "may sleep"),
+            col("timed", "timed lock"),
+            col("available", "available"),
+            col("unavailable", "why not"),
+        ],
+    ));
+    text.push_str("\n\nwait policies:\n");
+    text.push_str(&table::render(
+        &waits,
+        &[
+            col("wait", "wait"),
+            col("may_sleep", "may sleep"),
+            col("available", "available"),
+            col("unavailable", "why not"),
+        ],
+    ));
+    text.push('\n');
+    print_out(&text);
+}
+
+fn run(sys_root: &Path, experiment: &dyn Experiment, common: &Common) -> Result<(), LabError> {
+    check_options(experiment, common)?;
+    // Before anything runs: a results path that cannot be written fails now, not after.
+    let outputs = Outputs::check(common.json.as_deref(), common.csv.as_deref())?;
+    let lab = Lab::new(sys_root, !common.quiet)?;
+    let load_before = crate::machine::load_average();
+    let mut runs = experiment.run(&lab, common)?;
+    let load_after = crate::machine::load_average();
+    for run in runs.iter_mut() {
+        run.param("load_average_start", load_before).param("load_average_end", load_after);
+    }
+    let mut results = Results::new(&lab.machine);
+    let mut text = String::new();
+    for run in &runs {
+        text.push_str(&format!("{} ({:.1} s)\n", run.experiment, run.elapsed_s));
+        text.push_str(&experiment.render(run));
+        text.push('\n');
+    }
+    if outputs.uses_stdout() {
+        eprint!("{text}");
+    } else {
+        print_out(&text);
+    }
+    results.runs = runs;
+    outputs.write(&results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // clap checks names, groups and flags only in debug builds, at first use; run the
+        // checks here so a release build cannot ship a definition that panics.
+        Cli::command().debug_assert();
+    }
+}

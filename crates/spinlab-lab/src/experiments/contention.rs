@@ -1,0 +1,508 @@
+//! `spinlab run contention`: seed 003's experiments on the machine at hand.
+//!
+//! Threads pinned round-robin to the usable CPUs (alternating between the groups, so every
+//! group gets its share of threads) take one shared lock in a loop: a critical section that
+//! writes `--cs-lines` shared cache lines and then does `--cs-ns` of busy work, then
+//! `--ncs-ns` of private work outside. The main thread sleeps `--duration` and stops them.
+//!
+//! - throughput vs threads, including oversubscription (Fig. 7, Fig. 8's ratio);
+//! - acquisitions per thread and per group (Tables 1-2), Jain's index, relative std-dev;
+//! - wait (time inside `lock()`) and hold (time from acquiring to releasing), taken with the
+//!   cycle counter after `lock()` returns and before `unlock()`, never inside the timed busy
+//!   work: mean, p99, max (lockmeter's Table 4);
+//! - one thread's uncontended lock/unlock pair (Table 3).
+//!
+//! Locks are interleaved within each thread count: one shared warm-up, then rounds in which
+//! every lock runs once.
+
+use super::{Common, Experiment, Lab};
+use crate::error::LabError;
+use crate::machine::topology::{format_cpu_list, Group, GroupBy, Placement, Topology};
+use crate::measure::clock::now;
+use crate::measure::histogram::Histogram;
+use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::stats::{jain, mean, population_rsd_pct};
+use crate::measure::work::{spin, SharedLines};
+use crate::measure::{interleave, Rep, Summary};
+use crate::results::table::{col, Column};
+use crate::results::{Row, Run};
+use crate::select::{self, LockChoice, ThreadCount};
+use clap::Args;
+use serde_json::json;
+use spinlab::registry::DynMutex;
+use spinlab::CachePadded;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// The locks measured when `--locks` is not given: one of each family, the default, and the
+/// references.
+pub const DEFAULT_LOCKS: &[&str] =
+    &["ttas:spin", "ticket:spin", "mcs:spin-park", "fair:spin-park", "default", "std", "parking_lot", "pthread"];
+
+fn parse_groups(s: &str) -> Result<GroupBy, String> {
+    GroupBy::parse(s)
+}
+
+fn parse_lock(s: &str) -> Result<LockChoice, String> {
+    select::lock(s)
+}
+
+/// Options of `spinlab run contention`.
+#[derive(Args, Clone, Debug)]
+#[group(skip)]
+pub struct Contention {
+    /// Busy work inside the critical section, in nanoseconds
+    #[arg(long, value_name = "NS", default_value = "100", value_parser = select::nanoseconds, allow_hyphen_values = true)]
+    pub cs_ns: u64,
+    /// Shared cache lines written inside the critical section
+    #[arg(long, value_name = "N", default_value = "1", value_parser = select::nanoseconds)]
+    pub cs_lines: u64,
+    /// Private busy work between critical sections, in nanoseconds
+    #[arg(long, value_name = "NS", default_value = "100", value_parser = select::nanoseconds, allow_hyphen_values = true)]
+    pub ncs_ns: u64,
+    /// Group threads by: auto (NUMA nodes, or halves of the CPU list on a one-node machine),
+    /// node, llc, halves
+    #[arg(long, value_name = "BY", default_value = "auto", value_parser = parse_groups)]
+    pub groups: GroupBy,
+    /// Lock whose throughput the others are divided by (`throughput_vs_baseline`); ignored
+    /// when not measured
+    #[arg(long, value_name = "LOCK", default_value = "ttas:spin", value_parser = parse_lock)]
+    pub baseline: LockChoice,
+}
+
+impl Default for Contention {
+    fn default() -> Self {
+        Contention {
+            cs_ns: 100,
+            cs_lines: 1,
+            ncs_ns: 100,
+            groups: GroupBy::Auto,
+            baseline: select::lock("ttas:spin").expect("ttas:spin is registered"),
+        }
+    }
+}
+
+const COLUMNS: &[Column] = &[
+    col("lock", "lock"),
+    col("threads", "threads"),
+    col("placement", "placement"),
+    col("throughput_ops_s", "ops/s"),
+    col("throughput_ci95_ops_s", "±95%"),
+    col("throughput_vs_best_reference", "vs best ref"),
+    col("jain", "jain"),
+    col("rsd_pct", "rsd %"),
+    col("group_max_min_ratio", "group max/min"),
+    col("mean_wait_ns", "mean wait ns"),
+    col("p99_wait_ns", "p99 wait ns"),
+    col("max_wait_ns", "max wait ns"),
+    col("max_hold_ns", "max hold ns"),
+    col("uncontended_ns", "uncontended ns"),
+    col("reps", "reps"),
+];
+
+/// Lock/unlock pairs per repetition of the uncontended measurement.
+const UNCONTENDED_OPS: u64 = 200_000;
+
+/// One repetition's figures.
+struct RepResult {
+    elapsed_s: f64,
+    per_thread: Vec<u64>,
+    wait: Histogram,
+    hold: Histogram,
+    lost_updates: u64,
+}
+
+/// Everything measured for one lock at one configuration, over all repetitions.
+#[derive(Default)]
+struct Totals {
+    per_thread: Vec<u64>,
+    jain: Vec<f64>,
+    rsd_pct: Vec<f64>,
+    wait: Histogram,
+    hold: Histogram,
+    lost_updates: u64,
+}
+
+struct Setting<'a> {
+    cpus: &'a [usize],
+    duration: Duration,
+    cs_iterations: u64,
+    ncs_iterations: u64,
+    lines: &'a SharedLines,
+    overhead_ticks: u64,
+}
+
+fn contended_rep(lock: &dyn DynMutex, s: &Setting<'_>) -> RepResult {
+    let threads = s.cpus.len();
+    let stop = CachePadded::new(AtomicBool::new(false));
+    let start = Barrier::new(threads + 1);
+    s.lines.reset();
+    let (elapsed_s, outcomes) = std::thread::scope(|scope| {
+        let handles: Vec<_> = s
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| {
+                let (stop, start) = (&stop, &start);
+                scope.spawn(move || {
+                    pin_or_die(cpu);
+                    let (mut wait, mut hold) = (Histogram::default(), Histogram::default());
+                    let (mut count, mut uncounted) = (0u64, 0u64);
+                    let mut seed = i as u64 + 1;
+                    start.wait();
+                    while !stop.load(Relaxed) {
+                        let t0 = now();
+                        lock.lock();
+                        let t1 = now();
+                        s.lines.touch();
+                        seed = spin(s.cs_iterations, seed);
+                        let t2 = now();
+                        // SAFETY: this thread acquired the lock just above.
+                        unsafe { lock.unlock() };
+                        // An acquisition that ends after the stop falls outside the timed
+                        // window: not counted (threads queued behind a slow hand-off
+                        // would otherwise inflate the count after the clock stopped).
+                        if stop.load(Relaxed) {
+                            uncounted = 1;
+                            break;
+                        }
+                        wait.record(t1.wrapping_sub(t0).saturating_sub(s.overhead_ticks));
+                        hold.record(t2.wrapping_sub(t1).saturating_sub(s.overhead_ticks));
+                        count += 1;
+                        seed = spin(s.ncs_iterations, seed);
+                    }
+                    black_box(seed);
+                    (count, uncounted, wait, hold)
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        std::thread::sleep(s.duration);
+        stop.store(true, Relaxed);
+        let elapsed = t0.elapsed().as_secs_f64();
+        let outcomes: Vec<(u64, u64, Histogram, Histogram)> =
+            handles.into_iter().map(|h| h.join().expect("a contention thread panicked")).collect();
+        (elapsed, outcomes)
+    });
+    let mut r = RepResult {
+        elapsed_s,
+        per_thread: Vec::with_capacity(threads),
+        wait: Histogram::default(),
+        hold: Histogram::default(),
+        lost_updates: 0,
+    };
+    let mut uncounted = 0;
+    for (count, final_one, wait, hold) in outcomes {
+        r.per_thread.push(count);
+        uncounted += final_one;
+        r.wait.merge(&wait);
+        r.hold.merge(&hold);
+    }
+    // Every acquisition touched the lines, counted or not: a mutual-exclusion failure shows as
+    // fewer touches than acquisitions.
+    let total: u64 = r.per_thread.iter().sum::<u64>() + uncounted;
+    r.lost_updates = s.lines.total().map_or(0, |seen| total.saturating_sub(seen));
+    r
+}
+
+/// Nanoseconds per uncontended lock/unlock pair, one repetition.
+fn uncontended_rep(lock: &dyn DynMutex, lab: &Lab) -> f64 {
+    let t0 = now();
+    for _ in 0..UNCONTENDED_OPS {
+        lock.lock();
+        // SAFETY: acquired just above.
+        unsafe { lock.unlock() };
+    }
+    let ticks = now().wrapping_sub(t0).saturating_sub(lab.clock.overhead_ticks);
+    lab.clock.ns(ticks as f64) / UNCONTENDED_OPS as f64
+}
+
+impl Experiment for Contention {
+    fn name(&self) -> &'static str {
+        "contention"
+    }
+
+    fn uses(&self) -> &'static [&'static str] {
+        &["locks", "threads", "placement", "duration"]
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn render(&self, run: &Run) -> String {
+        let mut out = crate::results::table::render(&run.rows, COLUMNS);
+        out.push_str("\nacquisitions per group (all repetitions):\n");
+        for row in run.rows.iter().filter(|r| !r.is_skipped()) {
+            let groups = row.get("per_group").and_then(|g| g.as_array()).cloned().unwrap_or_default();
+            let parts: Vec<String> = groups
+                .iter()
+                .map(|g| format!("{}: {}", g["group"].as_str().unwrap_or("?"), g["acquisitions"]))
+                .collect();
+            out.push_str(&format!(
+                "  {:<16} {:>4} threads  {}\n",
+                row.get("lock").and_then(|l| l.as_str()).unwrap_or("?"),
+                row.get("threads").map(|t| t.to_string()).unwrap_or_default(),
+                parts.join("  ")
+            ));
+        }
+        out
+    }
+
+    fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
+        let started = Instant::now();
+        let rule = common.rule(3, 10)?;
+        let locks = common.locks_or(DEFAULT_LOCKS);
+        let threads = common.threads_or(
+            &[
+                ThreadCount::Exact(1),
+                ThreadCount::Exact(2),
+                ThreadCount::PerCpu(1),
+                ThreadCount::PerCpu(2),
+                ThreadCount::PerCpu(4),
+                ThreadCount::PerCpu(8),
+            ],
+            lab.cpus(),
+        );
+        let duration = common.duration.unwrap_or(Duration::from_millis(200));
+        let groups = lab.topology.groups(self.groups);
+        let placements: Vec<Option<Placement>> = match &common.placement {
+            None => vec![None],
+            Some(p) => p.0.iter().copied().map(Some).collect(),
+        };
+        let cs_iterations = lab.work.iterations(self.cs_ns as f64);
+        let ncs_iterations = lab.work.iterations(self.ncs_ns as f64);
+        let lines = SharedLines::new(self.cs_lines as usize);
+
+        let mut run = Run::new(self.name());
+        run.param("locks", locks.iter().map(|l| l.name()).collect::<Vec<_>>())
+            .param("threads", &threads)
+            .param("placements", placements.iter().map(|p| p.map_or("spread", |p| p.name())).collect::<Vec<_>>())
+            .param("duration_s", duration.as_secs_f64())
+            .param("cs_ns", self.cs_ns)
+            .param("cs_lines", self.cs_lines)
+            .param("ncs_ns", self.ncs_ns)
+            .param("cs_iterations", cs_iterations)
+            .param("ncs_iterations", ncs_iterations)
+            .param("work_ns_per_iteration", lab.work.ns_per_iteration)
+            .param("groups_by", groups_by_label(&lab.topology, self.groups))
+            .param(
+                "groups",
+                groups.iter().map(|g| json!({"group": g.label, "cpus": format_cpu_list(&g.cpus)})).collect::<Vec<_>>(),
+            )
+            .param("baseline", self.baseline.name())
+            .param("maiv_pct", rule.maiv_pct)
+            .param("min_reps", rule.min_reps)
+            .param("max_reps", rule.max_reps)
+            .param("default_lock", select::DEFAULT_LOCK);
+
+        let available: Vec<&LockChoice> = locks.iter().filter(|l| l.unavailable().is_none()).collect();
+        let progress = lab.progress("contention", 1 + (placements.len() * threads.len()) as u64);
+
+        // Table 3: one thread, no contention.
+        progress.step("uncontended lock/unlock");
+        let home = lab.topology.cpus[0].id;
+        let instances: Vec<Box<dyn DynMutex>> = available
+            .iter()
+            .map(|l| l.entry.build().map_err(|e| LabError::failed(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        let uncontended = with_pinned(home, || {
+            interleave(available.len(), &rule, Some(&progress), |i, _| Ok(uncontended_rep(&*instances[i], lab)))
+        })?;
+        let uncontended_ns: Vec<Option<Summary>> = uncontended.iter().map(|s| Summary::of(&s.samples)).collect();
+        progress.inc();
+
+        let order = Topology::spread_order(&groups);
+        let mut rows = Vec::new();
+        for placement in &placements {
+            for &n in &threads {
+                let cpus: Result<Vec<usize>, String> = match placement {
+                    None => Ok((0..n).map(|i| order[i % order.len()]).collect()),
+                    Some(p) => lab.topology.cpus_for(*p, n),
+                };
+                let base = |lock: &LockChoice| {
+                    let mut row = Row::new().with("lock", lock.name()).with("origin", lock.origin());
+                    if lock.via_alias {
+                        row.set("alias", select::DEFAULT_ALIAS);
+                    }
+                    row.with("threads", n).with("placement", placement.map_or("spread", |p| p.name()))
+                };
+                let cpus = match cpus {
+                    Ok(c) => c,
+                    Err(why) => {
+                        rows.extend(locks.iter().map(|l| base(l).skipped(why.clone())));
+                        continue;
+                    }
+                };
+                progress.step(&format!("{n} threads{}", placement.map_or(String::new(), |p| format!(", {p}"))));
+                let setting = Setting {
+                    cpus: &cpus,
+                    duration,
+                    cs_iterations,
+                    ncs_iterations,
+                    lines: &lines,
+                    overhead_ticks: lab.clock.overhead_ticks,
+                };
+                let warmup = Setting { duration: (duration / 4).max(Duration::from_millis(10)), ..setting };
+                let mut totals: Vec<Totals> =
+                    available.iter().map(|_| Totals { per_thread: vec![0; n], ..Default::default() }).collect();
+                let series = interleave(available.len(), &rule, Some(&progress), |i, rep| {
+                    progress.detail(&format!("{}, {}", available[i].name(), rep_label(rep)));
+                    let lock = &*instances[i];
+                    if rep == Rep::Warmup {
+                        contended_rep(lock, &warmup);
+                        return Ok(f64::NAN);
+                    }
+                    let r = contended_rep(lock, &setting);
+                    let t = &mut totals[i];
+                    for (sum, c) in t.per_thread.iter_mut().zip(&r.per_thread) {
+                        *sum += c;
+                    }
+                    let shares: Vec<f64> = r.per_thread.iter().map(|&c| c as f64).collect();
+                    t.jain.push(jain(&shares));
+                    t.rsd_pct.push(population_rsd_pct(&shares));
+                    t.wait.merge(&r.wait);
+                    t.hold.merge(&r.hold);
+                    t.lost_updates += r.lost_updates;
+                    Ok(r.per_thread.iter().sum::<u64>() as f64 / r.elapsed_s)
+                })?;
+                progress.inc();
+
+                let mut config_rows = Vec::new();
+                let mut next = 0;
+                for lock in &locks {
+                    if let Some(why) = lock.unavailable() {
+                        config_rows.push(base(lock).skipped(why));
+                        continue;
+                    }
+                    let (s, t, u) = (&series[next], &totals[next], &uncontended_ns[next]);
+                    next += 1;
+                    let mut row = base(lock).with("cpus", format_cpu_list(&cpus));
+                    if let Some(sum) = Summary::of(&s.samples) {
+                        row = row.summary("throughput", "ops_s", &sum);
+                    }
+                    row.set("stop", s.verdict);
+                    row.set("per_thread", &t.per_thread);
+                    row.set("per_group", per_group(&groups, &cpus, &t.per_thread));
+                    if let Some(ratio) = group_max_min_ratio(&groups, &cpus, &t.per_thread) {
+                        row.set("group_max_min_ratio", ratio);
+                    }
+                    row.set("jain", mean(&t.jain));
+                    row.set("jain_min", t.jain.iter().copied().fold(f64::INFINITY, f64::min));
+                    row.set("rsd_pct", mean(&t.rsd_pct));
+                    let ns = |ticks: f64| lab.clock.ns(ticks);
+                    row.set("mean_wait_ns", t.wait.mean().map(ns));
+                    row.set("p99_wait_ns", t.wait.percentile(99.0).map(|v| ns(v as f64)));
+                    row.set("max_wait_ns", t.wait.max().map(|v| ns(v as f64)));
+                    row.set("mean_hold_ns", t.hold.mean().map(ns));
+                    row.set("max_hold_ns", t.hold.max().map(|v| ns(v as f64)));
+                    row.set("acquisitions", t.wait.count());
+                    if let Some(u) = u {
+                        row.set("uncontended_ns", u.mean);
+                        row.set("uncontended_ci95_ns", u.ci95);
+                        row.set("uncontended_reps", u.reps);
+                    }
+                    if self.cs_lines > 0 {
+                        row.set("lost_updates", t.lost_updates);
+                        if t.lost_updates > 0 {
+                            eprintln!(
+                                "warning: {} lost {} updates at {n} threads: two threads were inside its critical section at once",
+                                lock.name(),
+                                t.lost_updates
+                            );
+                        }
+                    }
+                    config_rows.push(row);
+                }
+                add_ratios(&mut config_rows, self.baseline.name());
+                rows.extend(config_rows);
+            }
+        }
+        progress.finish();
+        run.rows = rows;
+        run.elapsed_s = started.elapsed().as_secs_f64();
+        Ok(vec![run])
+    }
+}
+
+fn rep_label(rep: Rep) -> String {
+    match rep {
+        Rep::Warmup => "warm-up".to_string(),
+        Rep::Measured(n) => format!("repetition {}", n + 1),
+    }
+}
+
+fn groups_by_label(topology: &Topology, by: GroupBy) -> &'static str {
+    match by {
+        GroupBy::Auto if topology.nodes.len() > 1 => "node",
+        GroupBy::Auto | GroupBy::Halves => "halves of the CPU list",
+        GroupBy::Node => "node",
+        GroupBy::Llc if topology.llcs.is_empty() => "halves of the CPU list",
+        GroupBy::Llc => "llc",
+    }
+}
+
+fn per_group(groups: &[Group], cpus: &[usize], per_thread: &[u64]) -> serde_json::Value {
+    groups
+        .iter()
+        .map(|g| {
+            let members: Vec<usize> = (0..cpus.len()).filter(|&i| g.cpus.contains(&cpus[i])).collect();
+            json!({
+                "group": g.label,
+                "cpus": format_cpu_list(&g.cpus),
+                "threads": members.len(),
+                "acquisitions": members.iter().map(|&i| per_thread[i]).sum::<u64>(),
+            })
+        })
+        .collect()
+}
+
+/// The busiest group's acquisitions over the idlest's, among groups that have threads (seed
+/// 003's "favours Quad 0 30 times over Quad 1"); `None` with fewer than two such groups.
+fn group_max_min_ratio(groups: &[Group], cpus: &[usize], per_thread: &[u64]) -> Option<f64> {
+    let occupied: Vec<u64> = groups
+        .iter()
+        .filter(|g| cpus.iter().any(|c| g.cpus.contains(c)))
+        .map(|g| cpus.iter().zip(per_thread).filter(|(c, _)| g.cpus.contains(c)).map(|(_, n)| n).sum())
+        .collect();
+    if occupied.len() < 2 {
+        return None;
+    }
+    let (max, min) = (*occupied.iter().max()?, *occupied.iter().min()?);
+    Some(if min == 0 { f64::INFINITY } else { max as f64 / min as f64 })
+}
+
+/// Ratios within one configuration: to the best reference lock and to the baseline lock.
+fn add_ratios(rows: &mut [Row], baseline: &str) {
+    let best_ref = rows
+        .iter()
+        .filter(|r| r.get("origin").and_then(|o| o.as_str()) == Some("reference"))
+        .filter_map(|r| r.number("throughput_ops_s"))
+        .fold(f64::NAN, f64::max);
+    let best_ref_uncontended = rows
+        .iter()
+        .filter(|r| r.get("origin").and_then(|o| o.as_str()) == Some("reference"))
+        .filter_map(|r| r.number("uncontended_ns"))
+        .fold(f64::NAN, f64::min);
+    let base = rows
+        .iter()
+        .find(|r| r.get("lock").and_then(|l| l.as_str()) == Some(baseline))
+        .and_then(|r| r.number("throughput_ops_s"));
+    for row in rows.iter_mut() {
+        let Some(t) = row.number("throughput_ops_s") else { continue };
+        if best_ref.is_finite() && best_ref > 0.0 {
+            row.set("throughput_vs_best_reference", t / best_ref);
+        }
+        if let Some(b) = base.filter(|b| *b > 0.0) {
+            row.set("throughput_vs_baseline", t / b);
+        }
+        if let Some(u) = row.number("uncontended_ns") {
+            if best_ref_uncontended.is_finite() && best_ref_uncontended > 0.0 {
+                row.set("uncontended_vs_best_reference", u / best_ref_uncontended);
+            }
+        }
+    }
+}

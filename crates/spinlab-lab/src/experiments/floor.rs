@@ -1,0 +1,521 @@
+//! `spinlab run floor`: the physical limits every other figure is read against.
+//!
+//! - `timer`: two back-to-back cycle-counter reads (the overhead subtracted everywhere);
+//!   `instant-now`: one `Instant::now()` (the OS clock, for comparison).
+//! - `cas-store`, `cas-swap`: an uncontended compare-and-swap followed by a store or a swap,
+//!   the least a lock/unlock pair can cost.
+//! - `ping-pong`: one-way latency of a cache line bouncing between two pinned threads, for
+//!   each CPU pair: the floor for any lock hand-off between those CPUs.
+//! - `spin-hint`: one `pause` (or the architecture's hint).
+//! - `wait-period`: one iteration of each available wait policy's loop (re-read + body),
+//!   running alone; for policies that spin then sleep, also the length of the spin phase.
+//! - `futex-wake-no-waiter`: FUTEX_WAKE when nobody sleeps (the Tcall floor of seed 001).
+//! - `futex-wake-to-run`: from a waker's decision to the sleeper running again, per placement.
+//! - `sched-yield`: `sched_yield` with nobody else to run.
+
+use super::{Common, Experiment, Lab};
+use crate::error::LabError;
+use crate::machine::Placement;
+use crate::measure::clock::{now, read_pair_ticks};
+use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::{interleave, repeat, Clock, Progress, Rep, Series, StoppingRule, Summary};
+use crate::results::table::{col, Column};
+use crate::results::{Row, Run};
+use clap::Args;
+use spinlab::sys::futex::{self, FutexWait};
+use spinlab::wait::{visit_policies, Episode, PolicyVisitor, Step, Unavailable, Wait};
+use spinlab::CachePadded;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Options of `spinlab run floor`.
+#[derive(Args, Clone, Debug, Default)]
+#[group(skip)]
+pub struct Floor {
+    /// Measure ping-pong on every CPU pair even on machines with more than 16 CPUs (by
+    /// default, large machines get the first few pairs of each placement)
+    #[arg(long)]
+    pub all_pairs: bool,
+}
+
+const COLUMNS: &[Column] = &[
+    col("measure", "measure"),
+    col("wait", "wait"),
+    col("placement", "placement"),
+    col("cpus", "cpus"),
+    col("ns", "ns (mean)"),
+    col("median_ns", "median"),
+    col("ci95_ns", "±95%"),
+    col("min_ns", "min"),
+    col("spin_phase_ns", "spin phase ns"),
+    col("reps", "reps"),
+];
+
+/// Length of one repetition of the single-thread loops: long enough that an interrupt or a
+/// preemption is a small part of it, short enough for 30 repetitions to take well under a
+/// second.
+const REP_SECONDS: f64 = 0.005;
+/// Round trips per ping-pong batch, and batches per repetition (whose median is the
+/// repetition's value).
+const BATCH: u32 = 100;
+const BATCHES: u32 = 51;
+/// Wake-ups per wake-to-run repetition.
+const WAKEUPS: u32 = 50;
+/// Pairs per placement on machines with more than 16 CPUs.
+const PAIRS_PER_PLACEMENT: usize = 4;
+
+impl Experiment for Floor {
+    fn name(&self) -> &'static str {
+        "floor"
+    }
+
+    fn uses(&self) -> &'static [&'static str] {
+        &["waits", "placement"]
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
+        let started = Instant::now();
+        let rule = common.rule(5, 30)?;
+        let placements = common.placements_or_all();
+        let policies: Vec<Probe> =
+            probes().into_iter().filter(|p| common.waits.as_ref().is_none_or(|w| w.0.contains(&p.name))).collect();
+        let pairs = self.pairs(lab, &placements);
+
+        let mut run = Run::new(self.name());
+        run.param("maiv_pct", rule.maiv_pct)
+            .param("min_reps", rule.min_reps)
+            .param("max_reps", rule.max_reps)
+            .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
+            .param("waits", policies.iter().map(|p| p.name).collect::<Vec<_>>())
+            .param("loop_rep_s", REP_SECONDS)
+            .param("ping_pong_batch_round_trips", BATCH)
+            .param("ping_pong_batches_per_rep", BATCHES)
+            .param("wakeups_per_rep", WAKEUPS)
+            .param("tsc_hz", lab.clock.ticks_per_second)
+            .param("timer_overhead_ticks", lab.clock.overhead_ticks);
+
+        let steps = 8 + placements.len() as u64 * 2;
+        let progress = lab.progress("floor", steps);
+        let home = lab.topology.cpus[0].id;
+        let clock = lab.clock;
+        let per_op =
+            move |ticks: u64, ops: u64| clock.ns(ticks.saturating_sub(clock.overhead_ticks) as f64) / ops as f64;
+
+        let mut rows = Vec::new();
+        with_pinned(home, || -> Result<(), LabError> {
+            progress.step("timer");
+            let s = repeat(&rule, Some(&progress), |_| Ok(clock.ns(read_pair_ticks(10_001) as f64)))?;
+            rows.push(measured("timer", &s).with("cpus", home.to_string()));
+            progress.inc();
+
+            progress.step("instant-now");
+            let instant_loop = |n: u64| {
+                let t0 = now();
+                for _ in 0..n {
+                    black_box(Instant::now());
+                }
+                now() - t0
+            };
+            let n = ops_for(&clock, instant_loop);
+            let s = repeat(&rule, Some(&progress), |_| Ok(per_op(instant_loop(n), n)))?;
+            rows.push(measured("instant-now", &s).with("cpus", home.to_string()));
+            progress.inc();
+
+            progress.step("cas-store, cas-swap");
+            let word = CachePadded::new(AtomicU32::new(0));
+            let pair_loop = |swap: bool, n: u64| {
+                let w = black_box(&*word);
+                let t0 = now();
+                for _ in 0..n {
+                    let _ = w.compare_exchange(0, 1, Acquire, Relaxed);
+                    if swap {
+                        w.swap(0, Release);
+                    } else {
+                        w.store(0, Release);
+                    }
+                }
+                now() - t0
+            };
+            let ns = [ops_for(&clock, |n| pair_loop(false, n)), ops_for(&clock, |n| pair_loop(true, n))];
+            let both = interleave(2, &rule, Some(&progress), |i, _| Ok(per_op(pair_loop(i == 1, ns[i]), ns[i])))?;
+            rows.push(measured("cas-store", &both[0]).with("cpus", home.to_string()));
+            rows.push(measured("cas-swap", &both[1]).with("cpus", home.to_string()));
+            progress.inc();
+
+            progress.step("spin-hint");
+            let hint_loop = |n: u64| {
+                let t0 = now();
+                for _ in 0..n {
+                    std::hint::spin_loop();
+                }
+                now() - t0
+            };
+            let n = ops_for(&clock, hint_loop);
+            let s = repeat(&rule, Some(&progress), |_| Ok(per_op(hint_loop(n), n)))?;
+            rows.push(measured("spin-hint", &s).with("cpus", home.to_string()));
+            progress.inc();
+
+            progress.step("wait-period");
+            rows.extend(wait_periods(&policies, &rule, &progress, lab, home)?);
+            progress.inc();
+
+            progress.step("futex-wake-no-waiter");
+            let word = AtomicU32::new(0);
+            let wake_loop = |n: u64| {
+                let t0 = now();
+                for _ in 0..n {
+                    futex::wake_one(&word);
+                }
+                now() - t0
+            };
+            let n = ops_for(&clock, wake_loop);
+            let s = repeat(&rule, Some(&progress), |_| Ok(per_op(wake_loop(n), n)))?;
+            rows.push(measured("futex-wake-no-waiter", &s).with("cpus", home.to_string()));
+            progress.inc();
+
+            progress.step("sched-yield");
+            let yield_loop = |n: u64| {
+                let t0 = now();
+                for _ in 0..n {
+                    std::thread::yield_now();
+                }
+                now() - t0
+            };
+            let n = ops_for(&clock, yield_loop);
+            let s = repeat(&rule, Some(&progress), |_| Ok(per_op(yield_loop(n), n)))?;
+            rows.push(measured("sched-yield", &s).with("cpus", home.to_string()));
+            progress.inc();
+            Ok(())
+        })?;
+
+        progress.step("ping-pong");
+        rows.extend(ping_pongs(&pairs, &rule, &progress, lab)?);
+        progress.inc();
+        for &placement in &placements {
+            progress.step(&format!("futex-wake-to-run, {placement}"));
+            rows.push(wake_to_run_row(placement, &rule, &progress, lab)?);
+            progress.inc();
+        }
+        progress.finish();
+        run.rows = rows;
+        run.elapsed_s = started.elapsed().as_secs_f64();
+        Ok(vec![run])
+    }
+}
+
+/// The CPU pairs at one placement, or why it has none.
+type PairsAt = (Placement, Result<Vec<(usize, usize)>, String>);
+
+impl Floor {
+    /// The ping-pong pairs per placement (all, or a few on large machines), or why none.
+    fn pairs(&self, lab: &Lab, placements: &[Placement]) -> Vec<PairsAt> {
+        let all = lab.topology.all_pairs();
+        let limit = if self.all_pairs || lab.cpus() <= 16 { usize::MAX } else { PAIRS_PER_PLACEMENT };
+        placements
+            .iter()
+            .map(|&p| {
+                if p == Placement::SameCpu {
+                    return (
+                        p,
+                        Err("a line does not move between two threads on one CPU; their hand-off is a context switch \
+                             (see futex-wake-to-run at same-cpu)"
+                            .to_string()),
+                    );
+                }
+                let found: Vec<(usize, usize)> =
+                    all.iter().filter(|(_, _, q)| *q == p).map(|&(a, b, _)| (a, b)).take(limit).collect();
+                if found.is_empty() {
+                    (p, Err(lab.topology.pair(p).err().unwrap_or_else(|| "no such pair".to_string())))
+                } else {
+                    (p, Ok(found))
+                }
+            })
+            .collect()
+    }
+}
+
+/// Operations that take about `REP_SECONDS` in `run(n)` (which returns ticks for `n`
+/// operations), from two trials: the first pays for any lazy initialisation (a policy's
+/// calibration, page faults), the second is timed.
+fn ops_for(clock: &Clock, mut run: impl FnMut(u64) -> u64) -> u64 {
+    run(64);
+    let ticks_per_op = (run(256) as f64 / 256.0).max(1.0);
+    ((clock.ticks_per_second as f64 * REP_SECONDS) / ticks_per_op).clamp(64.0, 50_000_000.0) as u64
+}
+
+/// A row for a measure with its repetitions' summary under `ns`.
+fn measured(measure: &str, series: &Series) -> Row {
+    let row = Row::new().with("measure", measure);
+    match Summary::of(&series.samples) {
+        Some(s) => row.summary("", "ns", &s).with("stop", series.verdict),
+        None => row.skipped("no repetition produced a value"),
+    }
+}
+
+/// A wait policy as the floor sees it: its name, whether it runs here, and its loop timed.
+struct Probe {
+    name: &'static str,
+    availability: Result<(), Unavailable>,
+    /// Runs `n` loop iterations alone; returns (ticks, how many times the spin phase ended).
+    time: fn(u64) -> (u64, u64),
+}
+
+fn time_policy<W: Wait>(iterations: u64) -> (u64, u64) {
+    let word = AtomicU32::new(0);
+    let mut episode = Episode::new(None);
+    let mut exhausted = 0;
+    let t0 = now();
+    for _ in 0..iterations {
+        if black_box(&word).load(Relaxed) != 0 {
+            break;
+        }
+        match W::step(&word, 0, &mut episode) {
+            Step::Continue => {}
+            Step::Exhausted => {
+                exhausted += 1;
+                episode.restart_spinning();
+            }
+            Step::TimedOut => break,
+        }
+    }
+    (now() - t0, exhausted)
+}
+
+fn probes() -> Vec<Probe> {
+    struct Collect(Vec<Probe>);
+    impl PolicyVisitor for Collect {
+        fn visit<W: Wait>(&mut self) {
+            self.0.push(Probe { name: W::NAME, availability: W::availability(), time: time_policy::<W> });
+        }
+    }
+    let mut c = Collect(Vec::new());
+    visit_policies(&mut c);
+    c.0
+}
+
+fn wait_periods(
+    probes: &[Probe],
+    rule: &StoppingRule,
+    progress: &Progress,
+    lab: &Lab,
+    home: usize,
+) -> Result<Vec<Row>, LabError> {
+    let clock = lab.clock;
+    let mut rows = Vec::new();
+    let mut timed: Vec<(&Probe, u64)> = Vec::new();
+    for p in probes {
+        let row = Row::new().with("measure", "wait-period").with("wait", p.name).with("cpus", home.to_string());
+        if let Err(e) = p.availability {
+            rows.push(row.skipped(e.to_string()));
+            continue;
+        }
+        if (p.time)(64).1 >= 64 {
+            rows.push(row.skipped("sleeps at once: no spin loop to time (see futex-wake-to-run)"));
+            continue;
+        }
+        timed.push((p, ops_for(&clock, |n| (p.time)(n).0)));
+    }
+    let mut phases: Vec<(u64, u64)> = vec![(0, 0); timed.len()];
+    let series = interleave(timed.len(), rule, Some(progress), |i, rep| {
+        let (p, n) = timed[i];
+        let (ticks, exhausted) = (p.time)(n);
+        if rep != Rep::Warmup {
+            phases[i].0 += n;
+            phases[i].1 += exhausted;
+        }
+        Ok(clock.ns(ticks.saturating_sub(clock.overhead_ticks) as f64) / n as f64)
+    })?;
+    for (i, (p, _)) in timed.iter().enumerate() {
+        let mut row = measured("wait-period", &series[i]).with("wait", p.name).with("cpus", home.to_string());
+        let (iterations, phases_ended) = phases[i];
+        if phases_ended > 0 {
+            if let Some(period) = row.number("ns") {
+                row.set("spin_phase_ns", period * iterations as f64 / phases_ended as f64);
+            }
+        }
+        // Keep the registry's policy order.
+        rows.push(row);
+    }
+    let order: Vec<&str> = probes.iter().map(|p| p.name).collect();
+    rows.sort_by_key(|r| order.iter().position(|n| Some(*n) == r.get("wait").and_then(|w| w.as_str())));
+    Ok(rows)
+}
+
+/// Ticks for each batch of `BATCH` round trips of a line bouncing between threads pinned
+/// to `a` and `b` (measured on `a`'s counter). Batches, so that one preemption of either
+/// thread spoils one batch rather than the whole repetition.
+fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Vec<u64> {
+    let line = CachePadded::new(AtomicU32::new(0));
+    let start = Barrier::new(2);
+    let round_trips = batches * BATCH;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin_or_die(b);
+            start.wait();
+            for i in 0..round_trips {
+                let ping = 2 * i + 1;
+                while line.load(Acquire) != ping {}
+                line.store(ping + 1, Release);
+            }
+        });
+        let pinger = s.spawn(|| {
+            pin_or_die(a);
+            start.wait();
+            let mut ticks = Vec::with_capacity(batches as usize);
+            for batch in 0..batches {
+                let t0 = now();
+                for i in batch * BATCH..(batch + 1) * BATCH {
+                    line.store(2 * i + 1, Release);
+                    while line.load(Acquire) != 2 * i + 2 {}
+                }
+                ticks.push(now() - t0);
+            }
+            ticks
+        });
+        pinger.join().unwrap_or_default()
+    })
+}
+
+fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Vec<Row>, LabError> {
+    let clock = lab.clock;
+    let mut rows = Vec::new();
+    let flat: Vec<(Placement, usize, usize)> = pairs
+        .iter()
+        .filter_map(|(p, r)| r.as_ref().ok().map(|v| v.iter().map(|&(a, b)| (*p, a, b)).collect::<Vec<_>>()))
+        .flatten()
+        .collect();
+    let series = interleave(flat.len(), rule, Some(progress), |i, _| {
+        let (_, a, b) = flat[i];
+        let mut batches = ping_pong_batches(a, b, BATCHES);
+        batches.sort_unstable();
+        let median = batches[batches.len() / 2];
+        Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64) / (2.0 * BATCH as f64))
+    })?;
+    for (p, result) in pairs {
+        match result {
+            Err(why) => {
+                rows.push(Row::new().with("measure", "ping-pong").with("placement", p.name()).skipped(why.clone()))
+            }
+            Ok(_) => {
+                for (i, &(q, a, b)) in flat.iter().enumerate() {
+                    if q == *p {
+                        rows.push(
+                            measured("ping-pong", &series[i])
+                                .with("placement", p.name())
+                                .with("cpus", format!("{a},{b}")),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Whether thread `tid` of this process is asleep (state `S`) right now.
+fn asleep(tid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('S')))
+        .unwrap_or(false)
+}
+
+/// One repetition of futex wake-to-run between the calling thread (the waker, pinned by the
+/// caller) and a sleeper on `b`: the latencies in ticks of the wake-ups that found the
+/// sleeper asleep, and how many did not (those are discarded).
+fn wake_to_run_ticks(b: usize, wakeups: u32) -> (Vec<u64>, u32) {
+    let word = CachePadded::new(AtomicU32::new(0));
+    let ready = CachePadded::new(AtomicU32::new(0));
+    let ack = CachePadded::new(AtomicU32::new(0));
+    let stamp = CachePadded::new(AtomicU64::new(0));
+    let tid = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        let sleeper = s.spawn(|| {
+            pin_or_die(b);
+            // SAFETY: gettid has no preconditions.
+            tid.store(unsafe { libc::syscall(libc::SYS_gettid) } as u64, Release);
+            let mut latencies = Vec::with_capacity(wakeups as usize);
+            for i in 0..wakeups {
+                ready.store(i + 1, Release);
+                let mut slept = false;
+                while word.load(Acquire) == i {
+                    slept |= futex::wait(&word, i, None) == FutexWait::Woken;
+                }
+                let t1 = now();
+                latencies.push(if slept { Some(t1.wrapping_sub(stamp.load(Acquire))) } else { None });
+                ack.store(i + 1, Release);
+            }
+            latencies
+        });
+        let mut woke = Vec::with_capacity(wakeups as usize);
+        while tid.load(Acquire) == 0 {
+            std::thread::yield_now();
+        }
+        let tid = tid.load(Acquire) as i64;
+        for i in 0..wakeups {
+            // Wait until the sleeper is in the kernel (yielding, so a sleeper on this same
+            // CPU gets to run and go to sleep). Bounded, so a sleeper that never shows as
+            // asleep cannot hang the run; such a wake-up is discarded.
+            let deadline = Instant::now() + Duration::from_millis(50);
+            while (ready.load(Acquire) != i + 1 || !asleep(tid)) && Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            stamp.store(now(), Release);
+            word.store(i + 1, Release);
+            woke.push(futex::wake_one(&word) == 1);
+            while ack.load(Acquire) != i + 1 {
+                std::thread::yield_now();
+            }
+        }
+        let latencies = sleeper.join().unwrap_or_default();
+        let mut valid = Vec::new();
+        let mut discarded = 0;
+        for (lat, woke) in latencies.into_iter().zip(woke) {
+            match (lat, woke) {
+                (Some(t), true) => valid.push(t),
+                _ => discarded += 1,
+            }
+        }
+        (valid, discarded)
+    })
+}
+
+fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Row, LabError> {
+    let base = Row::new().with("measure", "futex-wake-to-run").with("placement", placement.name());
+    let (a, b) = match lab.topology.pair(placement) {
+        Ok(pair) => pair,
+        Err(why) => return Ok(base.skipped(why)),
+    };
+    let clock = lab.clock;
+    let mut all = Vec::new();
+    let mut discarded = 0;
+    let series = repeat(rule, Some(progress), |rep| {
+        let (mut valid, lost) = with_pinned(a, || wake_to_run_ticks(b, WAKEUPS));
+        if valid.is_empty() {
+            return Ok(f64::NAN);
+        }
+        valid.sort_unstable();
+        let median = valid[valid.len() / 2];
+        if rep != Rep::Warmup {
+            discarded += lost;
+            all.extend(valid);
+        }
+        Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64))
+    })?;
+    let mut row =
+        measured("futex-wake-to-run", &series).with("placement", placement.name()).with("cpus", format!("{a},{b}"));
+    all.sort_unstable();
+    if let Some(&max) = all.last() {
+        row.set("max_wakeup_ns", clock.ns(max as f64));
+        row.set("p99_wakeup_ns", clock.ns(all[(all.len() * 99 / 100).min(all.len() - 1)] as f64));
+    }
+    row.set("wakeups", all.len());
+    row.set("discarded", discarded);
+    Ok(row)
+}

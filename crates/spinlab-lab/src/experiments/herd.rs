@@ -1,0 +1,253 @@
+//! `spinlab run herd`: seed 004's workload. N threads are released together by a barrier;
+//! each takes one shared lock for a short critical section, `--per-round` times; then they
+//! meet at the barrier again, `--rounds` times. Reported per lock and thread count: wall
+//! time, and the user and system CPU time all the threads spent (seed 004's wall, user, sys
+//! columns). Oversubscription is the point: seed 004 ran 8 to 64 threads, and found that
+//! backoff bought 2.5% while a lock whose waiters sleep cut wall and system time.
+
+use super::{Common, Experiment, Lab};
+use crate::error::LabError;
+use crate::measure::pin::pin_or_die;
+use crate::measure::work::{spin, SharedLines};
+use crate::measure::{interleave, Rep, Summary};
+use crate::results::table::{col, Column};
+use crate::results::{Row, Run};
+use crate::select::{self, LockChoice, ThreadCount};
+use clap::Args;
+use spinlab::registry::DynMutex;
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::time::Instant;
+
+/// The locks measured when `--locks` is not given (seed 004's spin lock, its backoff
+/// variant, a sleeping lock, spinlab's default, and std).
+pub const DEFAULT_LOCKS: &[&str] = &["ttas:spin", "ttas:backoff", "ttas:futex", "default", "std"];
+
+/// Options of `spinlab run herd`.
+#[derive(Args, Clone, Debug)]
+#[group(skip)]
+pub struct Herd {
+    /// Times the threads meet at the barrier per repetition
+    #[arg(long, value_name = "N", default_value = "50", value_parser = select::positive)]
+    pub rounds: usize,
+    /// Acquisitions per thread between two barriers
+    #[arg(long, value_name = "N", default_value = "50", value_parser = select::positive)]
+    pub per_round: usize,
+    /// Busy work inside the critical section, in nanoseconds
+    #[arg(long, value_name = "NS", default_value = "100", value_parser = select::nanoseconds, allow_hyphen_values = true)]
+    pub cs_ns: u64,
+}
+
+impl Default for Herd {
+    fn default() -> Self {
+        Herd { rounds: 50, per_round: 50, cs_ns: 100 }
+    }
+}
+
+const COLUMNS: &[Column] = &[
+    col("lock", "lock"),
+    col("threads", "threads"),
+    col("wall_s", "wall s"),
+    col("wall_ci95_s", "±95%"),
+    col("user_s", "user s"),
+    col("sys_s", "sys s"),
+    col("wall_vs_best_reference", "wall vs best ref"),
+    col("reps", "reps"),
+];
+
+/// One repetition: wall seconds, and the threads' user and system CPU seconds.
+struct Times {
+    wall_s: f64,
+    user_s: f64,
+    sys_s: f64,
+    lost_updates: u64,
+}
+
+fn thread_cpu_times() -> (f64, f64) {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD on the calling thread, `u` is valid.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (secs(u.ru_utime), secs(u.ru_stime))
+}
+
+fn herd_rep(lock: &dyn DynMutex, cpus: &[usize], herd: &Herd, cs_iterations: u64, lines: &SharedLines) -> Times {
+    let n = cpus.len();
+    let start = Barrier::new(n + 1);
+    let round = Barrier::new(n);
+    lines.reset();
+    let (t0, results) = std::thread::scope(|scope| {
+        let handles: Vec<_> = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| {
+                let (start, round) = (&start, &round);
+                scope.spawn(move || {
+                    pin_or_die(cpu);
+                    let (u0, s0) = thread_cpu_times();
+                    let mut seed = i as u64 + 1;
+                    start.wait();
+                    for _ in 0..herd.rounds {
+                        round.wait();
+                        for _ in 0..herd.per_round {
+                            lock.lock();
+                            lines.touch();
+                            seed = spin(cs_iterations, seed);
+                            // SAFETY: acquired just above.
+                            unsafe { lock.unlock() };
+                        }
+                    }
+                    black_box(seed);
+                    let finished = Instant::now();
+                    let (u1, s1) = thread_cpu_times();
+                    (finished, u1 - u0, s1 - s0)
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        let results: Vec<(Instant, f64, f64)> =
+            handles.into_iter().map(|h| h.join().expect("a herd thread panicked")).collect();
+        (t0, results)
+    });
+    let end = results.iter().map(|r| r.0).max().unwrap_or(t0);
+    let expected = (n * herd.rounds * herd.per_round) as u64;
+    Times {
+        wall_s: end.saturating_duration_since(t0).as_secs_f64(),
+        user_s: results.iter().map(|r| r.1).sum(),
+        sys_s: results.iter().map(|r| r.2).sum(),
+        lost_updates: lines.total().map_or(0, |seen| expected.saturating_sub(seen)),
+    }
+}
+
+impl Experiment for Herd {
+    fn name(&self) -> &'static str {
+        "herd"
+    }
+
+    fn uses(&self) -> &'static [&'static str] {
+        &["locks", "threads"]
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
+        let started = Instant::now();
+        let rule = common.rule(3, 10)?;
+        let locks = common.locks_or(DEFAULT_LOCKS);
+        let threads = common.threads_or(
+            &[
+                ThreadCount::PerCpu(2),
+                ThreadCount::PerCpu(4),
+                ThreadCount::PerCpu(8),
+                ThreadCount::PerCpu(16),
+                ThreadCount::PerCpu(32),
+            ],
+            lab.cpus(),
+        );
+        let cs_iterations = lab.work.iterations(self.cs_ns as f64);
+        let lines = SharedLines::new(1);
+        let cpu_ids = lab.topology.cpu_ids();
+
+        let mut run = Run::new(self.name());
+        run.param("locks", locks.iter().map(|l| l.name()).collect::<Vec<_>>())
+            .param("threads", &threads)
+            .param("rounds", self.rounds)
+            .param("per_round", self.per_round)
+            .param("cs_ns", self.cs_ns)
+            .param("cs_iterations", cs_iterations)
+            .param("barrier", "std::sync::Barrier")
+            .param("maiv_pct", rule.maiv_pct)
+            .param("min_reps", rule.min_reps)
+            .param("max_reps", rule.max_reps)
+            .param("default_lock", select::DEFAULT_LOCK);
+
+        let available: Vec<&LockChoice> = locks.iter().filter(|l| l.unavailable().is_none()).collect();
+        let instances: Vec<Box<dyn DynMutex>> = available
+            .iter()
+            .map(|l| l.entry.build().map_err(|e| LabError::failed(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        let progress = lab.progress("herd", threads.len() as u64);
+        // Seed 004's machine ran one thread per CPU at 8 threads; here threads are pinned
+        // round-robin over the usable CPUs.
+        let warmup = Herd { rounds: (self.rounds / 4).max(1), ..self.clone() };
+        let mut rows = Vec::new();
+        for &n in &threads {
+            progress.step(&format!("{n} threads"));
+            let cpus: Vec<usize> = (0..n).map(|i| cpu_ids[i % cpu_ids.len()]).collect();
+            let mut cpu_times: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); available.len()];
+            let mut lost = vec![0u64; available.len()];
+            let series = interleave(available.len(), &rule, Some(&progress), |i, rep| {
+                progress.detail(&format!(
+                    "{}, {}",
+                    available[i].name(),
+                    match rep {
+                        Rep::Warmup => "warm-up".to_string(),
+                        Rep::Measured(k) => format!("repetition {}", k + 1),
+                    }
+                ));
+                if rep == Rep::Warmup {
+                    herd_rep(&*instances[i], &cpus, &warmup, cs_iterations, &lines);
+                    return Ok(f64::NAN);
+                }
+                let t = herd_rep(&*instances[i], &cpus, self, cs_iterations, &lines);
+                cpu_times[i].0.push(t.user_s);
+                cpu_times[i].1.push(t.sys_s);
+                lost[i] += t.lost_updates;
+                Ok(t.wall_s)
+            })?;
+            progress.inc();
+            let mut config_rows = Vec::new();
+            let mut next = 0;
+            for lock in &locks {
+                let mut row = Row::new().with("lock", lock.name()).with("origin", lock.origin());
+                if lock.via_alias {
+                    row.set("alias", select::DEFAULT_ALIAS);
+                }
+                row.set("threads", n);
+                if let Some(why) = lock.unavailable() {
+                    config_rows.push(row.skipped(why));
+                    continue;
+                }
+                let i = next;
+                next += 1;
+                if let Some(s) = Summary::of(&series[i].samples) {
+                    row = row.summary("wall", "s", &s);
+                }
+                row.set("stop", series[i].verdict);
+                row.set("user_s", Summary::of(&cpu_times[i].0).map(|s| s.mean));
+                row.set("sys_s", Summary::of(&cpu_times[i].1).map(|s| s.mean));
+                row.set("acquisitions_per_rep", n * self.rounds * self.per_round);
+                row.set("lost_updates", lost[i]);
+                if lost[i] > 0 {
+                    eprintln!(
+                        "warning: {} lost {} updates at {n} threads: mutual exclusion failed",
+                        lock.name(),
+                        lost[i]
+                    );
+                }
+                config_rows.push(row);
+            }
+            let best_ref = config_rows
+                .iter()
+                .filter(|r| r.get("origin").and_then(|o| o.as_str()) == Some("reference"))
+                .filter_map(|r| r.number("wall_s"))
+                .fold(f64::NAN, f64::min);
+            if best_ref.is_finite() && best_ref > 0.0 {
+                for row in config_rows.iter_mut() {
+                    if let Some(w) = row.number("wall_s") {
+                        row.set("wall_vs_best_reference", w / best_ref);
+                    }
+                }
+            }
+            rows.extend(config_rows);
+        }
+        progress.finish();
+        run.rows = rows;
+        run.elapsed_s = started.elapsed().as_secs_f64();
+        Ok(vec![run])
+    }
+}

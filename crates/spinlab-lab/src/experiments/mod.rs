@@ -1,0 +1,223 @@
+//! The experiments: one trait, one file each.
+//!
+//! An experiment is a `clap::Args` struct holding its own options, implementing
+//! [`Experiment`]. It receives the [`Lab`] (the machine, calibrated clocks and work, shared by
+//! every experiment of an invocation, so `spinlab report` calibrates once) and the
+//! [`Common`] options every experiment understands, and returns runs of rows. Adding one:
+//! a file here, a variant in `cli::RunCommand`, a page in docs/.
+
+pub mod contention;
+pub mod floor;
+pub mod herd;
+
+use crate::error::LabError;
+use crate::machine::{MachineInfo, Placement, Topology};
+use crate::measure::{pin, Clock, Progress, StoppingRule, Work};
+use crate::results::table::{self, Column};
+use crate::results::Run;
+use crate::select::{self, LockChoice, ThreadCount};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One experiment.
+pub trait Experiment {
+    /// Its name: `spinlab run NAME`, and `experiment` in results.
+    fn name(&self) -> &'static str;
+
+    /// The [`Common`] options it uses (long names without dashes); giving it another is a
+    /// usage error rather than silently ignored.
+    fn uses(&self) -> &'static [&'static str];
+
+    /// Measures, and returns one or more runs.
+    fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError>;
+
+    /// The columns its tables show.
+    fn columns(&self) -> &'static [Column];
+
+    /// The human-readable form of one of its runs (a table of [`Experiment::columns`], plus
+    /// whatever an experiment adds).
+    fn render(&self, run: &Run) -> String {
+        table::render(&run.rows, self.columns())
+    }
+}
+
+/// What every experiment of one invocation shares: the machine and its calibrations.
+pub struct Lab {
+    /// The topology, restricted to the CPUs this process may use.
+    pub topology: Topology,
+    /// `spinlab info`'s facts, for the results' `machine`.
+    pub machine: MachineInfo,
+    /// The cycle counter's rate and read cost.
+    pub clock: Clock,
+    /// Calibrated busy work.
+    pub work: Work,
+    /// Whether to show progress bars.
+    pub show_progress: bool,
+}
+
+impl Lab {
+    /// Reads the machine under `sys_root` and calibrates (about 0.1 s).
+    pub fn new(sys_root: &Path, show_progress: bool) -> Result<Lab, LabError> {
+        let full = Topology::read(sys_root).map_err(|e| LabError::failed(format!("reading the topology: {e}")))?;
+        let allowed = pin::allowed_cpus();
+        let topology = full.restrict(&allowed);
+        if topology.cpus.is_empty() {
+            return Err(LabError::failed(format!(
+                "none of the CPUs this process may use ({allowed:?}) is listed as online under {}",
+                sys_root.display()
+            )));
+        }
+        let machine = MachineInfo::gather(sys_root, &full);
+        // Calibrate pinned, so a migration does not land in the middle of a timing.
+        let first = topology.cpus[0].id;
+        let (clock, work) = pin::with_pinned(first, || (Clock::calibrate(), Work::calibrate()));
+        Ok(Lab { topology, machine, clock, work, show_progress })
+    }
+
+    /// Usable CPUs.
+    pub fn cpus(&self) -> usize {
+        self.topology.cpus.len()
+    }
+
+    /// A progress bar over `total` steps.
+    pub fn progress(&self, what: &str, total: u64) -> Progress {
+        Progress::new(what, total, self.show_progress)
+    }
+}
+
+/// A lock list option's value.
+#[derive(Clone, Debug)]
+pub struct Locks(pub Vec<LockChoice>);
+/// A wait-policy list option's value.
+#[derive(Clone, Debug)]
+pub struct Waits(pub Vec<&'static str>);
+/// A thread-count list option's value.
+#[derive(Clone, Debug)]
+pub struct Threads(pub Vec<ThreadCount>);
+/// A placement list option's value.
+#[derive(Clone, Debug)]
+pub struct Placements(pub Vec<Placement>);
+
+fn parse_locks(s: &str) -> Result<Locks, String> {
+    select::lock_list(s).map(Locks)
+}
+fn parse_waits(s: &str) -> Result<Waits, String> {
+    select::wait_list(s).map(Waits)
+}
+fn parse_threads(s: &str) -> Result<Threads, String> {
+    select::thread_list(s).map(Threads)
+}
+fn parse_placements(s: &str) -> Result<Placements, String> {
+    select::placement_list(s).map(Placements)
+}
+
+/// Options every experiment understands (each uses those it lists in [`Experiment::uses`]).
+#[derive(Args, Clone, Debug, Default)]
+pub struct Common {
+    /// Locks, comma-separated: ALGORITHM:POLICY (e.g. ttas:spin, mcs:spin-park), a reference
+    /// lock (std, parking_lot, pthread), or `default` (spinlab's default lock)
+    #[arg(long, value_name = "LIST", value_parser = parse_locks)]
+    pub locks: Option<Locks>,
+    /// Wait policies, comma-separated (see `spinlab list`)
+    #[arg(long, value_name = "LIST", value_parser = parse_waits)]
+    pub waits: Option<Waits>,
+    /// Thread counts, comma-separated: numbers, `cpus`, or multiples of the CPUs like `4x`
+    #[arg(long, value_name = "LIST", value_parser = parse_threads, allow_hyphen_values = true)]
+    pub threads: Option<Threads>,
+    /// Placements, comma-separated: same-cpu, smt, core, llc, node
+    #[arg(long, value_name = "LIST", value_parser = parse_placements)]
+    pub placement: Option<Placements>,
+    /// Length of one repetition (e.g. 200ms, 2s)
+    #[arg(long, value_name = "TIME", value_parser = select::duration, allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+    /// FAME: stop repeating when another repetition would move the mean by less than PCT percent
+    #[arg(long, value_name = "PCT", default_value = "1", value_parser = select::percent, allow_hyphen_values = true)]
+    pub maiv: f64,
+    /// At least this many measured repetitions
+    #[arg(long, value_name = "N", value_parser = select::positive, allow_hyphen_values = true)]
+    pub min_reps: Option<usize>,
+    /// At most this many measured repetitions
+    #[arg(long, value_name = "N", value_parser = select::positive, allow_hyphen_values = true)]
+    pub max_reps: Option<usize>,
+    /// Write the results document (spinlab.results/1) to FILE (`-`: stdout, tables go to stderr)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the rows as CSV to FILE (`-`: stdout)
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No progress bar
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl Common {
+    /// The stopping rule, with the experiment's default counts where none were given.
+    pub fn rule(&self, default_min: usize, default_max: usize) -> Result<StoppingRule, LabError> {
+        let min_reps = self.min_reps.unwrap_or(default_min);
+        let max_reps = self.max_reps.unwrap_or(default_max.max(min_reps));
+        if min_reps > max_reps {
+            return Err(LabError::usage(format!(
+                "--min-reps {min_reps} is above --max-reps {max_reps}; the minimum cannot exceed the maximum"
+            )));
+        }
+        Ok(StoppingRule { maiv_pct: self.maiv, min_reps, max_reps })
+    }
+
+    /// The names of the experiment-selectable options that were given.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        if self.locks.is_some() {
+            given.push("locks");
+        }
+        if self.waits.is_some() {
+            given.push("waits");
+        }
+        if self.threads.is_some() {
+            given.push("threads");
+        }
+        if self.placement.is_some() {
+            given.push("placement");
+        }
+        if self.duration.is_some() {
+            given.push("duration");
+        }
+        given
+    }
+
+    /// Locks given, or `default` names.
+    pub fn locks_or(&self, default: &[&str]) -> Vec<LockChoice> {
+        match &self.locks {
+            Some(l) => l.0.clone(),
+            None => select::default_locks(default),
+        }
+    }
+
+    /// Thread counts given, or `default`, resolved for `cpus`.
+    pub fn threads_or(&self, default: &[ThreadCount], cpus: usize) -> Vec<usize> {
+        select::resolve_threads(self.threads.as_ref().map_or(default, |t| &t.0), cpus)
+    }
+
+    /// Placements given, or all of them.
+    pub fn placements_or_all(&self) -> Vec<Placement> {
+        self.placement.as_ref().map_or_else(|| Placement::ALL.to_vec(), |p| p.0.clone())
+    }
+}
+
+/// Checks that `experiment` uses every option given.
+pub fn check_options(experiment: &dyn Experiment, common: &Common) -> Result<(), LabError> {
+    for option in common.given() {
+        if !experiment.uses().contains(&option) {
+            return Err(LabError::usage(format!(
+                "`spinlab run {}` does not take --{option}; it takes {}",
+                experiment.name(),
+                if experiment.uses().is_empty() {
+                    "none of --locks/--waits/--threads/--placement/--duration".to_string()
+                } else {
+                    experiment.uses().iter().map(|o| format!("--{o}")).collect::<Vec<_>>().join(", ")
+                }
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,22 @@
+//! The spinlab lab: the `spinlab` command's library half.
+//!
+//! - [`machine`]: topology from sysfs, wait features, clocks and counters (`spinlab info`).
+//! - [`measure`]: the measurement core every experiment shares: pinning, warm-up and
+//!   interleaved repetition, the FAME stopping rule, statistics, timer-overhead correction,
+//!   calibrated busy work, progress.
+//! - [`results`]: the `spinlab.results/1` document, its JSON/CSV writers and tables.
+//! - [`experiments`]: the [`Experiment`](experiments::Experiment) trait and one file per
+//!   experiment.
+//! - [`select`]: parsing lock, policy, thread and placement lists.
+//! - [`cli`]: the command line.
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod error;
+pub mod experiments;
+pub mod machine;
+pub mod measure;
+pub mod results;
+pub mod select;
+
+pub use error::LabError;

@@ -1,0 +1,19 @@
+//! The measurement core every experiment shares: clocks and timer-overhead correction,
+//! calibrated busy work, pinning, the FAME stopping rule, statistics, histograms, interleaved
+//! repetition, and progress.
+
+pub mod clock;
+pub mod fame;
+pub mod histogram;
+pub mod interleave;
+pub mod pin;
+pub mod progress;
+pub mod stats;
+pub mod work;
+
+pub use clock::Clock;
+pub use fame::{StoppingRule, Verdict};
+pub use interleave::{interleave, repeat, Rep, Series};
+pub use progress::Progress;
+pub use stats::Summary;
+pub use work::Work;

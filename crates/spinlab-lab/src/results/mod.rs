@@ -1,0 +1,177 @@
+//! The results document (`spinlab.results/1`, see docs/results.md), and its writers: JSON,
+//! CSV, and tables for the terminal.
+//!
+//! A document holds the machine (what `spinlab info --json` prints) and one or more runs; a
+//! run is one experiment's parameters and rows; a row is a flat map naming its configuration
+//! (`lock`, `threads`, `placement`, …) and its figures, each key carrying its unit
+//! (`throughput_ops_s`, `max_wait_ns`). A configuration that could not be measured is still a
+//! row, with a `skipped` key giving the reason.
+
+pub mod csv;
+pub mod output;
+pub mod table;
+
+use crate::measure::stats::Summary;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The schema name every document carries.
+pub const SCHEMA: &str = "spinlab.results/1";
+
+/// One results document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Results {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The command line that produced it.
+    pub command: Vec<String>,
+    /// Seconds since the Unix epoch when the document was written.
+    pub created_unix_s: u64,
+    /// The machine, as `spinlab info --json` reports it.
+    pub machine: Value,
+    /// The runs, in the order they were made.
+    pub runs: Vec<Run>,
+}
+
+impl Results {
+    /// A document for `machine` with no runs yet.
+    pub fn new(machine: &impl Serialize) -> Results {
+        Results {
+            schema: SCHEMA.to_string(),
+            command: std::env::args().collect(),
+            created_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            machine: serde_json::to_value(machine).unwrap_or(Value::Null),
+            runs: Vec::new(),
+        }
+    }
+}
+
+/// One experiment's results.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Run {
+    /// The experiment's name (`floor`, `contention`, …).
+    pub experiment: String,
+    /// Its parameters, after defaults were applied.
+    pub params: Map<String, Value>,
+    /// Wall-clock seconds the run took.
+    pub elapsed_s: f64,
+    /// One row per configuration measured (or skipped).
+    pub rows: Vec<Row>,
+}
+
+impl Run {
+    /// An empty run of `experiment`.
+    pub fn new(experiment: &str) -> Run {
+        Run { experiment: experiment.to_string(), params: Map::new(), elapsed_s: 0.0, rows: Vec::new() }
+    }
+
+    /// Adds a parameter.
+    pub fn param(&mut self, key: &str, value: impl Serialize) -> &mut Self {
+        self.params.insert(key.to_string(), to_value(value));
+        self
+    }
+}
+
+fn to_value(value: impl Serialize) -> Value {
+    // Non-finite floats have no JSON form; serde_json makes them null.
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// One row: a flat, ordered map from key to value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Row(pub Map<String, Value>);
+
+impl Row {
+    /// An empty row.
+    pub fn new() -> Row {
+        Row(Map::new())
+    }
+
+    /// The row with `key` set (builder style).
+    pub fn with(mut self, key: &str, value: impl Serialize) -> Row {
+        self.set(key, value);
+        self
+    }
+
+    /// Sets `key`.
+    pub fn set(&mut self, key: &str, value: impl Serialize) {
+        self.0.insert(key.to_string(), to_value(value));
+    }
+
+    /// The row marked as not measured, with the reason.
+    pub fn skipped(self, reason: impl Into<String>) -> Row {
+        self.with("skipped", reason.into())
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+
+    /// The number under `key`, if it is one.
+    pub fn number(&self, key: &str) -> Option<f64> {
+        self.0.get(key).and_then(Value::as_f64)
+    }
+
+    /// Whether the row was skipped.
+    pub fn is_skipped(&self) -> bool {
+        self.0.contains_key("skipped")
+    }
+
+    /// Adds a summary of repetitions as `NAME_UNIT` (the mean), `NAME_median_UNIT`,
+    /// `NAME_sd_UNIT`, `NAME_ci95_UNIT` (half-width of the 95% interval), `NAME_min_UNIT`,
+    /// `NAME_max_UNIT` (of the repetitions' values) and `reps`. An empty `name` gives `UNIT`,
+    /// `median_UNIT`, ….
+    pub fn summary(mut self, name: &str, unit: &str, s: &Summary) -> Row {
+        let key = |part: &str| -> String {
+            [name, part, unit].iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join("_")
+        };
+        self.set(&key(""), s.mean);
+        self.set(&key("median"), s.median);
+        self.set(&key("sd"), s.sd);
+        self.set(&key("ci95"), s.ci95);
+        self.set(&key("min"), s.min);
+        self.set(&key("max"), s.max);
+        self.set("reps", s.reps);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_keys_carry_the_unit_last() {
+        let s = Summary::of(&[1.0, 3.0]).unwrap();
+        let row = Row::new().with("lock", "std").summary("throughput", "ops_s", &s);
+        let keys: Vec<&str> = row.0.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "lock",
+                "throughput_ops_s",
+                "throughput_median_ops_s",
+                "throughput_sd_ops_s",
+                "throughput_ci95_ops_s",
+                "throughput_min_ops_s",
+                "throughput_max_ops_s",
+                "reps"
+            ]
+        );
+        let bare = Row::new().summary("", "ns", &s);
+        assert!(bare.get("ns").is_some() && bare.get("ci95_ns").is_some());
+    }
+
+    #[test]
+    fn nan_becomes_null_and_skipped_rows_say_why() {
+        let row = Row::new().with("x_ns", f64::NAN).skipped("no SMT");
+        assert_eq!(row.get("x_ns"), Some(&Value::Null));
+        assert!(row.is_skipped());
+        assert_eq!(row.get("skipped").and_then(Value::as_str), Some("no SMT"));
+    }
+}

@@ -1,0 +1,331 @@
+//! The `spinlab` command end to end, on tiny settings: the documents have the keys
+//! docs/results.md promises, and bad input gets one clear line and a non-zero exit.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn spinlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spinlab")).args(args).output().expect("spinlab runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A scratch file path unique to this test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spinlab-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn json_file(path: &PathBuf) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("results written")).expect("valid JSON")
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name).join("sys").display().to_string()
+}
+
+fn assert_keys(v: &Value, keys: &[&str], what: &str) {
+    for k in keys {
+        assert!(v.get(k).is_some(), "{what} lacks `{k}`: {v}");
+    }
+}
+
+/// Bad input: status 2, exactly one line on stderr, which contains every `needle`, nothing
+/// on stdout, and no panic.
+fn assert_refused(args: &[&str], needles: &[&str]) {
+    let o = spinlab(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line expected, got:\n{err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: `{n}` missing from: {err}");
+    }
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+    assert!(o.stdout.is_empty(), "{args:?} printed: {}", stdout(&o));
+}
+
+#[test]
+fn info_json_describes_the_machine_and_what_is_absent() {
+    let o = spinlab(&["info", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_keys(
+        &v,
+        &[
+            "cpu_model",
+            "logical_cpus",
+            "topology",
+            "wait_features",
+            "umwait_control",
+            "tsc",
+            "perf_counters",
+            "kernel",
+            "cpufreq_governor",
+            "absent",
+        ],
+        "info",
+    );
+    assert_keys(
+        &v["topology"],
+        &["smt", "cores", "numa_nodes", "llc_groups", "hybrid", "placements", "detail"],
+        "topology",
+    );
+    assert_keys(&v["wait_features"], &["pause", "waitpkg", "monitorx", "wfe"], "wait_features");
+    assert_keys(&v["tsc"], &["invariant", "frequency_hz"], "tsc");
+    assert_keys(&v["perf_counters"], &["readable", "detail"], "perf_counters");
+    assert!(v["logical_cpus"].as_u64().unwrap() >= 1);
+    // Whatever the machine lacks is said in words.
+    let absent: Vec<&str> = v["absent"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    if v["perf_counters"]["readable"] == false {
+        assert!(absent.iter().any(|a| a.contains("performance counters")), "{absent:?}");
+    }
+    if v["wait_features"]["waitpkg"] == false {
+        assert!(absent.iter().any(|a| a.contains("WAITPKG")), "{absent:?}");
+    }
+    if v["topology"]["smt"] == false {
+        assert!(absent.iter().any(|a| a.contains("smt")), "{absent:?}");
+    }
+}
+
+#[test]
+fn info_reads_the_topology_of_a_canned_tree() {
+    let root = fixture("two-socket-smt");
+    let o = spinlab(&["info", "--json", "--sys-root", &root]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["topology"]["smt"], true);
+    assert_eq!(v["topology"]["numa_nodes"], 2);
+    assert_eq!(v["topology"]["packages"], 2);
+    let text = stdout(&spinlab(&["info", "--sys-root", &fixture("hybrid-p-e")]));
+    assert!(text.contains("performance: CPUs 0-3") && text.contains("efficiency: CPUs 4-7"), "{text}");
+}
+
+#[test]
+fn info_text_says_what_is_absent() {
+    let o = spinlab(&["info"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    for field in ["CPU", "logical CPUs", "placement core", "WAITPKG", "TSC", "perf counters", "kernel"] {
+        assert!(text.contains(field), "{field} missing:\n{text}");
+    }
+}
+
+#[test]
+fn list_shows_every_lock_with_availability() {
+    let o = spinlab(&["list", "--json"]);
+    assert!(o.status.success());
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let locks = v["locks"].as_array().unwrap();
+    let names: Vec<&str> = locks.iter().filter_map(|l| l["lock"].as_str()).collect();
+    for name in ["ttas:spin", "mcs:spin-park", "fair:futex", "std", "parking_lot", "pthread"] {
+        assert!(names.contains(&name), "{name} missing");
+    }
+    for lock in locks {
+        assert_keys(lock, &["lock", "origin", "available", "fair", "may_sleep"], "lock");
+        if lock["available"] == false {
+            assert!(lock["unavailable"].as_str().is_some_and(|r| r.contains("needs")), "{lock}");
+        }
+    }
+    let default: Vec<&Value> = locks.iter().filter(|l| l["default"] == true).collect();
+    assert_eq!(default.len(), 1);
+    assert_eq!(default[0]["lock"], "ttas:spin-park");
+    assert!(v["waits"].as_array().unwrap().iter().any(|w| w["wait"] == "spin-park"));
+    let text = stdout(&spinlab(&["list"]));
+    assert!(text.contains("ticket:pause") && text.contains("pthread"));
+}
+
+#[test]
+fn run_floor_writes_json_and_csv() {
+    let (json, csv) = (scratch("floor.json"), scratch("floor.csv"));
+    let o = spinlab(&[
+        "run",
+        "floor",
+        "--waits",
+        "spin,pause,futex,umwait",
+        "--placement",
+        "same-cpu,core,smt,node",
+        "--min-reps",
+        "2",
+        "--max-reps",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("ping-pong"), "a table on stdout");
+    let v = json_file(&json);
+    assert_eq!(v["schema"], "spinlab.results/1");
+    assert_keys(&v, &["machine", "runs", "command", "created_unix_s"], "document");
+    let run = &v["runs"][0];
+    assert_eq!(run["experiment"], "floor");
+    let rows = run["rows"].as_array().unwrap();
+    let measures: Vec<&str> = rows.iter().filter_map(|r| r["measure"].as_str()).collect();
+    for m in [
+        "timer",
+        "cas-store",
+        "cas-swap",
+        "ping-pong",
+        "spin-hint",
+        "wait-period",
+        "futex-wake-no-waiter",
+        "futex-wake-to-run",
+        "sched-yield",
+    ] {
+        assert!(measures.contains(&m), "{m} missing");
+    }
+    for row in rows {
+        assert!(row.get("skipped").is_some() || row["ns"].is_number(), "{row}");
+    }
+    let timer = rows.iter().find(|r| r["measure"] == "timer").unwrap();
+    assert_keys(timer, &["ns", "median_ns", "sd_ns", "ci95_ns", "reps"], "timer row");
+    // futex has no spin loop; the row says so instead of inventing a period.
+    let futex = rows.iter().find(|r| r["wait"] == "futex").unwrap();
+    assert!(futex["skipped"].as_str().unwrap().contains("sleeps at once"));
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv_text.starts_with("experiment,measure,"));
+    assert_eq!(csv_text.lines().count(), rows.len() + 1);
+}
+
+#[test]
+fn run_contention_rows_carry_every_figure() {
+    let json = scratch("contention.json");
+    let o = spinlab(&[
+        "run",
+        "contention",
+        "--locks",
+        "ttas:spin,default,std,ttas:umwait",
+        "--threads",
+        "1,2,2x",
+        "--duration",
+        "20ms",
+        "--min-reps",
+        "2",
+        "--max-reps",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json_file(&json);
+    let run = &v["runs"][0];
+    assert_eq!(run["experiment"], "contention");
+    assert_keys(&run["params"], &["cs_ns", "ncs_ns", "duration_s", "groups_by", "locks", "threads"], "params");
+    let rows = run["rows"].as_array().unwrap();
+    let measured: Vec<&Value> = rows.iter().filter(|r| r.get("skipped").is_none()).collect();
+    assert!(!measured.is_empty());
+    for row in &measured {
+        assert_keys(
+            row,
+            &[
+                "lock",
+                "threads",
+                "throughput_ops_s",
+                "per_thread",
+                "per_group",
+                "jain",
+                "rsd_pct",
+                "mean_wait_ns",
+                "p99_wait_ns",
+                "max_wait_ns",
+                "max_hold_ns",
+                "uncontended_ns",
+                "reps",
+            ],
+            "contention row",
+        );
+        let threads = row["threads"].as_u64().unwrap() as usize;
+        assert_eq!(row["per_thread"].as_array().unwrap().len(), threads);
+        let per_group: u64 =
+            row["per_group"].as_array().unwrap().iter().map(|g| g["acquisitions"].as_u64().unwrap()).sum();
+        let per_thread: u64 = row["per_thread"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).sum();
+        assert_eq!(per_group, per_thread, "groups partition the threads");
+        assert_eq!(row["lost_updates"], 0, "mutual exclusion: {row}");
+        let jain = row["jain"].as_f64().unwrap();
+        assert!(jain > 0.0 && jain <= 1.0 + 1e-9);
+    }
+    // The alias is resolved and recorded.
+    let default = measured.iter().find(|r| r["lock"] == "ttas:spin-park").expect("default lock measured");
+    assert_eq!(default["alias"], "default");
+    // Thread counts 1, 2 and 2x (= 2 × CPUs) for each lock.
+    let cpus = v["machine"]["logical_cpus"].as_u64().unwrap();
+    let counts: Vec<u64> =
+        measured.iter().filter(|r| r["lock"] == "std").map(|r| r["threads"].as_u64().unwrap()).collect();
+    let mut expected = vec![1, 2, 2 * cpus];
+    expected.dedup();
+    assert_eq!(counts, expected);
+    // A lock this CPU cannot run is a skipped row with the reason, not an error.
+    let machine_has_waitpkg = v["machine"]["wait_features"]["waitpkg"] == true;
+    let umwait: Vec<&Value> = rows.iter().filter(|r| r["lock"] == "ttas:umwait").collect();
+    if !machine_has_waitpkg {
+        assert!(umwait.iter().all(|r| r["skipped"].as_str().unwrap().contains("WAITPKG")));
+    }
+}
+
+#[test]
+fn run_herd_rows_have_wall_user_sys() {
+    let json = scratch("herd.json");
+    let o = spinlab(&[
+        "run",
+        "herd",
+        "--locks",
+        "ttas:spin,ttas:futex,std",
+        "--threads",
+        "2,4",
+        "--rounds",
+        "3",
+        "--per-round",
+        "2",
+        "--min-reps",
+        "2",
+        "--max-reps",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json_file(&json);
+    let rows = v["runs"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 6);
+    for row in rows {
+        assert_keys(row, &["lock", "threads", "wall_s", "user_s", "sys_s", "reps"], "herd row");
+        assert!(row["wall_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(row["lost_updates"], 0);
+    }
+}
+
+#[test]
+fn bad_input_gets_one_clear_line() {
+    assert_refused(&["run", "contention", "--locks", "ttas:spin,nope"], &["`nope`", "ttas", "pthread", "default"]);
+    assert_refused(&["run", "contention", "--threads", "0"], &["--threads", "at least one thread"]);
+    assert_refused(&["run", "herd", "--threads", "1,,2"], &["--threads", "malformed"]);
+    assert_refused(&["run", "contention", "--threads", "2,x"], &["`x`"]);
+    assert_refused(&["run", "contention", "--duration", "-1"], &["--duration", "negative"]);
+    assert_refused(&["run", "contention", "--duration", "-5ms"], &["negative"]);
+    assert_refused(&["run", "floor", "--placement", "socket"], &["socket", "same-cpu"]);
+    assert_refused(&["run", "floor", "--locks", "std"], &["does not take --locks"]);
+    assert_refused(&["run", "floor", "--min-reps", "5", "--max-reps", "2"], &["--min-reps"]);
+    assert_refused(&["run", "floor", "--maiv", "0"], &["--maiv"]);
+    assert_refused(&["run", "nonsense"], &["nonsense"]);
+}
+
+#[test]
+fn an_unwritable_output_fails_before_anything_runs() {
+    let started = std::time::Instant::now();
+    // Default settings would take minutes; the refusal must come first.
+    assert_refused(&["run", "contention", "--json", "/nonexistent-dir/r.json"], &["--json", "/nonexistent-dir/r.json"]);
+    assert_refused(&["run", "herd", "--csv", "/nonexistent-dir/r.csv"], &["--csv"]);
+    assert!(started.elapsed().as_secs() < 10);
+}
