@@ -102,8 +102,9 @@ const COLUMNS: &[Column] = &[
     col("reps", "reps"),
 ];
 
-/// Lock/unlock pairs per repetition of the uncontended measurement.
-const UNCONTENDED_OPS: u64 = 200_000;
+/// Lock/unlock pairs per batch of the uncontended measurement, and batches per repetition.
+const UNCONTENDED_BATCH: u64 = 10_000;
+const UNCONTENDED_BATCHES: usize = 21;
 
 /// One repetition's figures.
 struct RepResult {
@@ -208,16 +209,23 @@ fn contended_rep(lock: &dyn DynMutex, s: &Setting<'_>) -> RepResult {
     r
 }
 
-/// Nanoseconds per uncontended lock/unlock pair, one repetition.
+/// Nanoseconds per uncontended lock/unlock pair, one repetition: the median of
+/// `UNCONTENDED_BATCHES` batches of `UNCONTENDED_BATCH` pairs, so that an interrupt or a
+/// preemption spoils one batch rather than the repetition.
 fn uncontended_rep(lock: &dyn DynMutex, lab: &Lab) -> f64 {
-    let t0 = now();
-    for _ in 0..UNCONTENDED_OPS {
-        lock.lock();
-        // SAFETY: acquired just above.
-        unsafe { lock.unlock() };
-    }
-    let ticks = now().wrapping_sub(t0).saturating_sub(lab.clock.overhead_ticks);
-    lab.clock.ns(ticks as f64) / UNCONTENDED_OPS as f64
+    let mut batches: Vec<u64> = (0..UNCONTENDED_BATCHES)
+        .map(|_| {
+            let t0 = now();
+            for _ in 0..UNCONTENDED_BATCH {
+                lock.lock();
+                // SAFETY: acquired just above.
+                unsafe { lock.unlock() };
+            }
+            now().wrapping_sub(t0).saturating_sub(lab.clock.overhead_ticks)
+        })
+        .collect();
+    batches.sort_unstable();
+    lab.clock.ns(batches[batches.len() / 2] as f64) / UNCONTENDED_BATCH as f64
 }
 
 impl Experiment for Contention {
@@ -297,6 +305,8 @@ impl Experiment for Contention {
             .param("maiv_pct", rule.maiv_pct)
             .param("min_reps", rule.min_reps)
             .param("max_reps", rule.max_reps)
+            .param("uncontended_batch_ops", UNCONTENDED_BATCH)
+            .param("uncontended_batches_per_rep", UNCONTENDED_BATCHES)
             .param("default_lock", select::DEFAULT_LOCK);
 
         let available: Vec<&LockChoice> = locks.iter().filter(|l| l.unavailable().is_none()).collect();

@@ -113,7 +113,8 @@ fn parse_placements(s: &str) -> Result<Placements, String> {
 }
 
 /// Options every experiment understands (each uses those it lists in [`Experiment::uses`]).
-#[derive(Args, Clone, Debug, Default)]
+/// `Common::default()` is what an empty command line gives (`--maiv 1`, nothing else set).
+#[derive(Args, Clone, Debug)]
 pub struct Common {
     /// Locks, comma-separated: ALGORITHM:POLICY (e.g. ttas:spin, mcs:spin-park), a reference
     /// lock (std, parking_lot, pthread), or `default` (spinlab's default lock)
@@ -149,6 +150,34 @@ pub struct Common {
     /// No progress bar
     #[arg(long)]
     pub quiet: bool,
+}
+
+impl Default for Common {
+    fn default() -> Self {
+        Common {
+            locks: None,
+            waits: None,
+            threads: None,
+            placement: None,
+            duration: None,
+            maiv: 1.0,
+            min_reps: None,
+            max_reps: None,
+            json: None,
+            csv: None,
+            quiet: false,
+        }
+    }
+}
+
+/// Every experiment with its default options, in the order a report runs them (the floors
+/// first). `spinlab report` can run each with a [`Common`] of its choosing.
+pub fn all() -> Vec<Box<dyn Experiment>> {
+    vec![
+        Box::new(floor::Floor::default()),
+        Box::new(contention::Contention::default()),
+        Box::new(herd::Herd::default()),
+    ]
 }
 
 impl Common {
@@ -220,4 +249,27 @@ pub fn check_options(experiment: &dyn Experiment, common: &Common) -> Result<(),
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Parse {
+        #[command(flatten)]
+        common: Common,
+    }
+
+    #[test]
+    fn default_common_options_are_what_an_empty_command_line_gives() {
+        let parsed = Parse::parse_from(["x"]).common;
+        let default = Common::default();
+        assert_eq!(parsed.maiv, default.maiv);
+        assert_eq!(parsed.given(), default.given());
+        assert_eq!(default.rule(3, 10).unwrap(), StoppingRule { maiv_pct: 1.0, min_reps: 3, max_reps: 10 });
+        let names: Vec<&str> = all().iter().map(|e| e.name()).collect();
+        assert_eq!(names, ["floor", "contention", "herd"]);
+    }
 }

@@ -21,8 +21,9 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU {cpu} is beyond CPU_SETSIZE")));
     }
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET writes inside it.
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` < CPU_SETSIZE (checked above), so CPU_SET writes inside the set.
     unsafe { libc::CPU_SET(cpu, &mut set) };
     // SAFETY: pid 0 is the calling thread; `set` is valid for the size passed.
     let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
@@ -53,7 +54,8 @@ pub fn with_pinned<R>(cpu: usize, f: impl FnOnce() -> R) -> R {
 fn restore(cpus: &[usize]) {
     // SAFETY: as in `pin_current_thread`.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
+    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        // SAFETY: `c` < CPU_SETSIZE, so CPU_SET writes inside the set.
         unsafe { libc::CPU_SET(c, &mut set) };
     }
     // SAFETY: as in `pin_current_thread`.
