@@ -28,7 +28,7 @@ pub const DEFAULT_LOCKS: &[&str] = &["ttas:spin", "ttas:backoff", "ttas:futex", 
 #[group(skip)]
 pub struct Herd {
     /// Times the threads meet at the barrier per repetition
-    #[arg(long, value_name = "N", default_value = "50", value_parser = select::positive)]
+    #[arg(long, value_name = "N", default_value = "100", value_parser = select::positive)]
     pub rounds: usize,
     /// Acquisitions per thread between two barriers
     #[arg(long, value_name = "N", default_value = "50", value_parser = select::positive)]
@@ -40,7 +40,7 @@ pub struct Herd {
 
 impl Default for Herd {
     fn default() -> Self {
-        Herd { rounds: 50, per_round: 50, cs_ns: 100 }
+        Herd { rounds: 100, per_round: 50, cs_ns: 100 }
     }
 }
 
