@@ -1,0 +1,317 @@
+//! Every lock in the registry, through the same checks (Concurrency Kit's `regressions/`
+//! driver, with the registry as the adapter): mutual exclusion counted exactly, `try_lock`,
+//! timed acquisition, and, for the queue locks, many locks held at once.
+//!
+//! Timings are never asserted here: only outcomes that a broken lock would get wrong.
+
+use lock_api::RawMutex;
+use spinlab::lock::{Clh, Fair, Mcs, Ticket};
+use spinlab::registry::{self, DynMutex, LockEntry};
+use spinlab::wait::{Futex, Spin, SpinPark};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// The tests of this file run one at a time: each already starts as many threads as it needs,
+/// and overlapping them would oversubscribe the CPUs in ways no test asked for (a spinning
+/// FIFO lock whose next owner is preempted waits a whole time slice per hand-over).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Every lock this CPU can run.
+fn available() -> impl Iterator<Item = &'static LockEntry> {
+    registry::locks().iter().filter(|e| e.availability.is_ok())
+}
+
+/// A counter with no synchronisation of its own: only the lock makes its increments exact.
+struct Unprotected(UnsafeCell<u64>);
+// SAFETY: accessed only under the lock being tested; a broken lock shows up as a wrong count.
+unsafe impl Sync for Unprotected {}
+
+impl Unprotected {
+    /// A read-modify-write split in two, with a pause in between on some iterations to widen
+    /// the window in which a second holder would lose an update.
+    fn increment(&self, i: u64) {
+        // SAFETY: called with the lock held (see the type's docs).
+        unsafe {
+            let value = core::ptr::read_volatile(self.0.get());
+            if i.is_multiple_of(16) {
+                for _ in 0..50 {
+                    core::hint::spin_loop();
+                }
+            }
+            core::ptr::write_volatile(self.0.get(), value + 1);
+        }
+    }
+}
+
+/// Spinning queue locks (and ticket) hand the lock to waiters in order, so with more threads
+/// than CPUs a preempted waiter stalls everyone behind it for a time slice; oversubscribed
+/// runs use fewer acquisitions for them to keep the suite short. Every waiter still waits.
+fn iterations_per_thread(entry: &LockEntry, threads: usize) -> u64 {
+    let oversubscribed = threads > cpus();
+    match (oversubscribed, entry.fair && !entry.may_sleep) {
+        (false, _) => 4_000,
+        (true, false) => 1_000,
+        (true, true) => 16,
+    }
+}
+
+fn hammer(entry: &LockEntry, threads: usize) {
+    let started = Instant::now();
+    let lock = entry.build().unwrap();
+    let counter = Unprotected(UnsafeCell::new(0));
+    let per_thread = iterations_per_thread(entry, threads);
+    let start = Barrier::new(threads);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                start.wait();
+                for i in 0..per_thread {
+                    lock.lock();
+                    counter.increment(i);
+                    // SAFETY: locked just above, on this thread.
+                    unsafe { lock.unlock() };
+                }
+            });
+        }
+    });
+    assert!(!lock.is_locked(), "{}: left locked", entry.name);
+    assert_eq!(counter.0.into_inner(), per_thread * threads as u64, "{}: lost updates: mutual exclusion broken", entry.name);
+    eprintln!("{:>20} x{threads}: {:?}", entry.name, started.elapsed());
+}
+
+#[test]
+fn mutual_exclusion_two_threads() {
+    let _serial = serial();
+    for entry in available() {
+        hammer(entry, 2);
+    }
+}
+
+#[test]
+fn mutual_exclusion_oversubscribed_8x_cpus() {
+    let _serial = serial();
+    for entry in available() {
+        hammer(entry, 8 * cpus());
+    }
+}
+
+#[test]
+fn try_lock_fails_while_held_and_succeeds_when_free() {
+    let _serial = serial();
+    for entry in available() {
+        let lock = entry.build().unwrap();
+        assert!(!lock.is_locked(), "{}", entry.name);
+        assert!(lock.try_lock(), "{}: free lock refused", entry.name);
+        assert!(lock.is_locked(), "{}", entry.name);
+        assert!(!lock.try_lock(), "{}: taken twice by try_lock", entry.name);
+        // Another thread must be refused as well (some locks are recursive per thread).
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(!lock.try_lock(), "{}: taken by a second thread", entry.name));
+        });
+        // SAFETY: held by this thread.
+        unsafe { lock.unlock() };
+        assert!(lock.try_lock(), "{}: not free after unlock", entry.name);
+        // SAFETY: held by this thread.
+        unsafe { lock.unlock() };
+        lock.lock();
+        // SAFETY: held by this thread.
+        unsafe { lock.unlock() };
+    }
+}
+
+/// A timed acquisition of a lock another thread holds must give up (no precision asserted,
+/// only that it returns after its deadline) and leave the lock consistent: the holder can
+/// release it, and afterwards it can be taken, timed or not, and excludes as before.
+#[test]
+fn timed_lock_expires_and_leaves_the_lock_consistent() {
+    let _serial = serial();
+    for entry in available() {
+        let lock = entry.build().unwrap();
+        let held = AtomicBool::new(false);
+        let release = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                lock.lock();
+                held.store(true, Ordering::Release);
+                while !release.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+                // SAFETY: locked by this thread.
+                unsafe { lock.unlock() };
+            });
+            while !held.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            // Two waiters time out at once, so queue locks see abandonment with a
+            // predecessor and a successor.
+            let second = s.spawn(|| {
+                let deadline = Instant::now() + Duration::from_millis(15);
+                assert!(!lock.try_lock_until(deadline), "{}: timed lock acquired a held lock", entry.name);
+                assert!(Instant::now() >= deadline, "{}: gave up before the deadline", entry.name);
+            });
+            let deadline = Instant::now() + Duration::from_millis(5);
+            assert!(!lock.try_lock_until(deadline), "{}: timed lock acquired a held lock", entry.name);
+            assert!(Instant::now() >= deadline, "{}: gave up before the deadline", entry.name);
+            second.join().unwrap();
+            // Both waiters are gone; only now may the holder release.
+            release.store(true, Ordering::Release);
+        });
+        assert!(
+            lock.try_lock_until(Instant::now() + Duration::from_secs(10)),
+            "{}: free lock not acquired by a timed lock after time-outs",
+            entry.name
+        );
+        // SAFETY: held by this thread.
+        unsafe { lock.unlock() };
+        hammer_existing(entry, &*lock, 3);
+    }
+}
+
+/// Mutual exclusion on a lock that already went through other scenarios.
+fn hammer_existing(entry: &LockEntry, lock: &dyn DynMutex, threads: usize) {
+    let counter = Unprotected(UnsafeCell::new(0));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                for i in 0..500 {
+                    lock.lock();
+                    counter.increment(i);
+                    // SAFETY: locked just above.
+                    unsafe { lock.unlock() };
+                }
+            });
+        }
+    });
+    assert_eq!(counter.0.into_inner(), 500 * threads as u64, "{}", entry.name);
+}
+
+/// Timed waiters racing real hand-overs: some acquire, some time out, and the count of
+/// successful critical sections must still be exact.
+#[test]
+fn timed_waiters_racing_hand_overs_keep_exclusion() {
+    let _serial = serial();
+    for entry in available() {
+        let lock = entry.build().unwrap();
+        let counter = Unprotected(UnsafeCell::new(0));
+        let acquired = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (lock, counter, acquired) = (&lock, &counter, &acquired);
+                s.spawn(move || {
+                    for i in 0..300u64 {
+                        let ok = if (i + t) % 2 == 0 {
+                            lock.try_lock_until(Instant::now() + Duration::from_micros(20 + i % 50))
+                        } else {
+                            lock.lock();
+                            true
+                        };
+                        if ok {
+                            counter.increment(i);
+                            acquired.fetch_add(1, Ordering::Relaxed);
+                            // SAFETY: acquired above.
+                            unsafe { lock.unlock() };
+                        }
+                    }
+                });
+            }
+        });
+        assert!(!lock.is_locked(), "{}", entry.name);
+        assert_eq!(counter.0.into_inner(), acquired.load(Ordering::Relaxed) as u64, "{}", entry.name);
+    }
+}
+
+/// MCS and CLH take a queue node per held lock: one thread holding 64 at once, released in
+/// reverse and in acquisition order, with another thread contending on each.
+fn nested<R: RawMutex + Sync>(name: &str) {
+    let locks: Vec<R> = (0..64).map(|_| R::INIT).collect();
+    for release_in_order in [false, true] {
+        let mut guards = Vec::new();
+        for lock in &locks {
+            guards.push(lock.lock());
+        }
+        assert!(locks.iter().all(|l| l.is_locked()), "{name}");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for lock in &locks {
+                    assert!(lock.try_lock().is_none(), "{name}: nested lock taken by another thread");
+                }
+            });
+        });
+        let order: Vec<usize> = if release_in_order { (0..64).collect() } else { (0..64).rev().collect() };
+        let mut guards: Vec<Option<R::Guard>> = guards.into_iter().map(Some).collect();
+        for i in order {
+            // SAFETY: each guard comes from its own lock, held by this thread.
+            unsafe { locks[i].unlock(guards[i].take().unwrap()) };
+        }
+        assert!(locks.iter().all(|l| !l.is_locked()), "{name}");
+    }
+    // Hand-over-hand along the chain, by two threads at once.
+    let counter = Unprotected(UnsafeCell::new(0));
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for round in 0..50 {
+                    let mut held = locks[0].lock();
+                    for i in 1..locks.len() {
+                        let next = locks[i].lock();
+                        // SAFETY: `held` is the guard of locks[i - 1], held by this thread.
+                        unsafe { locks[i - 1].unlock(held) };
+                        held = next;
+                    }
+                    counter.increment(round);
+                    // SAFETY: the guard of the last lock.
+                    unsafe { locks[63].unlock(held) };
+                }
+            });
+        }
+    });
+    assert_eq!(counter.0.into_inner(), 100, "{name}");
+}
+
+#[test]
+fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
+    let _serial = serial();
+    nested::<Mcs<Spin>>("mcs:spin");
+    nested::<Mcs<SpinPark>>("mcs:spin-park");
+    nested::<Clh<Spin>>("clh:spin");
+    nested::<Clh<Futex>>("clh:futex");
+    nested::<Ticket<SpinPark>>("ticket:spin-park");
+    nested::<Fair<SpinPark>>("fair:spin-park");
+}
+
+#[test]
+fn the_default_mutex_is_documented_ttas_spin_park() {
+    let _serial = serial();
+    let m = spinlab::Mutex::new(5);
+    *m.lock() += 1;
+    assert_eq!(*m.lock(), 6);
+    assert_eq!(
+        core::any::type_name::<spinlab::DefaultRawMutex>(),
+        core::any::type_name::<spinlab::lock::Ttas<SpinPark>>()
+    );
+    let timed = m.try_lock_for(Duration::from_millis(1));
+    assert!(timed.is_some());
+}
+
+/// Unknown and unavailable names are errors, never a silent substitute.
+#[test]
+fn bad_names_are_errors() {
+    let _serial = serial();
+    for bad in ["", "ttas", "ttas:", ":spin", "ttas:spin:extra", "TTAS:SPIN", "mutex"] {
+        assert!(registry::new_lock(bad).is_err(), "`{bad}` was accepted");
+    }
+    for entry in registry::locks().iter().filter(|e| e.availability.is_err()) {
+        let err = entry.build().err().unwrap().to_string();
+        assert!(err.contains("unavailable") && err.contains(&entry.name), "{err}");
+    }
+}
