@@ -53,10 +53,11 @@ const COLUMNS: &[Column] = &[
     col("reps", "reps"),
 ];
 
-/// Length of one repetition of the single-thread loops: long enough that an interrupt or a
-/// preemption is a small part of it, short enough for 30 repetitions to take well under a
-/// second.
-const REP_SECONDS: f64 = 0.005;
+/// Length of one batch of a single-thread loop, and batches per repetition. A repetition's
+/// value is its median batch, so an interrupt or a preemption (only ever a slowdown) spoils a
+/// batch, not the repetition; 30 repetitions still take well under a second.
+const BATCH_SECONDS: f64 = 0.0005;
+const LOOP_BATCHES: usize = 11;
 /// Round trips per ping-pong batch, and batches per repetition (whose median is the
 /// repetition's value).
 const BATCH: u32 = 100;
@@ -93,7 +94,8 @@ impl Experiment for Floor {
             .param("max_reps", rule.max_reps)
             .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
             .param("waits", policies.iter().map(|p| p.name).collect::<Vec<_>>())
-            .param("loop_rep_s", REP_SECONDS)
+            .param("loop_batch_s", BATCH_SECONDS)
+            .param("loop_batches_per_rep", LOOP_BATCHES)
             .param("ping_pong_batch_round_trips", BATCH)
             .param("ping_pong_batches_per_rep", BATCHES)
             .param("wakeups_per_rep", WAKEUPS)
@@ -104,8 +106,6 @@ impl Experiment for Floor {
         let progress = lab.progress("floor", steps);
         let home = lab.topology.cpus[0].id;
         let clock = lab.clock;
-        let per_op =
-            move |ticks: u64, ops: u64| clock.ns(ticks.saturating_sub(clock.overhead_ticks) as f64) / ops as f64;
 
         let mut rows = Vec::new();
         with_pinned(home, || -> Result<(), LabError> {
@@ -123,7 +123,7 @@ impl Experiment for Floor {
                 now() - t0
             };
             let n = ops_for(&clock, instant_loop);
-            let s = repeat(&rule, Some(&progress), |_| Ok(per_op(instant_loop(n), n)))?;
+            let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, instant_loop)))?;
             rows.push(measured("instant-now", &s).with("cpus", home.to_string()));
             progress.inc();
 
@@ -143,7 +143,9 @@ impl Experiment for Floor {
                 now() - t0
             };
             let ns = [ops_for(&clock, |n| pair_loop(false, n)), ops_for(&clock, |n| pair_loop(true, n))];
-            let both = interleave(2, &rule, Some(&progress), |i, _| Ok(per_op(pair_loop(i == 1, ns[i]), ns[i])))?;
+            let both = interleave(2, &rule, Some(&progress), |i, _| {
+                Ok(median_batch(&clock, ns[i], |n| pair_loop(i == 1, n)))
+            })?;
             rows.push(measured("cas-store", &both[0]).with("cpus", home.to_string()));
             rows.push(measured("cas-swap", &both[1]).with("cpus", home.to_string()));
             progress.inc();
@@ -157,7 +159,7 @@ impl Experiment for Floor {
                 now() - t0
             };
             let n = ops_for(&clock, hint_loop);
-            let s = repeat(&rule, Some(&progress), |_| Ok(per_op(hint_loop(n), n)))?;
+            let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, hint_loop)))?;
             rows.push(measured("spin-hint", &s).with("cpus", home.to_string()));
             progress.inc();
 
@@ -175,7 +177,7 @@ impl Experiment for Floor {
                 now() - t0
             };
             let n = ops_for(&clock, wake_loop);
-            let s = repeat(&rule, Some(&progress), |_| Ok(per_op(wake_loop(n), n)))?;
+            let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, wake_loop)))?;
             rows.push(measured("futex-wake-no-waiter", &s).with("cpus", home.to_string()));
             progress.inc();
 
@@ -188,7 +190,7 @@ impl Experiment for Floor {
                 now() - t0
             };
             let n = ops_for(&clock, yield_loop);
-            let s = repeat(&rule, Some(&progress), |_| Ok(per_op(yield_loop(n), n)))?;
+            let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, yield_loop)))?;
             rows.push(measured("sched-yield", &s).with("cpus", home.to_string()));
             progress.inc();
             Ok(())
@@ -240,13 +242,21 @@ impl Floor {
     }
 }
 
-/// Operations that take about `REP_SECONDS` in `run(n)` (which returns ticks for `n`
+/// Operations that take about `BATCH_SECONDS` in `run(n)` (which returns ticks for `n`
 /// operations), from two trials: the first pays for any lazy initialisation (a policy's
 /// calibration, page faults), the second is timed.
 fn ops_for(clock: &Clock, mut run: impl FnMut(u64) -> u64) -> u64 {
     run(64);
     let ticks_per_op = (run(256) as f64 / 256.0).max(1.0);
-    ((clock.ticks_per_second as f64 * REP_SECONDS) / ticks_per_op).clamp(64.0, 50_000_000.0) as u64
+    ((clock.ticks_per_second as f64 * BATCH_SECONDS) / ticks_per_op).clamp(16.0, 50_000_000.0) as u64
+}
+
+/// One repetition of a single-thread loop: `LOOP_BATCHES` batches of `n` operations; the
+/// median batch's nanoseconds per operation, less the timer overhead.
+fn median_batch(clock: &Clock, n: u64, mut run: impl FnMut(u64) -> u64) -> f64 {
+    let mut ticks: Vec<u64> = (0..LOOP_BATCHES).map(|_| run(n)).collect();
+    ticks.sort_unstable();
+    clock.ns(ticks[ticks.len() / 2].saturating_sub(clock.overhead_ticks) as f64) / n as f64
 }
 
 /// A row for a measure with its repetitions' summary under `ns`.
@@ -324,12 +334,14 @@ fn wait_periods(
     let mut phases: Vec<(u64, u64)> = vec![(0, 0); timed.len()];
     let series = interleave(timed.len(), rule, Some(progress), |i, rep| {
         let (p, n) = timed[i];
-        let (ticks, exhausted) = (p.time)(n);
-        if rep != Rep::Warmup {
-            phases[i].0 += n;
-            phases[i].1 += exhausted;
-        }
-        Ok(clock.ns(ticks.saturating_sub(clock.overhead_ticks) as f64) / n as f64)
+        Ok(median_batch(&clock, n, |n| {
+            let (ticks, exhausted) = (p.time)(n);
+            if rep != Rep::Warmup {
+                phases[i].0 += n;
+                phases[i].1 += exhausted;
+            }
+            ticks
+        }))
     })?;
     for (i, (p, _)) in timed.iter().enumerate() {
         let mut row = measured("wait-period", &series[i]).with("wait", p.name).with("cpus", home.to_string());

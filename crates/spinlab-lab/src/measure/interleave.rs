@@ -51,10 +51,10 @@ pub fn interleave(
     }
     for round in 0..rule.max_reps.max(1) {
         let order: Vec<usize> = if round % 2 == 0 { (0..count).collect() } else { (0..count).rev().collect() };
+        if let Some(p) = progress {
+            p.detail(&format!("repetition {}", round + 1));
+        }
         for i in order {
-            if let Some(p) = progress {
-                p.detail(&format!("repetition {}", round + 1));
-            }
             let value = measure(i, Rep::Measured(round))?;
             series[i].samples.push(value);
         }
