@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 /// any notification after the read changes `seq`, so none can slip between the check and the
 /// sleep (the futex re-checks the value atomically with queueing the sleeper). Pure spin
 /// policies never sleep, so they never touch `sleepers`, and their notifications are one
-/// atomic increment.
+/// atomic increment; with a policy that may sleep a notification is two, on the same line.
 ///
 /// Both words share a line: a notification reads `sleepers` right after writing `seq`, and
 /// finds it in the line it already owns.
@@ -82,11 +82,15 @@ impl<W: Wait> Sequence<W> {
 
     #[cold]
     fn sleep(&self, seen: u32, episode: &mut Episode) -> bool {
-        // SeqCst, here and in `advance` (a Dekker pattern): either the notifier's load sees
-        // this increment and wakes us, or our load below (or the kernel's own re-check of the
-        // word) sees the notifier's increment of `seq` and we do not sleep.
-        self.sleepers.fetch_add(1, SeqCst);
-        let outcome = if self.seq.load(SeqCst) == seen {
+        // Pairs with `advance`'s read-modify-write of `sleepers`; the two are ordered on the
+        // one word. If ours comes first, the notifier reads our count and wakes us (if we are
+        // not asleep yet, the kernel's own re-check of `seq` sees its increment). If the
+        // notifier's comes first, our Acquire reads from its Release, so its increment of `seq`
+        // happens-before our load below, which sees it, and we do not sleep. (A Dekker
+        // handshake, SeqCst store-then-load on two words, would also be correct in C11, but
+        // loom models SeqCst accesses as AcqRel and could not check it.)
+        self.sleepers.fetch_add(1, Acquire);
+        let outcome = if self.seq.load(Relaxed) == seen {
             W::sleep(&self.seq, seen, episode.deadline())
         } else {
             FutexWait::ValueChanged
@@ -100,15 +104,14 @@ impl<W: Wait> Sequence<W> {
     /// Changes the word, then wakes one or all sleepers if any may exist.
     #[inline]
     pub(crate) fn advance(&self, wake: Wake) {
-        if !W::MAY_SLEEP {
-            // Release: what the notifier wrote before is visible to a waiter that sees the new
-            // value with `load`'s Acquire. Nobody sleeps, so there is nobody to count.
-            self.seq.fetch_add(1, Release);
-            return;
-        }
-        // SeqCst: the notifier's half of the Dekker pattern in `sleep`.
-        self.seq.fetch_add(1, SeqCst);
-        if self.sleepers.load(SeqCst) != 0 {
+        // Release: what the notifier wrote before is visible to a waiter that sees the new
+        // value with `load`'s Acquire.
+        self.seq.fetch_add(1, Release);
+        // A read-modify-write, not a load: the notifier's half of the handshake in `sleep`.
+        // It reads the latest count, and its Release carries the increment above to a waiter
+        // whose increment of `sleepers` comes after it. Pure spin policies never sleep, so
+        // they skip it: their notification is the one increment.
+        if W::MAY_SLEEP && self.sleepers.fetch_add(0, Release) != 0 {
             self.wake(wake);
         }
     }
@@ -155,8 +158,8 @@ pub(crate) fn sleep_marked<W: Wait>(word: &AtomicU32, seen: u32, flag: u32, dead
 /// returns. A notification *happens-before* the return of the wait it releases, so data
 /// written before `notify_*` is visible after `wait`.
 ///
-/// Cost: a notification is two atomic increments on the event's line, plus one load for
-/// policies that may sleep, and a wake-up system call only when a waiter may be asleep. A
+/// Cost: a notification is two atomic increments on the event's line (three for policies that
+/// may sleep), and a wake-up system call only when a waiter may be asleep. A
 /// wait that finds a pending notification is one compare-and-swap.
 ///
 /// Layout: 16 bytes, one line; everything a waiter watches and a notifier writes lives in it.

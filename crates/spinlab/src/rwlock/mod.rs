@@ -16,9 +16,9 @@
 //! arrive later. So a stream of readers cannot starve a writer, nor a stream of writers a
 //! reader, and each waits at most one phase of the other kind per competitor.
 //!
-//! Uncontended, a read acquisition is one atomic increment (`PhaseFair`) or an increment and a
-//! load (`WriterPref`), and a release one decrement; no system call is made unless a thread is
-//! asleep.
+//! Uncontended, a read acquisition is one atomic increment (`PhaseFair`) or a load and a
+//! compare-and-swap (`WriterPref`), and a release one atomic decrement; no system call is made
+//! unless a thread may be asleep.
 
 mod phase_fair;
 mod writer_pref;

@@ -1,44 +1,40 @@
 //! Writer-preferring reader-writer lock: while any writer waits or holds the lock, new readers
-//! stay out, so writers are never starved by readers (and readers can be, by writers).
+//! stay out, so readers never starve a writer (and a stream of writers can starve readers).
 //!
-//! Three words, one line: a reader's acquisition touches `readers` and reads `writers`, and
-//! finds both in the line its increment already brought in.
+//! One 64-bit state word, so that a reader can check "no writer" and count itself in with one
+//! compare-and-swap:
 //!
-//! `readers`:
+//! | bits   | name              | meaning                                                    |
+//! |--------|-------------------|------------------------------------------------------------|
+//! | 0..32  | readers           | readers inside                                             |
+//! | 32..62 | writers           | writers waiting or holding; while non-zero, readers stay out |
+//! | 62     | `LOCKED`          | a writer holds the lock                                    |
+//! | 63     | `READERS_WAITING` | a reader waits for the writer count to reach zero          |
 //!
-//! | bits  | name            | meaning                                                        |
-//! |-------|-----------------|----------------------------------------------------------------|
-//! | 0..31 | count           | readers inside, plus readers that counted themselves in and are about to back out |
-//! | 31    | `WRITER_ASLEEP` | the writer waiting for readers to leave may be asleep on this word |
+//! Waiters wait on one of two [`Sequence`]s (a futex can only sleep on 32 bits, and readers and
+//! writers wait for different things): readers on `readers_wake`, which the last writer out
+//! advances when `READERS_WAITING` is set; writers on `writers_wake`, which the last reader out
+//! or a departing writer advances when writers are counted. A waiter reads its sequence before
+//! it looks at the state, so a change it misses advances the sequence and ends its wait, and a
+//! releaser advances one only when the state says someone waits: no system call otherwise.
 //!
-//! `writers`:
-//!
-//! | bits  | name             | meaning                                                      |
-//! |-------|------------------|--------------------------------------------------------------|
-//! | 0..31 | count            | writers waiting or holding; while non-zero, readers stay out |
-//! | 31    | `READERS_ASLEEP` | readers may be asleep on this word, waiting for the count to reach zero |
-//!
-//! `writer_lock`: a [`Ttas`] over the same policy, which writers take one at a time.
-//!
-//! A reader counts itself in, then checks for writers; a writer counts itself in, then (after
-//! taking `writer_lock`) checks for readers. With both steps sequentially consistent this is
-//! Dekker's handshake: at least one of the two sees the other. A reader that sees a writer
-//! counts itself out again and waits for the writer count to reach zero; a writer that sees
-//! readers waits for the reader count to reach zero, and since no new reader stays in while
-//! it is counted, it does.
+//! Uncontended, a read lock is a load and a compare-and-swap and a read unlock a subtraction;
+//! a write lock or unlock is one compare-and-swap.
 
-use crate::event::sleep_marked;
-use crate::lock::Ttas;
-use crate::sync::{AtomicU32, Ordering::*};
-use crate::wait::{Episode, Spun, Wait};
-use lock_api::{GuardSend, RawMutex, RawRwLock};
+use crate::event::{Sequence, Wake};
+use crate::sync::{AtomicU64, Ordering::*};
+use crate::wait::{Episode, Wait};
+use lock_api::{GuardSend, RawRwLock};
 
-const COUNT: u32 = (1 << 31) - 1;
-const WRITER_ASLEEP: u32 = 1 << 31;
-const READERS_ASLEEP: u32 = 1 << 31;
+const ONE_READER: u64 = 1;
+const READERS: u64 = 0xffff_ffff;
+const ONE_WRITER: u64 = 1 << 32;
+const WRITERS: u64 = ((1 << 30) - 1) << 32;
+const LOCKED: u64 = 1 << 62;
+const READERS_WAITING: u64 = 1 << 63;
 
-/// Writer-preferring reader-writer lock waiting with policy `W`. Twelve bytes; the state
-/// tables are in this file's module docs.
+/// Writer-preferring reader-writer lock waiting with policy `W`. Twenty-four bytes, one line;
+/// the state table is in this file's module docs.
 ///
 /// ```
 /// use spinlab::{rwlock::WriterPref, wait::SpinPark};
@@ -52,122 +48,94 @@ const READERS_ASLEEP: u32 = 1 << 31;
 /// assert_eq!(*lock.read(), [1, 2]);
 /// ```
 pub struct WriterPref<W: Wait> {
-    readers: AtomicU32,
-    writers: AtomicU32,
-    writer_lock: Ttas<W>,
+    state: AtomicU64,
+    readers_wake: Sequence<W>,
+    writers_wake: Sequence<W>,
 }
 
 impl<W: Wait> WriterPref<W> {
     crate::sync::loom_const_fn! {
         /// A new, unlocked lock.
         pub fn new() -> Self {
-            WriterPref { readers: AtomicU32::new(0), writers: AtomicU32::new(0), writer_lock: Ttas::new() }
+            WriterPref { state: AtomicU64::new(0), readers_wake: Sequence::new(), writers_wake: Sequence::new() }
         }
-    }
-
-    /// One attempt to enter as a reader.
-    #[inline]
-    fn try_enter_reader(&self) -> bool {
-        // A plain look first: while a writer is counted, counting ourselves in would only bounce
-        // the line the writer is watching.
-        if self.writers.load(Relaxed) & COUNT != 0 {
-            return false;
-        }
-        // SeqCst, with the load below and the writer's increment and load: Dekker's handshake
-        // (module docs). The load is also the Acquire that pairs with the last writer's Release
-        // decrement, so its write section happens-before our read section.
-        self.readers.fetch_add(1, SeqCst);
-        if self.writers.load(SeqCst) & COUNT == 0 {
-            return true;
-        }
-        self.leave_reader();
-        false
-    }
-
-    /// Counts one reader out, waking the draining writer if this was the last reader.
-    #[inline]
-    fn leave_reader(&self) {
-        // Release: the read section happens-before the write section of the writer that sees
-        // the count reach zero.
-        let before = self.readers.fetch_sub(1, Release);
-        if before == WRITER_ASLEEP | 1 {
-            self.wake_writer();
-        }
-    }
-
-    #[cold]
-    fn wake_writer(&self) {
-        // Only the writer holding `writer_lock` sleeps here, so waking one wakes it. The flag
-        // is left for the writer to clear once it sees no readers: a reader that enters and
-        // backs out meanwhile only makes one more, harmless, wake-up call.
-        W::wake_one(&self.readers);
     }
 
     #[cold]
     fn lock_shared_slow(&self) {
         let mut episode = Episode::new(None);
         loop {
-            if self.try_enter_reader() {
-                return;
-            }
-            let seen = self.writers.load(Relaxed);
-            if seen & COUNT == 0 {
-                continue;
-            }
-            match W::spin(&self.writers, seen, &mut episode) {
-                Spun::Changed => {}
-                Spun::TimedOut => unreachable!("no deadline"),
-                Spun::Exhausted => {
-                    sleep_marked::<W>(&self.writers, seen, READERS_ASLEEP, None);
-                    episode.restart_spinning();
+            // Sequence first, state second: see the module docs.
+            let seen = self.readers_wake.load();
+            let mut state = self.state.load(Relaxed);
+            loop {
+                if state & WRITERS == 0 {
+                    // Acquire: pairs with the last writer's Release.
+                    match self.state.compare_exchange_weak(state, state + ONE_READER, Acquire, Relaxed) {
+                        Ok(_) => return,
+                        Err(now) => state = now,
+                    }
+                    continue;
+                }
+                if state & READERS_WAITING != 0 {
+                    break;
+                }
+                // Set in the same step that confirms a writer is still counted: the last
+                // writer out then reads it when it clears the count, and advances `readers_wake`.
+                match self.state.compare_exchange_weak(state, state | READERS_WAITING, Relaxed, Relaxed) {
+                    Ok(_) => break,
+                    Err(now) => state = now,
                 }
             }
+            self.readers_wake.wait(seen, &mut episode);
         }
     }
 
-    /// Waits, holding `writer_lock`, until no reader is inside.
-    fn drain_readers(&self) {
+    #[cold]
+    fn lock_exclusive_slow(&self) {
+        // Counted first: from here on, no new reader comes in.
+        let mut state = self.state.fetch_add(ONE_WRITER, Relaxed) + ONE_WRITER;
         let mut episode = Episode::new(None);
         loop {
-            // SeqCst: the writer's half of Dekker's handshake (the first time round). It is also
-            // the Acquire that pairs with the departing readers' Release.
-            let seen = self.readers.load(SeqCst);
-            if seen & COUNT == 0 {
-                if seen & WRITER_ASLEEP != 0 {
-                    self.readers.fetch_and(!WRITER_ASLEEP, Relaxed);
+            if state & (READERS | LOCKED) == 0 {
+                // Acquire: pairs with the Release of the last reader or writer out.
+                match self.state.compare_exchange_weak(state, state | LOCKED, Acquire, Relaxed) {
+                    Ok(_) => return,
+                    Err(now) => state = now,
                 }
-                return;
+                continue;
             }
-            match W::spin(&self.readers, seen, &mut episode) {
-                Spun::Changed => {}
-                Spun::TimedOut => unreachable!("no deadline"),
-                Spun::Exhausted => {
-                    sleep_marked::<W>(&self.readers, seen, WRITER_ASLEEP, None);
-                    episode.restart_spinning();
-                }
+            // Sequence first, state second: see the module docs.
+            let seen = self.writers_wake.load();
+            state = self.state.load(Relaxed);
+            if state & (READERS | LOCKED) != 0 {
+                self.writers_wake.wait(seen, &mut episode);
+                state = self.state.load(Relaxed);
             }
         }
     }
 
-    /// Counts one writer out: the last one out lets readers in, and wakes those asleep.
-    #[inline]
-    fn leave_writer(&self) {
-        let mut seen = self.writers.load(Relaxed);
-        loop {
-            let mut next = seen - 1;
-            if next & COUNT == 0 {
-                // The flag is cleared in the step that reads it; see `sleep_marked`.
-                next = 0;
+    /// Counts the holding writer out, and passes the lock on: to the next writer if one is
+    /// counted, else to the readers if one waits.
+    #[cold]
+    fn unlock_exclusive_slow(&self) {
+        let mut state = self.state.load(Relaxed);
+        let after = loop {
+            let mut after = state - ONE_WRITER - LOCKED;
+            if after & WRITERS == 0 {
+                // Cleared in the step that reads it, so no reader's mark is lost in between.
+                after &= !READERS_WAITING;
             }
-            // Release: the write section happens-before the readers whose SeqCst load sees
-            // the count reach zero.
-            match self.writers.compare_exchange_weak(seen, next, Release, Relaxed) {
-                Ok(_) => break,
-                Err(now) => seen = now,
+            // Release: the write section happens-before the next reader's or writer's Acquire.
+            match self.state.compare_exchange_weak(state, after, Release, Relaxed) {
+                Ok(_) => break after,
+                Err(now) => state = now,
             }
-        }
-        if W::MAY_SLEEP && seen == READERS_ASLEEP | 1 {
-            W::wake_all(&self.writers);
+        };
+        if after & WRITERS != 0 {
+            self.writers_wake.advance(Wake::One);
+        } else if state & READERS_WAITING != 0 {
+            self.readers_wake.advance(Wake::All);
         }
     }
 }
@@ -178,10 +146,10 @@ impl<W: Wait> Default for WriterPref<W> {
     }
 }
 
-// SAFETY: readers and writers exclude each other by the handshake in the module docs (a reader
-// is inside only while it is counted in `readers` and saw no writer after counting; a writer is
-// inside only after it was counted in `writers` and then saw no reader), writers exclude each
-// other through `writer_lock`, and every entry has Acquire and every exit Release ordering.
+// SAFETY: a reader enters only by a compare-and-swap that finds no writer counted, and a
+// writer only by one that finds no reader inside and no writer holding, both on the one state
+// word; so readers and a writer, or two writers, are never inside together. Entries are
+// Acquire and exits Release on that word.
 unsafe impl<W: Wait> RawRwLock for WriterPref<W> {
     crate::sync::raw_init!();
     type SharedGuard = GuardSend;
@@ -189,7 +157,10 @@ unsafe impl<W: Wait> RawRwLock for WriterPref<W> {
 
     #[inline]
     fn lock_shared(&self) -> GuardSend {
-        if !self.try_enter_reader() {
+        let state = self.state.load(Relaxed);
+        if state & WRITERS != 0
+            || self.state.compare_exchange_weak(state, state + ONE_READER, Acquire, Relaxed).is_err()
+        {
             self.lock_shared_slow();
         }
         GuardSend::new()
@@ -197,61 +168,62 @@ unsafe impl<W: Wait> RawRwLock for WriterPref<W> {
 
     #[inline]
     fn try_lock_shared(&self) -> Option<GuardSend> {
-        self.try_enter_reader().then(GuardSend::new)
+        let mut state = self.state.load(Relaxed);
+        while state & WRITERS == 0 {
+            match self.state.compare_exchange_weak(state, state + ONE_READER, Acquire, Relaxed) {
+                Ok(_) => return Some(GuardSend::new()),
+                Err(now) => state = now,
+            }
+        }
+        None
     }
 
     #[inline]
     unsafe fn unlock_shared(&self, _: GuardSend) {
-        self.leave_reader();
+        // Release: the read section happens-before the next writer's Acquire.
+        let before = self.state.fetch_sub(ONE_READER, Release);
+        if before & READERS == ONE_READER && before & WRITERS != 0 {
+            // The last reader out, and a writer waits for exactly that.
+            self.writers_wake.advance(Wake::One);
+        }
     }
 
     #[inline]
     fn lock_exclusive(&self) -> GuardSend {
-        // Counted first, so that readers stay out while we wait for other writers too.
-        self.writers.fetch_add(1, SeqCst);
-        let held = self.writer_lock.lock();
-        self.drain_readers();
-        // The exclusive guard is the writer lock's: its state is a plain marker.
-        held
-    }
-
-    fn try_lock_exclusive(&self) -> Option<GuardSend> {
-        if self.writers.load(Relaxed) & COUNT != 0 || self.readers.load(Relaxed) & COUNT != 0 {
-            return None;
+        if self.state.compare_exchange(0, ONE_WRITER | LOCKED, Acquire, Relaxed).is_err() {
+            self.lock_exclusive_slow();
         }
-        self.writers.fetch_add(1, SeqCst);
-        let Some(held) = self.writer_lock.try_lock() else {
-            self.leave_writer();
-            return None;
-        };
-        // SeqCst: Dekker's handshake, as in `drain_readers`.
-        if self.readers.load(SeqCst) & COUNT != 0 {
-            self.leave_writer();
-            // SAFETY: acquired just above.
-            unsafe { self.writer_lock.unlock(held) };
-            return None;
-        }
-        Some(held)
+        GuardSend::new()
     }
 
     #[inline]
-    unsafe fn unlock_exclusive(&self, held: GuardSend) {
-        self.leave_writer();
-        // SAFETY: the caller holds the lock exclusively, which means holding `writer_lock`.
-        unsafe { self.writer_lock.unlock(held) };
+    fn try_lock_exclusive(&self) -> Option<GuardSend> {
+        let mut state = self.state.load(Relaxed);
+        while state & (READERS | LOCKED) == 0 {
+            match self.state.compare_exchange_weak(state, state + (ONE_WRITER | LOCKED), Acquire, Relaxed) {
+                Ok(_) => return Some(GuardSend::new()),
+                Err(now) => state = now,
+            }
+        }
+        None
     }
 
-    /// Whether readers are inside (or counting themselves in) or a writer holds or is taking
-    /// the lock.
+    #[inline]
+    unsafe fn unlock_exclusive(&self, _: GuardSend) {
+        // Alone and unwatched: one compare-and-swap. Release: as in the slow path.
+        if self.state.compare_exchange(ONE_WRITER | LOCKED, 0, Release, Relaxed).is_err() {
+            self.unlock_exclusive_slow();
+        }
+    }
+
     #[inline]
     fn is_locked(&self) -> bool {
-        self.readers.load(Relaxed) & COUNT != 0 || self.writer_lock.is_locked()
+        self.state.load(Relaxed) & (READERS | LOCKED) != 0
     }
 
-    /// Whether a writer holds the lock, or is waiting for the readers inside to leave.
     #[inline]
     fn is_locked_exclusive(&self) -> bool {
-        self.writer_lock.is_locked()
+        self.state.load(Relaxed) & LOCKED != 0
     }
 }
 
@@ -270,7 +242,7 @@ mod tests {
                 // SAFETY: acquired just above.
                 unsafe { lock.unlock_exclusive(held) };
             });
-            while lock.writers.load(Relaxed) & COUNT == 0 {
+            while lock.state.load(Relaxed) & WRITERS == 0 {
                 std::thread::yield_now();
             }
             assert!(lock.try_lock_shared().is_none(), "a reader got past a waiting writer");
@@ -278,22 +250,47 @@ mod tests {
             unsafe { lock.unlock_shared(reading) };
             writer.join().unwrap();
         });
-        assert!(!lock.is_locked());
-        assert_eq!(lock.writers.load(Relaxed), 0);
-        assert_eq!(lock.readers.load(Relaxed), 0);
+        assert_eq!(lock.state.load(Relaxed), 0);
     }
 
     #[test]
-    fn try_lock_exclusive_fails_cleanly_while_read_locked() {
+    fn readers_waiting_behind_a_writer_all_get_in_after_it() {
+        let lock = WriterPref::<Futex>::new();
+        let held = lock.lock_exclusive();
+        std::thread::scope(|s| {
+            let readers: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| {
+                        let reading = lock.lock_shared();
+                        // SAFETY: acquired just above.
+                        unsafe { lock.unlock_shared(reading) };
+                    })
+                })
+                .collect();
+            while lock.state.load(Relaxed) & READERS_WAITING == 0 {
+                std::thread::yield_now();
+            }
+            // SAFETY: acquired above.
+            unsafe { lock.unlock_exclusive(held) };
+            for reader in readers {
+                reader.join().unwrap();
+            }
+        });
+        assert_eq!(lock.state.load(Relaxed), 0, "the last writer out clears READERS_WAITING");
+    }
+
+    #[test]
+    fn try_lock_exclusive_fails_while_read_locked_and_succeeds_after() {
         let lock = WriterPref::<Pause>::new();
         let reading = lock.lock_shared();
         assert!(lock.try_lock_exclusive().is_none());
-        assert_eq!(lock.writers.load(Relaxed), 0, "the failed attempt must count itself out");
+        assert!(lock.is_locked() && !lock.is_locked_exclusive());
         // SAFETY: acquired above.
         unsafe { lock.unlock_shared(reading) };
         let held = lock.try_lock_exclusive().expect("free now");
         assert!(lock.is_locked_exclusive());
         // SAFETY: acquired just above.
         unsafe { lock.unlock_exclusive(held) };
+        assert_eq!(lock.state.load(Relaxed), 0);
     }
 }
