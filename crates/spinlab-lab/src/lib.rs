@@ -8,12 +8,14 @@
 //! - [`experiments`]: the [`Experiment`](experiments::Experiment) trait and one file per
 //!   experiment.
 //! - [`select`]: parsing lock, policy, thread and placement lists.
+//! - [`lockbox`]: a registry lock on cache lines of its own.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
 pub mod cli;
 pub mod error;
 pub mod experiments;
+pub mod lockbox;
 pub mod machine;
 pub mod measure;
 pub mod results;

@@ -17,6 +17,7 @@
 
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
+use crate::lockbox::LockBox;
 use crate::machine::topology::{format_cpu_list, Group, GroupBy, Placement, Topology};
 use crate::measure::clock::now;
 use crate::measure::histogram::Histogram;
@@ -29,7 +30,6 @@ use crate::results::{Row, Run};
 use crate::select::{self, LockChoice, ThreadCount};
 use clap::Args;
 use serde_json::json;
-use spinlab::registry::DynMutex;
 use spinlab::CachePadded;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -135,7 +135,7 @@ struct Setting<'a> {
     overhead_ticks: u64,
 }
 
-fn contended_rep(lock: &dyn DynMutex, s: &Setting<'_>) -> RepResult {
+fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> RepResult {
     let threads = s.cpus.len();
     let stop = CachePadded::new(AtomicBool::new(false));
     let start = Barrier::new(threads + 1);
@@ -212,7 +212,7 @@ fn contended_rep(lock: &dyn DynMutex, s: &Setting<'_>) -> RepResult {
 /// Nanoseconds per uncontended lock/unlock pair, one repetition: the median of
 /// `UNCONTENDED_BATCHES` batches of `UNCONTENDED_BATCH` pairs, so that an interrupt or a
 /// preemption spoils one batch rather than the repetition.
-fn uncontended_rep(lock: &dyn DynMutex, lab: &Lab) -> f64 {
+fn uncontended_rep(lock: &LockBox, lab: &Lab) -> f64 {
     let mut batches: Vec<u64> = (0..UNCONTENDED_BATCHES)
         .map(|_| {
             let t0 = now();
@@ -315,12 +315,12 @@ impl Experiment for Contention {
         // Table 3: one thread, no contention.
         progress.step("uncontended lock/unlock");
         let home = lab.topology.cpus[0].id;
-        let instances: Vec<Box<dyn DynMutex>> = available
+        let instances: Vec<LockBox> = available
             .iter()
-            .map(|l| l.entry.build().map_err(|e| LabError::failed(e.to_string())))
+            .map(|l| LockBox::new(l.entry).map_err(|e| LabError::failed(e.to_string())))
             .collect::<Result<_, _>>()?;
         let uncontended = with_pinned(home, || {
-            interleave(available.len(), &rule, Some(&progress), |i, _| Ok(uncontended_rep(&*instances[i], lab)))
+            interleave(available.len(), &rule, Some(&progress), |i, _| Ok(uncontended_rep(&instances[i], lab)))
         })?;
         let uncontended_ns: Vec<Option<Summary>> = uncontended.iter().map(|s| Summary::of(&s.samples)).collect();
         progress.inc();
@@ -361,7 +361,7 @@ impl Experiment for Contention {
                     available.iter().map(|_| Totals { per_thread: vec![0; n], ..Default::default() }).collect();
                 let series = interleave(available.len(), &rule, Some(&progress), |i, rep| {
                     progress.detail(&format!("{}, {}", available[i].name(), rep_label(rep)));
-                    let lock = &*instances[i];
+                    let lock = &instances[i];
                     if rep == Rep::Warmup {
                         contended_rep(lock, &warmup);
                         return Ok(f64::NAN);

@@ -7,6 +7,7 @@
 
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
+use crate::lockbox::LockBox;
 use crate::measure::pin::pin_or_die;
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave, Rep, Summary};
@@ -14,7 +15,6 @@ use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, LockChoice, ThreadCount};
 use clap::Args;
-use spinlab::registry::DynMutex;
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::Instant;
@@ -72,7 +72,7 @@ fn thread_cpu_times() -> (f64, f64) {
     (secs(u.ru_utime), secs(u.ru_stime))
 }
 
-fn herd_rep(lock: &dyn DynMutex, cpus: &[usize], herd: &Herd, cs_iterations: u64, lines: &SharedLines) -> Times {
+fn herd_rep(lock: &LockBox, cpus: &[usize], herd: &Herd, cs_iterations: u64, lines: &SharedLines) -> Times {
     let n = cpus.len();
     let start = Barrier::new(n + 1);
     let round = Barrier::new(n);
@@ -166,9 +166,9 @@ impl Experiment for Herd {
             .param("default_lock", select::DEFAULT_LOCK);
 
         let available: Vec<&LockChoice> = locks.iter().filter(|l| l.unavailable().is_none()).collect();
-        let instances: Vec<Box<dyn DynMutex>> = available
+        let instances: Vec<LockBox> = available
             .iter()
-            .map(|l| l.entry.build().map_err(|e| LabError::failed(e.to_string())))
+            .map(|l| LockBox::new(l.entry).map_err(|e| LabError::failed(e.to_string())))
             .collect::<Result<_, _>>()?;
         let progress = lab.progress("herd", threads.len() as u64);
         // Seed 004's machine ran one thread per CPU at 8 threads; here threads are pinned
@@ -190,10 +190,10 @@ impl Experiment for Herd {
                     }
                 ));
                 if rep == Rep::Warmup {
-                    herd_rep(&*instances[i], &cpus, &warmup, cs_iterations, &lines);
+                    herd_rep(&instances[i], &cpus, &warmup, cs_iterations, &lines);
                     return Ok(f64::NAN);
                 }
-                let t = herd_rep(&*instances[i], &cpus, self, cs_iterations, &lines);
+                let t = herd_rep(&instances[i], &cpus, self, cs_iterations, &lines);
                 cpu_times[i].0.push(t.user_s);
                 cpu_times[i].1.push(t.sys_s);
                 lost[i] += t.lost_updates;
