@@ -6,6 +6,11 @@
 //! reference locks people already use are `std`, `parking_lot` and `pthread`, so every
 //! measurement can put them side by side with spinlab's.
 //!
+//! Barriers are `barrier:POLICY` and wait/notify events `event:POLICY`, with the references
+//! `std` and `pthread` ([`new_barrier`], [`new_event`]); reader-writer locks are
+//! `rw-writer:POLICY` (writer-preferring) and `rw-phase:POLICY` (phase-fair), with the
+//! references `std`, `parking_lot` and `pthread` ([`new_rwlock`]).
+//!
 //! ```
 //! use spinlab::registry;
 //! let lock = registry::new_lock("mcs:spin-park").unwrap();
@@ -17,11 +22,21 @@
 //! assert!(err.to_string().contains("ttas:spin") || err.to_string().contains("ttas"));
 //! ```
 
+mod barriers;
 mod in_place;
 mod locks;
+mod rwlocks;
 
+pub use barriers::{
+    barrier_info, barrier_names, barriers, event_info, event_names, events, new_barrier, new_event, BarrierEntry,
+    DynBarrier, DynEvent, EventEntry, REFERENCE_BARRIERS, REFERENCE_EVENTS,
+};
 pub use in_place::{DynMutex, RawLockOps};
 pub use locks::{lock_info, lock_names, locks, new_lock, LockEntry, ALGORITHMS, REFERENCE_LOCKS};
+pub use rwlocks::{
+    new_rwlock, rwlock_info, rwlock_names, rwlocks, DynRwLock, RwFairness, RwLockEntry, REFERENCE_RWLOCKS,
+    RW_ALGORITHMS,
+};
 
 use crate::wait::Unavailable;
 use std::fmt;

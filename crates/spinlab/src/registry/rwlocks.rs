@@ -1,0 +1,468 @@
+//! The reader-writer lock table: `rw-writer:POLICY` ([`WriterPref`]) and `rw-phase:POLICY`
+//! ([`PhaseFair`]) over every policy, and the references `std` (`std::sync::RwLock`),
+//! `parking_lot` (`parking_lot::RawRwLock`) and `pthread` (a default `pthread_rwlock_t`).
+
+use super::{policy_list, Origin, RegistryError};
+use crate::rwlock::{PhaseFair, WriterPref};
+use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use core::cell::{RefCell, UnsafeCell};
+use core::marker::PhantomData;
+use lock_api::{GuardNoSend, GuardSend, RawRwLock};
+use std::sync::OnceLock;
+
+/// The reader-writer lock algorithms, in registry order.
+pub const RW_ALGORITHMS: [&str; 2] = ["rw-writer", "rw-phase"];
+
+/// The reference reader-writer locks, measured beside spinlab's.
+pub const REFERENCE_RWLOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
+
+/// A reader-writer lock reached by name, without guard types. Like a `pthread_rwlock_t`, a
+/// lock must be released by the thread that took it, and not be dropped while held.
+pub trait DynRwLock: Send + Sync {
+    /// Acquires a shared (read) lock, waiting as long as it takes.
+    fn lock_shared(&self);
+    /// Acquires a shared lock if that is possible now.
+    fn try_lock_shared(&self) -> bool;
+    /// Releases a shared lock.
+    ///
+    /// # Safety
+    /// The calling thread must hold a shared lock taken through this object.
+    unsafe fn unlock_shared(&self);
+    /// Acquires the exclusive (write) lock, waiting as long as it takes.
+    fn lock_exclusive(&self);
+    /// Acquires the exclusive lock if that is possible now.
+    fn try_lock_exclusive(&self) -> bool;
+    /// Releases the exclusive lock.
+    ///
+    /// # Safety
+    /// The calling thread must hold the exclusive lock taken through this object.
+    unsafe fn unlock_exclusive(&self);
+}
+
+/// Which side, if any, the lock promises not to starve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwFairness {
+    /// Writers never starve; a stream of writers can starve readers.
+    WriterPreferring,
+    /// Reader and writer phases alternate: neither starves.
+    PhaseFair,
+    /// The implementation promises nothing (the references: std leaves it to the platform,
+    /// glibc's default `pthread_rwlock_t` prefers readers).
+    Unspecified,
+}
+
+/// One reader-writer lock the registry can build.
+#[derive(Clone, Debug)]
+pub struct RwLockEntry {
+    /// `rw-writer:POLICY`, `rw-phase:POLICY`, or the reference lock's name.
+    pub name: String,
+    /// The algorithm (`rw-writer`, `rw-phase`) or the reference lock's name.
+    pub algorithm: &'static str,
+    /// The wait policy; `None` for reference locks, which wait their own way.
+    pub policy: Option<&'static str>,
+    /// spinlab's own, or a reference.
+    pub origin: Origin,
+    /// Whom the lock protects from starvation.
+    pub fairness: RwFairness,
+    /// Whether a waiter may sleep in the kernel.
+    pub may_sleep: bool,
+    /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
+    pub availability: Result<(), Unavailable>,
+    make: fn() -> Box<dyn DynRwLock>,
+}
+
+impl RwLockEntry {
+    /// A new, unlocked instance, or the reason this CPU cannot run it.
+    pub fn build(&self) -> Result<Box<dyn DynRwLock>, RegistryError> {
+        match self.availability {
+            Ok(()) => Ok((self.make)()),
+            Err(reason) => Err(RegistryError::Unavailable { name: self.name.clone(), reason }),
+        }
+    }
+}
+
+/// A guard type that carries no state, so a holder can make the one its unlock needs again:
+/// `lock_api`'s two marker guards, which spinlab's reader-writer locks and parking_lot's use.
+trait Stateless {
+    fn recreate() -> Self;
+}
+
+impl Stateless for GuardSend {
+    fn recreate() -> Self {
+        GuardSend::new()
+    }
+}
+
+impl Stateless for GuardNoSend {
+    fn recreate() -> Self {
+        GuardNoSend::new()
+    }
+}
+
+/// A `lock_api` reader-writer lock whose guards carry no state, used without guards: an
+/// acquisition's guard is dropped (it is a marker) and made again for the unlock.
+struct Guardless<R>(R);
+
+impl<R> DynRwLock for Guardless<R>
+where
+    R: RawRwLock + Send + Sync,
+    R::SharedGuard: Stateless,
+    R::ExclusiveGuard: Stateless,
+{
+    #[inline]
+    fn lock_shared(&self) {
+        let _marker = self.0.lock_shared();
+    }
+    #[inline]
+    fn try_lock_shared(&self) -> bool {
+        self.0.try_lock_shared().is_some()
+    }
+    #[inline]
+    unsafe fn unlock_shared(&self) {
+        // SAFETY: the caller holds a shared lock, and its guard state is a marker, which we
+        // make again.
+        unsafe { self.0.unlock_shared(R::SharedGuard::recreate()) }
+    }
+    #[inline]
+    fn lock_exclusive(&self) {
+        let _marker = self.0.lock_exclusive();
+    }
+    #[inline]
+    fn try_lock_exclusive(&self) -> bool {
+        self.0.try_lock_exclusive().is_some()
+    }
+    #[inline]
+    unsafe fn unlock_exclusive(&self) {
+        // SAFETY: as in `unlock_shared`, for the exclusive lock.
+        unsafe { self.0.unlock_exclusive(R::ExclusiveGuard::recreate()) }
+    }
+}
+
+fn guardless<R>() -> Box<dyn DynRwLock>
+where
+    R: RawRwLock + Send + Sync + 'static,
+    R::SharedGuard: Stateless,
+    R::ExclusiveGuard: Stateless,
+{
+    Box::new(Guardless(R::INIT))
+}
+
+/// A reader-writer algorithm, as the registry sees it: a name, a promise, a type per policy.
+trait Algorithm {
+    const NAME: &'static str;
+    const FAIRNESS: RwFairness;
+    fn make<W: Wait>() -> Box<dyn DynRwLock>;
+}
+
+struct WriterPrefAlgorithm;
+impl Algorithm for WriterPrefAlgorithm {
+    const NAME: &'static str = "rw-writer";
+    const FAIRNESS: RwFairness = RwFairness::WriterPreferring;
+    fn make<W: Wait>() -> Box<dyn DynRwLock> {
+        guardless::<WriterPref<W>>()
+    }
+}
+
+struct PhaseFairAlgorithm;
+impl Algorithm for PhaseFairAlgorithm {
+    const NAME: &'static str = "rw-phase";
+    const FAIRNESS: RwFairness = RwFairness::PhaseFair;
+    fn make<W: Wait>() -> Box<dyn DynRwLock> {
+        guardless::<PhaseFair<W>>()
+    }
+}
+
+struct AddEveryPolicy<'a, A>(&'a mut Vec<RwLockEntry>, PhantomData<A>);
+
+impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
+    fn visit<W: Wait>(&mut self) {
+        self.0.push(RwLockEntry {
+            name: format!("{}:{}", A::NAME, W::NAME),
+            algorithm: A::NAME,
+            policy: Some(W::NAME),
+            origin: Origin::Spinlab,
+            fairness: A::FAIRNESS,
+            may_sleep: W::MAY_SLEEP,
+            availability: W::availability(),
+            make: A::make::<W>,
+        });
+    }
+}
+
+fn add_algorithm<A: Algorithm>(table: &mut Vec<RwLockEntry>) {
+    visit_policies(&mut AddEveryPolicy::<A>(table, PhantomData));
+}
+
+fn reference(name: &'static str, make: fn() -> Box<dyn DynRwLock>) -> RwLockEntry {
+    RwLockEntry {
+        name: name.to_string(),
+        algorithm: name,
+        policy: None,
+        origin: Origin::Reference,
+        fairness: RwFairness::Unspecified,
+        may_sleep: true,
+        availability: Ok(()),
+        make,
+    }
+}
+
+/// Every reader-writer lock: each algorithm over every policy, then the references.
+pub fn rwlocks() -> &'static [RwLockEntry] {
+    static TABLE: OnceLock<Vec<RwLockEntry>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Vec::new();
+        add_algorithm::<WriterPrefAlgorithm>(&mut table);
+        add_algorithm::<PhaseFairAlgorithm>(&mut table);
+        table.push(reference("std", StdRwLock::boxed));
+        table.push(reference("parking_lot", guardless::<parking_lot::RawRwLock>));
+        table.push(reference("pthread", PthreadRwLock::boxed));
+        table
+    })
+}
+
+/// Every reader-writer lock name, available here or not.
+pub fn rwlock_names() -> Vec<&'static str> {
+    rwlocks().iter().map(|e| e.name.as_str()).collect()
+}
+
+/// The reader-writer lock called `name`, or an error that says what names are accepted.
+pub fn rwlock_info(name: &str) -> Result<&'static RwLockEntry, RegistryError> {
+    rwlocks().iter().find(|e| e.name == name).ok_or_else(|| RegistryError::Unknown {
+        name: name.to_string(),
+        expected: format!(
+            "a reader-writer lock is ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, \
+             or a reference lock: {}",
+            RW_ALGORITHMS.join(", "),
+            policy_list(),
+            REFERENCE_RWLOCKS.join(", ")
+        ),
+    })
+}
+
+/// A new, unlocked reader-writer lock by name: an error lists the valid names, or names the
+/// CPU feature an unavailable policy needs.
+///
+/// ```
+/// use spinlab::registry;
+/// for name in ["rw-phase:futex", "rw-writer:spin-park", "std", "parking_lot", "pthread"] {
+///     let lock = registry::new_rwlock(name).unwrap();
+///     lock.lock_shared();
+///     assert!(lock.try_lock_shared(), "{name}: readers share");
+///     assert!(!lock.try_lock_exclusive(), "{name}");
+///     // SAFETY: this thread holds both shared locks.
+///     unsafe { lock.unlock_shared(); lock.unlock_shared() };
+///     assert!(lock.try_lock_exclusive(), "{name}");
+///     assert!(!lock.try_lock_shared(), "{name}");
+///     // SAFETY: this thread holds the exclusive lock.
+///     unsafe { lock.unlock_exclusive() };
+/// }
+/// assert!(registry::new_rwlock("rw-phase:nap").is_err());
+/// ```
+pub fn new_rwlock(name: &str) -> Result<Box<dyn DynRwLock>, RegistryError> {
+    rwlock_info(name)?.build()
+}
+
+/// `std::sync::RwLock`, whose guards borrow the lock and cannot be released without being
+/// dropped. The write guard is kept beside the lock; read guards, of which many threads hold
+/// one each, are kept in a per-thread stash keyed by the lock's address, which costs every
+/// read acquisition a thread-local push and pop (part of what this reference measures).
+struct StdRwLock {
+    lock: std::sync::RwLock<()>,
+    writer: UnsafeCell<Option<std::sync::RwLockWriteGuard<'static, ()>>>,
+}
+
+/// A read guard of one `StdRwLock`, with the guard's lifetime erased; it is dropped by the
+/// thread that holds it before the lock can be dropped (the [`DynRwLock`] contract).
+type ErasedReadGuard = std::sync::RwLockReadGuard<'static, ()>;
+
+std::thread_local! {
+    static STD_READ_GUARDS: RefCell<Vec<(usize, ErasedReadGuard)>> = const { RefCell::new(Vec::new()) };
+}
+
+// SAFETY: `writer` is touched only by the thread holding the write lock. Read guards are not
+// `Send` and stay on the thread that took them.
+unsafe impl Sync for StdRwLock {}
+// SAFETY: an unlocked std lock may move; a locked one is borrowed and cannot.
+unsafe impl Send for StdRwLock {}
+
+impl StdRwLock {
+    fn boxed() -> Box<dyn DynRwLock> {
+        Box::new(StdRwLock { lock: std::sync::RwLock::new(()), writer: UnsafeCell::new(None) })
+    }
+
+    fn key(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    fn keep_reader(&self, guard: std::sync::RwLockReadGuard<'_, ()>) {
+        // SAFETY: only the lifetime changes; the guard is dropped in `unlock_shared`, before
+        // the lock may be dropped (the `DynRwLock` contract).
+        let guard: ErasedReadGuard = unsafe { core::mem::transmute(guard) };
+        STD_READ_GUARDS.with(|guards| guards.borrow_mut().push((self.key(), guard)));
+    }
+
+    fn keep_writer(&self, guard: std::sync::RwLockWriteGuard<'_, ()>) {
+        // SAFETY: only the lifetime changes (the guard is dropped in `unlock_exclusive`), and we
+        // hold the write lock, so nobody else touches `writer`.
+        unsafe { *self.writer.get() = Some(core::mem::transmute(guard)) };
+    }
+}
+
+impl DynRwLock for StdRwLock {
+    fn lock_shared(&self) {
+        self.keep_reader(self.lock.read().unwrap_or_else(|poisoned| poisoned.into_inner()));
+    }
+    fn try_lock_shared(&self) -> bool {
+        match self.lock.try_read() {
+            Ok(guard) => self.keep_reader(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => self.keep_reader(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        }
+        true
+    }
+    unsafe fn unlock_shared(&self) {
+        let key = self.key();
+        let guard = STD_READ_GUARDS.with(|guards| {
+            let mut guards = guards.borrow_mut();
+            let at = guards.iter().rposition(|(of, _)| *of == key);
+            at.map(|at| guards.swap_remove(at).1)
+        });
+        debug_assert!(guard.is_some(), "unlock_shared without a read lock held by this thread");
+        drop(guard);
+    }
+    fn lock_exclusive(&self) {
+        self.keep_writer(self.lock.write().unwrap_or_else(|poisoned| poisoned.into_inner()));
+    }
+    fn try_lock_exclusive(&self) -> bool {
+        match self.lock.try_write() {
+            Ok(guard) => self.keep_writer(guard),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => self.keep_writer(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        }
+        true
+    }
+    unsafe fn unlock_exclusive(&self) {
+        // SAFETY: the caller holds the write lock, so `keep_writer` stored its guard and nobody
+        // else touches `writer`.
+        drop(unsafe { (*self.writer.get()).take() });
+    }
+}
+
+/// A default `pthread_rwlock_t` (glibc: prefers readers), which must not move once used: it
+/// lives in the box the registry hands out.
+struct PthreadRwLock(UnsafeCell<libc::pthread_rwlock_t>);
+
+// SAFETY: pthread reader-writer locks are made to be shared between threads; the cell only
+// gives libc the mutable pointer it asks for.
+unsafe impl Sync for PthreadRwLock {}
+// SAFETY: it is only moved as a whole inside its box, which does not move it.
+unsafe impl Send for PthreadRwLock {}
+
+impl PthreadRwLock {
+    fn boxed() -> Box<dyn DynRwLock> {
+        Box::new(PthreadRwLock(UnsafeCell::new(libc::PTHREAD_RWLOCK_INITIALIZER)))
+    }
+}
+
+impl DynRwLock for PthreadRwLock {
+    fn lock_shared(&self) {
+        // SAFETY: a live, initialised lock (here and below).
+        let r = unsafe { libc::pthread_rwlock_rdlock(self.0.get()) };
+        debug_assert_eq!(r, 0);
+    }
+    fn try_lock_shared(&self) -> bool {
+        // SAFETY: as above.
+        unsafe { libc::pthread_rwlock_tryrdlock(self.0.get()) == 0 }
+    }
+    unsafe fn unlock_shared(&self) {
+        // SAFETY: as above; the caller holds a read lock.
+        unsafe { libc::pthread_rwlock_unlock(self.0.get()) };
+    }
+    fn lock_exclusive(&self) {
+        // SAFETY: as above.
+        let r = unsafe { libc::pthread_rwlock_wrlock(self.0.get()) };
+        debug_assert_eq!(r, 0);
+    }
+    fn try_lock_exclusive(&self) -> bool {
+        // SAFETY: as above.
+        unsafe { libc::pthread_rwlock_trywrlock(self.0.get()) == 0 }
+    }
+    unsafe fn unlock_exclusive(&self) {
+        // SAFETY: as above; the caller holds the write lock.
+        unsafe { libc::pthread_rwlock_unlock(self.0.get()) };
+    }
+}
+
+impl Drop for PthreadRwLock {
+    fn drop(&mut self) {
+        // SAFETY: an unlocked lock nobody uses any more.
+        unsafe { libc::pthread_rwlock_destroy(self.0.get()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_has_every_policy_and_the_references_follow() {
+        let names = rwlock_names();
+        let policies = crate::wait::policies();
+        assert_eq!(names.len(), RW_ALGORITHMS.len() * policies.len() + REFERENCE_RWLOCKS.len());
+        for algorithm in RW_ALGORITHMS {
+            for policy in &policies {
+                let name = format!("{algorithm}:{}", policy.name);
+                assert!(names.contains(&name.as_str()), "{name} missing");
+            }
+        }
+        assert_eq!(&names[names.len() - REFERENCE_RWLOCKS.len()..], REFERENCE_RWLOCKS);
+        for entry in rwlocks() {
+            let promised = entry.fairness != RwFairness::Unspecified;
+            assert_eq!(promised, entry.origin == Origin::Spinlab, "{}", entry.name);
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_what_is_accepted() {
+        let text = new_rwlock("rw-fair:futex").err().unwrap().to_string();
+        for accepted in ["`rw-fair:futex`", "rw-writer", "rw-phase", "spin-park", "mwaitx", "parking_lot", "pthread"] {
+            assert!(text.contains(accepted), "{text}");
+        }
+    }
+
+    #[test]
+    fn unavailable_policies_are_refused_with_the_missing_feature() {
+        for entry in rwlocks() {
+            match (&entry.availability, entry.build()) {
+                (Ok(()), Ok(_)) => {}
+                (Err(reason), Err(RegistryError::Unavailable { name, reason: said })) => {
+                    assert_eq!((&name, reason), (&entry.name, &said));
+                }
+                (a, b) => panic!("{}: availability {a:?} but build gave {:?}", entry.name, b.err()),
+            }
+        }
+    }
+
+    #[test]
+    fn std_read_guards_are_released_per_lock_and_per_thread() {
+        let (a, b) = (StdRwLock::boxed(), StdRwLock::boxed());
+        a.lock_shared();
+        b.lock_shared();
+        a.lock_shared();
+        // SAFETY: this thread holds two read locks on `a` and one on `b`.
+        unsafe {
+            a.unlock_shared();
+            b.unlock_shared();
+        }
+        assert!(b.try_lock_exclusive(), "b's only reader left");
+        assert!(!a.try_lock_exclusive(), "a still has a reader");
+        // SAFETY: one read lock on `a` and the write lock on `b` are held.
+        unsafe {
+            a.unlock_shared();
+            b.unlock_exclusive();
+        }
+        assert!(a.try_lock_exclusive());
+        // SAFETY: held.
+        unsafe { a.unlock_exclusive() };
+    }
+}
