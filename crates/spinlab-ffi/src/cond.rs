@@ -1,0 +1,292 @@
+//! `spinlab_cond_t`: a condition variable over any wait policy, chosen by name, used with a
+//! `spinlab_mutex_t` of any lock.
+//!
+//! Layout (C sees `SPINLAB_COND_SIZE` opaque bytes aligned to 8):
+//!
+//! | bytes  | field                                                                |
+//! |--------|----------------------------------------------------------------------|
+//! | 0..8   | `ops`: the static table row of the policy (NULL once destroyed)       |
+//! | 8..20  | a `CondCore`: `spinlab::Condvar` and the count of threads in a wait   |
+//! | 20..32 | unused                                                               |
+
+use crate::mutex::{parts as mutex_parts, spinlab_mutex_t};
+use crate::names::{lookup, DEFAULT_COND};
+use crate::shared::clock::Abstime;
+use crate::shared::condvar::{cond_ops, CondCore, CondOps};
+use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT};
+use core::mem::MaybeUninit;
+use core::ptr::{addr_of, addr_of_mut, null};
+use libc::{c_char, c_int, clockid_t, timespec};
+
+/// Bytes of a `spinlab_cond_t`.
+pub const SPINLAB_COND_SIZE: usize = 32;
+/// Alignment of a `spinlab_cond_t`.
+pub const SPINLAB_COND_ALIGN: usize = 8;
+
+/// A condition variable whose waiters wait with a spinlab wait policy (`"futex"`,
+/// `"spin-park"`, `"pause"`, …), chosen when it is initialised. Works with a
+/// `spinlab_mutex_t` of any lock; waiters of one condition variable may use different
+/// mutexes. Waits may return spuriously: wait in a loop that checks the condition. Opaque;
+/// initialise it with `spinlab_cond_init` and do not copy it.
+#[repr(C)]
+pub struct spinlab_cond_t {
+    opaque: [u64; 4],
+}
+
+#[repr(C)]
+struct Repr {
+    ops: *const CondOps,
+    core: MaybeUninit<CondCore>,
+}
+
+const _: () = assert!(size_of::<spinlab_cond_t>() == SPINLAB_COND_SIZE);
+const _: () = assert!(align_of::<spinlab_cond_t>() == SPINLAB_COND_ALIGN);
+const _: () = assert!(size_of::<Repr>() <= SPINLAB_COND_SIZE && align_of::<Repr>() <= SPINLAB_COND_ALIGN);
+
+/// # Safety
+/// `cond` points to a condition variable initialised by `spinlab_cond_init`.
+#[inline(always)]
+unsafe fn parts(cond: *mut spinlab_cond_t) -> (&'static CondOps, *const CondCore) {
+    let repr = cond.cast::<Repr>();
+    // SAFETY: the caller's contract: `ops` was set by init to a row of a static table.
+    unsafe { (&*(*repr).ops, addr_of!((*repr).core).cast()) }
+}
+
+/// Initialises `cond` with the wait policy called `policy` (`NULL`: `"spin-park"`, the
+/// default of `spinlab::Condvar`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
+/// `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` for a NULL `cond`.
+///
+/// # Safety
+/// `cond` is NULL or points to writable memory for a `spinlab_cond_t` that no thread uses;
+/// `policy` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_cond_init(cond: *mut spinlab_cond_t, policy: *const c_char) -> c_int {
+    if cond.is_null() {
+        return SPINLAB_INVALID;
+    }
+    // SAFETY: the caller's contract on `policy`.
+    let ops = match unsafe { lookup(cond_ops(), policy, DEFAULT_COND) } {
+        Ok(ops) => ops,
+        Err(status) => return status,
+    };
+    let repr = cond.cast::<Repr>();
+    // SAFETY: `cond` is writable and aligned; all-zero bytes are a new `CondCore`.
+    unsafe {
+        addr_of_mut!((*repr).core).write(MaybeUninit::zeroed());
+        addr_of_mut!((*repr).ops).write(ops);
+    }
+    SPINLAB_OK
+}
+
+/// Waits on `cond` with `mutex` released, until `clock` reaches `deadline` if given.
+///
+/// # Safety
+/// `cond` and `mutex` are initialised; the calling thread holds `mutex`.
+unsafe fn wait(cond: *mut spinlab_cond_t, mutex: *mut spinlab_mutex_t, deadline: Option<Abstime>) -> c_int {
+    // SAFETY: the caller's contract.
+    let ((ops, core), (lock, at)) = unsafe { (parts(cond), mutex_parts(mutex)) };
+    let unlock = || {
+        // SAFETY: the calling thread holds `mutex`.
+        unsafe { (lock.unlock)(at) };
+        Ok(())
+    };
+    let relock = || {
+        // SAFETY: `unlock` released it; this thread takes it again.
+        unsafe { (lock.lock)(at) };
+        SPINLAB_OK
+    };
+    // SAFETY: `core` is initialised and used only with `ops`; this thread holds `mutex`.
+    let waited = unsafe { CondCore::wait(core, ops, deadline.and_then(|d| d.deadline()), unlock, relock) };
+    match (waited, deadline) {
+        // The wait timed out on the monotonic clock; report it only if `clock` agrees (it
+        // may have been stepped back), else return as from a spurious wake-up.
+        (Ok(waited), Some(deadline)) if waited.timed_out && deadline.reached() => SPINLAB_TIMEDOUT,
+        _ => SPINLAB_OK,
+    }
+}
+
+/// Releases `mutex`, waits for a signal or broadcast on `cond` (or a spurious wake-up), and
+/// takes `mutex` again. Returns `SPINLAB_OK`.
+///
+/// # Safety
+/// `cond` and `mutex` are initialised; the calling thread holds `mutex`.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_cond_wait(cond: *mut spinlab_cond_t, mutex: *mut spinlab_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { wait(cond, mutex, None) }
+}
+
+/// As `spinlab_cond_wait`, giving up when `clock` (`CLOCK_REALTIME` or `CLOCK_MONOTONIC`)
+/// reaches `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT` (`mutex` is held again either way),
+/// or `SPINLAB_INVALID` (another clock, a `tv_nsec` outside 0..999999999, a NULL `abstime`;
+/// checked before `mutex` is released).
+///
+/// # Safety
+/// As `spinlab_cond_wait`; `abstime` is NULL or points to a `struct timespec`.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_cond_clockwait(
+    cond: *mut spinlab_cond_t,
+    mutex: *mut spinlab_mutex_t,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's contract on `abstime`.
+    match (unsafe { abstime.as_ref() }).and_then(|at| Abstime::new(clock, at)) {
+        // SAFETY: the caller's contract.
+        Some(deadline) => unsafe { wait(cond, mutex, Some(deadline)) },
+        None => SPINLAB_INVALID,
+    }
+}
+
+/// `spinlab_cond_clockwait` on `CLOCK_REALTIME`, as `pthread_cond_timedwait` with a default
+/// condition attribute.
+///
+/// # Safety
+/// As `spinlab_cond_clockwait`.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_cond_timedwait(
+    cond: *mut spinlab_cond_t,
+    mutex: *mut spinlab_mutex_t,
+    abstime: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { spinlab_cond_clockwait(cond, mutex, libc::CLOCK_REALTIME, abstime) }
+}
+
+/// Wakes one thread waiting on `cond`, if any (threads still in their spin phase may all
+/// return). Returns `SPINLAB_OK`.
+///
+/// # Safety
+/// `cond` is initialised.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_cond_signal(cond: *mut spinlab_cond_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let (ops, core) = parts(cond);
+        CondCore::notify_one(core, ops);
+    }
+    SPINLAB_OK
+}
+
+/// Wakes every thread waiting on `cond`. Returns `SPINLAB_OK`.
+///
+/// # Safety
+/// `cond` is initialised.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_cond_broadcast(cond: *mut spinlab_cond_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let (ops, core) = parts(cond);
+        CondCore::notify_all(core, ops);
+    }
+    SPINLAB_OK
+}
+
+/// Destroys `cond`, first waiting for threads that were woken to finish leaving their wait,
+/// so that the memory may be freed as soon as this returns. Returns `SPINLAB_OK`.
+/// Afterwards only `spinlab_cond_init` may use the memory; any other call crashes.
+///
+/// # Safety
+/// `cond` is initialised, and no thread starts a wait on it any more.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_cond_destroy(cond: *mut spinlab_cond_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let (_, core) = parts(cond);
+        CondCore::destroy(core);
+        addr_of_mut!((*cond.cast::<Repr>()).ops).write(null());
+    }
+    SPINLAB_OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mutex::{spinlab_mutex_destroy, spinlab_mutex_init, spinlab_mutex_lock, spinlab_mutex_unlock};
+    use crate::status::SPINLAB_UNKNOWN_NAME;
+
+    use core::cell::UnsafeCell;
+
+    struct Shared {
+        cond: UnsafeCell<spinlab_cond_t>,
+        mutex: UnsafeCell<spinlab_mutex_t>,
+        items: UnsafeCell<Vec<u32>>,
+    }
+    // SAFETY: the C objects synchronise themselves; `items` is touched only under `mutex`.
+    unsafe impl Sync for Shared {}
+
+    #[test]
+    fn a_consumer_gets_every_item_in_order_with_any_policy() {
+        for ops in cond_ops().iter().filter(|ops| ops.availability.is_ok()) {
+            let shared = Shared {
+                // SAFETY: all-zero bytes are a valid opaque array; init writes the objects.
+                cond: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                // SAFETY: as above.
+                mutex: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                items: UnsafeCell::new(Vec::new()),
+            };
+            let shared = &shared;
+            // SAFETY (every block below): initialised objects, `items` only under the mutex.
+            unsafe {
+                assert_eq!(spinlab_cond_init(shared.cond.get(), ops.name.as_ptr()), SPINLAB_OK);
+                assert_eq!(spinlab_mutex_init(shared.mutex.get(), c"ticket:spin-park".as_ptr()), SPINLAB_OK);
+            }
+            let consumed = std::thread::scope(|s| {
+                let consumer = s.spawn(|| {
+                    let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
+                    let mut consumed = Vec::new();
+                    unsafe { spinlab_mutex_lock(mutex) };
+                    while consumed.last() != Some(&99) {
+                        let items = unsafe { &mut *shared.items.get() };
+                        if items.is_empty() {
+                            unsafe { spinlab_cond_wait(cond, mutex) };
+                        } else {
+                            consumed.append(items);
+                        }
+                    }
+                    unsafe { spinlab_mutex_unlock(mutex) };
+                    consumed
+                });
+                let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
+                for item in 0..100 {
+                    unsafe {
+                        spinlab_mutex_lock(mutex);
+                        (*shared.items.get()).push(item);
+                        spinlab_mutex_unlock(mutex);
+                        spinlab_cond_signal(cond);
+                    }
+                }
+                consumer.join().unwrap()
+            });
+            assert_eq!(consumed, (0..100).collect::<Vec<_>>(), "{}", ops.policy());
+            unsafe {
+                assert_eq!(spinlab_cond_destroy(shared.cond.get()), SPINLAB_OK);
+                assert_eq!(spinlab_mutex_destroy(shared.mutex.get()), SPINLAB_OK);
+            }
+        }
+    }
+
+    #[test]
+    fn timed_waits_check_arguments_before_releasing_and_time_out_holding_the_mutex() {
+        let mut cond = MaybeUninit::<spinlab_cond_t>::uninit();
+        let mut mutex = MaybeUninit::<spinlab_mutex_t>::uninit();
+        let (cond, mutex) = (cond.as_mut_ptr(), mutex.as_mut_ptr());
+        let past = timespec { tv_sec: 1, tv_nsec: 0 };
+        let bad = timespec { tv_sec: 1, tv_nsec: -1 };
+        // SAFETY: initialised objects; the mutex is held around each wait.
+        unsafe {
+            assert_eq!(spinlab_cond_init(cond, c"no-such-policy".as_ptr()), SPINLAB_UNKNOWN_NAME);
+            assert_eq!(spinlab_cond_init(cond, null()), SPINLAB_OK);
+            assert_eq!(spinlab_mutex_init(mutex, null()), SPINLAB_OK);
+            spinlab_mutex_lock(mutex);
+            assert_eq!(spinlab_cond_timedwait(cond, mutex, &bad), SPINLAB_INVALID);
+            assert_eq!(spinlab_cond_clockwait(cond, mutex, libc::CLOCK_BOOTTIME, &past), SPINLAB_INVALID);
+            assert_eq!(spinlab_cond_timedwait(cond, mutex, &past), SPINLAB_TIMEDOUT);
+            assert_eq!(spinlab_cond_clockwait(cond, mutex, libc::CLOCK_MONOTONIC, &past), SPINLAB_TIMEDOUT);
+            assert_eq!(crate::mutex::spinlab_mutex_trylock(mutex), crate::status::SPINLAB_BUSY, "held again");
+            spinlab_mutex_unlock(mutex);
+            assert_eq!(spinlab_cond_destroy(cond), SPINLAB_OK);
+            assert_eq!(spinlab_mutex_destroy(mutex), SPINLAB_OK);
+        }
+    }
+}

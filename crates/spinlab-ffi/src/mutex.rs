@@ -1,0 +1,300 @@
+//! `spinlab_mutex_t`: any lock of the registry, chosen by name, in memory the caller owns.
+//!
+//! Layout (C sees `SPINLAB_MUTEX_SIZE` opaque bytes aligned to 8):
+//!
+//! | bytes | field                                                                      |
+//! |-------|----------------------------------------------------------------------------|
+//! | 0..8  | `kind`: the static table row of the lock built here (NULL once destroyed)  |
+//! | 8..64 | the lock itself, written in place by its `RawLockOps::init`                |
+//!
+//! Every operation reads `kind` and calls the lock's function through it: one indirect call,
+//! and no allocation. (The queue locks, MCS and CLH, take a node per acquisition from a
+//! per-thread cache, which allocates only while the thread has never held that many at once.)
+//! The largest lock of the registry, the `pthread` reference, takes 40 of the 56 bytes; a
+//! test checks that every lock fits.
+
+use crate::names::{lookup, mutex_kinds, MutexKind, DEFAULT_MUTEX};
+use crate::shared::clock::Abstime;
+use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT, SPINLAB_TOO_LARGE};
+use core::mem::MaybeUninit;
+use core::ptr::{addr_of_mut, null};
+use libc::{c_char, c_int, clockid_t, timespec};
+use spinlab::registry::RawLockOps;
+
+/// Bytes of a `spinlab_mutex_t`.
+pub const SPINLAB_MUTEX_SIZE: usize = 64;
+/// Alignment of a `spinlab_mutex_t`.
+pub const SPINLAB_MUTEX_ALIGN: usize = 8;
+
+/// A mutual-exclusion lock: any spinlab lock (`"ttas:pause"`, `"mcs:spin-park"`,
+/// `"fair:futex"`, …) or reference lock (`"pthread"`, …), chosen when it is initialised.
+/// Opaque; initialise it with `spinlab_mutex_init` and do not copy it.
+#[repr(C)]
+pub struct spinlab_mutex_t {
+    opaque: [u64; 8],
+}
+
+#[repr(C)]
+struct Repr {
+    kind: *const MutexKind,
+    lock: [MaybeUninit<u64>; LOCK_WORDS],
+}
+
+const LOCK_WORDS: usize = SPINLAB_MUTEX_SIZE / 8 - 1;
+const LOCK_BYTES: usize = LOCK_WORDS * 8;
+
+const _: () = assert!(size_of::<spinlab_mutex_t>() == SPINLAB_MUTEX_SIZE);
+const _: () = assert!(align_of::<spinlab_mutex_t>() == SPINLAB_MUTEX_ALIGN);
+const _: () = assert!(size_of::<Repr>() == SPINLAB_MUTEX_SIZE && align_of::<Repr>() <= SPINLAB_MUTEX_ALIGN);
+
+/// Whether a lock with these needs fits in a `spinlab_mutex_t`.
+pub(crate) fn fits(ops: &RawLockOps) -> bool {
+    ops.size <= LOCK_BYTES && ops.align <= align_of::<u64>()
+}
+
+/// The verbs of the lock in `mutex`, and where the lock is.
+///
+/// # Safety
+/// `mutex` points to a mutex initialised by `spinlab_mutex_init` and not destroyed.
+#[inline(always)]
+pub(crate) unsafe fn parts(mutex: *mut spinlab_mutex_t) -> (&'static RawLockOps, *mut u8) {
+    let repr = mutex.cast::<Repr>();
+    // SAFETY: the caller's contract: `kind` was set by init to a row of a static table.
+    unsafe { (&(*(*repr).kind).entry.ops, addr_of_mut!((*repr).lock).cast()) }
+}
+
+/// Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
+/// `"ttas:spin-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
+/// (this CPU lacks the policy's instructions), or `SPINLAB_INVALID` for a NULL `mutex`.
+///
+/// # Safety
+/// `mutex` is NULL or points to writable memory for a `spinlab_mutex_t` that no thread
+/// uses; `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_mutex_init(mutex: *mut spinlab_mutex_t, name: *const c_char) -> c_int {
+    if mutex.is_null() {
+        return SPINLAB_INVALID;
+    }
+    // SAFETY: the caller's contract on `name`.
+    let kind = match unsafe { lookup(mutex_kinds(), name, DEFAULT_MUTEX) } {
+        Ok(kind) => kind,
+        Err(status) => return status,
+    };
+    let ops = &kind.entry.ops;
+    if !fits(ops) {
+        return SPINLAB_TOO_LARGE;
+    }
+    let repr = mutex.cast::<Repr>();
+    // SAFETY: `mutex` is writable and 8-aligned (the caller's contract), so `lock` has
+    // LOCK_BYTES bytes aligned to 8, which `fits` checked are enough for this lock.
+    unsafe {
+        (ops.init)(addr_of_mut!((*repr).lock).cast());
+        addr_of_mut!((*repr).kind).write(kind);
+    }
+    SPINLAB_OK
+}
+
+/// Acquires `mutex`, waiting as long as it takes. Returns `SPINLAB_OK`.
+///
+/// # Safety
+/// `mutex` is initialised; the calling thread does not hold it.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_mutex_lock(mutex: *mut spinlab_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let (ops, at) = parts(mutex);
+        (ops.lock)(at);
+    }
+    SPINLAB_OK
+}
+
+/// Acquires `mutex` if it is free now: `SPINLAB_OK`, or `SPINLAB_BUSY`.
+///
+/// # Safety
+/// As `spinlab_mutex_lock`.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_mutex_trylock(mutex: *mut spinlab_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    let acquired = unsafe {
+        let (ops, at) = parts(mutex);
+        (ops.try_lock)(at)
+    };
+    if acquired {
+        SPINLAB_OK
+    } else {
+        SPINLAB_BUSY
+    }
+}
+
+/// Acquires `mutex`, giving up when `clock` (`CLOCK_REALTIME` or `CLOCK_MONOTONIC`) reaches
+/// `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT`, or `SPINLAB_INVALID` (another clock, a
+/// `tv_nsec` outside 0..999999999, a NULL `abstime`; checked before anything else).
+///
+/// # Safety
+/// As `spinlab_mutex_lock`; `abstime` is NULL or points to a `struct timespec`.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_mutex_clocklock(
+    mutex: *mut spinlab_mutex_t,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's contract on `abstime`.
+    let Some(abstime) = (unsafe { abstime.as_ref() }).and_then(|at| Abstime::new(clock, at)) else {
+        return SPINLAB_INVALID;
+    };
+    // SAFETY: the caller's contract on `mutex`.
+    let (ops, at) = unsafe { parts(mutex) };
+    // SAFETY (all calls below): `at` is the initialised lock of `mutex`.
+    if unsafe { (ops.try_lock)(at) } {
+        return SPINLAB_OK; // a free lock costs no clock reads
+    }
+    loop {
+        let acquired = match abstime.deadline() {
+            Some(deadline) => unsafe { (ops.try_lock_until)(at, deadline) },
+            None => {
+                unsafe { (ops.lock)(at) };
+                true
+            }
+        };
+        if acquired {
+            return SPINLAB_OK;
+        }
+        // The wait ended on the monotonic clock; `clock` may have been stepped back since.
+        if abstime.reached() {
+            return SPINLAB_TIMEDOUT;
+        }
+    }
+}
+
+/// `spinlab_mutex_clocklock` on `CLOCK_REALTIME`, as `pthread_mutex_timedlock`.
+///
+/// # Safety
+/// As `spinlab_mutex_clocklock`.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_mutex_timedlock(mutex: *mut spinlab_mutex_t, abstime: *const timespec) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { spinlab_mutex_clocklock(mutex, libc::CLOCK_REALTIME, abstime) }
+}
+
+/// Releases `mutex`. Returns `SPINLAB_OK`.
+///
+/// # Safety
+/// `mutex` is initialised and held by the calling thread.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_mutex_unlock(mutex: *mut spinlab_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let (ops, at) = parts(mutex);
+        (ops.unlock)(at);
+    }
+    SPINLAB_OK
+}
+
+/// Destroys `mutex`: `SPINLAB_OK`, or `SPINLAB_BUSY` (and nothing happens) if it is held.
+/// Afterwards only `spinlab_mutex_init` may use the memory; any other call crashes.
+///
+/// # Safety
+/// `mutex` is initialised, and no thread waits for it.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_mutex_destroy(mutex: *mut spinlab_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    let (ops, at) = unsafe { parts(mutex) };
+    // SAFETY (all calls below): `at` is the initialised lock of `mutex`; once we hold it, it
+    // is ours to release and drop.
+    if !unsafe { (ops.try_lock)(at) } {
+        return SPINLAB_BUSY;
+    }
+    unsafe {
+        (ops.unlock)(at);
+        (ops.drop)(at);
+        addr_of_mut!((*mutex.cast::<Repr>()).kind).write(null());
+    }
+    SPINLAB_OK
+}
+
+/// The registry name of the lock in `mutex` (`"ttas:spin-park"` after a NULL name): a static
+/// string; do not free it.
+///
+/// # Safety
+/// `mutex` is initialised.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_mutex_name(mutex: *const spinlab_mutex_t) -> *const c_char {
+    // SAFETY: the caller's contract: `kind` points to a row of a static table.
+    unsafe { (*(*mutex.cast::<Repr>()).kind).name.as_ptr() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
+    use std::ffi::{CStr, CString};
+
+    fn uninit() -> Box<MaybeUninit<spinlab_mutex_t>> {
+        Box::new(MaybeUninit::uninit())
+    }
+
+    #[test]
+    fn every_lock_of_the_registry_fits() {
+        for kind in mutex_kinds() {
+            assert!(fits(&kind.entry.ops), "{} needs {} bytes", kind.entry.name, kind.entry.ops.size);
+        }
+    }
+
+    #[test]
+    fn every_available_lock_excludes_and_reports_busy() {
+        for kind in mutex_kinds().iter().filter(|k| k.entry.availability.is_ok()) {
+            let mut m = uninit();
+            let m = m.as_mut_ptr();
+            // SAFETY: fresh memory; static names; the mutex is used as the calls require.
+            unsafe {
+                assert_eq!(spinlab_mutex_init(m, kind.name.as_ptr()), SPINLAB_OK);
+                assert_eq!(CStr::from_ptr(spinlab_mutex_name(m)), kind.name.as_c_str());
+                assert_eq!(spinlab_mutex_lock(m), SPINLAB_OK);
+                assert_eq!(spinlab_mutex_trylock(m), SPINLAB_BUSY, "{}", kind.entry.name);
+                assert_eq!(spinlab_mutex_destroy(m), SPINLAB_BUSY, "{}", kind.entry.name);
+                assert_eq!(spinlab_mutex_unlock(m), SPINLAB_OK);
+                assert_eq!(spinlab_mutex_trylock(m), SPINLAB_OK, "{}", kind.entry.name);
+                assert_eq!(spinlab_mutex_unlock(m), SPINLAB_OK);
+                assert_eq!(spinlab_mutex_destroy(m), SPINLAB_OK);
+            }
+        }
+    }
+
+    #[test]
+    fn init_refuses_unknown_and_unavailable_names_and_null() {
+        let mut m = uninit();
+        let m = m.as_mut_ptr();
+        // SAFETY: fresh memory and static names.
+        unsafe {
+            assert_eq!(spinlab_mutex_init(m, c"ttas:nope".as_ptr()), SPINLAB_UNKNOWN_NAME);
+            assert_eq!(spinlab_mutex_init(core::ptr::null_mut(), null()), SPINLAB_INVALID);
+            for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()) {
+                let name = CString::new(entry.name.as_str()).unwrap();
+                assert_eq!(spinlab_mutex_init(m, name.as_ptr()), SPINLAB_UNAVAILABLE);
+            }
+            assert_eq!(spinlab_mutex_init(m, null()), SPINLAB_OK);
+            assert_eq!(CStr::from_ptr(spinlab_mutex_name(m)), DEFAULT_MUTEX);
+            assert_eq!(spinlab_mutex_destroy(m), SPINLAB_OK);
+        }
+    }
+
+    #[test]
+    fn a_timed_lock_checks_its_arguments_then_times_out_on_either_clock() {
+        let mut m = uninit();
+        let m = m.as_mut_ptr();
+        let past = timespec { tv_sec: 0, tv_nsec: 0 };
+        let bad = timespec { tv_sec: 0, tv_nsec: 1_000_000_000 };
+        // SAFETY: an initialised mutex, valid timespecs.
+        unsafe {
+            assert_eq!(spinlab_mutex_init(m, c"mcs:futex".as_ptr()), SPINLAB_OK);
+            assert_eq!(spinlab_mutex_timedlock(m, &past), SPINLAB_OK, "a free lock is taken");
+            assert_eq!(spinlab_mutex_timedlock(m, &past), SPINLAB_TIMEDOUT);
+            assert_eq!(spinlab_mutex_clocklock(m, libc::CLOCK_MONOTONIC, &past), SPINLAB_TIMEDOUT);
+            assert_eq!(spinlab_mutex_timedlock(m, &bad), SPINLAB_INVALID);
+            assert_eq!(spinlab_mutex_timedlock(m, null()), SPINLAB_INVALID);
+            assert_eq!(spinlab_mutex_clocklock(m, libc::CLOCK_THREAD_CPUTIME_ID, &past), SPINLAB_INVALID);
+            assert_eq!(spinlab_mutex_unlock(m), SPINLAB_OK);
+            assert_eq!(spinlab_mutex_destroy(m), SPINLAB_OK);
+        }
+    }
+}

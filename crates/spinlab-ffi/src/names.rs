@@ -1,0 +1,199 @@
+//! Names of primitives, by kind, as C strings: listing them, checking one, looking one up for
+//! an `init`. The names are the registry's (`ttas:pause`, `mcs:spin-park`, …; the wait
+//! policies for condition variables), so the C side, the preload library and the lab agree.
+
+use crate::shared::condvar::{cond_ops, CondOps};
+use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
+use libc::{c_char, c_int, size_t};
+use spinlab::registry::{locks, LockEntry};
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
+
+/// `spinlab_list`, `spinlab_check`: mutexes, named `algorithm:policy` or after a reference
+/// lock (`std`, `parking_lot`, `pthread`).
+pub const SPINLAB_KIND_MUTEX: c_int = 0;
+/// `spinlab_list`, `spinlab_check`: condition variables, named after their wait policy
+/// (`futex`, `spin-park`, `pause`, …).
+pub const SPINLAB_KIND_COND: c_int = 1;
+
+/// The mutex `spinlab_mutex_init` builds for a NULL name: spinlab's recommended default,
+/// `spinlab::DefaultRawMutex` (test-and-test-and-set over spin-then-park).
+pub(crate) const DEFAULT_MUTEX: &CStr = c"ttas:spin-park";
+/// The condition variable `spinlab_cond_init` builds for a NULL name: the policy of
+/// `spinlab::Condvar`'s default.
+pub(crate) const DEFAULT_COND: &CStr = c"spin-park";
+
+/// A registry lock with its name as a C string.
+pub(crate) struct MutexKind {
+    pub name: CString,
+    pub entry: &'static LockEntry,
+}
+
+/// Every registry lock, in the registry's order.
+pub(crate) fn mutex_kinds() -> &'static [MutexKind] {
+    static TABLE: OnceLock<Vec<MutexKind>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        locks()
+            .iter()
+            .map(|entry| MutexKind {
+                name: CString::new(entry.name.as_str()).expect("lock names contain no NUL"),
+                entry,
+            })
+            .collect()
+    })
+}
+
+/// What a name lookup needs of a table row.
+pub(crate) trait Row {
+    fn c_name(&self) -> &CStr;
+    fn available(&self) -> bool;
+}
+
+impl Row for MutexKind {
+    fn c_name(&self) -> &CStr {
+        &self.name
+    }
+    fn available(&self) -> bool {
+        self.entry.availability.is_ok()
+    }
+}
+
+impl Row for CondOps {
+    fn c_name(&self) -> &CStr {
+        &self.name
+    }
+    fn available(&self) -> bool {
+        self.availability.is_ok()
+    }
+}
+
+/// The row called `name` (`NULL`: `default`) if this CPU can run it, else
+/// `SPINLAB_UNKNOWN_NAME` or `SPINLAB_UNAVAILABLE`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn lookup<'t, T: Row>(table: &'t [T], name: *const c_char, default: &CStr) -> Result<&'t T, c_int> {
+    let name = if name.is_null() {
+        default
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { CStr::from_ptr(name) }
+    };
+    let row = table.iter().find(|row| row.c_name() == name).ok_or(SPINLAB_UNKNOWN_NAME)?;
+    if row.available() {
+        Ok(row)
+    } else {
+        Err(SPINLAB_UNAVAILABLE)
+    }
+}
+
+/// Writes into `names[0..capacity]` the names of every primitive of `kind`
+/// (`SPINLAB_KIND_MUTEX` or `SPINLAB_KIND_COND`), available on this CPU or not, and returns
+/// how many there are (which may exceed `capacity`: call with `capacity` 0, `names` NULL, to
+/// count). The strings are static; do not free them. `spinlab_check` says which ones this CPU
+/// can run. An unknown kind has no names.
+///
+/// # Safety
+/// `names` is NULL (with `capacity` 0) or points to `capacity` writable pointers.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_list(kind: c_int, names: *mut *const c_char, capacity: size_t) -> size_t {
+    /// # Safety
+    /// As `spinlab_list`.
+    unsafe fn fill<T: Row>(table: &[T], names: *mut *const c_char, capacity: size_t) -> size_t {
+        for (i, row) in table.iter().take(if names.is_null() { 0 } else { capacity }).enumerate() {
+            // SAFETY: `i < capacity`, and the caller gave `capacity` writable slots.
+            unsafe { names.add(i).write(row.c_name().as_ptr()) };
+        }
+        table.len()
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match kind {
+            SPINLAB_KIND_MUTEX => fill(mutex_kinds(), names, capacity),
+            SPINLAB_KIND_COND => fill(cond_ops(), names, capacity),
+            _ => 0,
+        }
+    }
+}
+
+/// Whether a primitive of `kind` called `name` (NULL: the kind's default) can be initialised
+/// on this CPU: `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`, or
+/// `SPINLAB_INVALID` for an unknown kind.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_check(kind: c_int, name: *const c_char) -> c_int {
+    // SAFETY: the caller's contract.
+    let found = unsafe {
+        match kind {
+            SPINLAB_KIND_MUTEX => lookup(mutex_kinds(), name, DEFAULT_MUTEX).map(drop),
+            SPINLAB_KIND_COND => lookup(cond_ops(), name, DEFAULT_COND).map(drop),
+            _ => Err(SPINLAB_INVALID),
+        }
+    };
+    found.err().unwrap_or(SPINLAB_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(kind: c_int) -> Vec<String> {
+        // SAFETY: counting call: NULL with capacity 0.
+        let count = unsafe { spinlab_list(kind, core::ptr::null_mut(), 0) };
+        let mut names = vec![core::ptr::null(); count + 2];
+        // SAFETY: `names` has room for `count + 2` pointers, more than needed.
+        assert_eq!(unsafe { spinlab_list(kind, names.as_mut_ptr(), names.len()) }, count);
+        assert!(names[count].is_null(), "wrote past the names");
+        // SAFETY: the first `count` slots hold static C strings.
+        names[..count].iter().map(|&p| unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string()).collect()
+    }
+
+    #[test]
+    fn the_lists_are_the_registry_names() {
+        assert_eq!(listed(SPINLAB_KIND_MUTEX), spinlab::registry::lock_names());
+        let policies: Vec<_> = spinlab::wait::policies().iter().map(|p| p.name.to_string()).collect();
+        assert_eq!(listed(SPINLAB_KIND_COND), policies);
+        // SAFETY: an unknown kind writes nothing.
+        assert_eq!(unsafe { spinlab_list(99, core::ptr::null_mut(), 0) }, 0);
+    }
+
+    #[test]
+    fn a_short_buffer_gets_the_first_names_and_the_full_count() {
+        let mut two = [core::ptr::null(); 2];
+        // SAFETY: room for two.
+        let count = unsafe { spinlab_list(SPINLAB_KIND_MUTEX, two.as_mut_ptr(), 2) };
+        assert_eq!(count, spinlab::registry::lock_names().len());
+        // SAFETY: both slots were written with static C strings.
+        let first = unsafe { CStr::from_ptr(two[0]) };
+        assert_eq!(first.to_str().unwrap(), spinlab::registry::lock_names()[0]);
+    }
+
+    #[test]
+    fn check_tells_unknown_from_unavailable() {
+        let check = |kind, name: &CStr| unsafe { spinlab_check(kind, name.as_ptr()) };
+        assert_eq!(check(SPINLAB_KIND_MUTEX, c"mcs:pause"), SPINLAB_OK);
+        assert_eq!(check(SPINLAB_KIND_MUTEX, c"mcs:sleepy"), SPINLAB_UNKNOWN_NAME);
+        assert_eq!(check(SPINLAB_KIND_COND, c"futex"), SPINLAB_OK);
+        assert_eq!(check(SPINLAB_KIND_COND, c"ttas:futex"), SPINLAB_UNKNOWN_NAME);
+        assert_eq!(check(7, c"futex"), SPINLAB_INVALID);
+        for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()) {
+            let name = CString::new(entry.name.as_str()).unwrap();
+            assert_eq!(check(SPINLAB_KIND_MUTEX, &name), SPINLAB_UNAVAILABLE, "{}", entry.name);
+        }
+        // SAFETY: NULL asks about the default.
+        assert_eq!(unsafe { spinlab_check(SPINLAB_KIND_MUTEX, core::ptr::null()) }, SPINLAB_OK);
+    }
+
+    #[test]
+    fn the_default_mutex_is_the_library_default() {
+        let default = mutex_kinds().iter().find(|k| k.name.as_c_str() == DEFAULT_MUTEX).unwrap();
+        // The registry hides its entry types; the name says ttas over spin-park, and the
+        // storage must be that of `DefaultRawMutex` (whose guard takes no room).
+        assert_eq!(default.entry.ops.size, size_of::<spinlab::DefaultRawMutex>());
+        assert_eq!(default.entry.algorithm, "ttas");
+        assert_eq!(default.entry.policy, Some(<spinlab::wait::SpinPark as spinlab::wait::Wait>::NAME));
+        assert_eq!(DEFAULT_COND.to_str().unwrap(), <spinlab::wait::SpinPark as spinlab::wait::Wait>::NAME);
+    }
+}

@@ -1,0 +1,178 @@
+//! Building the C libraries and running C programs against them, for the tests of
+//! spinlab-ffi and spinlab-preload (which includes this file with `#[path]`).
+//!
+//! Why the tests build the libraries themselves: cargo builds a package's library before its
+//! integration tests only when the library has a crate type Rust can link (rlib); these have
+//! only `cdylib`/`staticlib` (an rlib of spinlab-ffi would collide with the spinlab crate's
+//! own libspinlab.rlib), so a plain `cargo test` would leave the .so files missing or stale.
+//! So the first test that needs them runs `cargo build` for both packages, with this test
+//! executable's profile and target directory (cargo holds no lock on it while tests run);
+//! an up-to-date build costs a fraction of a second.
+#![allow(dead_code)] // each test file uses part of this
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// `<target>/<profile>`, where cargo puts the libraries: this executable is
+/// `<target>/<profile>/deps/<test>-<hash>`.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its executable");
+    exe.parent().and_then(Path::parent).expect("the test runs from <target>/<profile>/deps").to_path_buf()
+}
+
+/// Builds libspinlab.{so,a} and libspinlab_preload.so (once per test process) and returns the
+/// directory that holds them.
+pub fn libraries() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = profile_dir();
+        let target_dir = dir.parent().expect("<target>/<profile> has a parent");
+        let profile = match dir.file_name().and_then(|n| n.to_str()) {
+            // `cargo test` builds with the `test` profile, whose directory is `debug`.
+            Some("debug") => "test",
+            Some("release") => "release",
+            Some(other) => other,
+            None => panic!("no profile directory in {}", dir.display()),
+        };
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = Command::new(cargo)
+            .args(["build", "--quiet", "--profile", profile, "-p", "spinlab-ffi", "-p", "spinlab-preload"])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo runs");
+        assert!(
+            output.status.success(),
+            "building the C libraries failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        for library in ["libspinlab.so", "libspinlab.a", "libspinlab_preload.so", "spinlab.pc"] {
+            assert!(dir.join(library).exists(), "{} was not built", dir.join(library).display());
+        }
+        dir
+    })
+}
+
+/// The workspace's include/ directory (spinlab.h).
+pub fn include_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include")
+}
+
+/// The C sources of the spinlab-ffi tests (check.h is shared).
+pub fn ffi_c_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../spinlab-ffi/tests/c")
+}
+
+/// Where compiled test programs go: a folder per test binary, so parallel test binaries of
+/// the two crates never overwrite each other's programs.
+pub fn scratch_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its executable");
+    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("c-tests").to_string();
+    let dir = profile_dir().join("spinlab-c-tests").join(name);
+    std::fs::create_dir_all(&dir).expect("the scratch folder can be created");
+    dir
+}
+
+/// Compiles C `sources` into the program `name` with warnings as errors; `flags` come after
+/// the defaults (include paths, libraries). Panics with gcc's output on failure.
+pub fn compile(name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
+    let out = scratch_dir().join(name);
+    let mut gcc = Command::new("gcc");
+    gcc.args(["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
+        .arg("-I")
+        .arg(include_dir())
+        .arg("-I")
+        .arg(ffi_c_dir())
+        .args(sources)
+        .arg("-o")
+        .arg(&out)
+        .args(flags)
+        .arg("-pthread");
+    let output = gcc.output().unwrap_or_else(|e| panic!("gcc could not be run ({e}): install gcc"));
+    assert!(output.status.success(), "gcc {name} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    out
+}
+
+/// Flags that link the shared libspinlab and find it at run time.
+pub fn link_shared() -> Vec<String> {
+    let dir = libraries().display().to_string();
+    vec![format!("-L{dir}"), format!("-Wl,-rpath,{dir}"), "-lspinlab".into()]
+}
+
+/// A finished program's status and output.
+pub struct Ran {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Panics, showing everything the program said, unless it exited with status 0.
+    pub fn assert_success(&self, what: &str) -> &Self {
+        assert!(
+            self.status.success(),
+            "{what}: {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// Runs `program` with `args` and extra `env`, killing it if it has not finished after
+/// `limit`: a deadlocked test fails with that message instead of hanging the suite. (The
+/// limit is a watchdog against hangs, many times what a run takes; nothing measures time.)
+///
+/// One program at a time per test binary: each sizes its thread count to the CPUs, and
+/// two at once would oversubscribe them (see check.h's `cpus_at_most`).
+pub fn run(program: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Ran {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut child = Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} could not be started: {e}", program.display()));
+    // Drained by threads, so that a chatty child never blocks on a full pipe.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the child works") {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (stdout.join().expect("stdout drained"), stderr.join().expect("stderr drained"));
+    let Some(status) = status else {
+        panic!(
+            "{} {args:?} {env:?} did not finish within {limit:?} (a deadlock?)\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+            program.display()
+        );
+    };
+    Ran { status, stdout, stderr }
+}

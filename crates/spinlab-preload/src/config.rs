@@ -1,0 +1,241 @@
+//! The environment, read once before `main`: which lock replaces the program's mutexes
+//! (`SPINLAB_LOCK`), how its condition variables wait (`SPINLAB_COND`), and whether to count
+//! (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
+//! message is one line naming the variable, why, and every value that would work.
+
+use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM};
+use crate::shared::condvar::{cond_ops, cond_ops_named, CondOps};
+use spinlab::registry::{lock_info, locks, LockEntry, RawLockOps, RegistryError};
+
+/// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.
+pub const DEFAULT_LOCK: &str = "ttas:spin-park";
+/// The reference lock that means "keep glibc's mutexes and condition variables" (and count,
+/// with `SPINLAB_STATS`).
+pub const GLIBC: &str = "pthread";
+/// The condition variables' policy when the lock has none (the `parking_lot` reference).
+const DEFAULT_COND: &str = "spin-park";
+/// Rows of the statistics table unless `SPINLAB_STATS_TOP` says otherwise.
+const DEFAULT_TOP: usize = 20;
+
+/// What replaces the program's normal mutexes.
+#[derive(Clone, Copy)]
+pub enum Mutexes {
+    /// A spinlab lock in each mutex's first bytes.
+    Replaced {
+        /// Its registry name.
+        name: &'static str,
+        /// Its verbs.
+        ops: &'static RawLockOps,
+    },
+    /// glibc's own (`SPINLAB_LOCK=pthread`).
+    Glibc,
+}
+
+/// Everything the environment decides.
+pub struct Config {
+    pub mutexes: Mutexes,
+    /// The policy of the replacement condition variables (unused with [`Mutexes::Glibc`]).
+    pub cond: &'static CondOps,
+    /// Rows of the statistics table printed at exit; `None` when not counting.
+    pub stats_top: Option<usize>,
+}
+
+impl Config {
+    /// The lock's name as the user would write it.
+    pub fn lock_name(&self) -> &'static str {
+        match self.mutexes {
+            Mutexes::Replaced { name, .. } => name,
+            Mutexes::Glibc => GLIBC,
+        }
+    }
+}
+
+/// Reads the configuration from the environment.
+pub fn from_env() -> Result<Config, String> {
+    let var = |name| std::env::var(name).ok().filter(|value| !value.is_empty());
+    parse(
+        var("SPINLAB_LOCK").as_deref(),
+        var("SPINLAB_COND").as_deref(),
+        var("SPINLAB_STATS").as_deref(),
+        var("SPINLAB_STATS_TOP").as_deref(),
+    )
+}
+
+/// The configuration for these values of the variables (`None`: unset or empty).
+pub fn parse(lock: Option<&str>, cond: Option<&str>, stats: Option<&str>, top: Option<&str>) -> Result<Config, String> {
+    let mutexes = mutexes(lock.unwrap_or(DEFAULT_LOCK))?;
+    let policy = match (cond, mutexes) {
+        (Some(_), Mutexes::Glibc) => {
+            return Err(format!(
+                "SPINLAB_COND has no effect with SPINLAB_LOCK={GLIBC}, which keeps glibc's condition variables; unset one of them"
+            ))
+        }
+        (Some(policy), _) => policy,
+        (None, Mutexes::Replaced { name, .. }) => lock_info(name).ok().and_then(|e| e.policy).unwrap_or(DEFAULT_COND),
+        (None, Mutexes::Glibc) => DEFAULT_COND,
+    };
+    let cond = cond_ops_named(policy).filter(|ops| ops.availability.is_ok()).ok_or_else(|| {
+        let valid: Vec<_> = cond_ops().iter().filter(|ops| ops.availability.is_ok()).map(CondOps::policy).collect();
+        format!("SPINLAB_COND={policy} is not a wait policy this CPU can run; valid values: {}", valid.join(", "))
+    })?;
+    let stats_top =
+        match stats {
+            None | Some("0") => None,
+            Some("1") => Some(match top {
+                None => DEFAULT_TOP,
+                Some(rows) => rows.parse().ok().filter(|&rows| rows > 0).ok_or_else(|| {
+                    format!("SPINLAB_STATS_TOP={rows} is not a number of rows; valid values: 1, 2, 3, …")
+                })?,
+            }),
+            Some(other) => {
+                return Err(format!(
+                    "SPINLAB_STATS={other} is not 0 or 1; valid values: 1 (print lock statistics at exit), 0"
+                ))
+            }
+        };
+    Ok(Config { mutexes, cond, stats_top })
+}
+
+/// What `SPINLAB_LOCK=name` replaces mutexes with.
+fn mutexes(name: &str) -> Result<Mutexes, String> {
+    if name == GLIBC {
+        return Ok(Mutexes::Glibc);
+    }
+    let entry = lock_info(name).map_err(|error| match error {
+        RegistryError::Unknown { .. } => {
+            format!("SPINLAB_LOCK={name} is not a lock name; valid values: {}", accepted())
+        }
+        RegistryError::Unavailable { reason, .. } => {
+            format!("SPINLAB_LOCK={name} is unavailable here ({reason}); valid values: {}", accepted())
+        }
+    })?;
+    if let Err(reason) = entry.availability {
+        return Err(format!("SPINLAB_LOCK={name} is unavailable here ({reason}); valid values: {}", accepted()));
+    }
+    if let Some(why) = unusable(entry) {
+        return Err(format!("SPINLAB_LOCK={name} cannot replace pthread mutexes: {why}; valid values: {}", accepted()));
+    }
+    Ok(Mutexes::Replaced { name: entry.name.as_str(), ops: &entry.ops })
+}
+
+/// Why a lock cannot live in a `pthread_mutex_t`, if it cannot.
+fn unusable(entry: &LockEntry) -> Option<String> {
+    let ops = &entry.ops;
+    if ops.size > MUTEX_LOCK_ROOM || ops.align > MUTEX_LOCK_ALIGN {
+        Some(format!(
+            "it takes {} bytes aligned to {}, and a pthread_mutex_t has {MUTEX_LOCK_ROOM} bytes aligned to {MUTEX_LOCK_ALIGN} before the type field glibc must keep reading",
+            ops.size, ops.align
+        ))
+    } else if !ops.zero_is_unlocked {
+        Some("all-zero bytes are not an unlocked one, so PTHREAD_MUTEX_INITIALIZER would not work".to_string())
+    } else {
+        None
+    }
+}
+
+/// The locks `SPINLAB_LOCK` accepts on this machine, besides `pthread`.
+pub fn usable_locks() -> impl Iterator<Item = &'static LockEntry> {
+    locks().iter().filter(|e| e.availability.is_ok() && unusable(e).is_none() && e.name != GLIBC)
+}
+
+/// The accepted values, as short as exactness allows: the algorithms and policies, when every
+/// combination of them is usable, else every name.
+pub fn accepted() -> String {
+    let usable: Vec<_> = usable_locks().collect();
+    let mut algorithms: Vec<&str> = Vec::new();
+    let mut policies: Vec<&str> = Vec::new();
+    let mut references: Vec<&str> = Vec::new();
+    for entry in &usable {
+        match entry.policy {
+            Some(policy) => {
+                if !algorithms.contains(&entry.algorithm) {
+                    algorithms.push(entry.algorithm);
+                }
+                if !policies.contains(&policy) {
+                    policies.push(policy);
+                }
+            }
+            None => references.push(entry.name.as_str()),
+        }
+    }
+    references.push(GLIBC);
+    let combined = usable.iter().filter(|e| e.policy.is_some()).count();
+    let names = if combined == algorithms.len() * policies.len() {
+        format!(
+            "ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, or {}",
+            algorithms.join(", "),
+            policies.join(", "),
+            references.join(", ")
+        )
+    } else {
+        let mut all: Vec<&str> = usable.iter().map(|e| e.name.as_str()).collect();
+        all.push(GLIBC);
+        all.join(", ")
+    };
+    format!("{names} (default {DEFAULT_LOCK})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(lock: &str) -> String {
+        parse(Some(lock), None, None, None).err().unwrap()
+    }
+
+    #[test]
+    fn unset_means_the_default_lock_with_its_own_policy_and_no_counting() {
+        let config = parse(None, None, None, None).ok().unwrap();
+        assert_eq!(config.lock_name(), DEFAULT_LOCK);
+        assert_eq!(config.cond.policy(), "spin-park");
+        assert!(config.stats_top.is_none());
+        let config = parse(Some("mcs:futex"), None, Some("1"), None).ok().unwrap();
+        assert_eq!(config.cond.policy(), "futex", "the condition variables wait like the lock");
+        assert_eq!(config.stats_top, Some(DEFAULT_TOP));
+        let config = parse(Some("mcs:futex"), Some("pause"), Some("1"), Some("3")).ok().unwrap();
+        assert_eq!((config.cond.policy(), config.stats_top), ("pause", Some(3)));
+    }
+
+    #[test]
+    fn the_error_names_the_value_and_lists_exactly_the_usable_names() {
+        let text = error("ttas:sleepy");
+        assert!(text.starts_with("SPINLAB_LOCK=ttas:sleepy is not a lock name; valid values: "), "{text}");
+        assert!(!text.contains('\n'));
+        // Every usable name is described (by the grammar or by name), and no refused one.
+        let accepted = accepted();
+        assert!(accepted.contains("ALGORITHM one of tas, ttas, ticket, mcs, fair and POLICY"), "{accepted}");
+        assert!(accepted.contains("parking_lot, pthread (default ttas:spin-park)"), "{accepted}");
+        assert!(!accepted.contains("clh") && !accepted.contains("std"), "{accepted}");
+        for entry in usable_locks() {
+            assert!(parse(Some(&entry.name), None, None, None).is_ok(), "{}", entry.name);
+        }
+    }
+
+    #[test]
+    fn locks_that_do_not_fit_or_need_an_init_are_refused_with_the_reason() {
+        let text = error("clh:pause");
+        assert!(text.contains("takes 24 bytes aligned to 8") && text.contains("has 16 bytes"), "{text}");
+        let text = error("std");
+        assert!(text.contains("cannot replace pthread mutexes"), "{text}");
+        for entry in locks().iter().filter(|e| e.availability.is_err()) {
+            assert!(error(&entry.name).contains("is unavailable here"), "{}", entry.name);
+        }
+    }
+
+    #[test]
+    fn glibc_mode_keeps_everything_and_refuses_a_condvar_policy() {
+        assert!(matches!(parse(Some("pthread"), None, None, None).ok().unwrap().mutexes, Mutexes::Glibc));
+        assert!(parse(Some("pthread"), Some("futex"), None, None)
+            .err()
+            .unwrap()
+            .contains("SPINLAB_COND has no effect"));
+    }
+
+    #[test]
+    fn bad_stats_and_cond_values_are_errors() {
+        assert!(parse(None, Some("ttas:futex"), None, None).err().unwrap().contains("valid values: spin, pause"));
+        assert!(parse(None, None, Some("yes"), None).err().unwrap().starts_with("SPINLAB_STATS=yes"));
+        assert!(parse(None, None, Some("1"), Some("0")).err().unwrap().starts_with("SPINLAB_STATS_TOP=0"));
+        assert!(parse(None, None, Some("0"), None).ok().unwrap().stats_top.is_none());
+    }
+}

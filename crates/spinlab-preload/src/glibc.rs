@@ -1,0 +1,291 @@
+//! What the preload library knows of glibc: where `pthread_mutex_t` keeps its type, where a
+//! glibc-initialised `pthread_cond_t` says it is process-shared, the attribute getters, and
+//! the real functions (found with `dlsym(RTLD_NEXT, …)`).
+//!
+//! glibc's `pthread_mutex_t` on 64-bit targets (sysdeps/nptl/bits/struct_mutex.h):
+//!
+//! | bytes | field      | here                                                        |
+//! |-------|------------|-------------------------------------------------------------|
+//! | 0..16 | `__lock`, `__count`, `__owner`, `__nusers` | the spinlab lock, for a replaced mutex |
+//! | 16..20| `__kind`   | the type and flags; 0 (normal) or 3 (adaptive) for a replaced mutex, which is also what `PTHREAD_MUTEX_INITIALIZER` and `PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP` write; -1 once destroyed, as glibc writes |
+//! | 20..  | `__spins`, `__list`, … | untouched                                       |
+//!
+//! glibc's `pthread_cond_t` keeps its process-shared bit in bit 0 of the word at bytes 36..40
+//! (`__wrefs`); the replacement condition variable never sets that bit, so a condition
+//! variable with it set is glibc's own. [`check_layout`] verifies both facts on the running
+//! glibc before anything relies on them.
+
+use core::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
+use libc::{c_char, c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
+use libc::{pthread_mutexattr_t, timespec};
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+compile_error!("spinlab-preload knows the pthread layouts of glibc on x86_64 and aarch64 only");
+
+/// Where `__kind` is.
+pub const MUTEX_KIND_OFFSET: usize = 16;
+/// Bytes before `__kind`: the room a replaced mutex has for its spinlab lock.
+pub const MUTEX_LOCK_ROOM: usize = MUTEX_KIND_OFFSET;
+/// The alignment of that room (a `pthread_mutex_t` is 8-aligned).
+pub const MUTEX_LOCK_ALIGN: usize = 8;
+/// Where a glibc condition variable keeps its process-shared bit.
+pub const COND_FLAGS_OFFSET: usize = 36;
+/// Our condition variable's flags word: glibc's process-shared bit (never set by us).
+pub const COND_GLIBC_SHARED: u32 = 1;
+/// Our condition variable's flags word: timed waits use `CLOCK_MONOTONIC`.
+pub const COND_MONOTONIC: u32 = 2;
+
+const _: () = assert!(align_of::<pthread_mutex_t>() >= MUTEX_LOCK_ALIGN);
+const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_KIND_OFFSET + 4);
+const _: () = assert!(size_of::<pthread_cond_t>() >= COND_FLAGS_OFFSET + 4);
+const _: () = assert!(align_of::<pthread_cond_t>() >= 4);
+
+// glibc's <pthread.h> values.
+pub const PTHREAD_MUTEX_NORMAL: c_int = 0;
+pub const PTHREAD_MUTEX_RECURSIVE: c_int = 1;
+pub const PTHREAD_MUTEX_ERRORCHECK: c_int = 2;
+pub const PTHREAD_MUTEX_ADAPTIVE_NP: c_int = 3;
+const PTHREAD_MUTEX_STALLED: c_int = 0;
+const PTHREAD_PRIO_NONE: c_int = 0;
+const PTHREAD_PROCESS_PRIVATE: c_int = 0;
+const PTHREAD_PROCESS_SHARED: c_int = 1;
+// Flag bits of `__kind` beside the type (glibc's pthreadP.h).
+const KIND_TYPE_MASK: c_int = 3;
+const KIND_ROBUST: c_int = 16;
+const KIND_PRIO_INHERIT: c_int = 32;
+const KIND_PRIO_PROTECT: c_int = 64;
+const KIND_PSHARED: c_int = 128;
+
+extern "C" {
+    fn pthread_mutexattr_gettype(attr: *const pthread_mutexattr_t, kind: *mut c_int) -> c_int;
+    fn pthread_mutexattr_getpshared(attr: *const pthread_mutexattr_t, pshared: *mut c_int) -> c_int;
+    fn pthread_mutexattr_getprotocol(attr: *const pthread_mutexattr_t, protocol: *mut c_int) -> c_int;
+    fn pthread_mutexattr_getrobust(attr: *const pthread_mutexattr_t, robust: *mut c_int) -> c_int;
+    fn pthread_condattr_getpshared(attr: *const pthread_condattr_t, pshared: *mut c_int) -> c_int;
+    fn pthread_condattr_getclock(attr: *const pthread_condattr_t, clock: *mut clockid_t) -> c_int;
+}
+
+/// The `__kind` word of `mutex`.
+///
+/// # Safety
+/// `mutex` points to a `pthread_mutex_t` that outlives the returned reference.
+#[inline(always)]
+pub unsafe fn mutex_kind<'a>(mutex: *const pthread_mutex_t) -> &'a AtomicI32 {
+    // SAFETY: `__kind` is an aligned int inside the mutex. An atomic view, because other
+    // threads write the neighbouring lock bytes atomically; `__kind` itself changes only at
+    // init and destroy.
+    unsafe { &*(mutex.cast::<u8>().add(MUTEX_KIND_OFFSET) as *const AtomicI32) }
+}
+
+/// Whether a mutex of this `__kind` is one the preload library replaces: a normal or adaptive
+/// one, private, not robust, without a priority protocol.
+#[inline(always)]
+pub fn replaced_kind(kind: c_int) -> bool {
+    kind == PTHREAD_MUTEX_NORMAL || kind == PTHREAD_MUTEX_ADAPTIVE_NP
+}
+
+/// The `__kind` a replaced mutex gets for `attr` (NULL: the default), or `None` when the
+/// attribute asks for something glibc must keep doing (recursive, error-checking, robust,
+/// process-shared, a priority protocol; or an attribute the getters refuse).
+///
+/// # Safety
+/// `attr` is NULL or points to a `pthread_mutexattr_t`.
+pub unsafe fn replaced_kind_for(attr: *const pthread_mutexattr_t) -> Option<c_int> {
+    if attr.is_null() {
+        return Some(PTHREAD_MUTEX_NORMAL);
+    }
+    let (mut kind, mut pshared, mut protocol, mut robust) = (-1, -1, -1, -1);
+    // SAFETY: `attr` points to an attribute object; the out-pointers are valid.
+    let read = unsafe {
+        pthread_mutexattr_gettype(attr, &mut kind) == 0
+            && pthread_mutexattr_getpshared(attr, &mut pshared) == 0
+            && pthread_mutexattr_getprotocol(attr, &mut protocol) == 0
+            && pthread_mutexattr_getrobust(attr, &mut robust) == 0
+    };
+    let plain = pshared == PTHREAD_PROCESS_PRIVATE && protocol == PTHREAD_PRIO_NONE && robust == PTHREAD_MUTEX_STALLED;
+    (read && plain && replaced_kind(kind)).then_some(kind)
+}
+
+/// A word for the statistics table: what kind of mutex glibc keeps.
+pub fn kind_name(kind: c_int) -> &'static str {
+    if kind == -1 {
+        return "destroyed";
+    }
+    let flags = kind & !KIND_TYPE_MASK;
+    if flags & KIND_ROBUST != 0 {
+        "robust"
+    } else if flags & KIND_PRIO_INHERIT != 0 {
+        "prio-inherit"
+    } else if flags & KIND_PRIO_PROTECT != 0 {
+        "prio-protect"
+    } else if flags & KIND_PSHARED != 0 {
+        "pshared"
+    } else {
+        match kind & KIND_TYPE_MASK {
+            PTHREAD_MUTEX_RECURSIVE => "recursive",
+            PTHREAD_MUTEX_ERRORCHECK => "errorcheck",
+            PTHREAD_MUTEX_ADAPTIVE_NP => "adaptive",
+            _ => "normal",
+        }
+    }
+}
+
+/// The flags word of a condition variable.
+///
+/// # Safety
+/// `cond` points to a `pthread_cond_t` that outlives the returned reference.
+#[inline(always)]
+pub unsafe fn cond_flags<'a>(cond: *const pthread_cond_t) -> &'a AtomicU32 {
+    // SAFETY: an aligned u32 inside the condition variable; glibc's own condition variables
+    // update it atomically (it is their `__wrefs`), ours write it only at init.
+    unsafe { &*(cond.cast::<u8>().add(COND_FLAGS_OFFSET) as *const AtomicU32) }
+}
+
+/// What a condition attribute asks for: `Err(())` for process-shared (glibc's job), or the
+/// flags of a replaced condition variable.
+///
+/// # Safety
+/// `attr` is NULL or points to a `pthread_condattr_t`.
+pub unsafe fn cond_flags_for(attr: *const pthread_condattr_t) -> Result<u32, ()> {
+    if attr.is_null() {
+        return Ok(0);
+    }
+    let (mut pshared, mut clock) = (PTHREAD_PROCESS_PRIVATE, libc::CLOCK_REALTIME);
+    // SAFETY: `attr` points to an attribute object; the out-pointers are valid.
+    unsafe {
+        pthread_condattr_getpshared(attr, &mut pshared);
+        pthread_condattr_getclock(attr, &mut clock);
+    }
+    if pshared == PTHREAD_PROCESS_SHARED {
+        Err(())
+    } else if clock == libc::CLOCK_MONOTONIC {
+        Ok(COND_MONOTONIC)
+    } else {
+        Ok(0)
+    }
+}
+
+type MutexInitFn = unsafe extern "C" fn(*mut pthread_mutex_t, *const pthread_mutexattr_t) -> c_int;
+type MutexFn = unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int;
+type MutexTimedFn = unsafe extern "C" fn(*mut pthread_mutex_t, *const timespec) -> c_int;
+type MutexClockFn = unsafe extern "C" fn(*mut pthread_mutex_t, clockid_t, *const timespec) -> c_int;
+type CondInitFn = unsafe extern "C" fn(*mut pthread_cond_t, *const pthread_condattr_t) -> c_int;
+type CondFn = unsafe extern "C" fn(*mut pthread_cond_t) -> c_int;
+type CondWaitFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int;
+type CondTimedFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, *const timespec) -> c_int;
+type CondClockFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, clockid_t, *const timespec) -> c_int;
+
+/// glibc's own functions, which the replacements call for what they do not replace.
+pub struct Real {
+    pub mutex_init: MutexInitFn,
+    pub mutex_destroy: MutexFn,
+    pub mutex_lock: MutexFn,
+    pub mutex_trylock: MutexFn,
+    pub mutex_unlock: MutexFn,
+    pub mutex_timedlock: MutexTimedFn,
+    pub mutex_clocklock: MutexClockFn,
+    pub cond_init: CondInitFn,
+    pub cond_destroy: CondFn,
+    pub cond_signal: CondFn,
+    pub cond_broadcast: CondFn,
+    pub cond_wait: CondWaitFn,
+    pub cond_timedwait: CondTimedFn,
+    pub cond_clockwait: CondClockFn,
+}
+
+/// The version of the condition-variable functions programs link against. x86_64 also keeps
+/// the pre-2.3.2 ones, and a plain `dlsym` may return those: ask for this one by version.
+#[cfg(target_arch = "x86_64")]
+const COND_VERSION: Option<&core::ffi::CStr> = Some(c"GLIBC_2.3.2");
+#[cfg(not(target_arch = "x86_64"))]
+const COND_VERSION: Option<&core::ffi::CStr> = None;
+
+/// The next definition of `name` after this library's, or the name that is missing.
+fn next(name: &core::ffi::CStr, version: Option<&core::ffi::CStr>) -> Result<*mut c_void, String> {
+    // SAFETY: NUL-terminated names; RTLD_NEXT is valid from a shared object's code.
+    let found = unsafe {
+        match version {
+            Some(version) => libc::dlvsym(libc::RTLD_NEXT, name.as_ptr(), version.as_ptr() as *const c_char),
+            None => core::ptr::null_mut(),
+        }
+    };
+    // SAFETY: as above.
+    let found = if found.is_null() { unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } } else { found };
+    if found.is_null() {
+        Err(name.to_string_lossy().into_owned())
+    } else {
+        Ok(found)
+    }
+}
+
+macro_rules! real {
+    ($name:literal, $version:expr, $signature:ty) => {{
+        let found = next($name, $version)?;
+        // SAFETY: glibc's function of that name has this signature (<pthread.h>); a pointer
+        // to a function and to data have the same size here.
+        unsafe { core::mem::transmute::<*mut c_void, $signature>(found) }
+    }};
+}
+
+impl Real {
+    /// Finds every real function, or names the one that is missing.
+    pub fn find() -> Result<Real, String> {
+        Ok(Real {
+            mutex_init: real!(c"pthread_mutex_init", None, MutexInitFn),
+            mutex_destroy: real!(c"pthread_mutex_destroy", None, MutexFn),
+            mutex_lock: real!(c"pthread_mutex_lock", None, MutexFn),
+            mutex_trylock: real!(c"pthread_mutex_trylock", None, MutexFn),
+            mutex_unlock: real!(c"pthread_mutex_unlock", None, MutexFn),
+            mutex_timedlock: real!(c"pthread_mutex_timedlock", None, MutexTimedFn),
+            mutex_clocklock: real!(c"pthread_mutex_clocklock", None, MutexClockFn),
+            cond_init: real!(c"pthread_cond_init", COND_VERSION, CondInitFn),
+            cond_destroy: real!(c"pthread_cond_destroy", COND_VERSION, CondFn),
+            cond_signal: real!(c"pthread_cond_signal", COND_VERSION, CondFn),
+            cond_broadcast: real!(c"pthread_cond_broadcast", COND_VERSION, CondFn),
+            cond_wait: real!(c"pthread_cond_wait", COND_VERSION, CondWaitFn),
+            cond_timedwait: real!(c"pthread_cond_timedwait", COND_VERSION, CondTimedFn),
+            cond_clockwait: real!(c"pthread_cond_clockwait", None, CondClockFn),
+        })
+    }
+
+    /// Checks, on the running glibc, the two layout facts the replacement relies on: a
+    /// recursive mutex has its type in `__kind` and a process-shared condition variable has
+    /// bit 0 of the word at byte 36 set (a default one not). Names what differs.
+    pub fn check_layout(&self) -> Result<(), String> {
+        // SAFETY (whole block): attribute and objects on the stack, initialised by glibc's
+        // own functions before they are read, and destroyed after.
+        unsafe {
+            let mut attr: pthread_mutexattr_t = core::mem::zeroed();
+            let mut mutex: pthread_mutex_t = core::mem::zeroed();
+            libc::pthread_mutexattr_init(&mut attr);
+            libc::pthread_mutexattr_settype(&mut attr, PTHREAD_MUTEX_RECURSIVE);
+            (self.mutex_init)(&mut mutex, &attr);
+            let kind = mutex_kind(&mutex).load(Relaxed);
+            (self.mutex_destroy)(&mut mutex);
+            libc::pthread_mutexattr_destroy(&mut attr);
+            if kind & KIND_TYPE_MASK != PTHREAD_MUTEX_RECURSIVE {
+                return Err(format!(
+                    "a recursive pthread_mutex_t has {kind} at byte {MUTEX_KIND_OFFSET}, not its type"
+                ));
+            }
+
+            let mut attr: pthread_condattr_t = core::mem::zeroed();
+            let mut cond: pthread_cond_t = core::mem::zeroed();
+            libc::pthread_condattr_init(&mut attr);
+            (self.cond_init)(&mut cond, &attr);
+            let private = cond_flags(&cond).load(Relaxed);
+            (self.cond_destroy)(&mut cond);
+            libc::pthread_condattr_setpshared(&mut attr, PTHREAD_PROCESS_SHARED);
+            (self.cond_init)(&mut cond, &attr);
+            let shared = cond_flags(&cond).load(Relaxed);
+            (self.cond_destroy)(&mut cond);
+            libc::pthread_condattr_destroy(&mut attr);
+            if private & COND_GLIBC_SHARED != 0 || shared & COND_GLIBC_SHARED == 0 {
+                return Err(format!(
+                    "a process-shared pthread_cond_t is not marked by bit 0 of byte {COND_FLAGS_OFFSET} ({private:#x} private, {shared:#x} shared)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,161 @@
+//! `libspinlab_preload.so`: run an unmodified program with spinlab's locks in place of its
+//! pthread mutexes and condition variables, and count its locking.
+//!
+//! ```text
+//! LD_PRELOAD=target/release/libspinlab_preload.so SPINLAB_LOCK=mcs:spin-park SPINLAB_STATS=1 ./program
+//! ```
+//!
+//! - `SPINLAB_LOCK`: the registry name of the lock (default `ttas:spin-park`, spinlab's
+//!   default); `pthread` keeps glibc's mutexes and condition variables (to count them alone).
+//!   A lock must fit before `__kind` in a `pthread_mutex_t` and be unlocked when all-zero.
+//! - `SPINLAB_COND`: the wait policy of the condition variables (default: the lock's policy).
+//! - `SPINLAB_STATS=1`: at exit, a table on stderr of the mutexes with the most waiting;
+//!   `SPINLAB_STATS_TOP` rows (default 20).
+//!
+//! An unusable value prints one line naming it and the valid values and exits with status 2,
+//! from the library's constructor, before `main` runs. docs/preload.md is the user's guide;
+//! `mutex` and `cond` describe how each mutex and condition variable is kept in the
+//! program's own `pthread_mutex_t` and `pthread_cond_t`, with no side table.
+//!
+//! Initialisation is lazy as well as early: libraries the program loads run their
+//! constructors before this one, and may lock a mutex already. Nothing on the path of the
+//! replaced functions calls them back (Rust's own locks use futexes, the registry's locks
+//! are plain atomics, glibc's allocator and dynamic linker use glibc-internal locks).
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod cond;
+mod config;
+mod glibc;
+mod mutex;
+#[path = "../../spinlab-ffi/src/shared/mod.rs"]
+mod shared;
+mod stats;
+
+use config::{Config, Mutexes};
+use glibc::Real;
+use libc::c_char;
+use std::ffi::CString;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// What every replaced function needs: the configuration and glibc's own functions.
+struct State {
+    config: Config,
+    real: Real,
+    /// The lock's name, for `spinlab_preload_lock`.
+    lock_name: CString,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+/// The state, set up on first use.
+#[inline(always)]
+fn state() -> &'static State {
+    match STATE.get() {
+        Some(state) => state,
+        None => first_use(),
+    }
+}
+
+#[cold]
+fn first_use() -> &'static State {
+    STATE.get_or_init(|| match set_up() {
+        Ok(state) => state,
+        Err(line) => exit_with(&line),
+    })
+}
+
+fn set_up() -> Result<State, String> {
+    let real = Real::find().map_err(|missing| format!("glibc has no {missing}, which this library must call"))?;
+    real.check_layout().map_err(|difference| format!("unknown glibc layout: {difference}"))?;
+    let config = config::from_env()?;
+    warm_up(&config);
+    let lock_name = CString::new(config.lock_name()).expect("lock names contain no NUL");
+    Ok(State { config, real, lock_name })
+}
+
+/// Runs the chosen lock and condition variable once, through a short wait that times out,
+/// so that what they set up on first use (the spin-then-park calibration, the cache-miss
+/// policy's buffer, the per-thread node cache) is set up now, before `main`, and not inside
+/// the program's first contended acquisition.
+fn warm_up(config: &Config) {
+    let Mutexes::Replaced { ops, .. } = config.mutexes else { return };
+    let mut room = [0u64; glibc::MUTEX_LOCK_ROOM / 8];
+    let at = room.as_mut_ptr().cast::<u8>();
+    let soon = || Instant::now() + Duration::from_micros(20);
+    // SAFETY: `room` is zeroed, 8-aligned storage of the size `config` checked the lock fits
+    // in; it is used as the lock's contract says and dropped unlocked.
+    unsafe {
+        (ops.init)(at);
+        (ops.lock)(at);
+        let acquired_twice = (ops.try_lock_until)(at, soon());
+        debug_assert!(!acquired_twice);
+        (ops.unlock)(at);
+        (ops.drop)(at);
+    }
+    let mut core = [0u64; 2];
+    // SAFETY: all-zero bytes are a new `CondCore` (12 bytes), used with one policy only.
+    let _ = unsafe {
+        shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), config.cond, Some(soon()), || Ok(()), || 0)
+    };
+}
+
+/// Prints `spinlab-preload: <line>` on stderr and exits with status 2, without running the
+/// program's exit handlers (it has not started).
+fn exit_with(line: &str) -> ! {
+    let text = format!("spinlab-preload: {line}\n");
+    write_stderr(&text);
+    // SAFETY: _exit ends the process at once; it is always safe to call.
+    unsafe { libc::_exit(2) }
+}
+
+/// Writes all of `text` to file descriptor 2, without Rust's stderr lock (exit paths).
+fn write_stderr(text: &str) {
+    let mut rest = text.as_bytes();
+    while !rest.is_empty() {
+        // SAFETY: writes from a live buffer of that length.
+        let written = unsafe { libc::write(2, rest.as_ptr().cast(), rest.len()) };
+        if written <= 0 {
+            return;
+        }
+        rest = &rest[written as usize..];
+    }
+}
+
+/// The registry name of the lock in use (`"pthread"` when glibc's are kept), for programs
+/// and tools that want to know that the library is loaded and what it does. A static string.
+#[no_mangle]
+pub extern "C" fn spinlab_preload_lock() -> *const c_char {
+    state().lock_name.as_ptr()
+}
+
+/// Runs before `main` (and before the constructors of libraries loaded after this one):
+/// checks the environment, exiting with status 2 on a bad value, and arranges for the
+/// statistics.
+extern "C" fn constructor() {
+    if state().config.stats_top.is_some() {
+        // SAFETY: registering plain `extern "C"` functions without arguments.
+        unsafe {
+            libc::atexit(report_at_exit);
+            libc::pthread_atfork(None, None, Some(stats::forget_all_in_child));
+        }
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+/// Prints the statistics table (`SPINLAB_STATS=1`), unless the process locked nothing (a shell
+/// script that runs the program, say, also inherits the variables).
+extern "C" fn report_at_exit() {
+    let state = state();
+    let Some(top) = state.config.stats_top else { return };
+    let (rows, untracked) =
+        stats::snapshot(|kind| if kind == stats::OURS { "spinlab" } else { glibc::kind_name(kind) });
+    if rows.is_empty() && untracked == 0 {
+        return;
+    }
+    let program = std::fs::read_to_string("/proc/self/comm").map(|name| name.trim().to_string()).unwrap_or_default();
+    write_stderr(&stats::render(&program, state.config.lock_name(), rows, untracked, top));
+}

@@ -1,0 +1,293 @@
+//! The `pthread_mutex_*` replacements.
+//!
+//! Each call reads the mutex's `__kind`. A normal or adaptive mutex (`__kind` 0 or 3, which is
+//! also every statically initialised `PTHREAD_MUTEX_INITIALIZER`) holds a spinlab lock in its
+//! first 16 bytes, which all-zero bytes already make an unlocked one; any other kind
+//! (recursive, error-checking, robust, priority-protocol, process-shared, or destroyed) goes
+//! to glibc's own function untouched. With `SPINLAB_LOCK=pthread` every mutex goes to glibc.
+//!
+//! With `SPINLAB_STATS=1` an acquisition first tries the lock: if that fails, the wait is
+//! timed (see `stats`).
+
+use crate::config::Mutexes;
+use crate::glibc::{mutex_kind, replaced_kind, replaced_kind_for};
+use crate::shared::clock::Abstime;
+use crate::stats::{self, Waiting, OURS};
+use crate::{state, State};
+use core::sync::atomic::Ordering::Relaxed;
+use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, EBUSY, EINVAL, EOWNERDEAD, ETIMEDOUT};
+use spinlab::registry::RawLockOps;
+
+/// The spinlab lock in `mutex`, if the mutex is one the library replaced.
+///
+/// # Safety
+/// `mutex` points to a `pthread_mutex_t`.
+#[inline(always)]
+unsafe fn replaced(state: &State, mutex: *mut pthread_mutex_t) -> Option<&'static RawLockOps> {
+    match state.config.mutexes {
+        // SAFETY: the caller's contract.
+        Mutexes::Replaced { ops, .. } if replaced_kind(unsafe { mutex_kind(mutex) }.load(Relaxed)) => Some(ops),
+        _ => None,
+    }
+}
+
+/// Whether a glibc call's result means the caller now holds the mutex (`EOWNERDEAD`: a robust
+/// mutex whose last owner died, acquired all the same).
+fn holds(status: c_int) -> bool {
+    status == 0 || status == EOWNERDEAD
+}
+
+/// Acquires `mutex`, counting it with `SPINLAB_STATS`; also the relock of a condition wait.
+///
+/// # Safety
+/// `mutex` points to a `pthread_mutex_t` the program may lock.
+pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
+    // SAFETY (whole function): the caller's contract; a replaced mutex holds its lock at its
+    // start, initialised (or all zero, which the lock accepts).
+    unsafe {
+        let counting = state.config.stats_top.is_some();
+        let Some(ops) = replaced(state, mutex) else {
+            if !counting {
+                return (state.real.mutex_lock)(mutex);
+            }
+            let kind = mutex_kind(mutex).load(Relaxed);
+            return match (state.real.mutex_trylock)(mutex) {
+                status if holds(status) => {
+                    stats::acquired(mutex as usize, kind, None);
+                    status
+                }
+                _ => {
+                    let waiting = Waiting::start();
+                    let status = (state.real.mutex_lock)(mutex);
+                    if holds(status) {
+                        stats::acquired(mutex as usize, kind, Some(waiting));
+                    }
+                    status
+                }
+            };
+        };
+        let at = mutex.cast::<u8>();
+        if !counting {
+            (ops.lock)(at);
+        } else if (ops.try_lock)(at) {
+            stats::acquired(mutex as usize, OURS, None);
+        } else {
+            let waiting = Waiting::start();
+            (ops.lock)(at);
+            stats::acquired(mutex as usize, OURS, Some(waiting));
+        }
+        0
+    }
+}
+
+/// Releases `mutex`; also the release of a condition wait.
+///
+/// # Safety
+/// `mutex` points to a `pthread_mutex_t`.
+pub(crate) unsafe fn unlock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract; releasing a replaced mutex the caller does not hold is
+    // undefined, as it is for a normal pthread mutex.
+    unsafe {
+        match replaced(state, mutex) {
+            Some(ops) => {
+                (ops.unlock)(mutex.cast());
+                0
+            }
+            None => (state.real.mutex_unlock)(mutex),
+        }
+    }
+}
+
+/// Replaces glibc's: a normal or adaptive, private, non-robust mutex without a priority
+/// protocol gets a spinlab lock; any other goes to glibc.
+///
+/// # Safety
+/// As `pthread_mutex_init`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_init(mutex: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) -> c_int {
+    let state = state();
+    // SAFETY: the caller's contract: `mutex` is writable, `attr` NULL or an attribute.
+    unsafe {
+        if let Mutexes::Replaced { ops, .. } = state.config.mutexes {
+            if let Some(kind) = replaced_kind_for(attr) {
+                mutex.write_bytes(0, 1);
+                (ops.init)(mutex.cast());
+                mutex_kind(mutex).store(kind, Relaxed);
+                return 0;
+            }
+        }
+        (state.real.mutex_init)(mutex, attr)
+    }
+}
+
+/// Replaces glibc's: `EBUSY` for a held replaced mutex, which otherwise is marked destroyed
+/// (`__kind` -1, as glibc marks it, so that later use reaches glibc's `EINVAL`).
+///
+/// # Safety
+/// As `pthread_mutex_destroy`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_destroy(mutex: *mut pthread_mutex_t) -> c_int {
+    let state = state();
+    // SAFETY: the caller's contract; once we hold the lock it is ours to release and drop.
+    unsafe {
+        let Some(ops) = replaced(state, mutex) else {
+            return (state.real.mutex_destroy)(mutex);
+        };
+        if !(ops.try_lock)(mutex.cast()) {
+            return EBUSY;
+        }
+        (ops.unlock)(mutex.cast());
+        (ops.drop)(mutex.cast());
+        mutex_kind(mutex).store(-1, Relaxed);
+    }
+    0
+}
+
+/// Replaces glibc's.
+///
+/// # Safety
+/// As `pthread_mutex_lock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_lock(mutex: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { lock(state(), mutex) }
+}
+
+/// Replaces glibc's.
+///
+/// # Safety
+/// As `pthread_mutex_trylock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_trylock(mutex: *mut pthread_mutex_t) -> c_int {
+    let state = state();
+    let counting = state.config.stats_top.is_some();
+    // SAFETY: the caller's contract.
+    unsafe {
+        match replaced(state, mutex) {
+            Some(ops) => {
+                if !(ops.try_lock)(mutex.cast()) {
+                    return EBUSY;
+                }
+                if counting {
+                    stats::acquired(mutex as usize, OURS, None);
+                }
+                0
+            }
+            None => {
+                let status = (state.real.mutex_trylock)(mutex);
+                if counting && holds(status) {
+                    stats::acquired(mutex as usize, mutex_kind(mutex).load(Relaxed), None);
+                }
+                status
+            }
+        }
+    }
+}
+
+/// Replaces glibc's.
+///
+/// # Safety
+/// As `pthread_mutex_unlock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_unlock(mutex: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { unlock(state(), mutex) }
+}
+
+/// Replaces glibc's (`CLOCK_REALTIME`).
+///
+/// # Safety
+/// As `pthread_mutex_timedlock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_timedlock(mutex: *mut pthread_mutex_t, abstime: *const timespec) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { timed(state(), mutex, None, abstime) }
+}
+
+/// Replaces glibc's: `EINVAL` for a clock other than `CLOCK_REALTIME` and `CLOCK_MONOTONIC`,
+/// checked first, as glibc does.
+///
+/// # Safety
+/// As `pthread_mutex_clocklock`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_mutex_clocklock(
+    mutex: *mut pthread_mutex_t,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { timed(state(), mutex, Some(clock), abstime) }
+}
+
+/// A timed acquisition on `clock` (`None`: `pthread_mutex_timedlock`, `CLOCK_REALTIME`).
+///
+/// # Safety
+/// As `pthread_mutex_clocklock`.
+unsafe fn timed(
+    state: &State,
+    mutex: *mut pthread_mutex_t,
+    clock: Option<clockid_t>,
+    abstime: *const timespec,
+) -> c_int {
+    let counting = state.config.stats_top.is_some();
+    let known_clock = clock.map_or(true, |clock| clock == libc::CLOCK_REALTIME || clock == libc::CLOCK_MONOTONIC);
+    // SAFETY (whole function): the caller's contract.
+    unsafe {
+        let Some(ops) = replaced(state, mutex) else {
+            let real = || match clock {
+                None => (state.real.mutex_timedlock)(mutex, abstime),
+                Some(clock) => (state.real.mutex_clocklock)(mutex, clock, abstime),
+            };
+            if !counting || !known_clock {
+                return real();
+            }
+            let kind = mutex_kind(mutex).load(Relaxed);
+            let status = (state.real.mutex_trylock)(mutex);
+            if holds(status) {
+                stats::acquired(mutex as usize, kind, None);
+                return status;
+            }
+            let waiting = Waiting::start();
+            let status = real();
+            if holds(status) {
+                stats::acquired(mutex as usize, kind, Some(waiting));
+            }
+            return status;
+        };
+        if !known_clock {
+            return EINVAL;
+        }
+        let at = mutex.cast::<u8>();
+        // As glibc: a free mutex is taken whatever the deadline says.
+        if (ops.try_lock)(at) {
+            if counting {
+                stats::acquired(mutex as usize, OURS, None);
+            }
+            return 0;
+        }
+        let clock = clock.unwrap_or(libc::CLOCK_REALTIME);
+        let Some(deadline) = abstime.as_ref().and_then(|at| Abstime::new(clock, at)) else {
+            return EINVAL;
+        };
+        let waiting = counting.then(Waiting::start);
+        loop {
+            let acquired = match deadline.deadline() {
+                Some(instant) => (ops.try_lock_until)(at, instant),
+                None => {
+                    (ops.lock)(at);
+                    true
+                }
+            };
+            if acquired {
+                if let Some(waiting) = waiting {
+                    stats::acquired(mutex as usize, OURS, Some(waiting));
+                }
+                return 0;
+            }
+            // The wait ended on the monotonic clock; `clock` may have been stepped back.
+            if deadline.reached() {
+                return ETIMEDOUT;
+            }
+        }
+    }
+}

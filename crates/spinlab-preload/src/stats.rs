@@ -1,0 +1,258 @@
+//! `SPINLAB_STATS=1`: for every mutex, how often it was acquired, how often that found it held
+//! (contended), and how long those acquisitions waited; printed at exit as a table of the
+//! mutexes with the most waiting, what mutrace and lockstat give, for any lock.
+//!
+//! The rows live in a fixed table in the library's zero-initialised data, keyed by the
+//! mutex's address (open addressing), so counting never allocates or takes a lock, a fork
+//! copies it whole, and a mutex that is destroyed and re-created at the same address keeps
+//! adding to one row. A row is written only by the thread that holds its mutex, so the
+//! mutex itself serialises the updates: plain relaxed loads and stores, no read-modify-write
+//! on the hot line. Only claiming a free row for a new address is a compare-and-swap.
+//!
+//! A wait is timed only when the acquisition found the mutex held: a free mutex is taken
+//! with one `try_lock` and costs no clock read.
+
+use core::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use libc::c_int;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+/// Rows in the table; a program with more distinct mutexes has the rest counted as untracked.
+const CAPACITY: usize = 1 << 14;
+/// How far from its home row an address may land before it is counted as untracked.
+const MAX_PROBES: usize = 64;
+
+/// One mutex's counts, alone on its line: the holders of two busy mutexes must not write one
+/// line.
+#[repr(align(64))]
+struct Row {
+    /// The mutex's address; 0 while the row is free.
+    mutex: AtomicUsize,
+    /// Its glibc `__kind` when last counted, or `OURS`.
+    kind: AtomicI32,
+    acquisitions: AtomicU64,
+    contended: AtomicU64,
+    wait_ns: AtomicU64,
+    max_wait_ns: AtomicU64,
+}
+
+impl Row {
+    const fn new() -> Row {
+        Row {
+            mutex: AtomicUsize::new(0),
+            kind: AtomicI32::new(0),
+            acquisitions: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
+            max_wait_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+static ROWS: [Row; CAPACITY] = [const { Row::new() }; CAPACITY];
+/// Acquisitions of mutexes that found no row.
+static UNTRACKED: AtomicU64 = AtomicU64::new(0);
+
+/// The `kind` of a mutex the preload library replaced (glibc's kinds are small and >= -1).
+pub const OURS: c_int = c_int::MIN;
+
+/// The row of the mutex at `address`, claimed if new; `None` if its probe window is full.
+fn row(address: usize) -> Option<&'static Row> {
+    // Fibonacci hashing of the address without its always-zero low bits.
+    let home = ((address >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CAPACITY.trailing_zeros());
+    for probe in 0..MAX_PROBES {
+        let row = &ROWS[(home as usize + probe) % CAPACITY];
+        match row.mutex.load(Relaxed) {
+            0 => match row.mutex.compare_exchange(0, address, Relaxed, Relaxed) {
+                Ok(_) => return Some(row),
+                Err(taken) if taken == address => return Some(row),
+                Err(_) => {}
+            },
+            taken if taken == address => return Some(row),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// When a contended acquisition started waiting.
+pub struct Waiting(Instant);
+
+impl Waiting {
+    /// Starts timing a wait.
+    #[inline]
+    pub fn start() -> Waiting {
+        Waiting(Instant::now())
+    }
+}
+
+/// Counts an acquisition of the mutex at `address`, made by the calling thread, which holds
+/// it now; `waited` is `None` if it was free.
+#[inline]
+pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
+    let Some(row) = row(address) else {
+        UNTRACKED.fetch_add(1, Relaxed);
+        return;
+    };
+    // Loads and stores rather than read-modify-writes: see the module's documentation.
+    row.kind.store(kind, Relaxed);
+    row.acquisitions.store(row.acquisitions.load(Relaxed) + 1, Relaxed);
+    if let Some(Waiting(since)) = waited {
+        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        row.contended.store(row.contended.load(Relaxed) + 1, Relaxed);
+        row.wait_ns.store(row.wait_ns.load(Relaxed).saturating_add(ns), Relaxed);
+        if ns > row.max_wait_ns.load(Relaxed) {
+            row.max_wait_ns.store(ns, Relaxed);
+        }
+    }
+}
+
+/// Empties the table: a forked child counts its own acquisitions, not its parent's.
+pub fn forget_all() {
+    for row in ROWS.iter().filter(|row| row.mutex.load(Relaxed) != 0) {
+        for count in [&row.acquisitions, &row.contended, &row.wait_ns, &row.max_wait_ns] {
+            count.store(0, Relaxed);
+        }
+        row.mutex.store(0, Relaxed);
+    }
+    UNTRACKED.store(0, Relaxed);
+}
+
+/// [`forget_all`] as a `pthread_atfork` child handler.
+pub extern "C" fn forget_all_in_child() {
+    forget_all();
+}
+
+/// One row as the report sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counted {
+    pub mutex: usize,
+    pub kind: &'static str,
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub wait_ns: u64,
+    pub max_wait_ns: u64,
+}
+
+/// Every used row, read now.
+pub fn snapshot(kind_name: impl Fn(c_int) -> &'static str) -> (Vec<Counted>, u64) {
+    let rows = ROWS
+        .iter()
+        .filter(|row| row.mutex.load(Relaxed) != 0 && row.acquisitions.load(Relaxed) != 0)
+        .map(|row| Counted {
+            mutex: row.mutex.load(Relaxed),
+            kind: kind_name(row.kind.load(Relaxed)),
+            acquisitions: row.acquisitions.load(Relaxed),
+            contended: row.contended.load(Relaxed),
+            wait_ns: row.wait_ns.load(Relaxed),
+            max_wait_ns: row.max_wait_ns.load(Relaxed),
+        })
+        .collect();
+    (rows, UNTRACKED.load(Relaxed))
+}
+
+/// The report: a heading naming the program and the lock, then the `top` mutexes with the
+/// most total waiting (then the most contended, then the most used).
+pub fn render(program: &str, lock: &str, mut rows: Vec<Counted>, untracked: u64, top: usize) -> String {
+    let mutexes = rows.len();
+    let acquisitions: u64 = rows.iter().map(|r| r.acquisitions).sum();
+    rows.sort_by(|a, b| {
+        (b.wait_ns, b.contended, b.acquisitions, a.mutex).cmp(&(a.wait_ns, a.contended, a.acquisitions, b.mutex))
+    });
+    rows.truncate(top);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "spinlab-preload: lock statistics of {program} (pid {}), mutexes {lock}: {mutexes} mutexes, {acquisitions} acquisitions; the {} with the most waiting:",
+        std::process::id(),
+        rows.len(),
+    );
+    let _ = writeln!(
+        out,
+        "  {:>18}  {:<12} {:>14} {:>10} {:>11} {:>11} {:>11}",
+        "mutex", "kind", "acquisitions", "contended", "mean wait", "max wait", "total wait"
+    );
+    for row in &rows {
+        let contended_pct = 100.0 * row.contended as f64 / row.acquisitions as f64;
+        let mean = row.wait_ns.checked_div(row.contended).unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "  {:>#18x}  {:<12} {:>14} {:>9.2}% {:>11} {:>11} {:>11}",
+            row.mutex,
+            row.kind,
+            row.acquisitions,
+            contended_pct,
+            duration(mean),
+            duration(row.max_wait_ns),
+            duration(row.wait_ns),
+        );
+    }
+    let _ = writeln!(out, "  (contended: acquisitions that found the mutex held; the waits are theirs)");
+    if untracked > 0 {
+        let _ =
+            writeln!(out, "  ({untracked} acquisitions of mutexes beyond the table's {CAPACITY} rows are not shown)");
+    }
+    out
+}
+
+/// Nanoseconds, in the largest unit that keeps at least one digit before the point.
+fn duration(ns: u64) -> String {
+    match ns {
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{:.1} us", ns as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(mutex: usize, acquisitions: u64, contended: u64, wait_ns: u64) -> Counted {
+        Counted { mutex, kind: "spinlab", acquisitions, contended, wait_ns, max_wait_ns: wait_ns / 2 }
+    }
+
+    #[test]
+    fn the_report_orders_by_waiting_and_keeps_the_top() {
+        let rows = vec![counted(0x10, 100, 0, 0), counted(0x20, 50, 10, 5_000), counted(0x30, 70, 7, 90_000)];
+        let text = render("prog", "mcs:futex", rows, 0, 2);
+        let lines: Vec<_> = text.lines().collect();
+        assert!(
+            lines[0].contains("prog") && lines[0].contains("mcs:futex: 3 mutexes, 220 acquisitions; the 2"),
+            "{text}"
+        );
+        assert!(lines[2].contains("0x30") && lines[2].contains("10.00%") && lines[2].contains("12.9 us"), "{text}");
+        assert!(lines[3].contains("0x20") && lines[3].contains("20.00%") && lines[3].contains("500 ns"), "{text}");
+        assert!(!text.contains("0x10"), "only the top 2: {text}");
+        assert!(!text.contains("not shown"));
+        assert!(render("p", "l", vec![], 5, 3).contains("5 acquisitions of mutexes beyond"));
+    }
+
+    #[test]
+    fn durations_take_the_largest_unit_with_a_digit_before_the_point() {
+        assert_eq!(duration(999), "999 ns");
+        assert_eq!(duration(1_000), "1.0 us");
+        assert_eq!(duration(12_345), "12.3 us");
+        assert_eq!(duration(5_096_600), "5.1 ms");
+        assert_eq!(duration(45_600_000), "45.6 ms");
+        assert_eq!(duration(12_340_000_000), "12.34 s");
+    }
+
+    #[test]
+    fn acquisitions_add_up_per_address_and_forget_all_empties_the_table() {
+        // Addresses no real mutex has (the tests of this crate share the table).
+        let (a, b) = (0x7_0000_0008usize, 0x7_0000_0010usize);
+        for _ in 0..3 {
+            acquired(a, OURS, None);
+        }
+        acquired(b, 1, Some(Waiting::start()));
+        let (rows, _) = snapshot(|kind| if kind == OURS { "spinlab" } else { "other" });
+        let row_a = rows.iter().find(|r| r.mutex == a).unwrap();
+        let row_b = rows.iter().find(|r| r.mutex == b).unwrap();
+        assert_eq!((row_a.acquisitions, row_a.contended, row_a.kind), (3, 0, "spinlab"));
+        assert_eq!((row_b.acquisitions, row_b.contended, row_b.kind), (1, 1, "other"));
+        forget_all();
+        assert!(snapshot(|_| "").0.is_empty());
+    }
+}

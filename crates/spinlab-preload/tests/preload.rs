@@ -1,0 +1,160 @@
+//! Unmodified C programs under libspinlab_preload.so: tests/c/p_*.c use plain pthreads
+//! (compiled with `-Wall -Wextra -Werror`, no spinlab header), and run once without the
+//! library, where glibc must pass them, then under it with several locks. Each program
+//! first prints which lock the library reports, and the mutex tests print whether a normal
+//! mutex was locked by glibc or holds a spinlab lock, so a run that silently was not
+//! preloaded fails.
+
+#[path = "../../spinlab-ffi/tests/common/mod.rs"]
+mod common;
+
+use common::{compile, libraries, run, Ran};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A watchdog for hangs, far above what any of these programs takes.
+const LIMIT: Duration = Duration::from_secs(300);
+
+/// The locks every program runs under: the default (`None`: SPINLAB_LOCK unset), queue
+/// locks, a sleeping and a spinning policy, the fair bitmask lock, a reference lock, and
+/// `pthread` (glibc's own, passed through).
+const LOCKS: [Option<&str>; 7] = [
+    None,
+    Some("mcs:futex"),
+    Some("ticket:pause"),
+    Some("fair:spin-park"),
+    Some("tas:yield"),
+    Some("parking_lot"),
+    Some("pthread"),
+];
+
+fn program(name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
+    compile(name, &[source], &["-ldl"])
+}
+
+fn preload_library() -> PathBuf {
+    libraries().join("libspinlab_preload.so")
+}
+
+/// Runs `program` under the preload library with `lock` and `env`.
+fn preloaded(program: &Path, lock: Option<&str>, env: &[(&str, &str)]) -> Ran {
+    let library = preload_library().display().to_string();
+    let mut vars = vec![("LD_PRELOAD", library.as_str())];
+    if let Some(lock) = lock {
+        vars.push(("SPINLAB_LOCK", lock));
+    }
+    vars.extend_from_slice(env);
+    run(program, &[], &vars, LIMIT)
+}
+
+/// Runs `name` without the library, then under each of [`LOCKS`]; checks each run passed and
+/// was (or was not) preloaded with the lock asked for, and returns the preloaded runs.
+fn everywhere(name: &str) -> Vec<(Option<&'static str>, Ran)> {
+    let program = program(name);
+    let plain = run(&program, &[], &[], LIMIT);
+    plain.assert_success(&format!("{name} without the preload library"));
+    assert!(plain.stdout.starts_with("preload: none\n"), "{}", plain.stdout);
+    LOCKS
+        .iter()
+        .map(|&lock| {
+            let ran = preloaded(&program, lock, &[]);
+            ran.assert_success(&format!("{name} with SPINLAB_LOCK={lock:?}"));
+            let expected = format!("preload: {}\n", lock.unwrap_or("ttas:spin-park"));
+            assert!(ran.stdout.starts_with(&expected), "{lock:?}: {}", ran.stdout);
+            assert!(ran.stdout.ends_with("ok\n"), "{lock:?}: {}", ran.stdout);
+            (lock, ran)
+        })
+        .collect()
+}
+
+#[test]
+fn mutual_exclusion_trylock_and_timed_locks_with_static_and_initialised_mutexes() {
+    let program_name = "p_exclusion";
+    for (lock, ran) in everywhere(program_name) {
+        let expected = if lock == Some("pthread") { "glibc's" } else { "replaced" };
+        assert!(ran.stdout.contains(&format!("normal mutexes are {expected}\n")), "{lock:?}: {}", ran.stdout);
+    }
+    let plain = run(&program(program_name), &[], &[], LIMIT);
+    assert!(plain.stdout.contains("normal mutexes are glibc's\n"), "{}", plain.stdout);
+}
+
+#[test]
+fn condition_variables_on_both_clocks_freed_after_broadcast_and_with_glibc_mutexes() {
+    everywhere("p_condvar");
+}
+
+#[test]
+fn recursive_errorcheck_robust_shared_and_priority_mutexes_keep_glibc_behaviour() {
+    everywhere("p_passthrough");
+}
+
+#[test]
+fn fork_sixty_four_nested_locks_and_hand_over_hand() {
+    everywhere("p_fork_nested");
+}
+
+/// The row of the statistics table for the mutex at `address`: its columns.
+fn stats_row<'a>(stderr: &'a str, address: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(address))
+        .unwrap_or_else(|| panic!("no row for {address} in:\n{stderr}"))
+        .split_whitespace()
+        .collect()
+}
+
+#[test]
+fn statistics_count_every_acquisition_of_a_mutex() {
+    let program = program("p_exclusion");
+    for (lock, kind) in [(Some("mcs:futex"), "spinlab"), (None, "spinlab"), (Some("pthread"), "normal")] {
+        let ran = preloaded(&program, lock, &[("SPINLAB_STATS", "1")]);
+        ran.assert_success("p_exclusion with statistics");
+        // "tallied mutex 0x55d0c8a4e040 acquired 20000 times"
+        let line = ran.stdout.lines().find(|l| l.starts_with("tallied mutex ")).expect("the program reports its mutex");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (address, acquired) = (words[2], words[4]);
+        let heading = ran.stderr.lines().find(|l| l.starts_with("spinlab-preload: lock statistics of p_exclusion"));
+        let heading = heading.unwrap_or_else(|| panic!("no statistics heading in:\n{}", ran.stderr));
+        assert!(heading.contains(&format!("mutexes {}:", lock.unwrap_or("ttas:spin-park"))), "{heading}");
+        let row = stats_row(&ran.stderr, address);
+        assert_eq!(row[1], kind, "{lock:?}: {row:?}");
+        assert_eq!(row[2], acquired, "{lock:?}: every acquisition is counted, once: {row:?}");
+        let contended: f64 = row[3].trim_end_matches('%').parse().unwrap();
+        assert!((0.0..=100.0).contains(&contended), "{row:?}");
+    }
+    // Without SPINLAB_STATS nothing is printed.
+    let ran = preloaded(&program, Some("mcs:futex"), &[]);
+    assert!(!ran.stderr.contains("lock statistics"), "{}", ran.stderr);
+}
+
+#[test]
+fn an_unusable_setting_prints_one_line_and_exits_with_2_before_main() {
+    let program = program("p_exclusion");
+    let mut cases = vec![
+        (
+            vec![("SPINLAB_LOCK", "ttas:sleepy")],
+            "SPINLAB_LOCK=ttas:sleepy is not a lock name; valid values: ALGORITHM:POLICY",
+        ),
+        (
+            vec![("SPINLAB_LOCK", "clh:pause")],
+            "SPINLAB_LOCK=clh:pause cannot replace pthread mutexes: it takes 24 bytes",
+        ),
+        (vec![("SPINLAB_LOCK", "std")], "SPINLAB_LOCK=std cannot replace pthread mutexes"),
+        (vec![("SPINLAB_COND", "ttas:futex")], "SPINLAB_COND=ttas:futex is not a wait policy"),
+        (vec![("SPINLAB_STATS", "yes")], "SPINLAB_STATS=yes is not 0 or 1"),
+    ];
+    for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()).take(1) {
+        cases.push((vec![("SPINLAB_LOCK", entry.name.as_str())], "is unavailable here"));
+    }
+    let library = preload_library().display().to_string();
+    for (env, message) in cases {
+        let mut vars = vec![("LD_PRELOAD", library.as_str())];
+        vars.extend(env.iter().copied());
+        let ran = run(&program, &[], &vars, LIMIT);
+        assert_eq!(ran.code(), Some(2), "{env:?}: {}", ran.stderr);
+        assert_eq!(ran.stdout, "", "{env:?}: main ran");
+        assert_eq!(ran.stderr.lines().count(), 1, "{env:?}: {}", ran.stderr);
+        assert!(ran.stderr.starts_with("spinlab-preload: ") && ran.stderr.contains(message), "{env:?}: {}", ran.stderr);
+    }
+}
