@@ -183,7 +183,11 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
 impl Common {
     /// The stopping rule, with the experiment's default counts where none were given.
     pub fn rule(&self, default_min: usize, default_max: usize) -> Result<StoppingRule, LabError> {
-        let min_reps = self.min_reps.unwrap_or(default_min);
+        // A bound given alone moves the other default out of its way.
+        let min_reps = self.min_reps.unwrap_or(match self.max_reps {
+            Some(max) => default_min.min(max),
+            None => default_min,
+        });
         let max_reps = self.max_reps.unwrap_or(default_max.max(min_reps));
         if min_reps > max_reps {
             return Err(LabError::usage(format!(
@@ -269,6 +273,12 @@ mod tests {
         assert_eq!(parsed.maiv, default.maiv);
         assert_eq!(parsed.given(), default.given());
         assert_eq!(default.rule(3, 10).unwrap(), StoppingRule { maiv_pct: 1.0, min_reps: 3, max_reps: 10 });
+        let only_max = Common { max_reps: Some(2), ..Common::default() };
+        assert_eq!(only_max.rule(3, 10).unwrap(), StoppingRule { maiv_pct: 1.0, min_reps: 2, max_reps: 2 });
+        let only_min = Common { min_reps: Some(20), ..Common::default() };
+        assert_eq!(only_min.rule(3, 10).unwrap(), StoppingRule { maiv_pct: 1.0, min_reps: 20, max_reps: 20 });
+        let both = Common { min_reps: Some(5), max_reps: Some(2), ..Common::default() };
+        assert!(both.rule(3, 10).is_err());
         let names: Vec<&str> = all().iter().map(|e| e.name()).collect();
         assert_eq!(names, ["floor", "contention", "herd"]);
     }
