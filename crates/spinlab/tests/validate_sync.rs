@@ -1,3 +1,4 @@
+#![cfg(not(loom))]
 //! Events, condition variables, barriers and reader-writer locks, through checks that a broken
 //! primitive would fail: lost wake-ups (as hangs, which a watchdog turns into failures), items
 //! lost or delivered twice, phases left early, two leaders, readers beside a writer, a writer

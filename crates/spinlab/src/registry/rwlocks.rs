@@ -297,14 +297,20 @@ impl StdRwLock {
     fn keep_reader(&self, guard: std::sync::RwLockReadGuard<'_, ()>) {
         // SAFETY: only the lifetime changes; the guard is dropped in `unlock_shared`, before
         // the lock may be dropped (the `DynRwLock` contract).
-        let guard: ErasedReadGuard = unsafe { core::mem::transmute(guard) };
+        let guard = unsafe { core::mem::transmute::<std::sync::RwLockReadGuard<'_, ()>, ErasedReadGuard>(guard) };
         STD_READ_GUARDS.with(|guards| guards.borrow_mut().push((self.key(), guard)));
     }
 
     fn keep_writer(&self, guard: std::sync::RwLockWriteGuard<'_, ()>) {
         // SAFETY: only the lifetime changes (the guard is dropped in `unlock_exclusive`), and we
         // hold the write lock, so nobody else touches `writer`.
-        unsafe { *self.writer.get() = Some(core::mem::transmute(guard)) };
+        unsafe {
+            let guard = core::mem::transmute::<
+                std::sync::RwLockWriteGuard<'_, ()>,
+                std::sync::RwLockWriteGuard<'static, ()>,
+            >(guard);
+            *self.writer.get() = Some(guard);
+        }
     }
 }
 
