@@ -17,7 +17,7 @@
 //! is a new condvar, so it fits inside a zero-initialised `pthread_cond_t`.
 //!
 //! Why policy-generic: the waiter's spin phase decides what an immediate hand-off costs. With
-//! [`SpinPark`](crate::wait::SpinPark) (the default) a notification that comes within a few
+//! [`SpinPark`] (the default) a notification that comes within a few
 //! microseconds is seen by a spinning waiter, and the notifier makes no system call; with
 //! [`Futex`](crate::wait::Futex) it behaves like a pthread condvar; with a pure spin policy
 //! it is seed 001's spin-loop notification.

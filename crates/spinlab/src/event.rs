@@ -5,7 +5,7 @@
 //! and sleeps, the notifier writes it. [`Event`] keeps that shape, and which "sleep" the waiter
 //! gets is the policy: re-reading with `pause` (seed 001's *spin-loops*), the kernel's futex
 //! (its *pthreads* baseline, minus the mutex), or `umwait`/`mwaitx`/`wfe` on the word (its
-//! *mwmon*, in user mode). The word every waiter watches is the [`Sequence`] below, which
+//! *mwmon*, in user mode). The word every waiter watches is the `Sequence` below, which
 //! [`Condvar`](crate::Condvar) shares.
 
 use crate::sync::{AtomicU32, Ordering::*};
@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 /// on it: the waiting half of an *eventcount*, shared by [`Event`] and
 /// [`Condvar`](crate::Condvar).
 ///
-/// | word       | written by                                  | read by                                 |
-/// |------------|---------------------------------------------|-----------------------------------------|
-/// | `seq`      | every notification: `+1`, wrapping          | waiters spin on it, then sleep on it    |
-/// | `sleepers` | a waiter, just before and just after it sleeps | notifiers, to skip the wake-up syscall |
+/// | word       | written by                                     | read by                                          |
+/// |------------|------------------------------------------------|--------------------------------------------------|
+/// | `seq`      | every notification: `+1`, wrapping             | waiters: they spin on it, then sleep on it       |
+/// | `sleepers` | a waiter, just before and just after it sleeps | notifiers (a read-modify-write): is a wake-up needed? |
 ///
 /// A waiter reads `seq`, checks its condition, and waits while `seq` still holds what it read;
 /// any notification after the read changes `seq`, so none can slip between the check and the
