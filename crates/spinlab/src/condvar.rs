@@ -17,10 +17,10 @@
 //! is a new condvar, so it fits inside a zero-initialised `pthread_cond_t`.
 //!
 //! Why policy-generic: the waiter's spin phase decides what an immediate hand-off costs. With
-//! [`SpinPark`] (the default) a notification that comes within a few
-//! microseconds is seen by a spinning waiter, and the notifier makes no system call; with
-//! [`Futex`](crate::wait::Futex) it behaves like a pthread condvar; with a pure spin policy
-//! it is seed 001's spin-loop notification.
+//! [`SpinPark`] (the default) a notification that comes within a few microseconds is seen by
+//! a spinning waiter, and the notifier makes no system call; with
+//! [`Futex`](crate::wait::Futex) it behaves like a pthread condvar; with a pure spin policy it
+//! is seed 001's spin-loop notification.
 
 use crate::event::{Sequence, Wake};
 use crate::wait::{Episode, SpinPark, Wait};
@@ -61,9 +61,9 @@ impl WaitTimeoutResult {
 /// with every condition variable: the predicate, protected by the mutex, is the memory.
 ///
 /// **Cost.** `notify_*` is one atomic increment (two, on one line, for policies that may
-/// sleep), and a `FUTEX_WAKE` only if a waiter may be asleep. `notify_all` wakes every sleeper, which
-/// then all contend for the mutex: there is no requeueing onto the mutex, which would need to
-/// know the mutex's word.
+/// sleep), and a `FUTEX_WAKE` only if a waiter may be asleep. `notify_all` wakes every
+/// sleeper, and they all contend for the mutex: there is no requeueing onto the mutex, which
+/// would need to know the mutex's word.
 ///
 /// **With any mutex.** A waiter may use any mutex, and waiters of one condvar may use
 /// different ones; what matters is that each waiter checks its predicate under the mutex that
@@ -126,6 +126,7 @@ impl<W: Wait> Condvar<W> {
     ///     let mut done = m.lock();
     ///     while !*done {
     ///         cv.wait(&mut done);
+    ///         assert!(m.is_locked(), "held again after every wait");
     ///     }
     /// });
     /// ```
@@ -169,7 +170,7 @@ impl<W: Wait> Condvar<W> {
     /// let cv = Condvar::<SpinPark>::new();
     /// let mut guard = m.lock();
     /// assert!(cv.wait_for(&mut guard, Duration::from_micros(50)).timed_out());
-    /// drop(guard); // the mutex was taken again
+    /// assert!(m.is_locked(), "taken again, even after a time-out");
     /// ```
     #[inline]
     pub fn wait_for<R: RawMutex, T: ?Sized>(
