@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 /// on it: the waiting half of an *eventcount*, shared by [`Event`] and
 /// [`Condvar`](crate::Condvar).
 ///
-/// | word       | written by                                     | read by                                          |
-/// |------------|------------------------------------------------|--------------------------------------------------|
-/// | `seq`      | every notification: `+1`, wrapping             | waiters: they spin on it, then sleep on it       |
-/// | `sleepers` | a waiter, just before and just after it sleeps | notifiers (a read-modify-write): is a wake-up needed? |
+/// | word       | written by                                | read by                                        |
+/// |------------|-------------------------------------------|------------------------------------------------|
+/// | `seq`      | every notification: `+1`, wrapping        | waiters: they spin on it, then sleep on it     |
+/// | `sleepers` | a waiter, just before and after it sleeps | notifiers, by a read-modify-write: wake anyone? |
 ///
 /// A waiter reads `seq`, checks its condition, and waits while `seq` still holds what it read;
 /// any notification after the read changes `seq`, so none can slip between the check and the

@@ -4,10 +4,14 @@
 //! Both implement [`lock_api::RawRwLock`], so `lock_api::RwLock<WriterPref<W>, T>` and
 //! `lock_api::RwLock<PhaseFair<W>, T>` are ready-made reader-writer locks.
 //!
-//! | lock            | readers wait for               | writers wait for                          | who can starve |
-//! |-----------------|--------------------------------|-------------------------------------------|----------------|
-//! | [`WriterPref`]  | no writer waiting or holding   | the writers ahead (any order), then the readers inside | readers, under a stream of writers |
-//! | [`PhaseFair`]   | the end of the one writer phase present when they came | the writers ahead (FIFO), then the readers that came before them | nobody |
+//! | lock           | a reader waits for                 | a writer waits for                          | can starve |
+//! |----------------|------------------------------------|---------------------------------------------|------------|
+//! | [`WriterPref`] | no writer waiting or holding       | earlier writers (any order), readers inside | readers    |
+//! | [`PhaseFair`]  | the end of the writer phase it met | earlier writers (FIFO), earlier readers     | nobody     |
+//!
+//! Writer preference starves readers only under a stream of writers that never lets the count
+//! of waiting writers reach zero; seed 004's herd (many threads reading, few writing) is not
+//! that.
 //!
 //! Phase-fair (Brandenburg and Anderson, "Spin-based reader-writer synchronization for
 //! multiprocessor real-time systems", 2010): reader phases and writer phases alternate. A
