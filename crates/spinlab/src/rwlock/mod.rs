@@ -9,9 +9,8 @@
 //! | [`WriterPref`] | no writer waiting or holding       | earlier writers (any order), readers inside | readers    |
 //! | [`PhaseFair`]  | the end of the writer phase it met | earlier writers (FIFO), earlier readers     | nobody     |
 //!
-//! Writer preference starves readers only under a stream of writers that never lets the count
-//! of waiting writers reach zero; seed 004's herd (many threads reading, few writing) is not
-//! that.
+//! Writer preference starves readers only while writers keep coming before the count of
+//! waiting writers reaches zero.
 //!
 //! Phase-fair (Brandenburg and Anderson, "Spin-based reader-writer synchronization for
 //! multiprocessor real-time systems", 2010): reader phases and writer phases alternate. A
