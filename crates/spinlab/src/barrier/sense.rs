@@ -23,9 +23,11 @@
 //! reading a phase number and arriving in two steps: there, a thread that reads the phase just
 //! before the previous phase completes would count itself into the wrong one.
 //!
-//! The comparison is modulo 2^31 phases: a waiter is never more than a few phases behind the
-//! count (each phase needs `parties` fresh arrivals), so "past, within half the range" is exact.
-//! The ticket counter has 64 bits and does not wrap in practice.
+//! The comparison is modulo 2^31 phases, as "past, within half the range": exact as long as a
+//! waiter does not sleep through 2^30 phases. With exactly `parties` threads it cannot sleep
+//! through even one (the next phase needs its arrival); only spare threads completing phases
+//! while it is descheduled could move the count that far. The ticket counter has 64 bits and
+//! does not wrap in practice.
 //!
 //! Keeping the watched word apart from the arrival counter is seed 001's advice for monitor
 //! waits: a write to the monitored line that is not the release would end every waiter's
