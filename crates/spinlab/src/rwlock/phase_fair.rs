@@ -33,6 +33,9 @@
 //!   form the next reader phase), then release the ticket lock to the next writer.
 //!
 //! Counts are compared modulo 2^24, so up to 2^24 - 1 readers can be inside at once.
+//!
+//! All of it (28 bytes) shares one line: every reader writes both `rin` and `rout`, and finds
+//! the second in the line the first brought in.
 
 use crate::event::sleep_marked;
 use crate::lock::Ticket;
@@ -117,7 +120,8 @@ impl<W: Wait> PhaseFair<W> {
         before & COUNT
     }
 
-    /// Waits until `target` readers have left.
+    /// Waits until the departure count reaches `target`: every reader that arrived before this
+    /// writer's announcement has left.
     fn drain_readers(&self, target: u32) {
         let mut episode = Episode::new(None);
         loop {
