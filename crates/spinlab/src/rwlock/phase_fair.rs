@@ -34,7 +34,7 @@
 //!
 //! Counts are compared modulo 2^24, so up to 2^24 - 1 readers can be inside at once.
 //!
-//! All of it (28 bytes) shares one line: every reader writes both `rin` and `rout`, and finds
+//! All of it shares one line: every reader writes both `rin` and `rout`, and finds
 //! the second in the line the first brought in.
 
 use crate::event::sleep_marked;
