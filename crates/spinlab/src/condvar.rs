@@ -60,7 +60,7 @@ impl WaitTimeoutResult {
 /// **Notifications are not kept.** A notification with no thread waiting does nothing, as
 /// with every condition variable: the predicate, protected by the mutex, is the memory.
 ///
-/// **Cost.** `notify_*` is one atomic increment (two, on one line, for policies that may
+/// **Cost.** `notify_*` is one atomic increment (two, side by side, for policies that may
 /// sleep), and a `FUTEX_WAKE` only if a waiter may be asleep. `notify_all` wakes every
 /// sleeper, and they all contend for the mutex: there is no requeueing onto the mutex, which
 /// would need to know the mutex's word.

@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 /// any notification after the read changes `seq`, so none can slip between the check and the
 /// sleep (the futex re-checks the value atomically with queueing the sleeper). Pure spin
 /// policies never sleep, so they never touch `sleepers`, and their notifications are one
-/// atomic increment; with a policy that may sleep a notification is two, on the same line.
+/// atomic increment; with a policy that may sleep a notification is two, side by side.
 ///
-/// Both words share a line: a notification reads `sleepers` right after writing `seq`, and
-/// finds it in the line it already owns.
+/// The two words sit side by side: a notification reads `sleepers` right after writing `seq`,
+/// and finds it in the line it already owns.
 pub(crate) struct Sequence<W> {
     seq: AtomicU32,
     sleepers: AtomicU32,
@@ -158,11 +158,11 @@ pub(crate) fn sleep_marked<W: Wait>(word: &AtomicU32, seen: u32, flag: u32, dead
 /// returns. A notification *happens-before* the return of the wait it releases, so data
 /// written before `notify_*` is visible after `wait`.
 ///
-/// Cost: a notification is two atomic increments on the event's line (three for policies that
+/// Cost: a notification is two atomic increments on the event's words (three for policies that
 /// may sleep), and a wake-up system call only when a waiter may be asleep. A
 /// wait that finds a pending notification is one compare-and-swap.
 ///
-/// Layout: 16 bytes, one line; everything a waiter watches and a notifier writes lives in it.
+/// Layout: 16 bytes, side by side; everything a waiter watches and a notifier writes is there.
 /// With a monitor policy ([`Umwait`](crate::wait::Umwait), [`Mwaitx`](crate::wait::Mwaitx),
 /// [`Wfe`](crate::wait::Wfe)) any write to the line ends a waiter's monitor wait, so seed 001
 /// pads the monitored structure to a whole line: put an event that sits next to data other

@@ -34,8 +34,9 @@
 //!
 //! Counts are compared modulo 2^24, so up to 2^24 - 1 readers can be inside at once.
 //!
-//! All of it shares one line: every reader writes both `rin` and `rout`, and finds
-//! the second in the line the first brought in.
+//! The words sit side by side, so that a reader, which writes both `rin` and `rout`, finds the
+//! second in the line the first brought in; wrap the lock in a
+//! [`CachePadded`](crate::CachePadded) to keep it from straddling two lines or sharing one.
 
 use crate::event::sleep_marked;
 use crate::lock::Ticket;

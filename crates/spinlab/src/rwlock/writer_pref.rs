@@ -33,8 +33,9 @@ const WRITERS: u64 = ((1 << 30) - 1) << 32;
 const LOCKED: u64 = 1 << 62;
 const READERS_WAITING: u64 = 1 << 63;
 
-/// Writer-preferring reader-writer lock waiting with policy `W`. Twenty-four bytes, one line;
-/// the state table is in this file's module docs.
+/// Writer-preferring reader-writer lock waiting with policy `W`. Twenty-four bytes, which a
+/// [`CachePadded`](crate::CachePadded) keeps on one line of their own; the state table is in
+/// this file's module docs.
 ///
 /// ```
 /// use spinlab::{rwlock::WriterPref, wait::SpinPark};
