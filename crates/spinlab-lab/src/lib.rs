@@ -9,6 +9,7 @@
 //!   experiment.
 //! - [`select`]: parsing lock, policy, thread and placement lists.
 //! - [`lockbox`]: a registry lock on cache lines of its own.
+//! - [`workloads`]: seed 000's active workloads, sized from the caches.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
@@ -20,5 +21,6 @@ pub mod machine;
 pub mod measure;
 pub mod results;
 pub mod select;
+pub mod workloads;
 
 pub use error::LabError;
