@@ -16,6 +16,22 @@
 struct timespec;
 
 /**
+ * Bytes of a `spinlab_barrier_t`.
+ */
+#define SPINLAB_BARRIER_SIZE 32
+
+/**
+ * Alignment of a `spinlab_barrier_t`.
+ */
+#define SPINLAB_BARRIER_ALIGN 8
+
+/**
+ * What `spinlab_barrier_wait` returns to exactly one thread of each phase (the last to
+ * arrive), as `PTHREAD_BARRIER_SERIAL_THREAD` does; the others get `SPINLAB_OK`.
+ */
+#define SPINLAB_BARRIER_SERIAL_THREAD -1
+
+/**
  * Bytes of a `spinlab_cond_t`.
  */
 #define SPINLAB_COND_SIZE 32
@@ -46,6 +62,29 @@ struct timespec;
  * (`futex`, `spin-park`, `pause`, …).
  */
 #define SPINLAB_KIND_COND 1
+
+/**
+ * `spinlab_list`, `spinlab_check`: barriers, named `barrier:policy` or after a reference
+ * barrier (`std`, `pthread`).
+ */
+#define SPINLAB_KIND_BARRIER 2
+
+/**
+ * `spinlab_list`, `spinlab_check`: reader-writer locks, named `rw-writer:policy`
+ * (writer-preferring), `rw-phase:policy` (phase-fair) or after a reference lock (`std`,
+ * `parking_lot`, `pthread`).
+ */
+#define SPINLAB_KIND_RWLOCK 3
+
+/**
+ * Bytes of a `spinlab_rwlock_t`.
+ */
+#define SPINLAB_RWLOCK_SIZE 32
+
+/**
+ * Alignment of a `spinlab_rwlock_t`.
+ */
+#define SPINLAB_RWLOCK_ALIGN 8
 
 /**
  * Success.
@@ -88,6 +127,16 @@ struct timespec;
 #define SPINLAB_TOO_LARGE 6
 
 /**
+ * A barrier for a fixed number of threads: spinlab's sense-reversing barrier over any wait
+ * policy (`"barrier:futex"`, `"barrier:pause"`, …) or a reference (`"pthread"`, `"std"`),
+ * chosen when it is initialised. Opaque; initialise it with `spinlab_barrier_init` and do
+ * not copy it.
+ */
+typedef struct {
+  uint64_t opaque[4];
+} spinlab_barrier_t;
+
+/**
  * A condition variable whose waiters wait with a spinlab wait policy (`"futex"`,
  * `"spin-park"`, `"pause"`, …), chosen when it is initialised. Works with a
  * `spinlab_mutex_t` of any lock; waiters of one condition variable may use different
@@ -107,9 +156,58 @@ typedef struct {
   uint64_t opaque[8];
 } spinlab_mutex_t;
 
+/**
+ * A reader-writer lock: writer-preferring (`"rw-writer:futex"`, …) or phase-fair
+ * (`"rw-phase:spin-park"`, …) over any wait policy, or a reference (`"pthread"`, `"std"`,
+ * `"parking_lot"`), chosen when it is initialised. A lock is released by the thread that
+ * took it. Opaque; initialise it with `spinlab_rwlock_init` and do not copy it.
+ */
+typedef struct {
+  uint64_t opaque[4];
+} spinlab_rwlock_t;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Initialises `barrier` as the barrier called `name` (`NULL`: `"barrier:spin-park"`) for
+ * `count` threads per phase. Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
+ * `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` (a NULL `barrier`, a `count` of 0 or above
+ * `INT_MAX`). Allocates the barrier.
+ *
+ * # Safety
+ * `barrier` is NULL or points to writable memory for a `spinlab_barrier_t` that no thread
+ * uses; `name` is NULL or a NUL-terminated string.
+ */
+int spinlab_barrier_init(spinlab_barrier_t *barrier, const char *name, unsigned int count);
+
+/**
+ * Waits until `count` threads (the number given to init) have arrived in this phase. Returns
+ * `SPINLAB_BARRIER_SERIAL_THREAD` to one of them and `SPINLAB_OK` to the others. What each
+ * thread wrote before its wait is visible to all of the phase after theirs.
+ *
+ * # Safety
+ * `barrier` is initialised.
+ */
+int spinlab_barrier_wait(spinlab_barrier_t *barrier);
+
+/**
+ * Destroys `barrier` and frees what init allocated. Returns `SPINLAB_OK`. Afterwards only
+ * `spinlab_barrier_init` may use the memory; any other call crashes.
+ *
+ * # Safety
+ * `barrier` is initialised and no thread waits on it.
+ */
+int spinlab_barrier_destroy(spinlab_barrier_t *barrier);
+
+/**
+ * The registry name of `barrier`: a static string; do not free it.
+ *
+ * # Safety
+ * `barrier` is initialised.
+ */
+const char *spinlab_barrier_name(const spinlab_barrier_t *barrier);
 
 /**
  * Initialises `cond` with the wait policy called `policy` (`NULL`: `"spin-park"`, the
@@ -258,7 +356,7 @@ const char *spinlab_mutex_name(const spinlab_mutex_t *mutex);
 
 /**
  * Writes into `names[0..capacity]` the names of every primitive of `kind`
- * (`SPINLAB_KIND_MUTEX` or `SPINLAB_KIND_COND`), available on this CPU or not, and returns
+ * (`SPINLAB_KIND_MUTEX`, `_COND`, `_BARRIER` or `_RWLOCK`), available on this CPU or not, and returns
  * how many there are (which may exceed `capacity`: call with `capacity` 0, `names` NULL, to
  * count). The strings are static; do not free them. `spinlab_check` says which ones this CPU
  * can run. An unknown kind has no names.
@@ -266,7 +364,9 @@ const char *spinlab_mutex_name(const spinlab_mutex_t *mutex);
  * # Safety
  * `names` is NULL (with `capacity` 0) or points to `capacity` writable pointers.
  */
-size_t spinlab_list(int kind, const char **names, size_t capacity);
+size_t spinlab_list(int kind,
+                    const char **names,
+                    size_t capacity);
 
 /**
  * Whether a primitive of `kind` called `name` (NULL: the kind's default) can be initialised
@@ -277,6 +377,124 @@ size_t spinlab_list(int kind, const char **names, size_t capacity);
  * `name` is NULL or a NUL-terminated string.
  */
 int spinlab_check(int kind, const char *name);
+
+/**
+ * Initialises `rwlock` as the reader-writer lock called `name` (`NULL`:
+ * `"rw-phase:spin-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
+ * `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` for a NULL `rwlock`. Allocates the lock.
+ *
+ * # Safety
+ * `rwlock` is NULL or points to writable memory for a `spinlab_rwlock_t` that no thread
+ * uses; `name` is NULL or a NUL-terminated string.
+ */
+int spinlab_rwlock_init(spinlab_rwlock_t *rwlock, const char *name);
+
+/**
+ * Acquires `rwlock` shared (for reading), waiting as long as it takes. Returns `SPINLAB_OK`.
+ *
+ * # Safety
+ * `rwlock` is initialised; the calling thread does not hold it exclusively.
+ */
+int spinlab_rwlock_rdlock(spinlab_rwlock_t *rwlock);
+
+/**
+ * Acquires `rwlock` shared if that is possible now: `SPINLAB_OK` or `SPINLAB_BUSY`.
+ *
+ * # Safety
+ * As `spinlab_rwlock_rdlock`.
+ */
+int spinlab_rwlock_tryrdlock(spinlab_rwlock_t *rwlock);
+
+/**
+ * Acquires `rwlock` exclusively (for writing), waiting as long as it takes. Returns
+ * `SPINLAB_OK`.
+ *
+ * # Safety
+ * `rwlock` is initialised; the calling thread does not hold it.
+ */
+int spinlab_rwlock_wrlock(spinlab_rwlock_t *rwlock);
+
+/**
+ * Acquires `rwlock` exclusively if that is possible now: `SPINLAB_OK` or `SPINLAB_BUSY`.
+ *
+ * # Safety
+ * As `spinlab_rwlock_wrlock`.
+ */
+int spinlab_rwlock_trywrlock(spinlab_rwlock_t *rwlock);
+
+/**
+ * As `spinlab_rwlock_rdlock`, giving up when `clock` (`CLOCK_REALTIME` or
+ * `CLOCK_MONOTONIC`) reaches `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT`, or
+ * `SPINLAB_INVALID` (another clock, a `tv_nsec` outside 0..999999999, a NULL `abstime`).
+ * Polls (see the header of this section in docs/c.md).
+ *
+ * # Safety
+ * As `spinlab_rwlock_rdlock`; `abstime` is NULL or points to a `struct timespec`.
+ */
+int spinlab_rwlock_clockrdlock(spinlab_rwlock_t *rwlock,
+                               clockid_t clock,
+                               const struct timespec *abstime);
+
+/**
+ * As `spinlab_rwlock_wrlock`, giving up when `clock` reaches `abstime`; as
+ * `spinlab_rwlock_clockrdlock` otherwise.
+ *
+ * # Safety
+ * As `spinlab_rwlock_wrlock`; `abstime` is NULL or points to a `struct timespec`.
+ */
+int spinlab_rwlock_clockwrlock(spinlab_rwlock_t *rwlock,
+                               clockid_t clock,
+                               const struct timespec *abstime);
+
+/**
+ * `spinlab_rwlock_clockrdlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedrdlock`.
+ *
+ * # Safety
+ * As `spinlab_rwlock_clockrdlock`.
+ */
+int spinlab_rwlock_timedrdlock(spinlab_rwlock_t *rwlock, const struct timespec *abstime);
+
+/**
+ * `spinlab_rwlock_clockwrlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedwrlock`.
+ *
+ * # Safety
+ * As `spinlab_rwlock_clockwrlock`.
+ */
+int spinlab_rwlock_timedwrlock(spinlab_rwlock_t *rwlock, const struct timespec *abstime);
+
+/**
+ * Whether the calling thread holds `rwlock` exclusively: 1 or 0.
+ *
+ * # Safety
+ * `rwlock` is initialised.
+ */
+int spinlab_rwlock_wrheld(spinlab_rwlock_t *rwlock);
+
+/**
+ * Releases `rwlock`, held shared or exclusively by the calling thread. Returns `SPINLAB_OK`.
+ *
+ * # Safety
+ * `rwlock` is initialised and held by the calling thread.
+ */
+int spinlab_rwlock_unlock(spinlab_rwlock_t *rwlock);
+
+/**
+ * Destroys `rwlock` and frees what init allocated: `SPINLAB_OK`, or `SPINLAB_BUSY` (and
+ * nothing happens) if it is held. Afterwards only `spinlab_rwlock_init` may use the memory;
+ * any other call crashes.
+ *
+ * # Safety
+ * `rwlock` is initialised and no thread waits for it.
+ */
+int spinlab_rwlock_destroy(spinlab_rwlock_t *rwlock);
+
+/**
+ * The registry name of `rwlock`: a static string; do not free it.
+ *
+ * # Safety
+ * `rwlock` is initialised.
+ */
+const char *spinlab_rwlock_name(const spinlab_rwlock_t *rwlock);
 
 /**
  * A message for a status code returned by a `spinlab_*` function: a static, NUL-terminated
@@ -305,14 +523,16 @@ const char *spinlab_strerror(int status);
 #endif
 SPINLAB_ASSERT_LAYOUT(spinlab_mutex_t, SPINLAB_MUTEX_SIZE, SPINLAB_MUTEX_ALIGN);
 SPINLAB_ASSERT_LAYOUT(spinlab_cond_t, SPINLAB_COND_SIZE, SPINLAB_COND_ALIGN);
+SPINLAB_ASSERT_LAYOUT(spinlab_barrier_t, SPINLAB_BARRIER_SIZE, SPINLAB_BARRIER_ALIGN);
+SPINLAB_ASSERT_LAYOUT(spinlab_rwlock_t, SPINLAB_RWLOCK_SIZE, SPINLAB_RWLOCK_ALIGN);
 #undef SPINLAB_ASSERT_LAYOUT
 
 /*
  * ThreadSanitizer. libspinlab is not instrumented, so ThreadSanitizer cannot see that a
  * spinlab mutex orders the accesses it protects, and would report each of them as a data
  * race. When a translation unit is compiled with -fsanitize=thread (gcc or clang), the calls
- * below are routed through inline wrappers that tell it, with its mutex annotations, what
- * each call did. Define SPINLAB_NO_TSAN_ANNOTATIONS to turn this off. Calls through a
+ * below are routed through inline wrappers that tell it, with its mutex annotations (and, for
+ * barriers, a release before the wait and an acquire after it), what each call did. Define SPINLAB_NO_TSAN_ANNOTATIONS to turn this off. Calls through a
  * function pointer (&spinlab_mutex_lock) bypass the wrappers.
  *
  * What stays visible of the library is its own bookkeeping, through the allocator and memcpy
@@ -428,6 +648,92 @@ static inline int spinlab_tsan_cond_timedwait_(spinlab_cond_t *cond, spinlab_mut
   return status;
 }
 
+static inline int spinlab_tsan_barrier_wait_(spinlab_barrier_t *barrier) {
+  __tsan_release(barrier);
+  int status = (spinlab_barrier_wait)(barrier);
+  __tsan_acquire(barrier);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_init_(spinlab_rwlock_t *rwlock, const char *name) {
+  int status = (spinlab_rwlock_init)(rwlock, name);
+  if (status == SPINLAB_OK) __tsan_mutex_create(rwlock, 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_destroy_(spinlab_rwlock_t *rwlock) {
+  int status = (spinlab_rwlock_destroy)(rwlock);
+  if (status == SPINLAB_OK) __tsan_mutex_destroy(rwlock, 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_rdlock_(spinlab_rwlock_t *rwlock) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_read_lock);
+  int status = (spinlab_rwlock_rdlock)(rwlock);
+  __tsan_mutex_post_lock(rwlock, __tsan_mutex_read_lock, 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_wrlock_(spinlab_rwlock_t *rwlock) {
+  __tsan_mutex_pre_lock(rwlock, 0);
+  int status = (spinlab_rwlock_wrlock)(rwlock);
+  __tsan_mutex_post_lock(rwlock, 0, 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_tryrdlock_(spinlab_rwlock_t *rwlock) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_read_lock);
+  int status = (spinlab_rwlock_tryrdlock)(rwlock);
+  __tsan_mutex_post_lock(rwlock, __tsan_mutex_read_lock | spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_trywrlock_(spinlab_rwlock_t *rwlock) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_lock);
+  int status = (spinlab_rwlock_trywrlock)(rwlock);
+  __tsan_mutex_post_lock(rwlock, spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_clockrdlock_(spinlab_rwlock_t *rwlock, clockid_t clock,
+                                                   const struct timespec *abstime) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_read_lock);
+  int status = (spinlab_rwlock_clockrdlock)(rwlock, clock, abstime);
+  __tsan_mutex_post_lock(rwlock, __tsan_mutex_read_lock | spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_clockwrlock_(spinlab_rwlock_t *rwlock, clockid_t clock,
+                                                   const struct timespec *abstime) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_lock);
+  int status = (spinlab_rwlock_clockwrlock)(rwlock, clock, abstime);
+  __tsan_mutex_post_lock(rwlock, spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_timedrdlock_(spinlab_rwlock_t *rwlock, const struct timespec *abstime) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_read_lock);
+  int status = (spinlab_rwlock_timedrdlock)(rwlock, abstime);
+  __tsan_mutex_post_lock(rwlock, __tsan_mutex_read_lock | spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_timedwrlock_(spinlab_rwlock_t *rwlock, const struct timespec *abstime) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_lock);
+  int status = (spinlab_rwlock_timedwrlock)(rwlock, abstime);
+  __tsan_mutex_post_lock(rwlock, spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+/* Which side is released is known before the call only: ask the lock. */
+static inline int spinlab_tsan_rwlock_unlock_(spinlab_rwlock_t *rwlock) {
+  unsigned flags = spinlab_rwlock_wrheld(rwlock) ? 0 : __tsan_mutex_read_lock;
+  __tsan_mutex_pre_unlock(rwlock, flags);
+  int status = (spinlab_rwlock_unlock)(rwlock);
+  __tsan_mutex_post_unlock(rwlock, flags);
+  return status;
+}
+
 #define spinlab_mutex_init(mutex, name) spinlab_tsan_mutex_init_(mutex, name)
 #define spinlab_mutex_destroy(mutex) spinlab_tsan_mutex_destroy_(mutex)
 #define spinlab_mutex_lock(mutex) spinlab_tsan_mutex_lock_(mutex)
@@ -438,6 +744,18 @@ static inline int spinlab_tsan_cond_timedwait_(spinlab_cond_t *cond, spinlab_mut
 #define spinlab_cond_wait(cond, mutex) spinlab_tsan_cond_wait_(cond, mutex)
 #define spinlab_cond_clockwait(cond, mutex, clock, abstime) spinlab_tsan_cond_clockwait_(cond, mutex, clock, abstime)
 #define spinlab_cond_timedwait(cond, mutex, abstime) spinlab_tsan_cond_timedwait_(cond, mutex, abstime)
+#define spinlab_barrier_wait(barrier) spinlab_tsan_barrier_wait_(barrier)
+#define spinlab_rwlock_init(rwlock, name) spinlab_tsan_rwlock_init_(rwlock, name)
+#define spinlab_rwlock_destroy(rwlock) spinlab_tsan_rwlock_destroy_(rwlock)
+#define spinlab_rwlock_rdlock(rwlock) spinlab_tsan_rwlock_rdlock_(rwlock)
+#define spinlab_rwlock_wrlock(rwlock) spinlab_tsan_rwlock_wrlock_(rwlock)
+#define spinlab_rwlock_tryrdlock(rwlock) spinlab_tsan_rwlock_tryrdlock_(rwlock)
+#define spinlab_rwlock_trywrlock(rwlock) spinlab_tsan_rwlock_trywrlock_(rwlock)
+#define spinlab_rwlock_clockrdlock(rwlock, clock, abstime) spinlab_tsan_rwlock_clockrdlock_(rwlock, clock, abstime)
+#define spinlab_rwlock_clockwrlock(rwlock, clock, abstime) spinlab_tsan_rwlock_clockwrlock_(rwlock, clock, abstime)
+#define spinlab_rwlock_timedrdlock(rwlock, abstime) spinlab_tsan_rwlock_timedrdlock_(rwlock, abstime)
+#define spinlab_rwlock_timedwrlock(rwlock, abstime) spinlab_tsan_rwlock_timedwrlock_(rwlock, abstime)
+#define spinlab_rwlock_unlock(rwlock) spinlab_tsan_rwlock_unlock_(rwlock)
 #endif /* SPINLAB_TSAN */
 
 #endif /* SPINLAB_H */

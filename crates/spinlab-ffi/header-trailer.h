@@ -15,14 +15,16 @@
 #endif
 SPINLAB_ASSERT_LAYOUT(spinlab_mutex_t, SPINLAB_MUTEX_SIZE, SPINLAB_MUTEX_ALIGN);
 SPINLAB_ASSERT_LAYOUT(spinlab_cond_t, SPINLAB_COND_SIZE, SPINLAB_COND_ALIGN);
+SPINLAB_ASSERT_LAYOUT(spinlab_barrier_t, SPINLAB_BARRIER_SIZE, SPINLAB_BARRIER_ALIGN);
+SPINLAB_ASSERT_LAYOUT(spinlab_rwlock_t, SPINLAB_RWLOCK_SIZE, SPINLAB_RWLOCK_ALIGN);
 #undef SPINLAB_ASSERT_LAYOUT
 
 /*
  * ThreadSanitizer. libspinlab is not instrumented, so ThreadSanitizer cannot see that a
  * spinlab mutex orders the accesses it protects, and would report each of them as a data
  * race. When a translation unit is compiled with -fsanitize=thread (gcc or clang), the calls
- * below are routed through inline wrappers that tell it, with its mutex annotations, what
- * each call did. Define SPINLAB_NO_TSAN_ANNOTATIONS to turn this off. Calls through a
+ * below are routed through inline wrappers that tell it, with its mutex annotations (and, for
+ * barriers, a release before the wait and an acquire after it), what each call did. Define SPINLAB_NO_TSAN_ANNOTATIONS to turn this off. Calls through a
  * function pointer (&spinlab_mutex_lock) bypass the wrappers.
  *
  * What stays visible of the library is its own bookkeeping, through the allocator and memcpy
@@ -138,6 +140,92 @@ static inline int spinlab_tsan_cond_timedwait_(spinlab_cond_t *cond, spinlab_mut
   return status;
 }
 
+static inline int spinlab_tsan_barrier_wait_(spinlab_barrier_t *barrier) {
+  __tsan_release(barrier);
+  int status = (spinlab_barrier_wait)(barrier);
+  __tsan_acquire(barrier);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_init_(spinlab_rwlock_t *rwlock, const char *name) {
+  int status = (spinlab_rwlock_init)(rwlock, name);
+  if (status == SPINLAB_OK) __tsan_mutex_create(rwlock, 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_destroy_(spinlab_rwlock_t *rwlock) {
+  int status = (spinlab_rwlock_destroy)(rwlock);
+  if (status == SPINLAB_OK) __tsan_mutex_destroy(rwlock, 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_rdlock_(spinlab_rwlock_t *rwlock) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_read_lock);
+  int status = (spinlab_rwlock_rdlock)(rwlock);
+  __tsan_mutex_post_lock(rwlock, __tsan_mutex_read_lock, 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_wrlock_(spinlab_rwlock_t *rwlock) {
+  __tsan_mutex_pre_lock(rwlock, 0);
+  int status = (spinlab_rwlock_wrlock)(rwlock);
+  __tsan_mutex_post_lock(rwlock, 0, 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_tryrdlock_(spinlab_rwlock_t *rwlock) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_read_lock);
+  int status = (spinlab_rwlock_tryrdlock)(rwlock);
+  __tsan_mutex_post_lock(rwlock, __tsan_mutex_read_lock | spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_trywrlock_(spinlab_rwlock_t *rwlock) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_lock);
+  int status = (spinlab_rwlock_trywrlock)(rwlock);
+  __tsan_mutex_post_lock(rwlock, spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_clockrdlock_(spinlab_rwlock_t *rwlock, clockid_t clock,
+                                                   const struct timespec *abstime) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_read_lock);
+  int status = (spinlab_rwlock_clockrdlock)(rwlock, clock, abstime);
+  __tsan_mutex_post_lock(rwlock, __tsan_mutex_read_lock | spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_clockwrlock_(spinlab_rwlock_t *rwlock, clockid_t clock,
+                                                   const struct timespec *abstime) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_lock);
+  int status = (spinlab_rwlock_clockwrlock)(rwlock, clock, abstime);
+  __tsan_mutex_post_lock(rwlock, spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_timedrdlock_(spinlab_rwlock_t *rwlock, const struct timespec *abstime) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_read_lock);
+  int status = (spinlab_rwlock_timedrdlock)(rwlock, abstime);
+  __tsan_mutex_post_lock(rwlock, __tsan_mutex_read_lock | spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+static inline int spinlab_tsan_rwlock_timedwrlock_(spinlab_rwlock_t *rwlock, const struct timespec *abstime) {
+  __tsan_mutex_pre_lock(rwlock, __tsan_mutex_try_lock);
+  int status = (spinlab_rwlock_timedwrlock)(rwlock, abstime);
+  __tsan_mutex_post_lock(rwlock, spinlab_tsan_try_flags_(status), 0);
+  return status;
+}
+
+/* Which side is released is known before the call only: ask the lock. */
+static inline int spinlab_tsan_rwlock_unlock_(spinlab_rwlock_t *rwlock) {
+  unsigned flags = spinlab_rwlock_wrheld(rwlock) ? 0 : __tsan_mutex_read_lock;
+  __tsan_mutex_pre_unlock(rwlock, flags);
+  int status = (spinlab_rwlock_unlock)(rwlock);
+  __tsan_mutex_post_unlock(rwlock, flags);
+  return status;
+}
+
 #define spinlab_mutex_init(mutex, name) spinlab_tsan_mutex_init_(mutex, name)
 #define spinlab_mutex_destroy(mutex) spinlab_tsan_mutex_destroy_(mutex)
 #define spinlab_mutex_lock(mutex) spinlab_tsan_mutex_lock_(mutex)
@@ -148,6 +236,18 @@ static inline int spinlab_tsan_cond_timedwait_(spinlab_cond_t *cond, spinlab_mut
 #define spinlab_cond_wait(cond, mutex) spinlab_tsan_cond_wait_(cond, mutex)
 #define spinlab_cond_clockwait(cond, mutex, clock, abstime) spinlab_tsan_cond_clockwait_(cond, mutex, clock, abstime)
 #define spinlab_cond_timedwait(cond, mutex, abstime) spinlab_tsan_cond_timedwait_(cond, mutex, abstime)
+#define spinlab_barrier_wait(barrier) spinlab_tsan_barrier_wait_(barrier)
+#define spinlab_rwlock_init(rwlock, name) spinlab_tsan_rwlock_init_(rwlock, name)
+#define spinlab_rwlock_destroy(rwlock) spinlab_tsan_rwlock_destroy_(rwlock)
+#define spinlab_rwlock_rdlock(rwlock) spinlab_tsan_rwlock_rdlock_(rwlock)
+#define spinlab_rwlock_wrlock(rwlock) spinlab_tsan_rwlock_wrlock_(rwlock)
+#define spinlab_rwlock_tryrdlock(rwlock) spinlab_tsan_rwlock_tryrdlock_(rwlock)
+#define spinlab_rwlock_trywrlock(rwlock) spinlab_tsan_rwlock_trywrlock_(rwlock)
+#define spinlab_rwlock_clockrdlock(rwlock, clock, abstime) spinlab_tsan_rwlock_clockrdlock_(rwlock, clock, abstime)
+#define spinlab_rwlock_clockwrlock(rwlock, clock, abstime) spinlab_tsan_rwlock_clockwrlock_(rwlock, clock, abstime)
+#define spinlab_rwlock_timedrdlock(rwlock, abstime) spinlab_tsan_rwlock_timedrdlock_(rwlock, abstime)
+#define spinlab_rwlock_timedwrlock(rwlock, abstime) spinlab_tsan_rwlock_timedwrlock_(rwlock, abstime)
+#define spinlab_rwlock_unlock(rwlock) spinlab_tsan_rwlock_unlock_(rwlock)
 #endif /* SPINLAB_TSAN */
 
 #endif /* SPINLAB_H */

@@ -1,11 +1,12 @@
 //! Names of primitives, by kind, as C strings: listing them, checking one, looking one up for
-//! an `init`. The names are the registry's (`ttas:pause`, `mcs:spin-park`, …; the wait
-//! policies for condition variables), so the C side, the preload library and the lab agree.
+//! an `init`. The names are the registry's (`ttas:pause`, `mcs:spin-park`, `barrier:futex`,
+//! `rw-phase:spin-park`, …; the wait policies for condition variables), so the C side, the
+//! preload library and the lab agree.
 
 use crate::shared::condvar::{cond_ops, CondOps};
 use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
 use libc::{c_char, c_int, size_t};
-use spinlab::registry::{locks, LockEntry};
+use spinlab::registry::{barriers, locks, rwlocks, BarrierEntry, LockEntry, RwLockEntry};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -15,6 +16,13 @@ pub const SPINLAB_KIND_MUTEX: c_int = 0;
 /// `spinlab_list`, `spinlab_check`: condition variables, named after their wait policy
 /// (`futex`, `spin-park`, `pause`, …).
 pub const SPINLAB_KIND_COND: c_int = 1;
+/// `spinlab_list`, `spinlab_check`: barriers, named `barrier:policy` or after a reference
+/// barrier (`std`, `pthread`).
+pub const SPINLAB_KIND_BARRIER: c_int = 2;
+/// `spinlab_list`, `spinlab_check`: reader-writer locks, named `rw-writer:policy`
+/// (writer-preferring), `rw-phase:policy` (phase-fair) or after a reference lock (`std`,
+/// `parking_lot`, `pthread`).
+pub const SPINLAB_KIND_RWLOCK: c_int = 3;
 
 /// The mutex `spinlab_mutex_init` builds for a NULL name: spinlab's recommended default,
 /// `spinlab::DefaultRawMutex` (test-and-test-and-set over spin-then-park).
@@ -22,25 +30,68 @@ pub(crate) const DEFAULT_MUTEX: &CStr = c"ttas:spin-park";
 /// The condition variable `spinlab_cond_init` builds for a NULL name: the policy of
 /// `spinlab::Condvar`'s default.
 pub(crate) const DEFAULT_COND: &CStr = c"spin-park";
+/// The barrier `spinlab_barrier_init` builds for a NULL name: spinlab's sense-reversing
+/// barrier over its default policy.
+pub(crate) const DEFAULT_BARRIER: &CStr = c"barrier:spin-park";
+/// The reader-writer lock `spinlab_rwlock_init` builds for a NULL name: phase-fair (neither
+/// readers nor writers starve) over spinlab's default policy.
+pub(crate) const DEFAULT_RWLOCK: &CStr = c"rw-phase:spin-park";
 
-/// A registry lock with its name as a C string.
-pub(crate) struct MutexKind {
+/// A registry entry with its name as a C string.
+pub(crate) struct Kind<E: 'static> {
     pub name: CString,
-    pub entry: &'static LockEntry,
+    pub entry: &'static E,
+}
+
+pub(crate) type MutexKind = Kind<LockEntry>;
+pub(crate) type BarrierKind = Kind<BarrierEntry>;
+pub(crate) type RwLockKind = Kind<RwLockEntry>;
+
+/// What the C side needs of a registry entry.
+pub(crate) trait Entry: Sync + 'static {
+    fn entry_name(&self) -> &str;
+    fn available(&self) -> bool;
+}
+
+macro_rules! entry {
+    ($type:ty) => {
+        impl Entry for $type {
+            fn entry_name(&self) -> &str {
+                &self.name
+            }
+            fn available(&self) -> bool {
+                self.availability.is_ok()
+            }
+        }
+    };
+}
+entry!(LockEntry);
+entry!(BarrierEntry);
+entry!(RwLockEntry);
+
+fn kinds<E: Entry>(entries: &'static [E]) -> Vec<Kind<E>> {
+    entries
+        .iter()
+        .map(|entry| Kind { name: CString::new(entry.entry_name()).expect("registry names contain no NUL"), entry })
+        .collect()
 }
 
 /// Every registry lock, in the registry's order.
 pub(crate) fn mutex_kinds() -> &'static [MutexKind] {
     static TABLE: OnceLock<Vec<MutexKind>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        locks()
-            .iter()
-            .map(|entry| MutexKind {
-                name: CString::new(entry.name.as_str()).expect("lock names contain no NUL"),
-                entry,
-            })
-            .collect()
-    })
+    TABLE.get_or_init(|| kinds(locks()))
+}
+
+/// Every registry barrier, in the registry's order.
+pub(crate) fn barrier_kinds() -> &'static [BarrierKind] {
+    static TABLE: OnceLock<Vec<BarrierKind>> = OnceLock::new();
+    TABLE.get_or_init(|| kinds(barriers()))
+}
+
+/// Every registry reader-writer lock, in the registry's order.
+pub(crate) fn rwlock_kinds() -> &'static [RwLockKind] {
+    static TABLE: OnceLock<Vec<RwLockKind>> = OnceLock::new();
+    TABLE.get_or_init(|| kinds(rwlocks()))
 }
 
 /// What a name lookup needs of a table row.
@@ -49,12 +100,12 @@ pub(crate) trait Row {
     fn available(&self) -> bool;
 }
 
-impl Row for MutexKind {
+impl<E: Entry> Row for Kind<E> {
     fn c_name(&self) -> &CStr {
         &self.name
     }
     fn available(&self) -> bool {
-        self.entry.availability.is_ok()
+        self.entry.available()
     }
 }
 
@@ -88,7 +139,7 @@ pub(crate) unsafe fn lookup<'t, T: Row>(table: &'t [T], name: *const c_char, def
 }
 
 /// Writes into `names[0..capacity]` the names of every primitive of `kind`
-/// (`SPINLAB_KIND_MUTEX` or `SPINLAB_KIND_COND`), available on this CPU or not, and returns
+/// (`SPINLAB_KIND_MUTEX`, `_COND`, `_BARRIER` or `_RWLOCK`), available on this CPU or not, and returns
 /// how many there are (which may exceed `capacity`: call with `capacity` 0, `names` NULL, to
 /// count). The strings are static; do not free them. `spinlab_check` says which ones this CPU
 /// can run. An unknown kind has no names.
@@ -111,6 +162,8 @@ pub unsafe extern "C" fn spinlab_list(kind: c_int, names: *mut *const c_char, ca
         match kind {
             SPINLAB_KIND_MUTEX => fill(mutex_kinds(), names, capacity),
             SPINLAB_KIND_COND => fill(cond_ops(), names, capacity),
+            SPINLAB_KIND_BARRIER => fill(barrier_kinds(), names, capacity),
+            SPINLAB_KIND_RWLOCK => fill(rwlock_kinds(), names, capacity),
             _ => 0,
         }
     }
@@ -129,6 +182,8 @@ pub unsafe extern "C" fn spinlab_check(kind: c_int, name: *const c_char) -> c_in
         match kind {
             SPINLAB_KIND_MUTEX => lookup(mutex_kinds(), name, DEFAULT_MUTEX).map(drop),
             SPINLAB_KIND_COND => lookup(cond_ops(), name, DEFAULT_COND).map(drop),
+            SPINLAB_KIND_BARRIER => lookup(barrier_kinds(), name, DEFAULT_BARRIER).map(drop),
+            SPINLAB_KIND_RWLOCK => lookup(rwlock_kinds(), name, DEFAULT_RWLOCK).map(drop),
             _ => Err(SPINLAB_INVALID),
         }
     };
@@ -155,6 +210,8 @@ mod tests {
         assert_eq!(listed(SPINLAB_KIND_MUTEX), spinlab::registry::lock_names());
         let policies: Vec<_> = spinlab::wait::policies().iter().map(|p| p.name.to_string()).collect();
         assert_eq!(listed(SPINLAB_KIND_COND), policies);
+        assert_eq!(listed(SPINLAB_KIND_BARRIER), spinlab::registry::barrier_names());
+        assert_eq!(listed(SPINLAB_KIND_RWLOCK), spinlab::registry::rwlock_names());
         // SAFETY: an unknown kind writes nothing.
         assert_eq!(unsafe { spinlab_list(99, core::ptr::null_mut(), 0) }, 0);
     }
@@ -177,13 +234,19 @@ mod tests {
         assert_eq!(check(SPINLAB_KIND_MUTEX, c"mcs:sleepy"), SPINLAB_UNKNOWN_NAME);
         assert_eq!(check(SPINLAB_KIND_COND, c"futex"), SPINLAB_OK);
         assert_eq!(check(SPINLAB_KIND_COND, c"ttas:futex"), SPINLAB_UNKNOWN_NAME);
+        assert_eq!(check(SPINLAB_KIND_BARRIER, c"barrier:futex"), SPINLAB_OK);
+        assert_eq!(check(SPINLAB_KIND_BARRIER, c"mcs:futex"), SPINLAB_UNKNOWN_NAME);
+        assert_eq!(check(SPINLAB_KIND_RWLOCK, c"rw-writer:pause"), SPINLAB_OK);
+        assert_eq!(check(SPINLAB_KIND_RWLOCK, c"barrier:futex"), SPINLAB_UNKNOWN_NAME);
         assert_eq!(check(7, c"futex"), SPINLAB_INVALID);
         for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()) {
             let name = CString::new(entry.name.as_str()).unwrap();
             assert_eq!(check(SPINLAB_KIND_MUTEX, &name), SPINLAB_UNAVAILABLE, "{}", entry.name);
         }
-        // SAFETY: NULL asks about the default.
-        assert_eq!(unsafe { spinlab_check(SPINLAB_KIND_MUTEX, core::ptr::null()) }, SPINLAB_OK);
+        for kind in [SPINLAB_KIND_MUTEX, SPINLAB_KIND_COND, SPINLAB_KIND_BARRIER, SPINLAB_KIND_RWLOCK] {
+            // SAFETY: NULL asks about the default.
+            assert_eq!(unsafe { spinlab_check(kind, core::ptr::null()) }, SPINLAB_OK, "kind {kind}");
+        }
     }
 
     #[test]

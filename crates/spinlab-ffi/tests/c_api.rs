@@ -68,6 +68,24 @@ fn condition_variables_of_every_policy_pass_items_and_time_out() {
 }
 
 #[test]
+fn every_barrier_releases_whole_phases_with_one_leader() {
+    let program = compile("barrier", &[c("barrier.c")], &link_shared().iter().map(String::as_str).collect::<Vec<_>>());
+    let ran = run(&program, &[], &[], LIMIT);
+    ran.assert_success("barriers");
+    let tested = spinlab::registry::barriers().iter().filter(|e| e.availability.is_ok()).count();
+    assert!(ran.stdout.contains(&format!("tested {tested} barriers")), "{}", ran.stdout);
+}
+
+#[test]
+fn every_rwlock_shares_reads_and_excludes_writes() {
+    let program = compile("rwlock", &[c("rwlock.c")], &link_shared().iter().map(String::as_str).collect::<Vec<_>>());
+    let ran = run(&program, &[], &[], LIMIT);
+    ran.assert_success("reader-writer locks");
+    let tested = spinlab::registry::rwlocks().iter().filter(|e| e.availability.is_ok()).count();
+    assert!(ran.stdout.contains(&format!("tested {tested} reader-writer locks")), "{}", ran.stdout);
+}
+
+#[test]
 fn sixty_four_nested_locks_and_hand_over_hand_with_every_lock() {
     let program = compile("nested", &[c("nested.c")], &link_shared().iter().map(String::as_str).collect::<Vec<_>>());
     let locks = available_locks();
@@ -162,6 +180,16 @@ fn thread_sanitizer_sees_the_locks_through_the_header_annotations() {
     let condvar = tsan_compile("condvar-tsan", "condvar.c", &[]);
     let ran = run_tsan(&condvar, &["futex", "spin-park", "pause"]);
     ran.assert_success("condition variables under ThreadSanitizer");
+    assert!(!ran.stderr.contains("ThreadSanitizer"), "{}", ran.stderr);
+
+    let barrier = tsan_compile("barrier-tsan", "barrier.c", &[]);
+    let ran = run_tsan(&barrier, &["barrier:futex", "barrier:spin-park", "pthread"]);
+    ran.assert_success("barriers under ThreadSanitizer");
+    assert!(!ran.stderr.contains("ThreadSanitizer"), "{}", ran.stderr);
+
+    let rwlock = tsan_compile("rwlock-tsan", "rwlock.c", &[]);
+    let ran = run_tsan(&rwlock, &["rw-phase:spin-park", "rw-writer:futex", "parking_lot", "pthread"]);
+    ran.assert_success("reader-writer locks under ThreadSanitizer");
     assert!(!ran.stderr.contains("ThreadSanitizer"), "{}", ran.stderr);
 
     // Without the annotations ThreadSanitizer cannot see what the library orders, and calls

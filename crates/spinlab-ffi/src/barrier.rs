@@ -1,0 +1,190 @@
+//! `spinlab_barrier_t`: any barrier of the registry, chosen by name.
+//!
+//! The registry builds barriers only on the heap (spinlab's keeps its arrival counter and its
+//! release word on lines of their own, 256 bytes aligned to 128, more than a C object should
+//! impose on the structs that embed it), so `init` allocates it and `destroy` frees it; a
+//! wait allocates nothing.
+//!
+//! Layout (C sees `SPINLAB_BARRIER_SIZE` opaque bytes aligned to 8):
+//!
+//! | bytes | field                                                               |
+//! |-------|---------------------------------------------------------------------|
+//! | 0..8  | `kind`: the static table row of the barrier (NULL once destroyed)    |
+//! | 8..24 | the barrier, a `Box<dyn DynBarrier>` as a raw pointer                |
+//! | 24..32| unused                                                              |
+
+use crate::names::{barrier_kinds, lookup, BarrierKind, DEFAULT_BARRIER};
+use crate::status::{SPINLAB_INVALID, SPINLAB_OK};
+use core::ptr::{addr_of_mut, null};
+use libc::{c_char, c_int, c_uint};
+use spinlab::registry::DynBarrier;
+use std::num::NonZeroU32;
+
+/// Bytes of a `spinlab_barrier_t`.
+pub const SPINLAB_BARRIER_SIZE: usize = 32;
+/// Alignment of a `spinlab_barrier_t`.
+pub const SPINLAB_BARRIER_ALIGN: usize = 8;
+/// What `spinlab_barrier_wait` returns to exactly one thread of each phase (the last to
+/// arrive), as `PTHREAD_BARRIER_SERIAL_THREAD` does; the others get `SPINLAB_OK`.
+pub const SPINLAB_BARRIER_SERIAL_THREAD: c_int = -1;
+
+/// A barrier for a fixed number of threads: spinlab's sense-reversing barrier over any wait
+/// policy (`"barrier:futex"`, `"barrier:pause"`, …) or a reference (`"pthread"`, `"std"`),
+/// chosen when it is initialised. Opaque; initialise it with `spinlab_barrier_init` and do
+/// not copy it.
+#[repr(C)]
+pub struct spinlab_barrier_t {
+    opaque: [u64; 4],
+}
+
+#[repr(C)]
+struct Repr {
+    kind: *const BarrierKind,
+    barrier: *mut dyn DynBarrier,
+}
+
+const _: () = assert!(size_of::<spinlab_barrier_t>() == SPINLAB_BARRIER_SIZE);
+const _: () = assert!(align_of::<spinlab_barrier_t>() == SPINLAB_BARRIER_ALIGN);
+const _: () = assert!(size_of::<Repr>() <= SPINLAB_BARRIER_SIZE && align_of::<Repr>() <= SPINLAB_BARRIER_ALIGN);
+
+/// Initialises `barrier` as the barrier called `name` (`NULL`: `"barrier:spin-park"`) for
+/// `count` threads per phase. Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
+/// `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` (a NULL `barrier`, a `count` of 0 or above
+/// `INT_MAX`). Allocates the barrier.
+///
+/// # Safety
+/// `barrier` is NULL or points to writable memory for a `spinlab_barrier_t` that no thread
+/// uses; `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_barrier_init(
+    barrier: *mut spinlab_barrier_t,
+    name: *const c_char,
+    count: c_uint,
+) -> c_int {
+    // glibc's pthread_barrier_init (the `pthread` reference) takes at most INT_MAX.
+    let Some(parties) = NonZeroU32::new(count).filter(|n| n.get() <= i32::MAX as u32) else {
+        return SPINLAB_INVALID;
+    };
+    if barrier.is_null() {
+        return SPINLAB_INVALID;
+    }
+    // SAFETY: the caller's contract on `name`.
+    let kind = match unsafe { lookup(barrier_kinds(), name, DEFAULT_BARRIER) } {
+        Ok(kind) => kind,
+        Err(status) => return status,
+    };
+    let built = match kind.entry.build(parties) {
+        Ok(built) => built,
+        Err(_) => unreachable!("lookup checked that this CPU can run {}", kind.entry.name),
+    };
+    let repr = barrier.cast::<Repr>();
+    // SAFETY: `barrier` is writable and aligned (the caller's contract).
+    unsafe {
+        addr_of_mut!((*repr).barrier).write(Box::into_raw(built));
+        addr_of_mut!((*repr).kind).write(kind);
+    }
+    SPINLAB_OK
+}
+
+/// Waits until `count` threads (the number given to init) have arrived in this phase. Returns
+/// `SPINLAB_BARRIER_SERIAL_THREAD` to one of them and `SPINLAB_OK` to the others. What each
+/// thread wrote before its wait is visible to all of the phase after theirs.
+///
+/// # Safety
+/// `barrier` is initialised.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_barrier_wait(barrier: *mut spinlab_barrier_t) -> c_int {
+    // SAFETY: the caller's contract: init stored a live box here.
+    let leader = unsafe { (*(*barrier.cast::<Repr>()).barrier).wait() };
+    if leader {
+        SPINLAB_BARRIER_SERIAL_THREAD
+    } else {
+        SPINLAB_OK
+    }
+}
+
+/// Destroys `barrier` and frees what init allocated. Returns `SPINLAB_OK`. Afterwards only
+/// `spinlab_barrier_init` may use the memory; any other call crashes.
+///
+/// # Safety
+/// `barrier` is initialised and no thread waits on it.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_barrier_destroy(barrier: *mut spinlab_barrier_t) -> c_int {
+    let repr = barrier.cast::<Repr>();
+    // SAFETY: the caller's contract: init stored a box from `Box::into_raw`, not freed since.
+    unsafe {
+        drop(Box::from_raw((*repr).barrier));
+        addr_of_mut!((*repr).kind).write(null());
+    }
+    SPINLAB_OK
+}
+
+/// The registry name of `barrier`: a static string; do not free it.
+///
+/// # Safety
+/// `barrier` is initialised.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_barrier_name(barrier: *const spinlab_barrier_t) -> *const c_char {
+    // SAFETY: the caller's contract: `kind` points to a row of a static table.
+    unsafe { (*(*barrier.cast::<Repr>()).kind).name.as_ptr() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
+    use core::mem::MaybeUninit;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    struct Shared(core::cell::UnsafeCell<spinlab_barrier_t>);
+    // SAFETY: a barrier is made to be shared.
+    unsafe impl Sync for Shared {}
+
+    #[test]
+    fn every_available_barrier_has_one_leader_per_phase() {
+        for kind in barrier_kinds().iter().filter(|k| k.entry.availability.is_ok()) {
+            // SAFETY: all-zero bytes are a valid opaque array; init writes the barrier.
+            let shared = Shared(core::cell::UnsafeCell::new(unsafe { core::mem::zeroed() }));
+            let shared = &shared;
+            // SAFETY: fresh memory and a static name.
+            assert_eq!(unsafe { spinlab_barrier_init(shared.0.get(), kind.name.as_ptr(), 2) }, SPINLAB_OK);
+            let leaders = AtomicUsize::new(0);
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        for _ in 0..50 {
+                            // SAFETY: an initialised barrier for two threads.
+                            match unsafe { spinlab_barrier_wait(shared.0.get()) } {
+                                SPINLAB_BARRIER_SERIAL_THREAD => drop(leaders.fetch_add(1, Relaxed)),
+                                status => assert_eq!(status, SPINLAB_OK),
+                            }
+                        }
+                    });
+                }
+            });
+            assert_eq!(leaders.into_inner(), 50, "{}", kind.entry.name);
+            // SAFETY: initialised, nobody waits.
+            assert_eq!(unsafe { spinlab_barrier_destroy(shared.0.get()) }, SPINLAB_OK);
+        }
+    }
+
+    #[test]
+    fn init_refuses_bad_counts_and_names() {
+        let mut barrier = MaybeUninit::<spinlab_barrier_t>::uninit();
+        let b = barrier.as_mut_ptr();
+        // SAFETY: fresh memory and static names.
+        unsafe {
+            assert_eq!(spinlab_barrier_init(b, null(), 0), SPINLAB_INVALID);
+            assert_eq!(spinlab_barrier_init(b, null(), i32::MAX as c_uint + 1), SPINLAB_INVALID);
+            assert_eq!(spinlab_barrier_init(core::ptr::null_mut(), null(), 1), SPINLAB_INVALID);
+            assert_eq!(spinlab_barrier_init(b, c"barrier:nap".as_ptr(), 1), SPINLAB_UNKNOWN_NAME);
+            for kind in barrier_kinds().iter().filter(|k| k.entry.availability.is_err()) {
+                assert_eq!(spinlab_barrier_init(b, kind.name.as_ptr(), 1), SPINLAB_UNAVAILABLE);
+            }
+            assert_eq!(spinlab_barrier_init(b, null(), 1), SPINLAB_OK);
+            assert_eq!(std::ffi::CStr::from_ptr(spinlab_barrier_name(b)), DEFAULT_BARRIER);
+            assert_eq!(spinlab_barrier_wait(b), SPINLAB_BARRIER_SERIAL_THREAD, "alone, every wait leads");
+            assert_eq!(spinlab_barrier_destroy(b), SPINLAB_OK);
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! A real program's own thread tests under the preload library: CPython's `test_threading`,
+//! `test_thread`, `test_queue` and `test_threading_local`, run by its regression-test driver
+//! (`python3 -m test`), once without the library and once with each of two spinlab locks.
+//! Every test case must end the same way in each run: passed, failed, errored or skipped.
+//! (Compared, not assumed to pass: on a given machine some fail without the library too.)
+//!
+//! CPython takes its GIL with a pthread mutex and condition variable (timed waits on
+//! `CLOCK_MONOTONIC`), so every thread switch in these tests goes through the replacements.
+//!
+//! Timing-sensitive cases can end differently once under load whatever the lock, so a case
+//! whose ending differs is run again alone, three more times each way, and counts as a
+//! difference only if the endings of the two sides never meet.
+//!
+//! Needs a `python3` with CPython's test package (`SPINLAB_PYTHON` names one explicitly);
+//! Debian and Ubuntu ship it as `libpython3.X-testsuite`.
+
+#[path = "../../spinlab-ffi/tests/common/mod.rs"]
+mod common;
+
+use common::{libraries, run, scratch_dir};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const MODULES: [&str; 4] = ["test_threading", "test_thread", "test_queue", "test_threading_local"];
+/// spinlab's default lock, and a queue lock whose waiters sleep at once.
+const LOCKS: [&str; 2] = ["ttas:spin-park", "mcs:futex"];
+/// A watchdog for a hung run, many times what a run takes.
+const LIMIT: Duration = Duration::from_secs(1200);
+const RERUNS: usize = 3;
+
+/// The interpreter itself (not a wrapper such as pyenv's shim) of the first candidate that has
+/// the test package.
+fn python() -> PathBuf {
+    let candidates: Vec<String> = match std::env::var("SPINLAB_PYTHON") {
+        Ok(explicit) => vec![explicit],
+        Err(_) => vec!["python3".into(), "/usr/bin/python3".into()],
+    };
+    for candidate in &candidates {
+        let probe = Command::new(candidate)
+            .args(["-c", "import sys, test.test_threading, test.libregrtest; print(sys.executable)"])
+            .output();
+        if let Ok(output) = probe {
+            let executable = String::from_utf8_lossy(&output.stdout).trim().to_string();
+            if output.status.success() && !executable.is_empty() {
+                return PathBuf::from(executable);
+            }
+        }
+    }
+    panic!(
+        "none of {candidates:?} is a python3 with CPython's test package (test.test_threading): \
+         install it (Debian/Ubuntu: apt-get install libpython3.X-testsuite, X the minor version of \
+         python3) or name one with SPINLAB_PYTHON"
+    );
+}
+
+/// How a test case ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ending {
+    Passed,
+    Failed,
+    Errored,
+    Skipped,
+}
+
+/// Every test case of a `--junit-xml` report with its ending.
+fn endings(xml: &str) -> BTreeMap<String, Ending> {
+    let mut endings = BTreeMap::new();
+    for case in xml.split("<testcase ").skip(1) {
+        let Some(name) = case.split("name=\"").nth(1).and_then(|rest| rest.split('"').next()) else { continue };
+        // The case's own elements end where the next case begins; attribute values are
+        // escaped, so a '<' starts an element.
+        let ending = if case.contains("<failure") {
+            Ending::Failed
+        } else if case.contains("<error") {
+            Ending::Errored
+        } else if case.contains("<skipped") {
+            Ending::Skipped
+        } else {
+            Ending::Passed
+        };
+        endings.insert(name.to_string(), ending);
+    }
+    endings
+}
+
+/// Runs the regression tests `args` (modules, `-m` filters) with `lock` preloaded (`None`:
+/// without the library) and returns each case's ending.
+fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BTreeMap<String, Ending> {
+    let dir = scratch_dir().join(format!("cpython-{label}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let xml = dir.join("results.xml");
+    let xml_arg = xml.display().to_string();
+    let dir_arg = dir.display().to_string();
+    let mut full: Vec<&str> = vec!["-m", "test", "--tempdir", &dir_arg, "--junit-xml", &xml_arg];
+    full.extend_from_slice(args);
+    let library = libraries().join("libspinlab_preload.so").display().to_string();
+    let env: Vec<(&str, &str)> = match lock {
+        Some(lock) => vec![("LD_PRELOAD", library.as_str()), ("SPINLAB_LOCK", lock)],
+        None => vec![],
+    };
+    // regrtest exits non-zero when a case fails; the endings are what is compared.
+    let ran = run(python, &full, &env, LIMIT);
+    let report = std::fs::read_to_string(&xml)
+        .unwrap_or_else(|e| panic!("{label}: no report {} ({e})\n{}\n{}", xml.display(), ran.stdout, ran.stderr));
+    let endings = endings(&report);
+    assert!(!endings.is_empty(), "{label}: no test case ran\n{}\n{}", ran.stdout, ran.stderr);
+    endings
+}
+
+/// Checks that `lock` is what the library reports inside this interpreter.
+fn assert_preloaded(python: &Path, lock: &str) {
+    let library = libraries().join("libspinlab_preload.so").display().to_string();
+    let script =
+        "import ctypes; f = ctypes.CDLL(None).spinlab_preload_lock; f.restype = ctypes.c_char_p; print(f().decode())";
+    let ran = run(python, &["-c", script], &[("LD_PRELOAD", &library), ("SPINLAB_LOCK", lock)], LIMIT);
+    assert_eq!(ran.stdout.trim(), lock, "the library is not in effect in {}: {}", python.display(), ran.stderr);
+}
+
+fn summary(endings: &BTreeMap<String, Ending>) -> String {
+    let mut counts: BTreeMap<Ending, usize> = BTreeMap::new();
+    for ending in endings.values() {
+        *counts.entry(*ending).or_default() += 1;
+    }
+    format!("{counts:?}")
+}
+
+/// The endings of `case` in `runs` more runs of it alone.
+fn rerun(python: &Path, lock: Option<&str>, case: &str) -> BTreeSet<Ending> {
+    let module = case.split('.').nth(1).unwrap_or(case);
+    (0..RERUNS)
+        .filter_map(|i| regrtest(python, lock, &[module, "-m", case], &format!("rerun-{i}")).get(case).copied())
+        .collect()
+}
+
+#[test]
+fn cpython_thread_tests_end_the_same_with_and_without_spinlab_locks() {
+    let python = python();
+    libraries();
+    let started = Instant::now();
+    let baseline = regrtest(&python, None, &MODULES, "baseline");
+    println!(
+        "{} without the library: {} cases {} in {:?}",
+        python.display(),
+        baseline.len(),
+        summary(&baseline),
+        started.elapsed()
+    );
+    let mut differences = Vec::new();
+    for lock in LOCKS {
+        assert_preloaded(&python, lock);
+        let started = Instant::now();
+        let preloaded = regrtest(&python, Some(lock), &MODULES, lock.replace(':', "-").as_str());
+        println!(
+            "with SPINLAB_LOCK={lock}: {} cases {} in {:?}",
+            preloaded.len(),
+            summary(&preloaded),
+            started.elapsed()
+        );
+        let cases: BTreeSet<&String> = baseline.keys().chain(preloaded.keys()).collect();
+        for case in cases {
+            let (before, after) = (baseline.get(case).copied(), preloaded.get(case).copied());
+            if before == after {
+                continue;
+            }
+            let mut without: BTreeSet<Ending> = before.into_iter().collect();
+            let mut with: BTreeSet<Ending> = after.into_iter().collect();
+            without.extend(rerun(&python, None, case));
+            with.extend(rerun(&python, Some(lock), case));
+            println!("  {case}: without {without:?}, with {lock} {with:?}");
+            if without.is_disjoint(&with) {
+                differences.push(format!("{case}: without the library {without:?}, with {lock} {with:?}"));
+            }
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "test cases that end differently under the preload library:\n{}",
+        differences.join("\n")
+    );
+}
+
+#[test]
+fn junit_endings_are_read_from_each_case_element() {
+    let xml = r#"<testsuites><testsuite><testcase name="test.a.T.test_noerror" status="run" />
+<testcase name="test.a.T.test_f"><system-out /><failure type="AssertionError" message="x &lt;error" /></testcase>
+<testcase name="test.a.T.test_e"><error message="boom" /></testcase>
+<testcase name="test.a.T.test_s"><skipped>no</skipped></testcase></testsuite></testsuites>"#;
+    let endings = endings(xml);
+    assert_eq!(endings["test.a.T.test_noerror"], Ending::Passed);
+    assert_eq!(endings["test.a.T.test_f"], Ending::Failed);
+    assert_eq!(endings["test.a.T.test_e"], Ending::Errored);
+    assert_eq!(endings["test.a.T.test_s"], Ending::Skipped);
+}
