@@ -1,3 +1,4 @@
+#![cfg(not(loom))]
 //! Every lock in the registry, through the same checks (Concurrency Kit's `regressions/`
 //! driver, with the registry as the adapter): mutual exclusion counted exactly, `try_lock`,
 //! timed acquisition, and, for the queue locks, many locks held at once.

@@ -11,14 +11,14 @@ use std::sync::OnceLock;
 pub struct CpuFeatures {
     /// A spin-wait hint exists (`pause` on x86, `yield`/`isb` on aarch64).
     pub spin_hint: bool,
-    /// Intel WAITPKG: user-mode `umonitor`/`umwait`/`tpause` (CPUID.7.0:ECX[5]).
+    /// Intel WAITPKG: user-mode `umonitor`/`umwait`/`tpause` (CPUID.7.0:ECX\[5\]).
     pub waitpkg: bool,
-    /// AMD MONITORX/MWAITX, usable from user mode (CPUID.80000001h:ECX[29]).
+    /// AMD MONITORX/MWAITX, usable from user mode (CPUID.80000001h:ECX\[29\]).
     pub monitorx: bool,
     /// aarch64 `wfe` woken by the exclusive monitor (every aarch64 CPU).
     pub wfe: bool,
     /// The TSC runs at a constant rate and does not stop in idle states
-    /// (CPUID.80000007h:EDX[8]); on aarch64 the generic timer always does.
+    /// (CPUID.80000007h:EDX\[8\]); on aarch64 the generic timer always does.
     pub invariant_tsc: bool,
 }
 
