@@ -52,7 +52,7 @@ pub struct Umwait;
 impl Wait for Umwait {
     const NAME: &'static str = "umwait";
     fn availability() -> Result<(), super::Unavailable> {
-        require(cpu::features().waitpkg, Self::NAME, "WAITPKG (umonitor/umwait, CPUID.7.0:ECX\[5\])")
+        require(cpu::features().waitpkg, Self::NAME, "WAITPKG (umonitor/umwait, CPUID.7.0:ECX[5])")
     }
     #[inline]
     fn relax(word: &AtomicU32, current: u32, episode: &mut Episode) -> bool {
@@ -82,7 +82,7 @@ pub struct Tpause;
 impl Wait for Tpause {
     const NAME: &'static str = "tpause";
     fn availability() -> Result<(), super::Unavailable> {
-        require(cpu::features().waitpkg, Self::NAME, "WAITPKG (tpause, CPUID.7.0:ECX\[5\])")
+        require(cpu::features().waitpkg, Self::NAME, "WAITPKG (tpause, CPUID.7.0:ECX[5])")
     }
     #[inline]
     fn relax(_: &AtomicU32, _: u32, episode: &mut Episode) -> bool {
@@ -106,7 +106,7 @@ pub struct Mwaitx;
 impl Wait for Mwaitx {
     const NAME: &'static str = "mwaitx";
     fn availability() -> Result<(), super::Unavailable> {
-        require(cpu::features().monitorx, Self::NAME, "MONITORX/MWAITX (CPUID.80000001h:ECX\[29\])")
+        require(cpu::features().monitorx, Self::NAME, "MONITORX/MWAITX (CPUID.80000001h:ECX[29])")
     }
     #[inline]
     fn relax(word: &AtomicU32, current: u32, episode: &mut Episode) -> bool {
