@@ -68,6 +68,20 @@ enum RunCommand {
         #[command(flatten)]
         options: experiments::herd::Herd,
     },
+    /// Slowdown of an active workload next to waiters of each policy, per placement (seed 000)
+    Interference {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        options: experiments::interference::Interference,
+    },
+    /// Lock hand-off latency between two threads, as a ratio to the ping-pong floor (seed 000)
+    Handoff {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        options: experiments::handoff::Handoff,
+    },
 }
 
 impl RunCommand {
@@ -76,6 +90,8 @@ impl RunCommand {
             RunCommand::Floor { common, options } => (options, common),
             RunCommand::Contention { common, options } => (options, common),
             RunCommand::Herd { common, options } => (options, common),
+            RunCommand::Interference { common, options } => (options, common),
+            RunCommand::Handoff { common, options } => (options, common),
         }
     }
 }
@@ -191,7 +207,7 @@ fn list(json: bool) {
         let doc = json!({
             "locks": locks,
             "waits": waits,
-            "experiments": ["floor", "contention", "herd"],
+            "experiments": ["floor", "contention", "herd", "interference", "handoff"],
             "aliases": {"default": crate::select::DEFAULT_LOCK},
         });
         print_out(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));

@@ -60,8 +60,8 @@ const BATCH_SECONDS: f64 = 0.0005;
 const LOOP_BATCHES: usize = 11;
 /// Round trips per ping-pong batch, and batches per repetition (whose median is the
 /// repetition's value).
-const BATCH: u32 = 100;
-const BATCHES: u32 = 51;
+pub(crate) const BATCH: u32 = 100;
+pub(crate) const BATCHES: u32 = 51;
 /// Wake-ups per wake-to-run repetition.
 const WAKEUPS: u32 = 50;
 /// Pairs per placement on machines with more than 16 CPUs.
@@ -362,7 +362,7 @@ fn wait_periods(
 /// Ticks for each batch of `BATCH` round trips of a line bouncing between threads pinned
 /// to `a` and `b` (measured on `a`'s counter). Batches, so that one preemption of either
 /// thread spoils one batch rather than the whole repetition.
-fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Vec<u64> {
+pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Vec<u64> {
     let line = CachePadded::new(AtomicU32::new(0));
     let start = Barrier::new(2);
     let round_trips = batches * BATCH;

@@ -8,7 +8,9 @@
 
 pub mod contention;
 pub mod floor;
+pub mod handoff;
 pub mod herd;
+pub mod interference;
 
 use crate::error::LabError;
 use crate::machine::{MachineInfo, Placement, Topology};
@@ -177,6 +179,8 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
         Box::new(floor::Floor::default()),
         Box::new(contention::Contention::default()),
         Box::new(herd::Herd::default()),
+        Box::new(interference::Interference::default()),
+        Box::new(handoff::Handoff::default()),
     ]
 }
 
@@ -280,6 +284,6 @@ mod tests {
         let both = Common { min_reps: Some(5), max_reps: Some(2), ..Common::default() };
         assert!(both.rule(3, 10).is_err());
         let names: Vec<&str> = all().iter().map(|e| e.name()).collect();
-        assert_eq!(names, ["floor", "contention", "herd"]);
+        assert_eq!(names, ["floor", "contention", "herd", "interference", "handoff"]);
     }
 }

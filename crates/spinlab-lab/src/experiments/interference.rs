@@ -1,0 +1,420 @@
+//! `spinlab run interference`: seed 000's experiment. An active thread runs one of 000's
+//! workloads while N waiters wait, with one wait policy, on a lock the harness holds for the
+//! whole measurement (000 §III.B: the worst case of a contended lock, every thread but one
+//! blocked); its time is compared with the same work run in isolation. Reported per active
+//! workload, policy, waiter count and placement: the slowdown, the isolated time, and the
+//! waiters' re-read interval (000's responsiveness: the time between two reads of the lock).
+//!
+//! The isolated run and the co-run alternate round by round (the interleaved core's A B B A
+//! order after one shared warm-up), and each round's co-run is divided by the same round's
+//! isolated run, so drift in the machine's speed cancels in each ratio. The FAME rule watches
+//! the active thread's time in both.
+//!
+//! How the waiters wait: exactly as a thread blocked in the library's TTAS lock
+//! (`ttas:POLICY`), whose contended path is `Wait::spin` on the lock word until it changes,
+//! and, for a policy whose spin phase ends, marking the word "sleepers" and `Wait::sleep`.
+//! The waiters run that loop on a word the harness holds at "locked", through the same
+//! `Wait::spin`, with an `Episode` of their own: the episode counts the policy's loop
+//! iterations (each one re-read of the word plus the policy's body) and the waiter reads the
+//! count once the word changes, so the loop measured is the library's loop, with nothing
+//! added to it. (The registry lock's word is private, so the harness cannot hold a registry
+//! lock and read its waiters' episodes.) See docs/interference.md.
+
+use super::{Common, Experiment, Lab};
+use crate::error::LabError;
+use crate::machine::Placement;
+use crate::measure::clock::now;
+use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::{interleave, Rep, Summary};
+use crate::results::table::{col, Column};
+use crate::results::{Row, Run};
+use crate::select;
+use crate::workloads::counters::Ipc;
+use crate::workloads::{Active, CacheSizes, Sizes, Workload};
+use clap::Args;
+use spinlab::sys::futex::FutexWait;
+use spinlab::wait::{visit_policies, Episode, PolicyVisitor, Spun, Unavailable, Wait};
+use spinlab::CachePadded;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::time::{Duration, Instant};
+
+/// The active workloads when `--active` is not given (the closing note's three: the lowest
+/// CPI, a memory-bound one, and one of each kind).
+pub const DEFAULT_ACTIVE: &[Workload] = &[Workload::Add, Workload::MbvInt, Workload::Hash];
+/// The policies when `--waits` is not given: 000's loop and its four variants, the spin
+/// hint, and the three that give the CPU away.
+pub const DEFAULT_WAITS: &[&str] = &["spin", "pause", "idiv", "fdiv", "cas", "miss", "yield", "futex", "spin-park"];
+/// Seed 000 ran one and three spinning threads next to the active one.
+pub const DEFAULT_WAITERS: &[usize] = &[1, 3];
+
+/// Lock word values, as in the library's TTAS lock (`lock/word.rs`).
+const LOCKED: u32 = 1;
+const LOCKED_SLEEPERS: u32 = 2;
+const UNLOCKED: u32 = 0;
+
+/// How long the harness lets the waiters settle into their loop (or their sleep) before the
+/// active thread starts.
+const SETTLE: Duration = Duration::from_millis(2);
+
+/// A workload list option's value.
+#[derive(Clone, Debug)]
+pub struct Actives(pub Vec<Workload>);
+/// A waiter-count list option's value.
+#[derive(Clone, Debug)]
+pub struct Counts(pub Vec<usize>);
+
+fn parse_actives(s: &str) -> Result<Actives, String> {
+    Workload::parse_list(s).map(Actives)
+}
+
+fn parse_counts(s: &str) -> Result<Counts, String> {
+    let mut out = Vec::new();
+    for item in select::split_list(s)? {
+        let n = select::positive(item).map_err(|e| format!("{e} (waiters per co-run)"))?;
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    Ok(Counts(out))
+}
+
+/// Options of `spinlab run interference`.
+#[derive(Args, Clone, Debug, Default)]
+#[group(skip)]
+pub struct Interference {
+    /// Active workloads, comma-separated: add, mul, branch, l1, l2, mbv-int, mbv-fp, sort, hash
+    /// [default: add,mbv-int,hash]
+    #[arg(long, value_name = "LIST", value_parser = parse_actives)]
+    pub active: Option<Actives>,
+    /// Waiter counts, comma-separated [default: 1,3]
+    #[arg(long, value_name = "LIST", value_parser = parse_counts)]
+    pub waiters: Option<Counts>,
+    /// Length of one call of the active workload, in milliseconds (its work is fixed once,
+    /// calibrated to this in isolation) [default: 10]
+    #[arg(long, value_name = "MS", value_parser = select::positive)]
+    pub active_ms: Option<usize>,
+    /// Size the workloads for these caches instead of this machine's: L1D,L2,LLC (e.g.
+    /// 32K,512K,32M)
+    #[arg(long, value_name = "L1D,L2,LLC", value_parser = CacheSizes::parse)]
+    pub cache_sizes: Option<CacheSizes>,
+    /// Units of work per call instead of calibrating (for tests and exact comparisons)
+    #[arg(long, value_name = "N", value_parser = select::positive, hide = true)]
+    pub units: Option<usize>,
+}
+
+const COLUMNS: &[Column] = &[
+    col("active", "active"),
+    col("wait", "wait"),
+    col("waiters", "waiters"),
+    col("placement", "placement"),
+    col("slowdown_pct", "slowdown %"),
+    col("slowdown_ci95_pct", "±95%"),
+    col("isolated_s", "isolated s"),
+    col("reread_ns", "re-read ns"),
+    col("active_ipc", "IPC"),
+    col("reps", "reps"),
+];
+
+/// What one waiter saw.
+#[derive(Clone, Copy, Debug, Default)]
+struct WaiterReport {
+    /// Counter ticks from the start of its wait to the harness's release.
+    waited_ticks: u64,
+    /// Iterations of the policy's loop (each one re-read of the word).
+    iterations: u64,
+    /// Times it went to sleep.
+    sleeps: u64,
+}
+
+/// One co-run: `waiter_cpus.len()` waiters wait with the policy while the calling thread runs
+/// `active`; then the harness releases the word and joins them.
+type CoRun = fn(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Vec<WaiterReport>;
+
+/// Waits as a thread blocked in `Ttas<W>` does, until the word reads `UNLOCKED`.
+fn wait_like_ttas<W: Wait>(word: &AtomicU32) -> (u64, u64) {
+    let mut episode = Episode::new(None);
+    let (mut iterations, mut sleeps) = (0u64, 0u64);
+    loop {
+        let seen = word.load(Relaxed);
+        if seen == UNLOCKED {
+            break;
+        }
+        match W::spin(word, seen, &mut episode) {
+            Spun::Changed => {}
+            Spun::TimedOut => unreachable!("no deadline"),
+            Spun::Exhausted => {
+                // TTAS's park: mark that a sleeper may exist, sleep while it holds.
+                iterations += episode.iterations() as u64;
+                episode.restart_spinning();
+                if word.swap(LOCKED_SLEEPERS, Acquire) == UNLOCKED {
+                    // Released in between. Undo the mark, and wake anyone who saw it and
+                    // went to sleep on it (nobody else will: the harness has released).
+                    word.store(UNLOCKED, Release);
+                    W::wake_all(word);
+                    break;
+                }
+                if W::sleep(word, LOCKED_SLEEPERS, None) != FutexWait::ValueChanged {
+                    sleeps += 1;
+                }
+            }
+        }
+    }
+    (iterations + episode.iterations() as u64, sleeps)
+}
+
+fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Vec<WaiterReport> {
+    let word = CachePadded::new(AtomicU32::new(LOCKED));
+    let arrived = CachePadded::new(AtomicUsize::new(0));
+    let released_at = CachePadded::new(AtomicU64::new(0));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = waiter_cpus
+            .iter()
+            .map(|&cpu| {
+                let (word, arrived, released_at) = (&word, &arrived, &released_at);
+                s.spawn(move || {
+                    pin_or_die(cpu);
+                    arrived.fetch_add(1, Release);
+                    let t0 = now();
+                    let (iterations, sleeps) = wait_like_ttas::<W>(word);
+                    WaiterReport { waited_ticks: released_at.load(Acquire).saturating_sub(t0), iterations, sleeps }
+                })
+            })
+            .collect();
+        while arrived.load(Acquire) < waiter_cpus.len() {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(SETTLE);
+        active();
+        released_at.store(now(), Release);
+        // Release as TTAS's unlock does: wake sleepers only if one may exist (all of them,
+        // since none of them will hand the lock on).
+        if word.swap(UNLOCKED, Release) == LOCKED_SLEEPERS {
+            W::wake_all(&word);
+        }
+        handles.into_iter().map(|h| h.join().expect("a waiter panicked")).collect()
+    })
+}
+
+/// A policy as this experiment sees it.
+struct Policy {
+    name: &'static str,
+    availability: Result<(), Unavailable>,
+    co_run: CoRun,
+}
+
+fn policies() -> Vec<Policy> {
+    struct Collect(Vec<Policy>);
+    impl PolicyVisitor for Collect {
+        fn visit<W: Wait>(&mut self) {
+            self.0.push(Policy { name: W::NAME, availability: W::availability(), co_run: co_run::<W> });
+        }
+    }
+    let mut c = Collect(Vec::new());
+    visit_policies(&mut c);
+    c.0
+}
+
+/// Where the active thread and the waiters run at one placement.
+fn cpus_at(lab: &Lab, placement: Placement, waiters: usize) -> Result<(usize, Vec<usize>), String> {
+    let cpus = lab.topology.placement_cpus(placement)?;
+    let active = cpus[0];
+    if placement == Placement::SameCpu {
+        return Ok((active, vec![active; waiters]));
+    }
+    // The other CPUs at this placement, round-robin: with more waiters than CPUs (three
+    // waiters, one other core), waiters share a CPU, time-sliced among themselves.
+    let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != active).collect();
+    Ok((active, (0..waiters).map(|i| others[i % others.len()]).collect()))
+}
+
+fn cpu_list(cpus: &[usize]) -> String {
+    cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
+}
+
+impl Experiment for Interference {
+    fn name(&self) -> &'static str {
+        "interference"
+    }
+
+    fn uses(&self) -> &'static [&'static str] {
+        &["waits", "placement"]
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
+        let started = Instant::now();
+        let rule = common.rule(3, 8)?;
+        let actives = self.active.as_ref().map_or_else(|| DEFAULT_ACTIVE.to_vec(), |a| a.0.clone());
+        let waiter_counts = self.waiters.as_ref().map_or_else(|| DEFAULT_WAITERS.to_vec(), |w| w.0.clone());
+        let wait_names: Vec<&str> = common.waits.as_ref().map_or_else(|| DEFAULT_WAITS.to_vec(), |w| w.0.clone());
+        let placements = common.placements_or_all();
+        let active_ms = self.active_ms.unwrap_or(10);
+        let all_policies = policies();
+        let chosen: Vec<&Policy> =
+            wait_names.iter().filter_map(|n| all_policies.iter().find(|p| p.name == *n)).collect();
+        let home = lab.topology.cpus[0].id;
+        let (caches, assumed) = match self.cache_sizes {
+            Some(c) => (c, Vec::new()),
+            None => CacheSizes::read(Path::new("/sys"), home),
+        };
+        let sizes = Sizes::for_caches(caches);
+        let ipc = with_pinned(home, Ipc::open);
+
+        let mut run = Run::new(self.name());
+        run.param("active", actives.iter().map(|w| w.name()).collect::<Vec<_>>())
+            .param("waits", &wait_names)
+            .param("waiters", &waiter_counts)
+            .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
+            .param("active_ms", active_ms)
+            .param("cache_l1d_bytes", caches.l1d)
+            .param("cache_l2_bytes", caches.l2)
+            .param("cache_llc_bytes", caches.llc)
+            .param("caches_assumed", &assumed)
+            .param("settle_ms", SETTLE.as_secs_f64() * 1e3)
+            .param("waiting", "as in ttas:POLICY: Wait::spin on a word held locked, then mark and sleep")
+            .param("maiv_pct", rule.maiv_pct)
+            .param("min_reps", rule.min_reps)
+            .param("max_reps", rule.max_reps);
+        if let Err(why) = &ipc {
+            run.param("active_ipc", format!("not measured: {why}"));
+        }
+        drop(ipc);
+
+        let mut rows = Vec::new();
+        for name in &wait_names {
+            if let Some(p) = chosen.iter().find(|p| p.name == *name) {
+                if let Err(e) = p.availability {
+                    rows.push(Row::new().with("wait", *name).skipped(e.to_string()));
+                }
+            }
+        }
+        let usable: Vec<&&Policy> = chosen.iter().filter(|p| p.availability.is_ok()).collect();
+        let offered: Vec<Placement> = placements
+            .iter()
+            .copied()
+            .filter(|&p| match lab.topology.placement_cpus(p) {
+                Ok(_) => true,
+                Err(why) => {
+                    rows.push(Row::new().with("placement", p.name()).skipped(why));
+                    false
+                }
+            })
+            .collect();
+
+        let configs = (actives.len() * offered.len() * waiter_counts.len() * usable.len()) as u64;
+        let progress = lab.progress("interference", configs);
+        let clock = lab.clock;
+        for &workload in &actives {
+            for &placement in &offered {
+                let Ok((active_cpu, _)) = cpus_at(lab, placement, 1) else { continue };
+                // Built and calibrated on the active CPU, so its pages are that CPU's.
+                let (mut active, expected) = with_pinned(active_cpu, || {
+                    let mut a = Active::new(workload, &sizes, self.units.unwrap_or(1) as u64);
+                    if self.units.is_none() {
+                        a.calibrate(Duration::from_millis(active_ms as u64));
+                    }
+                    let sum = a.run();
+                    (a, sum)
+                });
+                for &n in &waiter_counts {
+                    let (_, waiter_cpus) = cpus_at(lab, placement, n).map_err(LabError::failed)?;
+                    for policy in &usable {
+                        progress.step(&format!("{workload}, {} x{n}, {placement}", policy.name));
+                        let mut reports: Vec<WaiterReport> = Vec::new();
+                        let mut ipcs: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+                        let mut bad_checksum = None;
+                        let series = with_pinned(active_cpu, || {
+                            let counters = Ipc::open().ok();
+                            interleave(2, &rule, Some(&progress), |i, rep| {
+                                let mut seconds = 0.0;
+                                let mut ipc = None;
+                                let mut timed = || {
+                                    let t0 = now();
+                                    let (sum, measured) = match &counters {
+                                        Some(c) => c.measure(|| active.run()),
+                                        None => (active.run(), None),
+                                    };
+                                    seconds = clock.ns(clock.corrected(t0, now()) as f64) * 1e-9;
+                                    ipc = measured;
+                                    if sum != expected {
+                                        bad_checksum = Some(sum);
+                                    }
+                                };
+                                if i == 0 {
+                                    timed();
+                                } else {
+                                    let r = (policy.co_run)(&waiter_cpus, &mut timed);
+                                    if rep != Rep::Warmup {
+                                        reports.extend(r);
+                                    }
+                                }
+                                if rep != Rep::Warmup {
+                                    if let Some(x) = ipc {
+                                        ipcs[i].push(x);
+                                    }
+                                }
+                                Ok(seconds)
+                            })
+                        })?;
+                        if let Some(sum) = bad_checksum {
+                            return Err(LabError::failed(format!(
+                                "workload {workload} returned checksum {sum:#x}, not {expected:#x}: its work changed \
+                                 between calls"
+                            )));
+                        }
+                        let mut row = Row::new()
+                            .with("active", workload.name())
+                            .with("behaviour", workload.behaviour())
+                            .with("wait", policy.name)
+                            .with("lock", format!("ttas:{}", policy.name))
+                            .with("waiters", n)
+                            .with("placement", placement.name())
+                            .with("active_cpu", active_cpu)
+                            .with("waiter_cpus", cpu_list(&waiter_cpus));
+                        let (iso, co) = (&series[0].samples, &series[1].samples);
+                        let slowdowns: Vec<f64> = iso.iter().zip(co).map(|(i, c)| 100.0 * (c / i - 1.0)).collect();
+                        match Summary::of(&slowdowns) {
+                            Some(s) => {
+                                row = row.summary("slowdown", "pct", &s);
+                                row.set("isolated_s", Summary::of(iso).map(|s| s.mean));
+                                row.set("corun_s", Summary::of(co).map(|s| s.mean));
+                                row.set(
+                                    "stop",
+                                    if series.iter().all(|s| s.verdict == crate::measure::Verdict::Converged) {
+                                        "converged"
+                                    } else {
+                                        "max-reps"
+                                    },
+                                );
+                            }
+                            None => row = row.skipped("no repetition produced a time"),
+                        }
+                        let waited: u64 = reports.iter().map(|r| r.waited_ticks).sum();
+                        let iterations: u64 = reports.iter().map(|r| r.iterations).sum();
+                        if iterations > 0 {
+                            row.set("reread_ns", clock.ns(waited as f64) / iterations as f64);
+                        }
+                        row.set("waiter_sleeps", reports.iter().map(|r| r.sleeps).sum::<u64>());
+                        if let Some(s) = Summary::of(&ipcs[1]) {
+                            row.set("active_ipc", s.mean);
+                        }
+                        if let Some(s) = Summary::of(&ipcs[0]) {
+                            row.set("isolated_ipc", s.mean);
+                        }
+                        row.set("units", active.units());
+                        rows.push(row);
+                        progress.inc();
+                    }
+                }
+            }
+        }
+        progress.finish();
+        run.rows = rows;
+        run.elapsed_s = started.elapsed().as_secs_f64();
+        Ok(vec![run])
+    }
+}
