@@ -76,7 +76,14 @@ impl<W: Wait> LockWord<W> {
     pub(crate) fn unlock(&self) {
         if !W::MAY_SLEEP {
             // Release: the critical section's writes happen-before the next acquirer's reads.
+            #[cfg(not(loom))]
             self.state.store(UNLOCKED, Release);
+            // Loom 0.7 lets a plain store fall between the read and the write of another
+            // thread's RMW (tokio-rs/loom#254): a waiter's failed `swap(LOCKED)` could then
+            // overwrite this release and the model reports a leaked lock that C11 forbids. A
+            // release swap has the same ordering and keeps loom's modification order total.
+            #[cfg(loom)]
+            self.state.swap(UNLOCKED, Release);
         } else if self.state.swap(UNLOCKED, Release) == LOCKED_SLEEPERS {
             // Waking after the store lets the woken thread find the lock free at once.
             W::wake_one(&self.state);
