@@ -275,33 +275,50 @@ mod slots {
         &SLOTS
     }
 
+    // Under loom the table is a per-execution static, and loom drops its statics *before* the
+    // main thread's thread-locals: a `MySlot` dropped then must not reach the table through
+    // the static, so each one holds the table by `Arc`.
+    #[cfg(loom)]
+    loom::lazy_static! {
+        static ref SLOTS: loom::sync::Arc<Slots> = loom::sync::Arc::new(Slots {
+            free: AtomicU64::new(ALL_FREE),
+            signals: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
+        });
+    }
+
     #[cfg(loom)]
     fn table() -> &'static Slots {
-        loom::lazy_static! {
-            static ref SLOTS: Slots = Slots {
-                free: AtomicU64::new(ALL_FREE),
-                signals: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
-            };
-        }
         &SLOTS
     }
 
     const UNCLAIMED: u8 = u8::MAX;
 
     /// This thread's slot; returns it to the table when the thread exits.
-    struct MySlot(Cell<u8>);
+    struct MySlot {
+        slot: Cell<u8>,
+        #[cfg(loom)]
+        table: loom::sync::Arc<Slots>,
+    }
 
     impl Drop for MySlot {
         fn drop(&mut self) {
-            let slot = self.0.get();
+            #[cfg(not(loom))]
+            let table = table();
+            #[cfg(loom)]
+            let table = &*self.table;
+            let slot = self.slot.get();
             if (slot as usize) < FAIR_SLOTS {
-                table().free.fetch_or(1 << slot, Release);
+                table.free.fetch_or(1 << slot, Release);
             }
         }
     }
 
     crate::sync::thread_local! {
-        static MY_SLOT: MySlot = MySlot(Cell::new(UNCLAIMED));
+        static MY_SLOT: MySlot = MySlot {
+            slot: Cell::new(UNCLAIMED),
+            #[cfg(loom)]
+            table: SLOTS.clone(),
+        };
     }
 
     fn claim() -> u8 {
@@ -323,10 +340,10 @@ mod slots {
     pub fn mine() -> Option<usize> {
         MY_SLOT
             .try_with(|mine| {
-                if mine.0.get() == UNCLAIMED {
-                    mine.0.set(claim());
+                if mine.slot.get() == UNCLAIMED {
+                    mine.slot.set(claim());
                 }
-                let slot = mine.0.get();
+                let slot = mine.slot.get();
                 (slot != UNCLAIMED).then_some(slot as usize)
             })
             .ok()
