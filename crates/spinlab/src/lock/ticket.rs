@@ -50,11 +50,15 @@ impl<W: Wait> Ticket<W> {
             Spun::Changed => true,
             Spun::TimedOut => false,
             Spun::Exhausted => {
-                // SeqCst pairs with unlock's SeqCst store and load (a Dekker pattern): either
-                // the releaser sees our count, or we (or the kernel's re-check) see its store.
-                self.sleepers.fetch_add(1, SeqCst);
+                // Pairs with unlock's read-modify-write of `sleepers`. Both are RMWs on one
+                // word, so one comes first: if ours, the releaser counts us and wakes; if its,
+                // our Acquire reads from its Release, so its store to `serving` happens-before
+                // the load below (or the kernel's re-check). The Dekker pattern this replaces
+                // (SeqCst store and load on two words) is correct in C11 but beyond what loom
+                // models: loom treats SeqCst accesses as AcqRel and reported a lost wake-up.
+                self.sleepers.fetch_add(1, Acquire);
                 let mut in_time = true;
-                if self.serving.load(SeqCst) == seen {
+                if self.serving.load(Relaxed) == seen {
                     in_time =
                         W::sleep(&self.serving, seen, episode.deadline()) != crate::sys::futex::FutexWait::TimedOut;
                 }
@@ -130,8 +134,10 @@ unsafe impl<W: Wait> RawMutex for Ticket<W> {
         if !W::MAY_SLEEP {
             self.serving.store(next, Release);
         } else {
-            self.serving.store(next, SeqCst);
-            if self.sleepers.load(SeqCst) != 0 {
+            self.serving.store(next, Release);
+            // An RMW, not a load: it reads the latest count, and Release publishes the store
+            // above to a waiter whose increment comes after it (see `wait_serving_change`).
+            if self.sleepers.fetch_add(0, Release) != 0 {
                 W::wake_all(&self.serving);
             }
         }
