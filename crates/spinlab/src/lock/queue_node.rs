@@ -8,8 +8,8 @@
 //! that exits returns its cache to a global pool, from which new threads draw first. Memory
 //! is bounded by the most nodes ever in use at once (held + waiting, across all queue locks).
 //!
-//! Under loom every node is a fresh leak: loom's atomics belong to one model execution and
-//! cannot be pooled across executions.
+//! Under loom nodes are reused within one model execution (per thread, as here) and leaked
+//! at its end: loom's atomics belong to one execution and cannot be pooled across them.
 
 use crate::padded::CachePadded;
 use crate::sync::{AtomicPtr, AtomicU32};
@@ -82,12 +82,23 @@ mod pool {
 #[cfg(loom)]
 mod pool {
     use super::{fresh, Node};
+    use std::cell::RefCell;
 
-    pub fn take() -> &'static Node {
-        fresh()
+    // Reuse within one execution, like the real per-thread cache: a node that comes back to
+    // the queue while another thread still holds a stale pointer to it (ABA) is a race the
+    // models must be able to see. Loom's thread-locals live for one execution.
+    crate::sync::thread_local! {
+        static CACHE: RefCell<Vec<&'static Node>> = RefCell::new(Vec::new());
     }
 
-    pub fn give(_: &'static Node) {}
+    pub fn take() -> &'static Node {
+        CACHE.try_with(|cache| cache.borrow_mut().pop()).ok().flatten().unwrap_or_else(fresh)
+    }
+
+    pub fn give(node: &'static Node) {
+        // During thread teardown the cache may be gone: the node just leaks.
+        let _ = CACHE.try_with(|cache| cache.borrow_mut().push(node));
+    }
 }
 
 /// A free node for this thread to enqueue. Its fields hold whatever its last user left: the
