@@ -91,10 +91,7 @@ impl<W: Wait> Clh<W> {
             match seen {
                 RELEASED => return Waited::Acquired(Some(pred)),
                 ABANDONED => {
-                    // SAFETY: an abandoned node always publishes the predecessor it had.
-                    let next_pred = unsafe { queue_node::from_ptr(pred.pred.load(Acquire)) };
-                    queue_node::give(pred);
-                    pred = next_pred;
+                    pred = Self::skip_abandoned(pred);
                     continue;
                 }
                 _ => {}
@@ -120,6 +117,15 @@ impl<W: Wait> Clh<W> {
                 return Waited::TimedOut;
             }
         }
+    }
+
+    /// `pred` was abandoned (its state read ABANDONED with Acquire): takes the node over and
+    /// returns the one its owner was waiting on.
+    fn skip_abandoned(pred: &'static Node) -> &'static Node {
+        // SAFETY: an abandoned node always publishes the predecessor it had.
+        let next_pred = unsafe { queue_node::from_ptr(pred.pred.load(Acquire)) };
+        queue_node::give(pred);
+        next_pred
     }
 
     /// Leaves the queue after a time-out. `pred` is the node we were waiting on.
@@ -174,23 +180,34 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
 
     fn try_lock(&self) -> Option<ClhGuard> {
         let tail = self.tail.load(Acquire);
-        let pred = if tail.is_null() {
-            None
-        } else {
-            // SAFETY: queue pointers always come from `queue_node::as_ptr`.
-            let pred = unsafe { queue_node::from_ptr(tail) };
-            if pred.state.load(Acquire) != RELEASED {
-                return None;
-            }
-            Some(pred)
-        };
+        // SAFETY: queue pointers always come from `queue_node::as_ptr`.
+        if !tail.is_null() && unsafe { queue_node::from_ptr(tail) }.state.load(Acquire) != RELEASED {
+            return None;
+        }
         let node = queue_node::take();
         node.state.store(BUSY, Relaxed);
-        match self.tail.compare_exchange(tail, queue_node::as_ptr(node), AcqRel, Relaxed) {
-            Ok(_) => Some(ClhGuard { node, pred }),
-            Err(_) => {
-                queue_node::give(node);
-                None
+        if self.tail.compare_exchange(tail, queue_node::as_ptr(node), AcqRel, Relaxed).is_err() {
+            queue_node::give(node);
+            return None;
+        }
+        if tail.is_null() {
+            return Some(ClhGuard { node, pred: None });
+        }
+        // The CAS queued us behind `tail`, but `tail` may no longer be the node we saw
+        // released: its successor can take the lock, release it, reuse that node (it becomes
+        // the successor's to keep) for a new acquisition and swap it back into the tail, all
+        // between our load and our CAS (ABA). So look at it again, as a waiter would, and
+        // leave the queue if the lock is not ours after all.
+        // SAFETY: queue pointers always come from `queue_node::as_ptr`.
+        let mut pred = unsafe { queue_node::from_ptr(tail) };
+        loop {
+            match pred.state.load(Acquire) {
+                RELEASED => return Some(ClhGuard { node, pred: Some(pred) }),
+                ABANDONED => pred = Self::skip_abandoned(pred),
+                _ => {
+                    self.abandon(node, pred);
+                    return None;
+                }
             }
         }
     }
