@@ -293,8 +293,10 @@ impl Active {
             State::Mul => single::mul(units, SEED),
             State::Branch => single::branch(units),
             State::Chase(c) => c.walk(units),
-            State::MbvInt(m) => (0..units).fold(0, |acc, _| acc ^ m.run()),
-            State::MbvFp(m) => (0..units).fold(0, |acc, _| acc ^ m.run()),
+            // Repeated products and sorts give the same value each time: rotate before
+            // combining, so the units do not cancel out.
+            State::MbvInt(m) => (0..units).fold(0, |acc: u64, _| acc.rotate_left(1) ^ m.run()),
+            State::MbvFp(m) => (0..units).fold(0, |acc: u64, _| acc.rotate_left(1) ^ m.run()),
             State::Sort(s) => (0..units).fold(0, |acc: u64, _| acc.rotate_left(1) ^ s.run()),
             State::Hash(h) => h.run(units, SEED),
         }
