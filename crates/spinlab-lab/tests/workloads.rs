@@ -78,7 +78,7 @@ fn mbv_int_computes_the_product_whatever_order_it_walks_in() {
     assert_eq!(m.run(), expected);
     assert_ne!(m.row_order, (0..7).collect::<Vec<u32>>(), "rows are visited out of order");
     let big = MbvInt::new(1 << 20, 1);
-    assert!(big.rows * big.cols * 4 <= 1 << 20 && big.cols % 16 == 0);
+    assert!(big.rows * big.cols * 4 <= 1 << 20 && big.cols.is_multiple_of(16));
 }
 
 #[test]

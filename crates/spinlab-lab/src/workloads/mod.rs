@@ -409,7 +409,7 @@ mod tests {
     #[test]
     fn random_cycles_visit_everything_once() {
         let next = random_cycle(100, &mut Rng::new(7));
-        let mut seen = vec![false; 100];
+        let mut seen = [false; 100];
         let mut i = 0;
         for _ in 0..100 {
             assert!(!seen[i]);

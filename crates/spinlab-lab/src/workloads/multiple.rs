@@ -43,7 +43,7 @@ impl MbvInt {
 
     /// A `rows` × `cols` matrix (`cols` a multiple of 16) of random numbers.
     pub fn with_shape(rows: usize, cols: usize, seed: u64) -> MbvInt {
-        assert!(cols % BLOCK_COLS == 0 && cols > 0 && rows > 0, "mbv-int shape {rows}x{cols}");
+        assert!(cols.is_multiple_of(BLOCK_COLS) && cols > 0 && rows > 0, "mbv-int shape {rows}x{cols}");
         let mut rng = Rng::new(seed);
         let matrix = (0..rows * cols).map(|_| rng.next_u64() as u32).collect();
         let vector = (0..cols).map(|_| rng.next_u64() as u32).collect();
