@@ -172,8 +172,11 @@ impl<W: Wait> Fair<W> {
                 continue;
             }
             let next = next_waiter_bit(waiters, from);
-            // LOCKED stays set: the lock is never free during a hand-over.
-            match self.state.compare_exchange_weak(seen, seen & !(1u64 << next), Relaxed, Relaxed) {
+            // LOCKED stays set: the lock is never free during a hand-over. Acquire pairs with
+            // the waiter's Release when it set its bit: its store of WAITING must happen-before
+            // our grant, or the grant could come first in the signal's modification order and
+            // be overwritten by that WAITING, leaving the waiter to wait for a lock it holds.
+            match self.state.compare_exchange_weak(seen, seen & !(1u64 << next), Acquire, Relaxed) {
                 Ok(_) => {
                     let signal = slots::signal(next as usize - 1);
                     // Release: our critical section happens-before the waiter's Acquire.
