@@ -88,13 +88,26 @@ impl<W: Wait> Ticket<W> {
         }
         let mut episode = Episode::new(deadline);
         loop {
-            if let Some(guard) = self.try_lock() {
-                return Some(guard);
-            }
-            let serving = self.serving.load(Relaxed);
+            // Wait for `serving` to move from the value the failed attempt saw. Re-reading it
+            // after the attempt could read the value of a release in between, with the lock
+            // free: the wait would then last until the deadline (unless others used the lock).
+            let serving = match self.try_take() {
+                Ok(guard) => return Some(guard),
+                Err(serving) => serving,
+            };
             if !self.wait_serving_change(serving, &mut episode) {
                 return None;
             }
+        }
+    }
+
+    /// One attempt to take the lock if it is free; on failure returns the `serving` seen.
+    #[inline]
+    fn try_take(&self) -> Result<GuardSend, u32> {
+        let serving = self.serving.load(Acquire);
+        match self.next.compare_exchange(serving, serving.wrapping_add(1), Acquire, Relaxed) {
+            Ok(_) => Ok(GuardSend::new()),
+            Err(_) => Err(serving),
         }
     }
 }
@@ -123,8 +136,7 @@ unsafe impl<W: Wait> RawMutex for Ticket<W> {
 
     #[inline]
     fn try_lock(&self) -> Option<GuardSend> {
-        let serving = self.serving.load(Acquire);
-        self.next.compare_exchange(serving, serving.wrapping_add(1), Acquire, Relaxed).ok().map(|_| GuardSend::new())
+        self.try_take().ok()
     }
 
     #[inline]
