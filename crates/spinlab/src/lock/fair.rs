@@ -316,12 +316,14 @@ mod slots {
         }
     }
 
+    #[cfg(not(loom))]
     crate::sync::thread_local! {
-        static MY_SLOT: MySlot = MySlot {
-            slot: Cell::new(UNCLAIMED),
-            #[cfg(loom)]
-            table: SLOTS.clone(),
-        };
+        static MY_SLOT: MySlot = const { MySlot { slot: Cell::new(UNCLAIMED) } };
+    }
+
+    #[cfg(loom)]
+    crate::sync::thread_local! {
+        static MY_SLOT: MySlot = MySlot { slot: Cell::new(UNCLAIMED), table: SLOTS.clone() };
     }
 
     fn claim() -> u8 {
