@@ -1,7 +1,7 @@
 /* pthread condition variables as programs use them: a statically initialised one and one on
  * CLOCK_MONOTONIC, a bounded buffer between producers and consumers, timed waits on each
- * clock, a condition variable freed right after the broadcast that woke its waiters, and
- * waits with mutexes glibc keeps (recursive, error-checking). */
+ * clock, a condition variable freed right after the broadcast that woke its waiters, waits
+ * with mutexes glibc keeps (recursive, error-checking), and a waiter cancelled. */
 #define _GNU_SOURCE
 #include "preloaded.h"
 
@@ -173,6 +173,47 @@ static void with_mutexes_glibc_keeps(void) {
   CHECK_EQ(pthread_mutexattr_destroy(&attr), 0);
 }
 
+/* Cancelling a thread that waits on a condition variable: the thread acts on the request
+ * with the mutex held again, so its cleanup handler can release it. glibc's wait wakes up for
+ * the cancellation itself; the replacement's acts when the wait next returns (see
+ * docs/preload.md), so the canceller keeps broadcasting until the cleanup has run. */
+static pthread_mutex_t cancel_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cancel_cond = PTHREAD_COND_INITIALIZER;
+static int cancel_waiting, cleaned_up;
+
+static void release_on_cancel(void *unused) {
+  (void)unused;
+  __atomic_store_n(&cleaned_up, 1, __ATOMIC_RELEASE);
+  CHECK_EQ(pthread_mutex_unlock(&cancel_mutex), 0); /* held again: this succeeds */
+}
+
+static void *wait_forever(void *unused) {
+  (void)unused;
+  CHECK_EQ(pthread_mutex_lock(&cancel_mutex), 0);
+  pthread_cleanup_push(release_on_cancel, NULL);
+  cancel_waiting = 1;
+  for (;;) pthread_cond_wait(&cancel_cond, &cancel_mutex);
+  pthread_cleanup_pop(1);
+  return NULL;
+}
+
+static void cancel_a_waiter(void) {
+  pthread_t waiter = start(wait_forever, NULL);
+  for (int waiting = 0; !waiting; sched_yield()) {
+    CHECK_EQ(pthread_mutex_lock(&cancel_mutex), 0);
+    waiting = cancel_waiting;
+    CHECK_EQ(pthread_mutex_unlock(&cancel_mutex), 0);
+  }
+  CHECK_EQ(pthread_cancel(waiter), 0);
+  while (!__atomic_load_n(&cleaned_up, __ATOMIC_ACQUIRE)) {
+    CHECK_EQ(pthread_cond_broadcast(&cancel_cond), 0);
+    sched_yield();
+  }
+  CHECK(join(waiter) == PTHREAD_CANCELED);
+  CHECK_EQ(pthread_mutex_trylock(&cancel_mutex), 0);
+  CHECK_EQ(pthread_mutex_unlock(&cancel_mutex), 0);
+}
+
 int main(void) {
   say_preloaded();
   pass_items(&statically);
@@ -194,6 +235,7 @@ int main(void) {
 
   destroy_after_broadcast();
   with_mutexes_glibc_keeps();
+  cancel_a_waiter();
   printf("ok\n");
   return 0;
 }
