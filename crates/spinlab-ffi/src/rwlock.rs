@@ -154,7 +154,8 @@ pub unsafe extern "C" fn spinlab_rwlock_trywrlock(rwlock: *mut spinlab_rwlock_t)
 /// As `spinlab_rwlock_rdlock`, giving up when `clock` (`CLOCK_REALTIME` or
 /// `CLOCK_MONOTONIC`) reaches `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT`, or
 /// `SPINLAB_INVALID` (another clock, a `tv_nsec` outside 0..999999999, a NULL `abstime`).
-/// Polls (see the header of this section in docs/c.md).
+/// The registry's reader-writer locks have no timed acquisition: this polls `try`, napping
+/// 1 µs doubling to 1 ms between tries, and a polling writer does not queue (docs/c.md).
 ///
 /// # Safety
 /// As `spinlab_rwlock_rdlock`; `abstime` is NULL or points to a `struct timespec`.
