@@ -82,6 +82,27 @@ enum RunCommand {
         #[command(flatten)]
         options: experiments::handoff::Handoff,
     },
+    /// Condition wait and notification: Twork, Twakeup, Tcall per notify primitive (seed 001)
+    Wakeup {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        options: experiments::wakeup::Wakeup,
+    },
+    /// Barriers: Twork, Twakeup, Tcall, and the heavy/light pseudo-benchmark (seed 001)
+    Barrier {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        options: experiments::barrier::BarrierExperiment,
+    },
+    /// Speculative precomputation: a helper thread throttled by a barrier (seed 001)
+    Spr {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        options: experiments::spr::Spr,
+    },
 }
 
 impl RunCommand {
@@ -92,6 +113,9 @@ impl RunCommand {
             RunCommand::Herd { common, options } => (options, common),
             RunCommand::Interference { common, options } => (options, common),
             RunCommand::Handoff { common, options } => (options, common),
+            RunCommand::Wakeup { common, options } => (options, common),
+            RunCommand::Barrier { common, options } => (options, common),
+            RunCommand::Spr { common, options } => (options, common),
         }
     }
 }
@@ -207,7 +231,7 @@ fn list(json: bool) {
         let doc = json!({
             "locks": locks,
             "waits": waits,
-            "experiments": ["floor", "contention", "herd", "interference", "handoff"],
+            "experiments": ["floor", "contention", "herd", "interference", "handoff", "wakeup", "barrier", "spr"],
             "aliases": {"default": crate::select::DEFAULT_LOCK},
         });
         print_out(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));

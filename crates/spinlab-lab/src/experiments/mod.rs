@@ -6,11 +6,14 @@
 //! [`Common`] options every experiment understands, and returns runs of rows. Adding one:
 //! a file here, a variant in `cli::RunCommand`, a page in docs/.
 
+pub mod barrier;
 pub mod contention;
 pub mod floor;
 pub mod handoff;
 pub mod herd;
 pub mod interference;
+pub mod spr;
+pub mod wakeup;
 
 use crate::error::LabError;
 use crate::machine::{MachineInfo, Placement, Topology};
@@ -181,6 +184,9 @@ pub fn all() -> Vec<Box<dyn Experiment>> {
         Box::new(herd::Herd::default()),
         Box::new(interference::Interference::default()),
         Box::new(handoff::Handoff::default()),
+        Box::new(wakeup::Wakeup::default()),
+        Box::new(barrier::BarrierExperiment::default()),
+        Box::new(spr::Spr::default()),
     ]
 }
 
@@ -284,6 +290,6 @@ mod tests {
         let both = Common { min_reps: Some(5), max_reps: Some(2), ..Common::default() };
         assert!(both.rule(3, 10).is_err());
         let names: Vec<&str> = all().iter().map(|e| e.name()).collect();
-        assert_eq!(names, ["floor", "contention", "herd", "interference", "handoff"]);
+        assert_eq!(names, ["floor", "contention", "herd", "interference", "handoff", "wakeup", "barrier", "spr"]);
     }
 }

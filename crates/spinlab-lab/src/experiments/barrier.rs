@@ -1,0 +1,369 @@
+//! `spinlab run barrier`: seed 001's barriers (§4.3).
+//!
+//! - Fig. 3a / Table 2 (`scenario` `3a`): the heavy thread does the wakeup experiment's long
+//!   matrix multiply while the light thread waits in the barrier; then the heavy thread
+//!   arrives. `twork_s` is the heavy thread's computation, `twakeup_ns` from the heavy thread's
+//!   arrival (a counter read just before its `wait`) to the light thread's departure (just
+//!   after its `wait` returns), `tcall_ns` the time the heavy thread spends in its `wait`.
+//! - Fig. 3b / Fig. 4 (`scenario` `3b`): the pseudo-benchmark. Per iteration the heavy thread
+//!   does 10 units of work and the light thread 0..10 units (a unit is one 10×10
+//!   floating-point matrix multiply), then both meet at the barrier. `completion_s` is the
+//!   whole loop's wall time; `ratio_to_pthread` its ratio to the pthread barrier's at the same
+//!   light load and placement (below 1: faster than pthreads).
+//!
+//! Barriers come from the registry: `barrier:POLICY` and the references `pthread` and `std`.
+
+use super::wakeup::{add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous};
+use super::{Common, Experiment, Lab};
+use crate::error::LabError;
+use crate::machine::Placement;
+use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::{interleave, Rep};
+use crate::results::table::{col, Column};
+use crate::results::{Row, Run};
+use crate::select;
+use clap::Args;
+use spinlab::registry::{self, DynBarrier};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::time::Instant;
+
+/// The barriers measured when `--barriers` is not given: spinlab's sense-reversing barrier over
+/// seed 001's spin-loops (`pause`), the plain spinner, `yield`, `futex`, spin-then-park and the
+/// monitor waits (its mwmon), and the two references.
+pub const DEFAULT_BARRIERS: &[&str] = &[
+    "barrier:spin",
+    "barrier:pause",
+    "barrier:yield",
+    "barrier:futex",
+    "barrier:spin-park",
+    "barrier:umwait",
+    "barrier:mwaitx",
+    "barrier:wfe",
+    "pthread",
+    "std",
+];
+
+/// Seed 001's heavy thread: 10 units per iteration.
+pub const HEAVY_UNITS: usize = 10;
+/// Seed 001's unit: a 10×10 multiply.
+pub const UNIT_N: usize = 10;
+
+/// A list of registry barrier names.
+#[derive(Clone, Debug)]
+pub struct Barriers(pub Vec<&'static str>);
+
+/// Parses a comma-separated barrier list; an unknown name gets the registry's list of valid
+/// ones.
+pub fn parse_barriers(text: &str) -> Result<Barriers, String> {
+    let mut out = Vec::new();
+    for item in select::split_list(text)? {
+        let entry = registry::barrier_info(item).map_err(|e| e.to_string())?;
+        if !out.contains(&entry.name.as_str()) {
+            out.push(entry.name.as_str());
+        }
+    }
+    Ok(Barriers(out))
+}
+
+/// Options of `spinlab run barrier`.
+#[derive(Args, Clone, Debug)]
+#[group(skip)]
+pub struct BarrierExperiment {
+    /// Barriers, comma-separated: barrier:POLICY, pthread, std
+    #[arg(long, value_name = "LIST", value_parser = parse_barriers)]
+    pub barriers: Option<Barriers>,
+    /// Loop iterations of the Fig. 3b pseudo-benchmark (seed 001: 1000000)
+    #[arg(long, value_name = "N", default_value = "2000", value_parser = select::positive)]
+    pub iterations: usize,
+    /// Matrix size of Fig. 3a's heavy computation (default: scaled so one multiply takes
+    /// --work-ms)
+    #[arg(long, value_name = "N", value_parser = select::positive)]
+    pub size: Option<usize>,
+    /// Target length of Fig. 3a's computation when --size is not given, in milliseconds
+    #[arg(long, value_name = "MS", default_value = "10", value_parser = select::positive)]
+    pub work_ms: usize,
+    /// Light-thread loads of Fig. 3b, comma-separated units (default 0..10)
+    #[arg(long, value_name = "LIST", value_parser = parse_units)]
+    pub light_units: Option<Units>,
+}
+
+/// A list of light-thread loads.
+#[derive(Clone, Debug)]
+pub struct Units(pub Vec<usize>);
+
+fn parse_units(text: &str) -> Result<Units, String> {
+    let mut out = Vec::new();
+    for item in select::split_list(text)? {
+        match item.trim().parse::<usize>() {
+            Ok(u) if u <= HEAVY_UNITS => out.push(u),
+            _ => return Err(format!("`{item}` is not a light-thread load; accepted: 0 to {HEAVY_UNITS} units")),
+        }
+    }
+    Ok(Units(out))
+}
+
+impl Default for BarrierExperiment {
+    fn default() -> Self {
+        BarrierExperiment { barriers: None, iterations: 2000, size: None, work_ms: 10, light_units: None }
+    }
+}
+
+const COLUMNS: &[Column] = &[
+    col("scenario", "fig"),
+    col("barrier", "barrier"),
+    col("placement", "placement"),
+    col("light_units", "light"),
+    col("twork_s", "Twork s"),
+    col("twakeup_ns", "Twakeup ns"),
+    col("tcall_ns", "Tcall ns"),
+    col("completion_s", "completion s"),
+    col("completion_sd_s", "±sd"),
+    col("ratio_to_pthread", "vs pthread"),
+    col("reps", "reps"),
+];
+
+/// A two-party barrier as seed 001's rendezvous: both sides call `wait`.
+struct AtBarrier(Box<dyn DynBarrier>);
+
+impl Rendezvous for AtBarrier {
+    #[inline]
+    fn wait(&self) {
+        self.0.wait();
+    }
+    #[inline]
+    fn notify(&self) {
+        self.0.wait();
+    }
+}
+
+fn two() -> NonZeroU32 {
+    NonZeroU32::new(2).expect("2 is not zero")
+}
+
+/// One run of the Fig. 3b loop: wall seconds from the start until both threads are done.
+/// `units` of work per iteration for the heavy thread (pinned to `cpus.0`, the calling thread)
+/// and the light one (`cpus.1`).
+pub fn pseudo_benchmark(barrier: &dyn DynBarrier, cpus: (usize, usize), iterations: usize, light_units: usize) -> f64 {
+    let go = AtomicBool::new(false);
+    let ready = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin_or_die(cpus.1);
+            let mut unit = Matmul::new(UNIT_N);
+            ready.wait();
+            while !go.load(Acquire) {
+                std::hint::spin_loop();
+            }
+            for _ in 0..iterations {
+                for _ in 0..light_units {
+                    unit.run();
+                }
+                barrier.wait();
+            }
+        });
+        with_pinned(cpus.0, || {
+            let mut unit = Matmul::new(UNIT_N);
+            ready.wait();
+            let t = Instant::now();
+            go.store(true, Release);
+            for _ in 0..iterations {
+                for _ in 0..HEAVY_UNITS {
+                    unit.run();
+                }
+                barrier.wait();
+            }
+            // The light thread leaves the last barrier with the heavy one; waiting for it
+            // would add the join, not the benchmark.
+            t.elapsed().as_secs_f64()
+        })
+    })
+}
+
+impl Experiment for BarrierExperiment {
+    fn name(&self) -> &'static str {
+        "barrier"
+    }
+
+    fn uses(&self) -> &'static [&'static str] {
+        &["placement"]
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
+        let started = Instant::now();
+        let rule_3a = common.rule(10, 30)?;
+        let rule_3b = common.rule(3, 5)?;
+        let names: Vec<&'static str> =
+            self.barriers.as_ref().map_or_else(|| DEFAULT_BARRIERS.to_vec(), |b| b.0.clone());
+        let entries: Vec<&registry::BarrierEntry> = names
+            .iter()
+            .map(|n| registry::barrier_info(n).map_err(|e| LabError::usage(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        let placements =
+            common.placement.as_ref().map_or_else(|| vec![Placement::Smt, Placement::Core], |p| p.0.clone());
+        let loads: Vec<usize> = self.light_units.as_ref().map_or_else(|| (0..=HEAVY_UNITS).collect(), |u| u.0.clone());
+        let home = lab.topology.cpus[0].id;
+        let size = self.size.unwrap_or_else(|| with_pinned(home, || Matmul::size_for(self.work_ms as f64 * 1e-3)));
+        let pairs = placement_pairs(lab, &placements);
+        let runnable: Vec<&registry::BarrierEntry> =
+            entries.iter().copied().filter(|e| e.availability.is_ok()).collect();
+
+        let mut run = Run::new(self.name());
+        run.param("barriers", &names)
+            .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
+            .param("matrix_n_3a", size)
+            .param("iterations_3b", self.iterations)
+            .param("heavy_units", HEAVY_UNITS)
+            .param("unit", format!("{UNIT_N}x{UNIT_N} f64 matrix multiply"))
+            .param("light_units", &loads)
+            .param("maiv_pct", rule_3a.maiv_pct)
+            .param("min_reps_3a", rule_3a.min_reps)
+            .param("max_reps_3a", rule_3a.max_reps)
+            .param("min_reps_3b", rule_3b.min_reps)
+            .param("max_reps_3b", rule_3b.max_reps);
+
+        let progress = lab.progress("barrier", (pairs.len() * (1 + loads.len())) as u64);
+        let mut rows = Vec::new();
+        let skipped_row = |scenario: &str, e: &registry::BarrierEntry, placement: Placement| {
+            Row::new().with("scenario", scenario).with("barrier", &e.name).with("placement", placement.name())
+        };
+        for (placement, pair) in &pairs {
+            let placement = *placement;
+            let cpus = match pair {
+                Ok(cpus) => *cpus,
+                Err(why) => {
+                    for e in &entries {
+                        rows.push(skipped_row("3a", e, placement).skipped(why.clone()));
+                    }
+                    for &l in &loads {
+                        for e in &entries {
+                            rows.push(skipped_row("3b", e, placement).with("light_units", l).skipped(why.clone()));
+                        }
+                    }
+                    for _ in 0..=loads.len() {
+                        progress.inc();
+                    }
+                    continue;
+                }
+            };
+            let cpu_text = format!("{},{}", cpus.0, cpus.1);
+
+            // Fig. 3a.
+            progress.step(&format!("3a, {placement}"));
+            let mut work = Matmul::new(size);
+            let per_episode = with_pinned(cpus.0, || {
+                let t = Instant::now();
+                work.run();
+                t.elapsed().as_secs_f64()
+            });
+            let rounds = rounds_for(per_episode);
+            let mut figures: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); runnable.len()];
+            let series = interleave(runnable.len(), &rule_3a, Some(&progress), |i, rep| {
+                let barrier = AtBarrier(runnable[i].build(two()).map_err(|e| LabError::failed(e.to_string()))?);
+                let stamps = episodes(Some(&barrier), cpus, rounds, &mut work, &lab.clock);
+                let (twork, twakeup, tcall) = medians(&stamps, &lab.clock);
+                if rep != Rep::Warmup {
+                    figures[i].0.push(twakeup);
+                    figures[i].1.push(tcall);
+                }
+                Ok(twork)
+            })?;
+            let mut next = 0;
+            for e in &entries {
+                let row = skipped_row("3a", e, placement).with("matrix_n", size).with("cpus", cpu_text.as_str());
+                if let Err(why) = e.availability {
+                    rows.push(row.skipped(why.to_string()));
+                    continue;
+                }
+                let i = next;
+                next += 1;
+                let mut row = add_summary(row, "twork", "s", &series[i].samples);
+                row = add_summary(row, "twakeup", "ns", &figures[i].0);
+                row = add_summary(row, "tcall", "ns", &figures[i].1);
+                row.set("reps", series[i].samples.len());
+                row.set("episodes_per_rep", rounds);
+                row.set("stop", series[i].verdict);
+                rows.push(row);
+            }
+            progress.inc();
+
+            // Fig. 3b, one light load at a time, the barriers interleaved.
+            for &light in &loads {
+                progress.step(&format!("3b, {placement}, light {light}"));
+                let built: Vec<Box<dyn DynBarrier>> = runnable
+                    .iter()
+                    .map(|e| e.build(two()).map_err(|e| LabError::failed(e.to_string())))
+                    .collect::<Result<_, _>>()?;
+                let warmup_iterations = (self.iterations / 10).max(1);
+                let series = interleave(built.len(), &rule_3b, Some(&progress), |i, rep| {
+                    let n = if rep == Rep::Warmup { warmup_iterations } else { self.iterations };
+                    Ok(pseudo_benchmark(&*built[i], cpus, n, light))
+                })?;
+                let mut config_rows = Vec::new();
+                let mut next = 0;
+                for e in &entries {
+                    let row =
+                        skipped_row("3b", e, placement).with("light_units", light).with("cpus", cpu_text.as_str());
+                    if let Err(why) = e.availability {
+                        config_rows.push(row.skipped(why.to_string()));
+                        continue;
+                    }
+                    let i = next;
+                    next += 1;
+                    let mut row = add_summary(row, "completion", "s", &series[i].samples);
+                    row.set("iterations", self.iterations);
+                    if let Some(c) = row.number("completion_s") {
+                        row.set("barrier_ns", c * 1e9 / self.iterations as f64);
+                    }
+                    row.set("stop", series[i].verdict);
+                    config_rows.push(row);
+                }
+                let pthread = config_rows
+                    .iter()
+                    .find(|r| r.get("barrier").and_then(|b| b.as_str()) == Some("pthread"))
+                    .and_then(|r| r.number("completion_s"));
+                for row in config_rows.iter_mut() {
+                    let ratio = match (row.number("completion_s"), pthread) {
+                        (Some(c), Some(p)) if p > 0.0 => Some(c / p),
+                        _ => None,
+                    };
+                    if !row.is_skipped() {
+                        row.set("ratio_to_pthread", ratio);
+                    }
+                }
+                rows.extend(config_rows);
+                progress.inc();
+            }
+        }
+        progress.finish();
+        run.rows = rows;
+        run.elapsed_s = started.elapsed().as_secs_f64();
+        Ok(vec![run])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn barrier_lists_are_checked_against_the_registry() {
+        assert_eq!(parse_barriers("pthread,barrier:futex,pthread").unwrap().0, ["pthread", "barrier:futex"]);
+        let err = parse_barriers("barrier:nap").unwrap_err();
+        assert!(err.contains("barrier:POLICY") && err.contains("pthread"), "{err}");
+        assert!(parse_units("0,10").is_ok() && parse_units("11").is_err());
+    }
+
+    #[test]
+    fn the_pseudo_benchmark_runs_every_iteration_through_the_barrier() {
+        let cpu = crate::measure::pin::allowed_cpus()[0];
+        let barrier = registry::new_barrier("barrier:futex", two()).unwrap();
+        // Same CPU, so a lost phase would hang rather than spin past: returning is the check.
+        let s = pseudo_benchmark(&*barrier, (cpu, cpu), 20, 3);
+        assert!(s > 0.0);
+    }
+}

@@ -1,0 +1,381 @@
+//! `spinlab run spr`: speculative precomputation (seed 001 §4.4, Fig. 5).
+//!
+//! A computation is cut into units. Serially, one thread computes them in order. Under SPR a
+//! helper thread runs one unit ahead: while the worker computes unit `u`, the helper
+//! precomputes the addresses of unit `u + 1` and touches them, so they are in a shared cache
+//! when the worker gets there; then both meet at a barrier, which throttles the helper so it
+//! never runs further ahead and pollutes the cache. Per barrier: `speedup` over the serial run,
+//! and `worker_sync_pct`, the share of the worker's time spent in the barrier (Fig. 5c's
+//! *synch*). Every SPR run's result is compared with the serial one (`equal_to_serial`).
+//!
+//! Seed 001 put the helper on the worker's sibling hyper-thread; without SMT the helper runs on
+//! another core, and what it brings in reaches the worker through the shared last-level cache
+//! (or a cache-to-cache transfer) rather than through a shared L1/L2 (docs/spr.md).
+
+pub mod spmv;
+pub mod tc;
+
+use super::barrier::{parse_barriers, Barriers};
+use super::wakeup::{add_summary, placement_pairs, PairAt};
+use super::{Common, Experiment, Lab};
+use crate::error::LabError;
+use crate::machine::Placement;
+use crate::measure::clock::now;
+use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::{interleave, Clock, Rep};
+use crate::results::table::{col, Column};
+use crate::results::{Row, Run};
+use crate::select;
+use clap::Args;
+use spinlab::registry::{self, DynBarrier};
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::time::Instant;
+
+/// A computation cut into units, for the serial worker, the SPR worker and the helper.
+pub trait Kernel: Sync {
+    /// The result (and the state the worker updates).
+    type Out: Send;
+    /// The state before the first unit (not timed).
+    fn fresh(&self) -> Self::Out;
+    /// How many units.
+    fn units(&self) -> usize;
+    /// The worker computes `unit`.
+    fn compute(&self, out: &mut Self::Out, unit: usize);
+    /// The helper touches what `unit` will need; `out` is the address of the worker's state
+    /// (which the helper may only prefetch, never read). Returns a value to keep the work.
+    fn prefetch(&self, out: usize, unit: usize) -> u64;
+    /// The address the helper is given.
+    fn out_addr(out: &Self::Out) -> usize;
+    /// Whether two results are the same, bit for bit.
+    fn equal(a: &Self::Out, b: &Self::Out) -> bool;
+}
+
+/// The serial run on `cpu`: seconds, and the result.
+pub fn serial<K: Kernel>(kernel: &K, cpu: usize) -> (f64, K::Out) {
+    with_pinned(cpu, || {
+        let mut out = kernel.fresh();
+        let t = Instant::now();
+        for u in 0..kernel.units() {
+            kernel.compute(&mut out, u);
+        }
+        (t.elapsed().as_secs_f64(), out)
+    })
+}
+
+/// One SPR run: the worker on `cpus.0`, the helper on `cpus.1`, meeting at `barrier` after
+/// every unit. Seconds, the worker's share of time in the barrier (percent), the result.
+pub fn spr<K: Kernel>(kernel: &K, barrier: &dyn DynBarrier, cpus: (usize, usize), clock: &Clock) -> (f64, f64, K::Out) {
+    let units = kernel.units();
+    let mut out = kernel.fresh();
+    let addr = K::out_addr(&out);
+    let start = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin_or_die(cpus.1);
+            let mut sink = 0u64;
+            start.wait();
+            for u in 0..units {
+                if u + 1 < units {
+                    sink = sink.wrapping_add(kernel.prefetch(addr, u + 1));
+                }
+                barrier.wait();
+            }
+            black_box(sink);
+        });
+        with_pinned(cpus.0, || {
+            start.wait();
+            let t = Instant::now();
+            let mut in_barrier = 0u64;
+            for u in 0..units {
+                kernel.compute(&mut out, u);
+                let t0 = now();
+                barrier.wait();
+                in_barrier += clock.corrected(t0, now());
+            }
+            let seconds = t.elapsed().as_secs_f64();
+            let sync_pct = 100.0 * clock.ns(in_barrier as f64) * 1e-9 / seconds.max(1e-12);
+            (seconds, sync_pct, out)
+        })
+    })
+}
+
+/// The barriers measured when `--barriers` is not given.
+pub const SPR_BARRIERS: &[&str] = &[
+    "barrier:pause",
+    "barrier:futex",
+    "barrier:spin-park",
+    "barrier:umwait",
+    "barrier:mwaitx",
+    "barrier:wfe",
+    "pthread",
+];
+
+/// The applications.
+pub const APPS: [&str; 2] = ["spmv", "tc"];
+
+/// A list of applications.
+#[derive(Clone, Debug)]
+pub struct Apps(pub Vec<&'static str>);
+
+fn parse_apps(text: &str) -> Result<Apps, String> {
+    let mut out = Vec::new();
+    for item in select::split_list(text)? {
+        match APPS.iter().find(|a| **a == item) {
+            Some(a) if !out.contains(a) => out.push(*a),
+            Some(_) => {}
+            None => return Err(format!("unknown application `{item}`; accepted: {}", APPS.join(", "))),
+        }
+    }
+    Ok(Apps(out))
+}
+
+/// Options of `spinlab run spr`.
+#[derive(Args, Clone, Debug, Default)]
+#[group(skip)]
+pub struct Spr {
+    /// Barriers throttling the helper, comma-separated: barrier:POLICY, pthread, std (default:
+    /// seed 001's three, spin-loops as barrier:pause, pthreads, mwmon as the monitor waits,
+    /// and spinlab's futex and spin-park)
+    #[arg(long, value_name = "LIST", value_parser = parse_barriers)]
+    pub barriers: Option<Barriers>,
+    /// Applications, comma-separated: spmv (sparse matrix-vector multiply), tc (transitive
+    /// closure)
+    #[arg(long, value_name = "LIST", value_parser = parse_apps)]
+    pub apps: Option<Apps>,
+    /// spmv: columns, the length of x (default: x is twice the last-level cache)
+    #[arg(long, value_name = "N", value_parser = select::positive)]
+    pub spmv_cols: Option<usize>,
+    /// spmv: rows (default: a sixteenth of the columns)
+    #[arg(long, value_name = "N", value_parser = select::positive)]
+    pub spmv_rows: Option<usize>,
+    /// spmv: non-zeroes per row
+    #[arg(long, value_name = "N", default_value = "8", value_parser = select::positive)]
+    pub spmv_per_row: usize,
+    /// spmv: rows per unit (the helper runs this far ahead)
+    #[arg(long, value_name = "N", default_value = "1024", value_parser = select::positive)]
+    pub spmv_block_rows: usize,
+    /// tc: vertices (seed 001: 1600)
+    #[arg(long, value_name = "N", default_value = "1600", value_parser = select::positive)]
+    pub tc_vertices: usize,
+    /// tc: edges (seed 001: 25000)
+    #[arg(long, value_name = "N", default_value = "25000", value_parser = select::positive)]
+    pub tc_edges: usize,
+    /// tc: tile side, 8, 16, 32 or 64 (seed 001: 16)
+    #[arg(long, value_name = "N", default_value = "16", value_parser = tile_side)]
+    pub tc_block: usize,
+}
+
+fn tile_side(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(b) if tc::TILE_SIDES.contains(&b) => Ok(b),
+        _ => Err(format!("`{text}` is not a tile side; accepted: {:?}", tc::TILE_SIDES)),
+    }
+}
+
+const COLUMNS: &[Column] = &[
+    col("app", "app"),
+    col("barrier", "barrier"),
+    col("placement", "placement"),
+    col("time_s", "time s"),
+    col("time_sd_s", "±sd"),
+    col("speedup", "speedup"),
+    col("worker_sync_pct", "worker sync %"),
+    col("equal_to_serial", "= serial"),
+    col("reps", "reps"),
+];
+
+/// The serial row's `barrier`.
+pub const SERIAL: &str = "serial";
+
+/// Rows for one application: serial and every barrier, interleaved, at every placement.
+fn measure_app<K: Kernel>(
+    app: &str,
+    kernel: &K,
+    entries: &[&'static registry::BarrierEntry],
+    pairs: &[PairAt],
+    lab: &Lab,
+    common: &Common,
+) -> Result<Vec<Row>, LabError> {
+    let rule = common.rule(3, 5)?;
+    let runnable: Vec<&registry::BarrierEntry> = entries.iter().copied().filter(|e| e.availability.is_ok()).collect();
+    let progress = lab.progress(&format!("spr {app}"), pairs.len() as u64);
+    let mut rows = Vec::new();
+    for (placement, pair) in pairs {
+        progress.step(&format!("{app}, {placement}"));
+        let base =
+            |barrier: &str| Row::new().with("app", app).with("barrier", barrier).with("placement", placement.name());
+        let cpus = match pair {
+            Ok(c) => *c,
+            Err(why) => {
+                rows.push(base(SERIAL).skipped(why.clone()));
+                rows.extend(entries.iter().map(|e| base(&e.name).skipped(why.clone())));
+                progress.inc();
+                continue;
+            }
+        };
+        let (_, reference) = serial(kernel, cpus.0);
+        let built: Vec<Box<dyn DynBarrier>> = runnable
+            .iter()
+            .map(|e| e.build(NonZeroU32::new(2).expect("2 is not zero")).map_err(|e| LabError::failed(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        let mut sync: Vec<Vec<f64>> = vec![Vec::new(); built.len()];
+        let mut equal = vec![true; built.len()];
+        // Treatment 0 is the serial run, 1.. the barriers.
+        let series = interleave(built.len() + 1, &rule, Some(&progress), |i, rep| {
+            if i == 0 {
+                return Ok(serial(kernel, cpus.0).0);
+            }
+            let (s, pct, out) = spr(kernel, &*built[i - 1], cpus, &lab.clock);
+            if !K::equal(&out, &reference) {
+                equal[i - 1] = false;
+            }
+            if rep != Rep::Warmup {
+                sync[i - 1].push(pct);
+            }
+            Ok(s)
+        })?;
+        let serial_s = crate::measure::Summary::of(&series[0].samples).map(|s| s.mean);
+        let cpu_text = format!("{},{}", cpus.0, cpus.1);
+        let mut row = add_summary(base(SERIAL).with("cpus", cpu_text.as_str()), "time", "s", &series[0].samples);
+        row.set("speedup", 1.0);
+        row.set("worker_sync_pct", 0.0);
+        row.set("equal_to_serial", true);
+        rows.push(row);
+        let mut next = 0;
+        for e in entries {
+            let row = base(&e.name).with("cpus", cpu_text.as_str());
+            if let Err(why) = e.availability {
+                rows.push(row.skipped(why.to_string()));
+                continue;
+            }
+            let i = next;
+            next += 1;
+            let mut row = add_summary(row, "time", "s", &series[i + 1].samples);
+            if let (Some(serial_s), Some(t)) = (serial_s, row.number("time_s")) {
+                row.set("speedup", serial_s / t);
+            }
+            row.set("worker_sync_pct", crate::measure::Summary::of(&sync[i]).map(|s| s.mean));
+            row.set("equal_to_serial", equal[i]);
+            row.set("stop", series[i + 1].verdict);
+            if !equal[i] {
+                eprintln!("warning: spr {app} with {} computed a result different from the serial run", e.name);
+            }
+            rows.push(row);
+        }
+        progress.inc();
+    }
+    progress.finish();
+    Ok(rows)
+}
+
+impl Spr {
+    /// The spmv columns: given, or x twice the largest last-level cache (32 MiB assumed when
+    /// the OS does not say).
+    fn spmv_cols(&self, lab: &Lab) -> usize {
+        self.spmv_cols.unwrap_or_else(|| {
+            let llc = lab.topology.llcs.iter().filter_map(|g| g.size_bytes).max().unwrap_or(32 << 20);
+            (2 * llc as usize) / std::mem::size_of::<f64>()
+        })
+    }
+}
+
+impl Experiment for Spr {
+    fn name(&self) -> &'static str {
+        "spr"
+    }
+
+    fn uses(&self) -> &'static [&'static str] {
+        &["placement"]
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
+        let started = Instant::now();
+        let names: Vec<&'static str> = self.barriers.as_ref().map_or_else(|| SPR_BARRIERS.to_vec(), |b| b.0.clone());
+        let entries: Vec<&'static registry::BarrierEntry> = names
+            .iter()
+            .map(|n| registry::barrier_info(n).map_err(|e| LabError::usage(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        let apps = self.apps.as_ref().map_or_else(|| APPS.to_vec(), |a| a.0.clone());
+        let placements =
+            common.placement.as_ref().map_or_else(|| vec![Placement::Smt, Placement::Core], |p| p.0.clone());
+        let pairs = placement_pairs(lab, &placements);
+        let rule = common.rule(3, 5)?;
+
+        let mut run = Run::new(self.name());
+        run.param("barriers", &names)
+            .param("apps", &apps)
+            .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
+            .param("maiv_pct", rule.maiv_pct)
+            .param("min_reps", rule.min_reps)
+            .param("max_reps", rule.max_reps)
+            .param("helper", "one unit ahead, throttled by the barrier after every unit");
+        let mut rows = Vec::new();
+        for app in apps {
+            match app {
+                "spmv" => {
+                    let cols = self.spmv_cols(lab);
+                    let rows_n = self.spmv_rows.unwrap_or((cols / 16).max(1));
+                    let kernel = Spmv::generate(rows_n, cols, self.spmv_per_row, self.spmv_block_rows, 0x5eed);
+                    run.param("spmv_rows", rows_n)
+                        .param("spmv_cols", cols)
+                        .param("spmv_per_row", self.spmv_per_row)
+                        .param("spmv_block_rows", self.spmv_block_rows)
+                        .param("spmv_units", kernel.units())
+                        .param("spmv_bytes", kernel.bytes());
+                    rows.extend(measure_app(app, &kernel, &entries, &pairs, lab, common)?);
+                }
+                _ => {
+                    let kernel = Closure::generate(self.tc_vertices, self.tc_edges, self.tc_block, 0x5eed);
+                    run.param("tc_vertices", kernel.vertices())
+                        .param("tc_edges", self.tc_edges)
+                        .param("tc_block", self.tc_block)
+                        .param("tc_units", kernel.units())
+                        .param("tc_bytes", kernel.adjacency().len());
+                    rows.extend(measure_app(app, &kernel, &entries, &pairs, lab, common)?);
+                }
+            }
+        }
+        run.rows = rows;
+        run.elapsed_s = started.elapsed().as_secs_f64();
+        Ok(vec![run])
+    }
+}
+
+use spmv::Spmv;
+use tc::Closure;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spr_equals_serial<K: Kernel>(kernel: &K) {
+        let cpus = crate::measure::pin::allowed_cpus();
+        let pair = (cpus[0], *cpus.last().unwrap());
+        let (_, reference) = serial(kernel, pair.0);
+        let clock = Clock::calibrate();
+        for name in ["barrier:spin", "barrier:futex", "pthread"] {
+            let barrier = registry::new_barrier(name, NonZeroU32::new(2).unwrap()).unwrap();
+            let (_, pct, out) = spr(kernel, &*barrier, pair, &clock);
+            assert!(K::equal(&out, &reference), "{name}: SPR result differs from the serial one");
+            assert!((0.0..=100.0).contains(&pct), "{pct}");
+        }
+    }
+
+    #[test]
+    fn spr_results_equal_the_serial_ones() {
+        spr_equals_serial(&Spmv::generate(300, 5000, 6, 32, 3));
+        spr_equals_serial(&Closure::generate(70, 200, 16, 3));
+    }
+
+    #[test]
+    fn unknown_applications_are_refused_with_the_list() {
+        assert_eq!(parse_apps("tc,spmv,tc").unwrap().0, ["tc", "spmv"]);
+        let err = parse_apps("lu").unwrap_err();
+        assert!(err.contains("spmv") && err.contains("tc"), "{err}");
+    }
+}

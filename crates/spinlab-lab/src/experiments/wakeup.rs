@@ -1,0 +1,540 @@
+//! `spinlab run wakeup`: seed 001's condition wait and notification (§4.2, Fig. 2b, Table 1).
+//!
+//! Two pinned threads. The worker does a fixed floating-point computation (an N×N matrix
+//! multiply, N scaled so one multiply takes `--work-ms` on this machine; seed 001 used 512×512
+//! on a 2.8 GHz Netburst Xeon), while the waiter waits on a notify primitive; then the worker
+//! notifies it. Per primitive, seed 001's three figures:
+//!
+//! - `twork_s`: the worker's computation time, taken while the waiter waits. A waiter that
+//!   competes for what the worker needs (the core under SMT, the CPU under `same-cpu`) shows up
+//!   here; `none` (no waiter at all) is the isolation baseline.
+//! - `twakeup_ns`: from the moment the worker calls notify until the waiter runs again (a
+//!   cycle-counter read just before the call, one just after the waiter's wait returns).
+//! - `tcall_ns`: how long the notify call takes the worker.
+//!
+//! A second, short computation (`--short-size`, default one 10×10 unit of the barrier
+//! pseudo-benchmark) makes the wait shorter than spin-then-park's spin budget, where that
+//! policy should wake like a spinner. The episode driver and the matrix kernel here are shared
+//! with `spinlab run barrier` (Fig. 3a is the same scenario with a barrier).
+
+use super::{Common, Experiment, Lab};
+use crate::error::LabError;
+use crate::machine::Placement;
+use crate::measure::clock::now;
+use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::{interleave, Clock, Rep, Summary};
+use crate::results::table::{col, Column};
+use crate::results::{Row, Run};
+use crate::select;
+use clap::Args;
+use spinlab::registry::{self, DynEvent};
+use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use spinlab::{CachePadded, Event};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering::*};
+use std::time::Instant;
+
+/// The policies measured when `--waits` is not given: seed 001's spin-loops (`pause`), its
+/// kernel-sleeping primitive without the mutex (`futex`), the plain spinner and `yield` for
+/// scale, spinlab's spin-then-park, and the user-mode monitor waits (seed 001's mwmon).
+pub const DEFAULT_WAITS: &[&str] = &["spin", "pause", "yield", "futex", "spin-park", "umwait", "mwaitx", "wfe"];
+
+/// The reference primitive's row name: a notification count under a `pthread_mutex_t` and a
+/// `pthread_cond_t` (the registry's `pthread` event), seed 001's *pthreads*.
+pub const PTHREAD_COND: &str = "pthread-cond";
+/// The row with no waiter: the worker alone.
+pub const NONE: &str = "none";
+
+/// Options of `spinlab run wakeup`.
+#[derive(Args, Clone, Debug)]
+#[group(skip)]
+pub struct Wakeup {
+    /// Matrix size of the long computation (default: scaled so one multiply takes --work-ms)
+    #[arg(long, value_name = "N", value_parser = select::positive)]
+    pub size: Option<usize>,
+    /// Target length of the long computation when --size is not given, in milliseconds
+    #[arg(long, value_name = "MS", default_value = "10", value_parser = select::positive)]
+    pub work_ms: usize,
+    /// Matrix size of the short computation (a wait shorter than spin-then-park's budget);
+    /// 0 leaves it out
+    #[arg(long, value_name = "N", default_value = "10", value_parser = non_negative)]
+    pub short_size: usize,
+}
+
+impl Default for Wakeup {
+    fn default() -> Self {
+        Wakeup { size: None, work_ms: 10, short_size: 10 }
+    }
+}
+
+fn non_negative(text: &str) -> Result<usize, String> {
+    text.trim().parse::<usize>().map_err(|_| format!("`{text}` is not a whole number (0 or more)"))
+}
+
+const COLUMNS: &[Column] = &[
+    col("wait", "wait"),
+    col("placement", "placement"),
+    col("matrix_n", "N"),
+    col("twork_s", "Twork s"),
+    col("twork_sd_s", "±sd"),
+    col("twork_vs_alone_pct", "vs alone %"),
+    col("twakeup_ns", "Twakeup ns"),
+    col("twakeup_sd_ns", "±sd"),
+    col("tcall_ns", "Tcall ns"),
+    col("tcall_sd_ns", "±sd"),
+    col("reps", "reps"),
+];
+
+/// A dense N×N floating-point matrix multiply, `c = a·b`: the unit of work of seed 001's
+/// experiments (512×512 in Table 1, 10×10 in the barrier pseudo-benchmark). Each thread owns
+/// its own matrices.
+pub struct Matmul {
+    n: usize,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+}
+
+impl Matmul {
+    /// An `n`×`n` multiply with fixed, non-trivial inputs.
+    pub fn new(n: usize) -> Matmul {
+        let a = (0..n * n).map(|i| 1.0 + (i % 7) as f64 * 0.125).collect();
+        let b = (0..n * n).map(|i| 0.5 + (i % 5) as f64 * 0.25).collect();
+        Matmul { n, a, b, c: vec![0.0; n * n] }
+    }
+
+    /// The matrix size.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// One multiply (i-k-j order, so the inner loop streams rows); returns a corner of the
+    /// product so the work cannot be optimised away.
+    #[inline(never)]
+    pub fn run(&mut self) -> f64 {
+        let n = self.n;
+        let (a, b) = (black_box(&self.a), black_box(&self.b));
+        self.c.fill(0.0);
+        for i in 0..n {
+            let row = &mut self.c[i * n..(i + 1) * n];
+            for k in 0..n {
+                let aik = a[i * n + k];
+                for (c, b) in row.iter_mut().zip(&b[k * n..(k + 1) * n]) {
+                    *c += aik * b;
+                }
+            }
+        }
+        black_box(self.c[n * n - 1])
+    }
+
+    /// The size whose multiply takes about `target_s` here: times a 64×64 multiply and scales
+    /// by the cube (at least 8).
+    pub fn size_for(target_s: f64) -> usize {
+        let mut m = Matmul::new(64);
+        m.run();
+        let best = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                m.run();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::MAX, f64::min)
+            .max(1e-9);
+        ((64.0 * (target_s / best).cbrt()).round() as usize).max(8)
+    }
+}
+
+/// The two sides of a two-thread rendezvous: the waiter (seed 001's lightweight thread) and
+/// the notifier (the worker). For an event they are `wait` and `notify_one`; for a barrier
+/// both are the barrier's `wait`.
+pub trait Rendezvous: Sync {
+    /// The waiting side.
+    fn wait(&self);
+    /// The notifying side.
+    fn notify(&self);
+}
+
+impl<W: Wait> Rendezvous for Event<W> {
+    #[inline]
+    fn wait(&self) {
+        Event::wait(self)
+    }
+    #[inline]
+    fn notify(&self) {
+        self.notify_one()
+    }
+}
+
+impl Rendezvous for Box<dyn DynEvent> {
+    fn wait(&self) {
+        (**self).wait()
+    }
+    fn notify(&self) {
+        self.notify_one()
+    }
+}
+
+/// One episode's cycle counts: the worker's computation, notify-to-running, the notify call.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamps {
+    /// The worker's computation.
+    pub work: u64,
+    /// From just before the notify call to just after the waiter's wait returned (`None`
+    /// without a waiter).
+    pub wakeup: Option<u64>,
+    /// The notify call (`None` without a waiter).
+    pub call: Option<u64>,
+}
+
+/// The cycle counter, read only once every earlier instruction has completed and before any
+/// later one starts (`lfence` on both sides, as AMD and Intel document for `rdtsc`). A plain
+/// read may be taken before a notify's atomic write has finished, which would make a
+/// one-write Tcall come out as zero.
+#[inline(always)]
+pub fn fenced_now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::_mm_lfence;
+        // SAFETY: LFENCE is part of SSE2, which every x86_64 CPU has; it only orders.
+        unsafe { _mm_lfence() };
+        let t = now();
+        // SAFETY: as above.
+        unsafe { _mm_lfence() };
+        t
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        std::sync::atomic::fence(SeqCst);
+        let t = now();
+        std::sync::atomic::fence(SeqCst);
+        t
+    }
+}
+
+/// The smallest interval two [`fenced_now`] reads can show: the median of many back-to-back
+/// pairs, measured once, subtracted from every fenced interval.
+pub fn fenced_overhead() -> u64 {
+    static OVERHEAD: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *OVERHEAD.get_or_init(|| {
+        let mut gaps: Vec<u64> = (0..10_001)
+            .map(|_| {
+                let a = fenced_now();
+                fenced_now().wrapping_sub(a)
+            })
+            .collect();
+        gaps.sort_unstable();
+        gaps[gaps.len() / 2]
+    })
+}
+
+/// A fenced interval less the fenced reads' own cost; a negative gap (two CPUs' counters a
+/// little apart) counts as zero rather than wrapping.
+fn fenced_interval(start: u64, end: u64) -> u64 {
+    let gap = end.wrapping_sub(start);
+    if gap > u64::MAX / 2 {
+        0
+    } else {
+        gap.saturating_sub(fenced_overhead())
+    }
+}
+
+/// Waits until `flag` reaches `value`. On another CPU than the partner it spins briefly
+/// first; on the partner's CPU it yields at once, so the partner runs (and so `same-cpu`'s
+/// Twakeup is the switch to the waiter, not this loop's spin).
+fn await_flag(flag: &AtomicUsize, value: usize, spin_first: bool) {
+    let mut spins = if spin_first { 0 } else { u32::MAX };
+    while flag.load(Acquire) != value {
+        if spins < 2000 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// `rounds` episodes of Fig. 2b: the waiter (pinned to `cpus.1`) says it is about to wait and
+/// waits on `rv`; the worker (the calling thread, pinned to `cpus.0` for the duration) sees
+/// that, computes `work`, and notifies. With `rv` `None` the worker computes alone.
+pub fn episodes<R: Rendezvous + ?Sized>(
+    rv: Option<&R>,
+    cpus: (usize, usize),
+    rounds: usize,
+    work: &mut Matmul,
+    clock: &Clock,
+) -> Vec<Stamps> {
+    let Some(rv) = rv else {
+        return with_pinned(cpus.0, || {
+            (0..rounds)
+                .map(|_| {
+                    let t = now();
+                    work.run();
+                    Stamps { work: clock.corrected(t, now()), wakeup: None, call: None }
+                })
+                .collect()
+        });
+    };
+    let armed = CachePadded::new(AtomicUsize::new(0));
+    fenced_overhead();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            pin_or_die(cpus.1);
+            (0..rounds)
+                .map(|r| {
+                    armed.store(r + 1, Release);
+                    rv.wait();
+                    fenced_now()
+                })
+                .collect::<Vec<u64>>()
+        });
+        let worker: Vec<(u64, u64, u64)> = with_pinned(cpus.0, || {
+            (0..rounds)
+                .map(|r| {
+                    await_flag(&armed, r + 1, cpus.0 != cpus.1);
+                    let t = now();
+                    work.run();
+                    let t0 = fenced_now();
+                    rv.notify();
+                    let t1 = fenced_now();
+                    (clock.corrected(t, t0), t0, fenced_interval(t0, t1))
+                })
+                .collect()
+        });
+        let woke = waiter.join().expect("the waiting thread panicked");
+        worker
+            .iter()
+            .zip(woke)
+            .map(|(&(work, t0, call), t2)| Stamps { work, wakeup: Some(fenced_interval(t0, t2)), call: Some(call) })
+            .collect()
+    })
+}
+
+/// Per-repetition values from `rounds` episodes: the median episode of each figure (one
+/// preempted episode spoils itself, not the repetition), in seconds and nanoseconds.
+pub fn medians(stamps: &[Stamps], clock: &Clock) -> (f64, f64, f64) {
+    fn median(mut xs: Vec<u64>) -> Option<u64> {
+        xs.sort_unstable();
+        xs.get(xs.len() / 2).copied()
+    }
+    let work = median(stamps.iter().map(|s| s.work).collect()).map_or(f64::NAN, |t| clock.ns(t as f64) * 1e-9);
+    let wakeup = median(stamps.iter().filter_map(|s| s.wakeup).collect()).map_or(f64::NAN, |t| clock.ns(t as f64));
+    let call = median(stamps.iter().filter_map(|s| s.call).collect()).map_or(f64::NAN, |t| clock.ns(t as f64));
+    (work, wakeup, call)
+}
+
+/// Episodes per repetition: enough for about 30 ms of computation, at least 3, at most 50.
+pub fn rounds_for(work_s: f64) -> usize {
+    ((0.03 / work_s.max(1e-9)).ceil() as usize).clamp(3, 50)
+}
+
+/// Runs episodes of one primitive: (CPUs, rounds, work, clock).
+type EpisodeRunner = Box<dyn Fn((usize, usize), usize, &mut Matmul, &Clock) -> Vec<Stamps>>;
+
+/// One notify primitive: its row name, why it cannot run here, and its episode runner.
+struct Primitive {
+    name: String,
+    unavailable: Option<String>,
+    episodes: EpisodeRunner,
+}
+
+fn event_episodes<W: Wait>(cpus: (usize, usize), rounds: usize, work: &mut Matmul, clock: &Clock) -> Vec<Stamps> {
+    // Padded: a monitor wait ends on any write to the line (seed 001 §2).
+    let event = CachePadded::new(Event::<W>::new());
+    episodes(Some(&*event), cpus, rounds, work, clock)
+}
+
+fn policy_primitives(names: &[&str]) -> Vec<Primitive> {
+    type Run = fn((usize, usize), usize, &mut Matmul, &Clock) -> Vec<Stamps>;
+    struct Collect(Vec<(&'static str, Result<(), Unavailable>, Run)>);
+    impl PolicyVisitor for Collect {
+        fn visit<W: Wait>(&mut self) {
+            self.0.push((W::NAME, W::availability(), event_episodes::<W>));
+        }
+    }
+    let mut all = Collect(Vec::new());
+    visit_policies(&mut all);
+    names
+        .iter()
+        .filter_map(|n| all.0.iter().find(|p| p.0 == *n))
+        .map(|&(name, availability, run)| Primitive {
+            name: name.to_string(),
+            unavailable: availability.err().map(|e| e.to_string()),
+            episodes: Box::new(run),
+        })
+        .collect()
+}
+
+fn primitives(names: &[&str]) -> Vec<Primitive> {
+    let mut list = policy_primitives(names);
+    list.push(Primitive {
+        name: PTHREAD_COND.to_string(),
+        unavailable: None,
+        episodes: Box::new(|cpus, rounds, work, clock| {
+            let event = registry::new_event("pthread").expect("the registry has the pthread event");
+            episodes(Some(&event), cpus, rounds, work, clock)
+        }),
+    });
+    list.push(Primitive {
+        name: NONE.to_string(),
+        unavailable: None,
+        episodes: Box::new(|cpus, rounds, work, clock| episodes::<Box<dyn DynEvent>>(None, cpus, rounds, work, clock)),
+    });
+    list
+}
+
+/// A placement and its CPU pair (worker, waiter), or why the machine has none.
+pub type PairAt = (Placement, Result<(usize, usize), String>);
+
+/// The CPU pair (worker, waiter) for each placement, or why the machine has none.
+pub fn placement_pairs(lab: &Lab, placements: &[Placement]) -> Vec<PairAt> {
+    placements.iter().map(|&p| (p, lab.topology.pair(p))).collect()
+}
+
+/// Adds mean, sd, … of the repetitions under `name`_`unit`.
+pub fn add_summary(row: Row, name: &str, unit: &str, samples: &[f64]) -> Row {
+    match Summary::of(samples) {
+        Some(s) => row.summary(name, unit, &s),
+        None => row,
+    }
+}
+
+impl Experiment for Wakeup {
+    fn name(&self) -> &'static str {
+        "wakeup"
+    }
+
+    fn uses(&self) -> &'static [&'static str] {
+        &["waits", "placement"]
+    }
+
+    fn columns(&self) -> &'static [Column] {
+        COLUMNS
+    }
+
+    fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
+        let started = Instant::now();
+        let rule = common.rule(10, 30)?;
+        let waits: Vec<&str> = common.waits.as_ref().map_or_else(|| DEFAULT_WAITS.to_vec(), |w| w.0.clone());
+        let placements = common
+            .placement
+            .as_ref()
+            .map_or_else(|| vec![Placement::SameCpu, Placement::Smt, Placement::Core], |p| p.0.clone());
+        let home = lab.topology.cpus[0].id;
+        let long = self.size.unwrap_or_else(|| with_pinned(home, || Matmul::size_for(self.work_ms as f64 * 1e-3)));
+        let sizes: Vec<usize> = if self.short_size > 0 { vec![long, self.short_size] } else { vec![long] };
+        let list = primitives(&waits);
+        let pairs = placement_pairs(lab, &placements);
+
+        let mut run = Run::new(self.name());
+        run.param("waits", list.iter().map(|p| p.name.as_str()).collect::<Vec<_>>())
+            .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
+            .param("matrix_sizes", &sizes)
+            .param("work_ms_target", self.size.is_none().then_some(self.work_ms))
+            .param("ticks_per_second", lab.clock.ticks_per_second)
+            .param("timer_overhead_ns", lab.clock.overhead_ns())
+            .param("fenced_timer_overhead_ns", lab.clock.ns(fenced_overhead() as f64))
+            .param("maiv_pct", rule.maiv_pct)
+            .param("min_reps", rule.min_reps)
+            .param("max_reps", rule.max_reps)
+            .param("rule_watches", "twork_s");
+
+        let progress = lab.progress("wakeup", (pairs.len() * sizes.len()) as u64);
+        let mut rows = Vec::new();
+        for (placement, pair) in &pairs {
+            for &n in &sizes {
+                progress.step(&format!("{placement}, {n}x{n}"));
+                let base =
+                    |name: &str| Row::new().with("wait", name).with("placement", placement.name()).with("matrix_n", n);
+                let cpus = match pair {
+                    Ok(cpus) => *cpus,
+                    Err(why) => {
+                        rows.extend(list.iter().map(|p| base(&p.name).skipped(why.clone())));
+                        progress.inc();
+                        continue;
+                    }
+                };
+                let runnable: Vec<&Primitive> = list.iter().filter(|p| p.unavailable.is_none()).collect();
+                let mut work = Matmul::new(n);
+                let per_episode = with_pinned(cpus.0, || {
+                    let t = Instant::now();
+                    work.run();
+                    t.elapsed().as_secs_f64()
+                });
+                let rounds = rounds_for(per_episode);
+                let mut figures: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); runnable.len()];
+                let series = interleave(runnable.len(), &rule, Some(&progress), |i, rep| {
+                    let stamps = (runnable[i].episodes)(cpus, rounds, &mut work, &lab.clock);
+                    let (twork, twakeup, tcall) = medians(&stamps, &lab.clock);
+                    if rep != Rep::Warmup {
+                        figures[i].0.push(twakeup);
+                        figures[i].1.push(tcall);
+                    }
+                    Ok(twork)
+                })?;
+                let mut config_rows = Vec::new();
+                let mut next = 0;
+                for p in &list {
+                    let row = base(&p.name).with("cpus", format!("{},{}", cpus.0, cpus.1));
+                    if let Some(why) = &p.unavailable {
+                        config_rows.push(row.skipped(why.clone()));
+                        continue;
+                    }
+                    let i = next;
+                    next += 1;
+                    let mut row = add_summary(row, "twork", "s", &series[i].samples);
+                    row = add_summary(row, "twakeup", "ns", &figures[i].0);
+                    row = add_summary(row, "tcall", "ns", &figures[i].1);
+                    row.set("reps", series[i].samples.len());
+                    row.set("episodes_per_rep", rounds);
+                    row.set("stop", series[i].verdict);
+                    config_rows.push(row);
+                }
+                let alone = config_rows
+                    .iter()
+                    .find(|r| r.get("wait").and_then(|w| w.as_str()) == Some(NONE))
+                    .and_then(|r| r.number("twork_s"));
+                if let Some(alone) = alone.filter(|a| *a > 0.0) {
+                    for row in config_rows.iter_mut() {
+                        if let Some(w) = row.number("twork_s") {
+                            row.set("twork_vs_alone_pct", 100.0 * (w / alone - 1.0));
+                        }
+                    }
+                }
+                rows.extend(config_rows);
+                progress.inc();
+            }
+        }
+        progress.finish();
+        run.rows = rows;
+        run.elapsed_s = started.elapsed().as_secs_f64();
+        Ok(vec![run])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_multiply_computes_the_product() {
+        let mut m = Matmul::new(3);
+        m.run();
+        // c[0][0] = Σk a[0][k]·b[k][0], with a = 1 + (i%7)/8 and b = 0.5 + (i%5)/4.
+        let expected = 1.0 * 0.5 + 1.125 * (0.5 + 3.0 * 0.25) + 1.25 * (0.5 + 6.0 % 5.0 * 0.25);
+        assert!((m.c[0] - expected).abs() < 1e-12, "{} vs {expected}", m.c[0]);
+        assert!(Matmul::size_for(1e-4) >= 8);
+    }
+
+    #[test]
+    fn every_episode_is_stamped_and_the_waiter_is_released_each_time() {
+        let clock = Clock::calibrate();
+        let cpu = crate::measure::pin::allowed_cpus()[0];
+        let event = Event::<spinlab::wait::Futex>::new();
+        let stamps = episodes(Some(&event), (cpu, cpu), 5, &mut Matmul::new(8), &clock);
+        assert_eq!(stamps.len(), 5);
+        assert!(stamps.iter().all(|s| s.wakeup.is_some() && s.call.is_some()));
+        assert!(!event.try_wait(), "every notification was taken by its own wait");
+        let alone = episodes::<Event>(None, (cpu, cpu), 2, &mut Matmul::new(8), &clock);
+        assert!(alone.iter().all(|s| s.wakeup.is_none()));
+    }
+}
