@@ -111,6 +111,8 @@ const COLUMNS: &[Column] = &[
     col("slowdown_pct", "slowdown %"),
     col("slowdown_ci95_pct", "±95%"),
     col("isolated_s", "isolated s"),
+    col("cpu_slowdown_pct", "CPU-time slowdown %"),
+    col("corun_cpu_share_pct", "co-run CPU share %"),
     col("reread_ns", "re-read ns"),
     col("active_ipc", "IPC"),
     col("reps", "reps"),
@@ -196,6 +198,15 @@ fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Vec<Waite
     })
 }
 
+/// CPU time the calling thread has used, in seconds (`CLOCK_THREAD_CPUTIME_ID`).
+fn thread_cpu_s() -> f64 {
+    // SAFETY: timespec is plain data; clock_gettime fills it.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid clock id and a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
 /// A policy as this experiment sees it.
 struct Policy {
     name: &'static str,
@@ -247,7 +258,7 @@ impl Experiment for Interference {
 
     fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
         let started = Instant::now();
-        let rule = common.rule(3, 8)?;
+        let rule = common.rule(3, 5)?;
         let actives = self.active.as_ref().map_or_else(|| DEFAULT_ACTIVE.to_vec(), |a| a.0.clone());
         let waiter_counts = self.waiters.as_ref().map_or_else(|| DEFAULT_WAITERS.to_vec(), |w| w.0.clone());
         let wait_names: Vec<&str> = common.waits.as_ref().map_or_else(|| DEFAULT_WAITS.to_vec(), |w| w.0.clone());
@@ -326,19 +337,26 @@ impl Experiment for Interference {
                         progress.step(&format!("{workload}, {} x{n}, {placement}", policy.name));
                         let mut reports: Vec<WaiterReport> = Vec::new();
                         let mut ipcs: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+                        // The active thread's CPU seconds per call, isolated and co-run: what
+                        // separates losing the CPU (time-sharing, the scheduler) from running
+                        // slower on it (shared hardware).
+                        let mut cpu_s: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
                         let mut bad_checksum = None;
                         let series = with_pinned(active_cpu, || {
                             let counters = Ipc::open().ok();
                             interleave(2, &rule, Some(&progress), |i, rep| {
                                 let mut seconds = 0.0;
+                                let mut cpu = 0.0;
                                 let mut ipc = None;
                                 let mut timed = || {
+                                    let c0 = thread_cpu_s();
                                     let t0 = now();
                                     let (sum, measured) = match &counters {
                                         Some(c) => c.measure(|| active.run()),
                                         None => (active.run(), None),
                                     };
                                     seconds = clock.ns(clock.corrected(t0, now()) as f64) * 1e-9;
+                                    cpu = thread_cpu_s() - c0;
                                     ipc = measured;
                                     if sum != expected {
                                         bad_checksum = Some(sum);
@@ -353,6 +371,7 @@ impl Experiment for Interference {
                                     }
                                 }
                                 if rep != Rep::Warmup {
+                                    cpu_s[i].push(cpu);
                                     if let Some(x) = ipc {
                                         ipcs[i].push(x);
                                     }
@@ -393,6 +412,18 @@ impl Experiment for Interference {
                             }
                             None => row = row.skipped("no repetition produced a time"),
                         }
+                        let cpu_slowdowns: Vec<f64> =
+                            cpu_s[0].iter().zip(&cpu_s[1]).map(|(i, c)| 100.0 * (c / i - 1.0)).collect();
+                        if let Some(s) = Summary::of(&cpu_slowdowns) {
+                            row.set("cpu_slowdown_pct", s.mean);
+                            row.set("cpu_slowdown_ci95_pct", s.ci95);
+                        }
+                        let share = |k: usize, wall: &[f64]| {
+                            let (c, w): (f64, f64) = (cpu_s[k].iter().sum(), wall.iter().sum());
+                            (w > 0.0).then(|| 100.0 * c / w)
+                        };
+                        row.set("isolated_cpu_share_pct", share(0, iso));
+                        row.set("corun_cpu_share_pct", share(1, co));
                         let waited: u64 = reports.iter().map(|r| r.waited_ticks).sum();
                         let iterations: u64 = reports.iter().map(|r| r.iterations).sum();
                         if iterations > 0 {

@@ -191,10 +191,11 @@ pub struct Sizes {
     pub l1_bytes: u64,
     /// `l2`'s buffer: half the L2 (000: 1.5 MB of 3 MB, 2 MB of 4 MB).
     pub l2_bytes: u64,
-    /// `mbv-int`'s matrix: four times the last-level cache (000: 800 MB against a 3-4 MB L2,
-    /// far beyond any cache; four times is as far as memory use stays modest).
+    /// `mbv-int`'s matrix: twice the last-level cache (000: 800 MB against a 3-4 MB L2; what
+    /// matters is that it does not fit, and twice keeps one product near 000's time scale).
     pub mbv_int_bytes: u64,
-    /// `mbv-fp`'s matrix: half of `mbv-int`'s, as 000's 400 MB was half its 800 MB.
+    /// `mbv-fp`'s matrix: twice the last-level cache too (000's was half of mbv-int's 800 MB,
+    /// still far beyond its cache).
     pub mbv_fp_bytes: u64,
     /// `sort`'s array: ten times the L1d (000: 80 KB, ten times T1's 8 KB L1d, well inside
     /// its L2), but at most half the L2, so it stays L2-resident as 000's did.
@@ -209,7 +210,7 @@ impl Sizes {
         Sizes {
             l1_bytes: caches.l1d / 2,
             l2_bytes: caches.l2 / 2,
-            mbv_int_bytes: caches.llc * 4,
+            mbv_int_bytes: caches.llc * 2,
             mbv_fp_bytes: caches.llc * 2,
             sort_bytes: (caches.l1d * 10).min(caches.l2 / 2),
             hash_bytes: caches.llc * 2 / 3,
