@@ -42,6 +42,17 @@ enum Command {
         #[command(subcommand)]
         experiment: Box<RunCommand>,
     },
+    /// The main job: every experiment on this machine (short settings), then DIR/index.html
+    /// with plots and a recommendation, DIR/results.json and DIR/results.csv
+    Report(Box<crate::report::ReportOptions>),
+    /// Two results documents side by side: matching rows, B/A ratios, and a mark where the
+    /// difference exceeds both runs' 95% intervals
+    Compare {
+        /// The first results document (spinlab.results/1)
+        a: PathBuf,
+        /// The second results document
+        b: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -167,6 +178,11 @@ fn execute(cli: &Cli) -> Result<(), LabError> {
         Command::Info { json } => info(&cli.sys_root, *json),
         Command::List { json } => {
             list(*json);
+            Ok(())
+        }
+        Command::Report(options) => crate::report::report(&cli.sys_root, options),
+        Command::Compare { a, b } => {
+            print_out(&crate::compare::run(a, b)?);
             Ok(())
         }
         Command::Run { experiment } => {

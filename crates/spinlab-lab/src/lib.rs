@@ -10,15 +10,19 @@
 //! - [`select`]: parsing lock, policy, thread and placement lists.
 //! - [`lockbox`]: a registry lock on cache lines of its own.
 //! - [`workloads`]: seed 000's active workloads, sized from the caches.
+//! - [`report`]: `spinlab report`, every experiment into an HTML report with a recommendation.
+//! - [`compare`]: `spinlab compare`, two results documents side by side.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod compare;
 pub mod error;
 pub mod experiments;
 pub mod lockbox;
 pub mod machine;
 pub mod measure;
+pub mod report;
 pub mod results;
 pub mod select;
 pub mod workloads;

@@ -1,0 +1,220 @@
+//! `spinlab compare A.json B.json`: two results documents side by side.
+//!
+//! Rows are matched by experiment (the k-th run of an experiment in A with the k-th in B) and
+//! by configuration: the row's naming keys (strings such as `lock`, `wait`, `placement`,
+//! `measure`, and counts such as `threads`). For every figure measured over repetitions (a key
+//! with a `_ci95_` sibling) the table shows A and B with their 95% intervals, B/A, and a `*`
+//! where the difference exceeds both runs' intervals: a change the repetitions do not explain.
+
+use crate::error::LabError;
+use crate::results::{table, Results, Row, SCHEMA};
+use serde_json::Value;
+use std::path::Path;
+
+/// Reads a results document, refusing anything that is not `spinlab.results/1`.
+pub fn load(path: &Path) -> Result<Results, LabError> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| LabError::usage(format!("{shown}: cannot be read: {e}")))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| LabError::usage(format!("{shown}: not a spinlab results document: not JSON ({e})")))?;
+    match value.get("schema") {
+        Some(Value::String(s)) if s == SCHEMA => {}
+        Some(Value::String(s)) if s.starts_with("spinlab.results/") => {
+            return Err(LabError::usage(format!("{shown}: schema version `{s}`; this spinlab reads `{SCHEMA}` only")))
+        }
+        _ => {
+            return Err(LabError::usage(format!(
+                "{shown}: not a spinlab results document (no \"schema\": \"{SCHEMA}\"); give a file written by \
+                 `spinlab run … --json` or `spinlab report`"
+            )))
+        }
+    }
+    serde_json::from_value(value)
+        .map_err(|e| LabError::usage(format!("{shown}: a {SCHEMA} document with a malformed part: {e}")))
+}
+
+/// Keys that name a row's configuration even though their values are numbers.
+const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "matrix_n", "units"];
+/// String keys that describe an outcome, not a configuration.
+const NOT_CONFIG: &[&str] = &["stop", "skipped", "origin", "alias", "unavailable", "cpus"];
+
+/// A row's configuration: its naming keys and their values.
+fn identity(row: &Row) -> Vec<(String, String)> {
+    row.0
+        .iter()
+        .filter(|(k, v)| match v {
+            Value::String(_) | Value::Bool(_) => !NOT_CONFIG.contains(&k.as_str()),
+            Value::Number(_) => NUMERIC_CONFIG.contains(&k.as_str()),
+            _ => false,
+        })
+        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+        .collect()
+}
+
+/// The figures of a row that carry an interval: `(figure key, interval key)`.
+fn figures(row: &Row) -> Vec<(String, String)> {
+    row.0
+        .keys()
+        .filter_map(|k| {
+            let figure = if let Some(rest) = k.strip_prefix("ci95_") {
+                rest.to_string()
+            } else {
+                let (name, unit) = k.split_once("_ci95_")?;
+                format!("{name}_{unit}")
+            };
+            row.get(&figure).filter(|v| v.is_number()).map(|_| (figure, k.clone()))
+        })
+        .collect()
+}
+
+/// One compared figure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// The experiment.
+    pub experiment: String,
+    /// The configuration in words.
+    pub config: String,
+    /// The figure's key.
+    pub figure: String,
+    /// A's value and interval.
+    pub a: f64,
+    /// A's 95% half-width (0 when unknown).
+    pub a_ci: f64,
+    /// B's value.
+    pub b: f64,
+    /// B's 95% half-width.
+    pub b_ci: f64,
+    /// B / A (`None` when A is 0).
+    pub ratio: Option<f64>,
+    /// The difference exceeds both intervals.
+    pub marked: bool,
+}
+
+/// Everything the comparison found.
+#[derive(Debug, Default)]
+pub struct Comparison {
+    /// Matched figures.
+    pub lines: Vec<Line>,
+    /// Measured rows of A with no measured match in B, and of B with none in A.
+    pub only_a: usize,
+    /// See `only_a`.
+    pub only_b: usize,
+}
+
+/// Matches the rows of `a` and `b`.
+pub fn compare(a: &Results, b: &Results) -> Comparison {
+    let mut out = Comparison::default();
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    let mut matched_b: Vec<(usize, usize)> = Vec::new();
+    for run_a in &a.runs {
+        let k = seen.iter().filter(|(e, _)| *e == run_a.experiment).count();
+        seen.push((&run_a.experiment, k));
+        let run_b = b.runs.iter().filter(|r| r.experiment == run_a.experiment).nth(k);
+        for row_a in run_a.rows.iter().filter(|r| !r.is_skipped()) {
+            let id = identity(row_a);
+            let found =
+                run_b.and_then(|rb| rb.rows.iter().enumerate().find(|(_, r)| !r.is_skipped() && identity(r) == id));
+            let Some((j, row_b)) = found else {
+                out.only_a += 1;
+                continue;
+            };
+            let run_b_index = b.runs.iter().position(|r| std::ptr::eq(r, run_b.expect("found in it"))).unwrap_or(0);
+            matched_b.push((run_b_index, j));
+            let config = id
+                .iter()
+                .map(|(k, v)| if NUMERIC_CONFIG.contains(&k.as_str()) { format!("{k} {v}") } else { v.clone() })
+                .collect::<Vec<_>>()
+                .join(", ");
+            for (figure, ci_key) in figures(row_a) {
+                let (Some(va), Some(vb)) = (row_a.number(&figure), row_b.number(&figure)) else { continue };
+                let a_ci = row_a.number(&ci_key).unwrap_or(0.0);
+                let b_ci = row_b.number(&ci_key).unwrap_or(0.0);
+                let diff = (vb - va).abs();
+                out.lines.push(Line {
+                    experiment: run_a.experiment.clone(),
+                    config: config.clone(),
+                    figure,
+                    a: va,
+                    a_ci,
+                    b: vb,
+                    b_ci,
+                    ratio: (va != 0.0).then(|| vb / va),
+                    marked: diff > a_ci && diff > b_ci,
+                });
+            }
+        }
+    }
+    out.only_b = b
+        .runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.rows.iter().enumerate().map(move |(j, row)| (i, j, row)))
+        .filter(|(i, j, row)| !row.is_skipped() && !matched_b.contains(&(*i, *j)))
+        .count();
+    out
+}
+
+fn number(v: f64) -> String {
+    crate::report::plot::number(v)
+}
+
+/// The comparison as text: a table per experiment.
+pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparison) -> String {
+    let cpu = |r: &Results| r.machine.get("cpu_model").and_then(Value::as_str).unwrap_or("unknown CPU").to_string();
+    let mut out = format!("A: {a_name} ({})\nB: {b_name} ({})\n", cpu(a), cpu(b));
+    let mut experiments: Vec<&str> = Vec::new();
+    for line in &c.lines {
+        if !experiments.contains(&line.experiment.as_str()) {
+            experiments.push(&line.experiment);
+        }
+    }
+    for experiment in experiments {
+        let rows: Vec<Row> = c
+            .lines
+            .iter()
+            .filter(|l| l.experiment == experiment)
+            .map(|l| {
+                Row::new()
+                    .with("config", &l.config)
+                    .with("figure", &l.figure)
+                    .with("a", number(l.a))
+                    .with("a_ci", if l.a_ci > 0.0 { number(l.a_ci) } else { String::new() })
+                    .with("b", number(l.b))
+                    .with("b_ci", if l.b_ci > 0.0 { number(l.b_ci) } else { String::new() })
+                    .with("ratio", l.ratio.map_or("-".to_string(), |r| format!("{r:.3}")))
+                    .with("mark", if l.marked { "*" } else { "" })
+            })
+            .collect();
+        out.push_str(&format!("\n{experiment}\n"));
+        out.push_str(&table::render(
+            &rows,
+            &[
+                table::col("config", "configuration"),
+                table::col("figure", "figure"),
+                table::col("a", "A"),
+                table::col("a_ci", "±95%"),
+                table::col("b", "B"),
+                table::col("b_ci", "±95%"),
+                table::col("ratio", "B/A"),
+                table::col("mark", ""),
+            ],
+        ));
+        out.push('\n');
+    }
+    let marked = c.lines.iter().filter(|l| l.marked).count();
+    out.push_str(&format!(
+        "\n{} figures compared; {marked} marked * (the difference exceeds both runs' 95% intervals). Rows only in A: {}; only in B: {}.\n",
+        c.lines.len(),
+        c.only_a,
+        c.only_b
+    ));
+    out
+}
+
+/// `spinlab compare`: prints the comparison.
+pub fn run(a_path: &Path, b_path: &Path) -> Result<String, LabError> {
+    let a = load(a_path)?;
+    let b = load(b_path)?;
+    let c = compare(&a, &b);
+    Ok(render(&a_path.display().to_string(), &b_path.display().to_string(), &a, &b, &c))
+}

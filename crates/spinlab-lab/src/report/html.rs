@@ -1,0 +1,270 @@
+//! `index.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched; a
+//! content security policy forbids anything else) showing the machine, the recommendation and
+//! one figure per experiment.
+
+use super::figures::{self, Context, Figure};
+use super::recommend::Advice;
+use crate::results::Results;
+use serde_json::Value;
+
+/// Text safe inside HTML elements and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "
+body { font-family: sans-serif; margin: 0 auto; max-width: 960px; padding: 16px 24px; color: #222; }
+h1 { margin-bottom: 0; } .sub { color: #555; margin-top: 4px; }
+h2 { border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 36px; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 14px; }
+th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+table.advice td:nth-child(2) { font-weight: bold; white-space: nowrap; }
+figure { margin: 12px 0; }
+figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { color: #333; font-size: 14px; margin: 4px 0 18px 0; }
+.grid { display: flex; flex-wrap: wrap; gap: 8px; }
+.grid .panel { flex: 0 1 auto; max-width: 100%; }
+.note { color: #7a4b00; background: #fff7e6; border-left: 3px solid #e0a000; padding: 4px 8px; font-size: 14px; margin: 4px 0; }
+.missing { color: #777; font-style: italic; }
+nav a { margin-right: 12px; }
+.scale { display: inline-block; width: 160px; height: 12px; vertical-align: middle;
+  background: linear-gradient(to right, #2166ac, #ffffff, #b2182b); border: 1px solid #ccc; }
+";
+
+/// The whole page.
+pub fn page(results: &Results, advice: &[Advice]) -> String {
+    let ctx = Context::new(results);
+    let figures = figures::all(&ctx);
+    let machine = &results.machine;
+    let cpu = machine.get("cpu_model").and_then(Value::as_str).unwrap_or("unknown CPU");
+    let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n",
+    );
+    out.push_str(&format!("<title>spinlab report: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n", escape(cpu)));
+    out.push_str("<h1>spinlab report</h1>\n");
+    out.push_str(&format!(
+        "<p class=\"sub\">{} &middot; {} usable CPU(s) &middot; {} &middot; {:.0} s of measurement &middot; <code>{}</code></p>\n",
+        escape(cpu),
+        ctx.cpus,
+        escape(&utc_date(results.created_unix_s)),
+        total,
+        escape(&results.command.join(" "))
+    ));
+    out.push_str("<nav><a href=\"#recommendation\">recommendation</a><a href=\"#machine\">machine</a>");
+    for f in &figures {
+        out.push_str(&format!("<a href=\"#exp-{0}\">{0}</a>", escape(&f.experiment)));
+    }
+    out.push_str("</nav>\n");
+
+    out.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
+    out.push_str(
+        "<p>Chosen from this run's numbers; each line names the figure behind it. Short runs are noisy: \
+                  where two choices are within each other's 95% interval the line says so.</p>\n",
+    );
+    out.push_str(&advice_table(advice));
+
+    out.push_str("<h2 id=\"machine\">The machine</h2>\n");
+    out.push_str(&machine_card(machine));
+
+    for f in &figures {
+        let runs: Vec<&crate::results::Run> = results.runs.iter().filter(|r| r.experiment == f.experiment).collect();
+        out.push_str(&section(f, &runs));
+    }
+    out.push_str(
+        "<p class=\"sub\">Written by <code>spinlab report</code>. The numbers are in results.json (schema \
+         spinlab.results/1, see docs/results.md) and results.csv next to this file; \
+         <code>spinlab compare A.json B.json</code> sets two runs side by side.</p>\n</body>\n</html>\n",
+    );
+    out
+}
+
+fn advice_table(advice: &[Advice]) -> String {
+    let mut out =
+        String::from("<table class=\"advice\">\n<tr><th>if</th><th>use</th><th>why (measured here)</th></tr>\n");
+    for a in advice {
+        let class = if a.choice == "no recommendation" { " class=\"missing\"" } else { "" };
+        out.push_str(&format!(
+            "<tr{class}><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&a.situation),
+            escape(&a.choice),
+            escape(&a.why)
+        ));
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn section(f: &Figure, runs: &[&crate::results::Run]) -> String {
+    let name = escape(&f.experiment);
+    let mut out = format!("<section id=\"exp-{name}\">\n<h2>{name}</h2>\n");
+    let seconds: f64 = runs.iter().map(|r| r.elapsed_s).sum();
+    let reps: Vec<String> = runs
+        .iter()
+        .filter_map(|r| {
+            let min = r.params.get("min_reps")?;
+            let max = r.params.get("max_reps")?;
+            Some(format!("{min}-{max}"))
+        })
+        .collect();
+    out.push_str(&format!(
+        "<p class=\"sub\">{} run(s), {:.1} s{}; see docs/{name}.md for how to read it.</p>\n",
+        runs.len(),
+        seconds,
+        if reps.is_empty() { String::new() } else { format!(", repetitions {}", reps.join(", ")) }
+    ));
+    out.push_str(&format!("<figure class=\"experiment\" data-experiment=\"{name}\">\n"));
+    let small = f.panels.len() > 2 && f.experiment == "interference";
+    if small {
+        out.push_str("<div class=\"grid\">\n");
+    }
+    for (i, p) in f.panels.iter().enumerate() {
+        out.push_str("<div class=\"panel\">\n");
+        out.push_str(&p.svg);
+        // Small multiples share one caption: the first panel's.
+        if !small || i == 0 {
+            out.push_str(&format!("\n<figcaption>{}</figcaption>\n", escape(&p.caption)));
+        }
+        out.push_str("</div>\n");
+    }
+    if small {
+        out.push_str("</div>\n<p>colour scale: <span class=\"scale\"></span> speed-up &larr; 0% &rarr; slowdown</p>\n");
+    }
+    if f.panels.is_empty() {
+        out.push_str("<figcaption class=\"missing\">No chart: nothing was measured.</figcaption>\n");
+    }
+    out.push_str("</figure>\n");
+    for note in &f.notes {
+        out.push_str(&format!("<p class=\"note\">{}</p>\n", escape(note)));
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+fn machine_card(m: &Value) -> String {
+    let s = |path: &[&str]| -> Option<String> {
+        let mut v = m;
+        for p in path {
+            v = v.get(p)?;
+        }
+        match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            Value::Bool(b) => Some(if *b { "yes".into() } else { "no".into() }),
+            v => Some(v.to_string()),
+        }
+    };
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    let mut add = |k: &'static str, v: Option<String>| {
+        if let Some(v) = v {
+            rows.push((k, v));
+        }
+    };
+    add("CPU", s(&["cpu_model"]));
+    add(
+        "logical CPUs",
+        s(&["logical_cpus"]).map(|n| format!("{n} (this run may use {})", s(&["allowed_cpus"]).unwrap_or_default())),
+    );
+    add("virtual machine", s(&["hypervisor"]));
+    add(
+        "topology",
+        Some(format!(
+            "{} package(s), {} core(s), {} thread(s) per core, {} NUMA node(s), {} last-level cache group(s), SMT {}",
+            s(&["topology", "packages"]).unwrap_or("?".into()),
+            s(&["topology", "cores"]).unwrap_or("?".into()),
+            s(&["topology", "threads_per_core"]).unwrap_or("?".into()),
+            s(&["topology", "numa_nodes"]).unwrap_or("?".into()),
+            s(&["topology", "llc_groups"]).unwrap_or("?".into()),
+            s(&["topology", "smt"]).unwrap_or("?".into()),
+        )),
+    );
+    if let Some(placements) = m.pointer("/topology/placements").and_then(Value::as_array) {
+        let text: Vec<String> = placements
+            .iter()
+            .map(|p| {
+                let name = p.get("placement").and_then(Value::as_str).unwrap_or("?");
+                match p.get("skipped").and_then(Value::as_str) {
+                    Some(why) => format!("{name}: unavailable ({why})"),
+                    None => format!("{name}: yes"),
+                }
+            })
+            .collect();
+        add("placements", Some(text.join("; ")));
+    }
+    if let Some(features) = m.get("wait_features").and_then(Value::as_object) {
+        let text: Vec<String> = features
+            .iter()
+            .map(|(k, v)| format!("{k} {}", if v.as_bool() == Some(true) { "yes" } else { "no" }))
+            .collect();
+        add("wait instructions", Some(text.join(", ")));
+    }
+    add(
+        "cycle counter",
+        s(&["tsc", "frequency_hz"]).map(|hz| {
+            let ghz = hz.parse::<f64>().map_or(hz.clone(), |h| format!("{:.3} GHz", h / 1e9));
+            format!("{ghz}, invariant {}", s(&["tsc", "invariant"]).unwrap_or("?".into()))
+        }),
+    );
+    add("performance counters", s(&["perf_counters", "readable"]));
+    add("kernel", s(&["kernel"]));
+    add("cpufreq governor", s(&["cpufreq_governor"]));
+    add("cpuidle", s(&["cpuidle"]));
+    add("clock source", s(&["clocksource"]));
+    add("spinlab", s(&["spinlab_version"]));
+    let mut out = String::from("<table class=\"machine\">\n");
+    for (k, v) in rows {
+        out.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>\n", escape(k), escape(&v)));
+    }
+    out.push_str("</table>\n");
+    if let Some(absent) = m.get("absent").and_then(Value::as_array).filter(|a| !a.is_empty()) {
+        out.push_str("<p>What this machine lacks (the experiments that need it say so below):</p>\n<ul>\n");
+        for a in absent.iter().filter_map(Value::as_str) {
+            out.push_str(&format!("<li>{}</li>\n", escape(a)));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
+}
+
+/// `2026-04-01 12:34 UTC` from seconds since the epoch.
+fn utc_date(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", secs / 3600, secs % 3600 / 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_escapes() {
+        assert_eq!(utc_date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc_date(1_700_000_000), "2023-11-14 22:13 UTC");
+        assert_eq!(escape("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
+    }
+}

@@ -1,0 +1,167 @@
+//! `spinlab report`: every experiment on this machine, in one go, into a folder:
+//! `results.json` (one `spinlab.results/1` document), `results.csv`, and `index.html` (the
+//! machine, the recommendation, a figure per experiment). The terminal gets one progress bar
+//! per experiment and, at the end, a summary and the recommendation.
+//!
+//! - [`settings`]: how long each experiment runs (short by default, the papers' lengths with
+//!   `--full`).
+//! - [`figures`] and [`plot`]: the charts, from the rows' keys.
+//! - [`recommend`]: the recommendation, from the numbers.
+//! - [`html`]: the page.
+
+pub mod figures;
+pub mod html;
+pub mod plot;
+pub mod recommend;
+pub mod settings;
+
+use crate::error::LabError;
+use crate::experiments::{self, check_options, Lab};
+use crate::results::output::Outputs;
+use crate::results::{Results, Row, Run};
+use clap::Args;
+use settings::Length;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// A list of experiment names (`--only`).
+#[derive(Clone, Debug)]
+pub struct Only(pub Vec<String>);
+
+fn parse_only(text: &str) -> Result<Only, String> {
+    let known: Vec<&str> = experiments::all().iter().map(|e| e.name()).collect();
+    let mut names = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if !known.contains(&name) {
+            return Err(format!("`{name}` is not an experiment; the experiments are {}", known.join(", ")));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    if names.is_empty() {
+        return Err(format!("give at least one experiment: {}", known.join(", ")));
+    }
+    Ok(Only(names))
+}
+
+/// Options of `spinlab report`.
+#[derive(Args, Clone, Debug)]
+pub struct ReportOptions {
+    /// Folder for index.html, results.json and results.csv (created if missing)
+    #[arg(long, value_name = "DIR", default_value = "report")]
+    pub out: PathBuf,
+    /// Run the experiments at the papers' lengths (much longer) instead of short settings
+    #[arg(long)]
+    pub full: bool,
+    /// Only these experiments, comma-separated (default: all of them, the floors first)
+    #[arg(long, value_name = "LIST", value_parser = parse_only)]
+    pub only: Option<Only>,
+    /// Measure nothing: draw the report of an existing results document (results.json)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["full", "only", "smoke"])]
+    pub from: Option<PathBuf>,
+    /// The least measuring that still exercises every experiment (for tests; numbers are noise)
+    #[arg(long, hide = true, conflicts_with = "full")]
+    pub smoke: bool,
+    /// No progress bars
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The three files of a report in `dir`.
+fn paths(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    (dir.join("results.json"), dir.join("results.csv"), dir.join("index.html"))
+}
+
+/// Runs `spinlab report`.
+pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> {
+    std::fs::create_dir_all(&options.out)
+        .map_err(|e| LabError::usage(format!("--out {}: cannot create the folder: {e}", options.out.display())))?;
+    let (json, csv, index) = paths(&options.out);
+    // Checked before anything runs, so a long run never ends in a failure to save it.
+    let outputs = Outputs::check(Some(&json), Some(&csv))?;
+    crate::results::output::Sink::check("index.html", &index)?;
+
+    let results = match &options.from {
+        Some(file) => crate::compare::load(file)?,
+        None => measure(sys_root, options)?,
+    };
+    outputs.write(&results)?;
+    let ctx = figures::Context::new(&results);
+    let advice = recommend::recommend(&ctx);
+    let page = html::page(&results, &advice);
+    std::fs::write(&index, page).map_err(|e| LabError::failed(format!("writing {}: {e}", index.display())))?;
+    print!("{}", summary(&results, &advice, &options.out));
+    Ok(())
+}
+
+fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError> {
+    let length = if options.smoke {
+        Length::Smoke
+    } else if options.full {
+        Length::Full
+    } else {
+        Length::Short
+    };
+    let lab = Lab::new(sys_root, !options.quiet)?;
+    let steps: Vec<settings::Step> = settings::plan(length, lab.cpus())
+        .into_iter()
+        .filter(|s| options.only.as_ref().is_none_or(|o| o.0.iter().any(|n| n == s.experiment.name())))
+        .collect();
+    let mut results = Results::new(&lab.machine);
+    let started = Instant::now();
+    for (i, step) in steps.iter().enumerate() {
+        if !options.quiet {
+            eprintln!("[{}/{}] {} ({:.0} s so far)", i + 1, steps.len(), step.label, started.elapsed().as_secs_f64());
+        }
+        check_options(step.experiment.as_ref(), &step.common)?;
+        let load_before = crate::machine::load_average();
+        let t0 = Instant::now();
+        let mut runs = match step.experiment.run(&lab, &step.common) {
+            Ok(runs) => runs,
+            // One experiment failing leaves the others' results standing; the report says why.
+            Err(e) => {
+                eprintln!("warning: {} failed: {e}", step.experiment.name());
+                let mut run = Run::new(step.experiment.name());
+                run.rows.push(Row::new().skipped(format!("the experiment failed: {e}")));
+                run.elapsed_s = t0.elapsed().as_secs_f64();
+                vec![run]
+            }
+        };
+        let load_after = crate::machine::load_average();
+        for run in runs.iter_mut() {
+            run.param("load_average_start", load_before).param("load_average_end", load_after);
+            run.param("report_length", length.name());
+        }
+        results.runs.extend(runs);
+    }
+    Ok(results)
+}
+
+/// The terminal summary: a line per run, then the recommendation.
+pub fn summary(results: &Results, advice: &[recommend::Advice], dir: &Path) -> String {
+    let mut out = String::from("\nspinlab report\n");
+    for run in &results.runs {
+        let skipped = run.rows.iter().filter(|r| r.is_skipped()).count();
+        let cs = run
+            .params
+            .get("cs_ns")
+            .and_then(|v| v.as_f64())
+            .map_or(String::new(), |ns| format!(" (critical section {})", figures::duration_words(ns)));
+        out.push_str(&format!(
+            "  {:<13} {:>6.1} s  {} rows measured{}{cs}\n",
+            run.experiment,
+            run.elapsed_s,
+            run.rows.len() - skipped,
+            if skipped > 0 { format!(", {skipped} skipped") } else { String::new() }
+        ));
+    }
+    let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
+    out.push_str(&format!("  {:<13} {:>6.1} s\n\nrecommendation (from this run's numbers):\n", "total", total));
+    for a in advice {
+        out.push_str(&format!("  if {}:\n    use {}\n    ({})\n", a.situation, a.choice, a.why));
+    }
+    let (json, csv, index) = paths(dir);
+    out.push_str(&format!("\nwrote {}\n      {}\n      {}\n", index.display(), json.display(), csv.display()));
+    out
+}

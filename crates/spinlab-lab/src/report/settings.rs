@@ -1,0 +1,182 @@
+//! How long each experiment of a report runs.
+//!
+//! `Short` (the default) is sized so the whole report takes about three minutes on a 2-CPU
+//! machine: fewer repetitions and shorter repetitions, the same configurations. `Full` is
+//! every experiment's own defaults (the papers' lengths). `Smoke` measures as little as will
+//! still produce every kind of row, for tests.
+//!
+//! Besides `experiments::all()` in order, the report runs contention a second time with a
+//! long (10 µs) critical section, at and above the CPU count, so the recommendation has a
+//! measured answer for long critical sections too.
+
+use crate::experiments::handoff::{Handoff, Holds};
+use crate::experiments::interference::{Counts, Interference};
+use crate::experiments::{self, contention::Contention, herd::Herd, Common, Experiment, Threads};
+use crate::select::ThreadCount;
+use std::time::Duration;
+
+/// How long a report measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    /// For tests: one or two repetitions, tiny durations.
+    Smoke,
+    /// The default: about three minutes on 2 CPUs.
+    Short,
+    /// The experiments' own defaults.
+    Full,
+}
+
+impl Length {
+    /// Its name in a run's `report_length` parameter.
+    pub fn name(self) -> &'static str {
+        match self {
+            Length::Smoke => "smoke",
+            Length::Short => "short",
+            Length::Full => "full",
+        }
+    }
+}
+
+/// One experiment run of a report.
+pub struct Step {
+    /// The experiment, with its own options.
+    pub experiment: Box<dyn Experiment>,
+    /// The common options (only those it [uses](Experiment::uses), besides repetitions).
+    pub common: Common,
+    /// What the progress line calls it.
+    pub label: String,
+}
+
+/// The critical section of the report's second contention run, in nanoseconds.
+pub const LONG_CS_NS: u64 = 10_000;
+
+/// Repetition bounds and a repetition length per `length`.
+fn common(length: Length, experiment: &dyn Experiment, min: usize, max: usize, duration_ms: u64) -> Common {
+    let mut c = Common { quiet: false, ..Common::default() };
+    match length {
+        Length::Full => {}
+        Length::Short => {
+            c.min_reps = Some(min);
+            c.max_reps = Some(max);
+            if experiment.uses().contains(&"duration") {
+                c.duration = Some(Duration::from_millis(duration_ms));
+            }
+        }
+        Length::Smoke => {
+            c.min_reps = Some(1);
+            c.max_reps = Some(2);
+            if experiment.uses().contains(&"duration") {
+                c.duration = Some(Duration::from_millis(5));
+            }
+        }
+    }
+    c
+}
+
+/// The report's runs, in order: the floors first.
+pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for experiment in experiments::all() {
+        let name = experiment.name();
+        match name {
+            "floor" => {
+                let common = common(length, experiment.as_ref(), 3, 8, 0);
+                steps.push(Step { experiment, common, label: "floor: the machine's physical limits".into() });
+            }
+            "contention" => {
+                let short = Contention::default();
+                let mut c = common(length, &short, 3, 5, 50);
+                if length == Length::Smoke {
+                    c.threads = Some(Threads(vec![ThreadCount::Exact(2), ThreadCount::PerCpu(2)]));
+                    c.locks = smoke_locks();
+                }
+                steps.push(Step {
+                    experiment: Box::new(short),
+                    common: c,
+                    label: "contention: throughput and fairness, short critical section".into(),
+                });
+                let long = Contention { cs_ns: LONG_CS_NS, ..Contention::default() };
+                let mut c = common(length, &long, 3, 5, 50);
+                c.threads = Some(Threads(if cpus >= 2 {
+                    vec![ThreadCount::PerCpu(1), ThreadCount::PerCpu(2), ThreadCount::PerCpu(4)]
+                } else {
+                    vec![ThreadCount::Exact(2), ThreadCount::Exact(4)]
+                }));
+                if length == Length::Smoke {
+                    c.threads = Some(Threads(vec![ThreadCount::PerCpu(2)]));
+                    c.locks = smoke_locks();
+                }
+                steps.push(Step {
+                    experiment: Box::new(long),
+                    common: c,
+                    label: "contention: long (10 µs) critical section".into(),
+                });
+            }
+            "herd" => {
+                let herd = match length {
+                    Length::Full => Herd::default(),
+                    Length::Short => Herd { rounds: 50, ..Herd::default() },
+                    Length::Smoke => Herd { rounds: 2, per_round: 5, ..Herd::default() },
+                };
+                let mut c = common(length, &herd, 2, 4, 0);
+                if length == Length::Smoke {
+                    c.threads = Some(Threads(vec![ThreadCount::PerCpu(2)]));
+                    c.locks = smoke_locks();
+                }
+                steps.push(Step {
+                    experiment: Box::new(herd),
+                    common: c,
+                    label: "herd: threads released at once".into(),
+                });
+            }
+            "interference" => {
+                let interference = match length {
+                    Length::Full => Interference::default(),
+                    Length::Short => Interference { active_ms: Some(4), ..Interference::default() },
+                    Length::Smoke => Interference {
+                        active: crate::workloads::Workload::parse_list("add")
+                            .ok()
+                            .map(experiments::interference::Actives),
+                        waiters: Some(Counts(vec![1])),
+                        units: Some(1),
+                        ..Interference::default()
+                    },
+                };
+                let mut c = common(length, &interference, 3, 5, 0);
+                if length == Length::Smoke {
+                    c.waits = crate::select::wait_list("spin,futex").ok().map(experiments::Waits);
+                }
+                steps.push(Step {
+                    experiment: Box::new(interference),
+                    common: c,
+                    label: "interference: what waiters cost a co-running thread".into(),
+                });
+            }
+            "handoff" => {
+                let handoff = match length {
+                    Length::Full => Handoff::default(),
+                    Length::Short => Handoff { handoffs: Some(100), ..Handoff::default() },
+                    Length::Smoke => Handoff { handoffs: Some(10), hold_ns: Some(Holds(vec![1000])) },
+                };
+                let mut c = common(length, &handoff, 3, 5, 0);
+                if length == Length::Smoke {
+                    c.locks = smoke_locks();
+                }
+                steps.push(Step {
+                    experiment: Box::new(handoff),
+                    common: c,
+                    label: "handoff: lock hand-off latency".into(),
+                });
+            }
+            _ => {
+                let common = common(length, experiment.as_ref(), 3, 5, 50);
+                steps.push(Step { experiment, common, label: name.to_string() });
+            }
+        }
+    }
+    steps
+}
+
+fn smoke_locks() -> Option<experiments::Locks> {
+    crate::select::lock_list("ttas:spin,std").ok().map(experiments::Locks)
+}
