@@ -1,0 +1,70 @@
+//! `spinlab compare A.json B.json` on canned documents (tests/fixtures/compare/).
+
+use spinlab_lab::compare::{compare, load};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compare").join(name)
+}
+
+fn spinlab_compare(a: &Path, b: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_spinlab")).arg("compare").arg(a).arg(b).output().unwrap()
+}
+
+#[test]
+fn matching_rows_get_ratios_and_a_mark_only_beyond_both_intervals() {
+    let a = load(&fixture("compare_a.json")).unwrap();
+    let b = load(&fixture("compare_b.json")).unwrap();
+    let c = compare(&a, &b);
+    let line = |config: &str, figure: &str| {
+        c.lines
+            .iter()
+            .find(|l| l.config == config && l.figure == figure)
+            .unwrap_or_else(|| panic!("{config} {figure}: {c:?}"))
+    };
+    // 2e6 / 1e6, intervals of 1e4: far beyond both.
+    let spin = line("ttas:spin, threads 2, spread", "throughput_ops_s");
+    assert_eq!(spin.ratio, Some(2.0));
+    assert!(spin.marked);
+    // 5.5e5 / 5e5: a difference of 5e4 inside the 1e5 intervals.
+    let std = line("std, threads 2, spread", "throughput_ops_s");
+    assert!((std.ratio.unwrap() - 1.1).abs() < 1e-12);
+    assert!(!std.marked);
+    // The floor's timer: 10.05 / 10, inside 0.1.
+    let timer = line("timer", "ns");
+    assert!((timer.ratio.unwrap() - 1.005).abs() < 1e-12 && !timer.marked);
+    assert_eq!(c.lines.len(), 3);
+    // ttas:spin at 4 threads is only in A; the skipped ping-pong row is not counted.
+    assert_eq!((c.only_a, c.only_b), (1, 0));
+}
+
+#[test]
+fn the_command_prints_both_sides_and_exits_zero() {
+    let out = spinlab_compare(&fixture("compare_a.json"), &fixture("compare_b.json"));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("A: ") && text.contains("(CPU A)") && text.contains("(CPU B)"), "{text}");
+    assert!(text.contains("2.000") && text.contains("1.100") && text.contains("1.005"), "{text}");
+    assert!(text.contains("3 figures compared; 1 marked *"), "{text}");
+}
+
+#[test]
+fn bad_files_fail_with_one_line_naming_the_file_and_the_problem() {
+    let good = fixture("compare_a.json");
+    for (file, expected) in [
+        ("not_json.txt", "not a spinlab results document: not JSON"),
+        ("not_results.json", "not a spinlab results document (no \"schema\": \"spinlab.results/1\")"),
+        ("schema_v2.json", "schema version `spinlab.results/2`; this spinlab reads `spinlab.results/1` only"),
+        ("missing.json", "cannot be read"),
+    ] {
+        let bad = fixture(file);
+        for (a, b) in [(&bad, &good), (&good, &bad)] {
+            let out = spinlab_compare(a, b);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+            assert_eq!(err.lines().count(), 1, "{file}: one line: {err}");
+            assert!(err.contains(file) && err.contains(expected), "{file}: {err}");
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! `spinlab report` end to end: the three files, the document's schema, one figure per
+//! experiment, and the page as a browser renders it.
+//!
+//! The measuring test runs the report on the smallest settings (`--smoke`); its numbers are
+//! noise and nothing here reads them. The browser test draws the page of a canned document
+//! (tests/fixtures/report/results.json: a smoke run of a 2-CPU guest, plus hand-made barrier
+//! and spr rows so that every chart kind is drawn) and needs Chromium (Debian package
+//! `chromium`; `.ci/run` installs it).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn spinlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_spinlab"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spinlab-report-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The experiments the measuring test runs: those the report can shorten to a few seconds.
+const MEASURED: &str = "floor,contention,herd,interference,handoff,wakeup";
+
+/// One smoke report, shared by the tests that read it.
+fn smoke_report() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = scratch("smoke");
+        let out =
+            spinlab().args(["report", "--smoke", "--quiet", "--only", MEASURED, "--out"]).arg(&dir).output().unwrap();
+        assert!(out.status.success(), "report failed: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("recommendation (from this run's numbers)"), "{stdout}");
+        dir
+    })
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `<figure class="experiment" data-experiment="NAME">` per experiment, in order.
+fn figures_in(html: &str) -> Vec<String> {
+    html.split("data-experiment=\"").skip(1).map(|s| s.split('"').next().unwrap().to_string()).collect()
+}
+
+fn experiments_in(doc: &Value) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for run in doc["runs"].as_array().unwrap() {
+        let name = run["experiment"].as_str().unwrap().to_string();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+#[test]
+fn report_on_tiny_settings_writes_the_three_files_with_one_figure_per_experiment() {
+    let dir = smoke_report();
+    for file in ["results.json", "results.csv", "index.html"] {
+        let len = std::fs::metadata(dir.join(file)).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 0, "{file} missing or empty");
+    }
+    let doc = read_json(&dir.join("results.json"));
+    let experiments = experiments_in(&doc);
+    let expected: Vec<&str> = MEASURED.split(',').collect();
+    assert_eq!(experiments, expected, "floor first, then the order of the issue");
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert_eq!(figures_in(&html), experiments, "one figure per experiment");
+    for name in &experiments {
+        let section = html.split(&format!("id=\"exp-{name}\"")).nth(1).unwrap().split("</section>").next().unwrap();
+        assert!(
+            section.contains("<svg") || section.contains("class=\"note\""),
+            "{name}: neither a chart nor a reason why not"
+        );
+    }
+    assert!(html.contains("id=\"recommendation\"") && html.contains("id=\"machine\""));
+    // (`xmlns="http://www.w3.org/2000/svg"` names a namespace; nothing is fetched from it.)
+    for link in ["src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(link), "the page must not load anything from the network: {link}");
+    }
+    // CSV: a header and one line per row.
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let rows: usize = doc["runs"].as_array().unwrap().iter().map(|r| r["rows"].as_array().unwrap().len()).sum();
+    assert!(csv.starts_with("experiment,"));
+    assert_eq!(csv.lines().count(), rows + 1);
+}
+
+/// Row keys that docs/results.md documents for `experiment`: every `key` in backquotes of its
+/// section, plus the summary keys a documented `NAME_UNIT` implies.
+fn documented_keys(doc_md: &str, experiment: &str) -> Option<Vec<String>> {
+    let section = doc_md.split(&format!("## `{experiment}`")).nth(1)?.split("\n## ").next()?;
+    let mut keys: Vec<String> = Vec::new();
+    for piece in section.split('`').skip(1).step_by(2) {
+        keys.push(piece.to_string());
+    }
+    Some(keys)
+}
+
+fn is_documented(key: &str, keys: &[String]) -> bool {
+    if keys.iter().any(|k| k == key) {
+        return true;
+    }
+    // `X_median_UNIT`, `X_sd_UNIT`, … of a documented `X_UNIT` (or `median_UNIT` of `UNIT`).
+    for part in ["median", "sd", "ci95", "min", "max"] {
+        if let Some(base) = key.strip_prefix(&format!("{part}_")) {
+            if keys.iter().any(|k| k == base) {
+                return true;
+            }
+        }
+        if let Some((name, unit)) = key.split_once(&format!("_{part}_")) {
+            if keys.iter().any(|k| *k == format!("{name}_{unit}")) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn results_json_validates_against_the_documented_schema() {
+    let dir = smoke_report();
+    let doc = read_json(&dir.join("results.json"));
+    let docs_md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results.md")).unwrap();
+    // The document.
+    assert_eq!(doc["schema"], "spinlab.results/1");
+    assert!(doc["command"].as_array().is_some_and(|c| c.iter().all(Value::is_string)));
+    assert!(doc["created_unix_s"].is_u64());
+    for key in ["cpu_model", "logical_cpus", "allowed_cpus", "topology", "wait_features", "tsc", "absent"] {
+        assert!(doc["machine"].get(key).is_some(), "machine.{key} missing");
+    }
+    // Runs and rows.
+    for run in doc["runs"].as_array().unwrap() {
+        let name = run["experiment"].as_str().unwrap();
+        assert!(run["params"].is_object() && run["elapsed_s"].is_f64() && run["rows"].is_array(), "{name}");
+        for key in ["maiv_pct", "min_reps", "max_reps", "load_average_start", "load_average_end"] {
+            assert!(run["params"].get(key).is_some(), "{name}: params.{key} missing (docs/results.md, A run)");
+        }
+        let keys =
+            documented_keys(&docs_md, name).unwrap_or_else(|| panic!("docs/results.md has no section for `{name}`"));
+        for row in run["rows"].as_array().unwrap() {
+            let row = row.as_object().expect("a row is an object");
+            if let Some(why) = row.get("skipped") {
+                assert!(why.as_str().is_some_and(|w| !w.is_empty()), "{name}: a skipped row says why");
+            }
+            for (key, value) in row {
+                assert!(!value.is_object() || key == "per_group", "{name}.{key}: rows are flat");
+                let common = ["skipped", "reps", "stop"].contains(&key.as_str());
+                assert!(common || is_documented(key, &keys), "{name}: row key `{key}` is not in docs/results.md");
+            }
+        }
+    }
+}
+
+#[test]
+fn report_from_a_document_redraws_it_and_bad_options_fail_clearly() {
+    let dir = scratch("from");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    let out = spinlab().args(["report", "--quiet", "--from"]).arg(&fixture).arg("--out").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let doc = read_json(&fixture);
+    assert_eq!(figures_in(&html), experiments_in(&doc));
+    for name in experiments_in(&doc) {
+        let section = html.split(&format!("id=\"exp-{name}\"")).nth(1).unwrap().split("</section>").next().unwrap();
+        assert!(section.contains("<svg"), "{name}: no chart drawn from the fixture");
+    }
+    // The wake-up figure carries the latency-vs-interference scatter.
+    assert!(html.contains("wake-up latency vs interference"));
+
+    let out = spinlab().args(["report", "--only", "floor,nope"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("`nope` is not an experiment") && err.lines().count() == 1, "{err}");
+}
+
+/// Chromium's name on this machine.
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success()))
+}
+
+#[test]
+fn the_report_renders_in_headless_chromium_without_errors() {
+    let browser = chromium().expect(
+        "Chromium is needed to check the report renders: install the Debian package `chromium` \
+         (apt-get install -y chromium); .ci/run installs it",
+    );
+    let dir = scratch("chromium");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    let out = spinlab().args(["report", "--quiet", "--from"]).arg(&fixture).arg("--out").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let png = dir.join("shot.png");
+    let url = format!("file://{}", dir.join("index.html").display());
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1280,2000",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "chromium failed: {log}");
+    // Console messages (script errors, blocked loads: the page's content security policy
+    // refuses anything not inline) appear as `INFO:CONSOLE` lines.
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "the page logged: {console:#?}");
+
+    let decoder = png::Decoder::new(std::fs::File::open(&png).expect("no screenshot written"));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!((info.width, info.height), (1280, 2000));
+    let channels = info.line_size / info.width as usize;
+    let non_white = pixels[..info.buffer_size()].chunks(channels).filter(|p| p[..3].iter().any(|&c| c < 200)).count();
+    let share = non_white as f64 / f64::from(info.width * info.height);
+    // Text, tables and the first charts: a few percent of the pixels at least.
+    assert!(share > 0.01, "the screenshot is (nearly) blank: {:.3}% ink", share * 100.0);
+
+    // The browser parsed every chart: as many <svg> elements in its DOM as the file has.
+    let dom = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", dir.join("profile2").display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.matches("<svg").count() >= 9);
+    assert_eq!(dom.matches("<svg").count(), html.matches("<svg").count());
+}
