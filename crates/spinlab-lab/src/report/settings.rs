@@ -9,10 +9,14 @@
 //! long (10 µs) critical section, at and above the CPU count, so the recommendation has a
 //! measured answer for long critical sections too.
 
+use crate::experiments::barrier::{BarrierExperiment, Barriers};
 use crate::experiments::handoff::{Handoff, Holds};
 use crate::experiments::interference::{Counts, Interference};
+use crate::experiments::spr::Spr;
+use crate::experiments::wakeup::Wakeup;
 use crate::experiments::{self, contention::Contention, herd::Herd, Common, Experiment, Threads};
 use crate::select::ThreadCount;
+use clap::{Args, FromArgMatches};
 use std::time::Duration;
 
 /// How long a report measures.
@@ -50,6 +54,16 @@ pub struct Step {
 /// The critical section of the report's second contention run, in nanoseconds.
 pub const LONG_CS_NS: u64 = 10_000;
 
+/// An experiment's options as `spinlab run NAME` with no options gives them (its documented
+/// defaults, which a derived `Default` may not be).
+pub fn cli_defaults<T: Args + FromArgMatches>() -> T {
+    let command = T::augment_args(clap::Command::new("spinlab-report"));
+    let matches = command
+        .try_get_matches_from(["spinlab-report"])
+        .unwrap_or_else(|e| panic!("an experiment's options must parse with no arguments: {e}"));
+    T::from_arg_matches(&matches).unwrap_or_else(|e| panic!("an experiment's default options: {e}"))
+}
+
 /// Repetition bounds and a repetition length per `length`.
 fn common(length: Length, experiment: &dyn Experiment, min: usize, max: usize, duration_ms: u64) -> Common {
     let mut c = Common { quiet: false, ..Common::default() };
@@ -84,7 +98,7 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
                 steps.push(Step { experiment, common, label: "floor: the machine's physical limits".into() });
             }
             "contention" => {
-                let short = Contention::default();
+                let short: Contention = cli_defaults();
                 let mut c = common(length, &short, 3, 5, 50);
                 if length == Length::Smoke {
                     c.threads = Some(Threads(vec![ThreadCount::Exact(2), ThreadCount::PerCpu(2)]));
@@ -95,7 +109,7 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
                     common: c,
                     label: "contention: throughput and fairness, short critical section".into(),
                 });
-                let long = Contention { cs_ns: LONG_CS_NS, ..Contention::default() };
+                let long = Contention { cs_ns: LONG_CS_NS, ..cli_defaults() };
                 let mut c = common(length, &long, 3, 5, 50);
                 c.threads = Some(Threads(if cpus >= 2 {
                     vec![ThreadCount::PerCpu(1), ThreadCount::PerCpu(2), ThreadCount::PerCpu(4)]
@@ -114,9 +128,9 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
             }
             "herd" => {
                 let herd = match length {
-                    Length::Full => Herd::default(),
-                    Length::Short => Herd { rounds: 50, ..Herd::default() },
-                    Length::Smoke => Herd { rounds: 2, per_round: 5, ..Herd::default() },
+                    Length::Full => cli_defaults(),
+                    Length::Short => Herd { rounds: 50, ..cli_defaults() },
+                    Length::Smoke => Herd { rounds: 2, per_round: 5, ..cli_defaults() },
                 };
                 let mut c = common(length, &herd, 2, 4, 0);
                 if length == Length::Smoke {
@@ -131,15 +145,15 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
             }
             "interference" => {
                 let interference = match length {
-                    Length::Full => Interference::default(),
-                    Length::Short => Interference { active_ms: Some(4), ..Interference::default() },
+                    Length::Full => cli_defaults(),
+                    Length::Short => Interference { active_ms: Some(4), ..cli_defaults() },
                     Length::Smoke => Interference {
                         active: crate::workloads::Workload::parse_list("add")
                             .ok()
                             .map(experiments::interference::Actives),
                         waiters: Some(Counts(vec![1])),
                         units: Some(1),
-                        ..Interference::default()
+                        ..cli_defaults()
                     },
                 };
                 let mut c = common(length, &interference, 3, 5, 0);
@@ -154,8 +168,8 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
             }
             "handoff" => {
                 let handoff = match length {
-                    Length::Full => Handoff::default(),
-                    Length::Short => Handoff { handoffs: Some(100), ..Handoff::default() },
+                    Length::Full => cli_defaults(),
+                    Length::Short => Handoff { handoffs: Some(100), ..cli_defaults() },
                     Length::Smoke => Handoff { handoffs: Some(10), hold_ns: Some(Holds(vec![1000])) },
                 };
                 let mut c = common(length, &handoff, 3, 5, 0);
@@ -166,6 +180,58 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
                     experiment: Box::new(handoff),
                     common: c,
                     label: "handoff: lock hand-off latency".into(),
+                });
+            }
+            "wakeup" => {
+                let wakeup = match length {
+                    Length::Full => cli_defaults(),
+                    Length::Short => Wakeup { work_ms: 5, ..cli_defaults() },
+                    Length::Smoke => Wakeup { size: Some(12), short_size: 4, ..cli_defaults() },
+                };
+                let c = common(length, &wakeup, 3, 5, 0);
+                steps.push(Step {
+                    experiment: Box::new(wakeup),
+                    common: c,
+                    label: "wakeup: notify and wake-up cost".into(),
+                });
+            }
+            "barrier" => {
+                let barrier = match length {
+                    Length::Full => cli_defaults(),
+                    Length::Short => BarrierExperiment { iterations: 500, work_ms: 5, ..cli_defaults() },
+                    Length::Smoke => BarrierExperiment {
+                        size: Some(12),
+                        iterations: 20,
+                        barriers: Some(Barriers(vec!["barrier:pause", "pthread"])),
+                        ..cli_defaults()
+                    },
+                };
+                let c = common(length, &barrier, 3, 5, 0);
+                steps.push(Step {
+                    experiment: Box::new(barrier),
+                    common: c,
+                    label: "barrier: barriers and unequal work".into(),
+                });
+            }
+            "spr" => {
+                let spr = match length {
+                    Length::Full => cli_defaults(),
+                    Length::Short => Spr { tc_vertices: 800, tc_edges: 12_500, ..cli_defaults() },
+                    Length::Smoke => Spr {
+                        spmv_cols: Some(20_000),
+                        spmv_rows: Some(3_000),
+                        spmv_block_rows: 64,
+                        tc_vertices: 100,
+                        tc_edges: 400,
+                        barriers: Some(Barriers(vec!["barrier:pause", "pthread"])),
+                        ..cli_defaults()
+                    },
+                };
+                let c = common(length, &spr, 3, 5, 0);
+                steps.push(Step {
+                    experiment: Box::new(spr),
+                    common: c,
+                    label: "spr: speculative precomputation".into(),
                 });
             }
             _ => {
@@ -179,4 +245,26 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
 
 fn smoke_locks() -> Option<experiments::Locks> {
     crate::select::lock_list("ttas:spin,std").ok().map(experiments::Locks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_experiment_has_a_step_and_its_options_parse() {
+        for length in [Length::Smoke, Length::Short, Length::Full] {
+            let steps = plan(length, 2);
+            let names: Vec<&str> = steps.iter().map(|s| s.experiment.name()).collect();
+            assert_eq!(names[0], "floor");
+            for experiment in experiments::all() {
+                assert!(names.contains(&experiment.name()), "{} has no step", experiment.name());
+            }
+            for step in &steps {
+                experiments::check_options(step.experiment.as_ref(), &step.common).unwrap();
+            }
+        }
+        let spr: Spr = cli_defaults();
+        assert!(spr.tc_vertices > 0 && spr.spmv_block_rows > 0, "the command line's defaults, not zeros");
+    }
 }
