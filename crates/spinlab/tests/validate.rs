@@ -86,7 +86,12 @@ fn hammer(entry: &LockEntry, threads: usize) {
         }
     });
     assert!(!lock.is_locked(), "{}: left locked", entry.name);
-    assert_eq!(counter.0.into_inner(), per_thread * threads as u64, "{}: lost updates: mutual exclusion broken", entry.name);
+    assert_eq!(
+        counter.0.into_inner(),
+        per_thread * threads as u64,
+        "{}: lost updates: mutual exclusion broken",
+        entry.name
+    );
     eprintln!("{:>20} x{threads}: {:?}", entry.name, started.elapsed());
 }
 
