@@ -86,7 +86,7 @@ pub trait Wait: Send + Sync + 'static {
     }
 
     /// One iteration of a waiting loop: the policy's body, the iteration count, the deadline
-    /// check, and (under loom) a yield to the model scheduler.
+    /// check, and (under loom, when the loop goes on) a yield to the model scheduler.
     #[inline]
     fn step(word: &AtomicU32, current: u32, episode: &mut Episode) -> Step {
         if episode.expired() {
@@ -94,10 +94,14 @@ pub trait Wait: Send + Sync + 'static {
         }
         let go_on = Self::relax(word, current, episode);
         episode.iterations = episode.iterations.saturating_add(1);
-        sync::spin_iteration_done();
         if go_on {
+            sync::spin_iteration_done();
             Step::Continue
         } else {
+            // No yield: the caller stops spinning and goes to sleep. Under loom a yield makes
+            // the scheduler run the other threads until they block or yield, and it cannot
+            // undo that, so a yield here hid every schedule in which a waiter goes to sleep
+            // while the holder is still in its critical section: the lost wake-up window.
             Step::Exhausted
         }
     }
