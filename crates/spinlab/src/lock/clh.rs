@@ -16,6 +16,12 @@
 //! queued behind it); otherwise it publishes its predecessor in `pred` and marks its node
 //! `ABANDONED`, and its successor moves on to that predecessor and takes the abandoned node.
 //! `tail == null` means a fresh lock: free, with no node yet.
+//!
+//! The tail itself can be an abandoned node: a waiter that takes itself out of the tail puts
+//! back its predecessor, whose owner may have timed out meanwhile and, finding our node behind
+//! it, marked it `ABANDONED` instead of leaving the tail. So the lock is free when the chain
+//! of abandoned nodes from the tail ends at a `RELEASED` node; `try_lock` and `is_locked`
+//! follow that chain as a waiter does.
 
 use super::queue_node::{self, Node};
 use crate::sync::{AtomicPtr, Ordering::*};
@@ -153,12 +159,15 @@ impl<W: Wait> Default for Clh<W> {
 
 impl<W: Wait> Drop for Clh<W> {
     fn drop(&mut self) {
-        // The last released node stays in the tail; give it back.
-        let tail = self.tail.load(Relaxed);
-        if !tail.is_null() {
+        // The last released node stays in the tail, possibly behind abandoned ones; give them
+        // all back.
+        let mut node = self.tail.load(Relaxed);
+        while !node.is_null() {
             // SAFETY: queue pointers always come from `queue_node::as_ptr`; the lock is being
-            // dropped, so it is not held and nobody waits on the node.
-            queue_node::give(unsafe { queue_node::from_ptr(tail) });
+            // dropped, so it is not held and nobody waits on these nodes.
+            let this = unsafe { queue_node::from_ptr(node) };
+            node = if this.state.load(Relaxed) == ABANDONED { this.pred.load(Relaxed) } else { null_mut() };
+            queue_node::give(this);
         }
     }
 }
@@ -181,7 +190,7 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
     fn try_lock(&self) -> Option<ClhGuard> {
         let tail = self.tail.load(Acquire);
         // SAFETY: queue pointers always come from `queue_node::as_ptr`.
-        if !tail.is_null() && unsafe { queue_node::from_ptr(tail) }.state.load(Acquire) != RELEASED {
+        if !tail.is_null() && matches!(unsafe { queue_node::from_ptr(tail) }.state.load(Acquire), BUSY | BUSY_SLEEPER) {
             return None;
         }
         let node = queue_node::take();
@@ -230,9 +239,18 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
 
     #[inline]
     fn is_locked(&self) -> bool {
-        let tail = self.tail.load(Acquire);
-        // SAFETY: queue pointers always come from `queue_node::as_ptr`.
-        !tail.is_null() && unsafe { queue_node::from_ptr(tail) }.state.load(Relaxed) != RELEASED
+        let mut node = self.tail.load(Acquire);
+        while !node.is_null() {
+            // SAFETY: queue pointers always come from `queue_node::as_ptr`, and so do the
+            // `pred` pointers that abandoned nodes publish.
+            let this = unsafe { queue_node::from_ptr(node) };
+            match this.state.load(Acquire) {
+                RELEASED => return false,
+                ABANDONED => node = this.pred.load(Acquire),
+                _ => return true,
+            }
+        }
+        false
     }
 }
 
