@@ -396,7 +396,7 @@ pub fn hbars(title: &str, x: &Axis, bars: &[Bar], legend_entries: &[(String, usi
             chart.draw_series(std::iter::once(Rectangle::new([(x.lo, y0), (v, y1)], color(b.color).filled())))?;
             chart.draw_series(std::iter::once(Text::new(
                 number(b.value),
-                (v + (x.hi - x.lo) * 0.005, i as f64 + 0.2),
+                (v + (x.hi - x.lo) * 0.005, i as f64 + 0.75),
                 text_style(11),
             )))?;
         }
@@ -495,7 +495,7 @@ pub fn heatmap(
                 let ink = if dark { WHITE } else { BLACK };
                 chart.draw_series(std::iter::once(Text::new(
                     label,
-                    (c as f64 + 0.38, r as f64 + 0.35),
+                    (c as f64 + 0.38, r as f64 + 0.72),
                     text_style(11).color(&ink),
                 )))?;
             }

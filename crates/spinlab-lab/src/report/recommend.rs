@@ -118,8 +118,9 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     if let Some(reference) = at.iter().find(|r| is_reference(r) && !std::ptr::eq(**r, *best)) {
         let rt = reference.number("throughput_ops_s").unwrap_or(0.0);
         if rt > 0.0 {
+            let which = if is_reference(best) { "the next reference lock" } else { "the best reference lock" };
             why.push_str(&format!(
-                "; {:.2}x the best reference lock ({}, {})",
+                "; {:.2}x {which} ({}, {})",
                 t / rt,
                 text(reference, "lock").unwrap_or("?"),
                 number(rt)
@@ -164,7 +165,8 @@ fn co_runners(ctx: &Context<'_>) -> Vec<Advice> {
         .min_by(|a, b| a.2.total_cmp(&b.2))
         .expect("tradeoff returns at least two points");
     let quick = points.iter().min_by(|a, b| a.2.total_cmp(&b.2)).expect("tradeoff returns at least two points");
-    let describe = |p: &(String, f64, f64)| format!("{:.1}% {what}, wake-up {} ns, at {placement}", p.1, number(p.2));
+    let describe =
+        |p: &(String, f64, f64)| format!("{:.1}% {what}, wake-up {}, at {placement}", p.1, duration_words(p.2));
     let worst = points.iter().max_by(|a, b| a.1.total_cmp(&b.1)).expect("at least two points");
     vec![
         Advice {
@@ -175,7 +177,11 @@ fn co_runners(ctx: &Context<'_>) -> Vec<Advice> {
         Advice {
             situation: not_sensitive.to_string(),
             choice: format!("wait policy {}", quick.0),
-            why: format!("{}; {} wakes in {} ns", describe(quick), kind.0, number(kind.2)),
+            why: if quick.0 == kind.0 {
+                format!("{}; also the kindest to co-runners here", describe(quick))
+            } else {
+                format!("{}; {} wakes in {}", describe(quick), kind.0, duration_words(kind.2))
+            },
         },
     ]
 }

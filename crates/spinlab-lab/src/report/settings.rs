@@ -146,7 +146,7 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
             "interference" => {
                 let interference = match length {
                     Length::Full => cli_defaults(),
-                    Length::Short => Interference { active_ms: Some(4), ..cli_defaults() },
+                    Length::Short => Interference { active_ms: Some(3), ..cli_defaults() },
                     Length::Smoke => Interference {
                         active: crate::workloads::Workload::parse_list("add")
                             .ok()
@@ -156,7 +156,7 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
                         ..cli_defaults()
                     },
                 };
-                let mut c = common(length, &interference, 3, 5, 0);
+                let mut c = common(length, &interference, 2, 4, 0);
                 if length == Length::Smoke {
                     c.waits = crate::select::wait_list("spin,futex").ok().map(experiments::Waits);
                 }
@@ -169,10 +169,10 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
             "handoff" => {
                 let handoff = match length {
                     Length::Full => cli_defaults(),
-                    Length::Short => Handoff { handoffs: Some(100), ..cli_defaults() },
+                    Length::Short => Handoff { handoffs: Some(60), ..cli_defaults() },
                     Length::Smoke => Handoff { handoffs: Some(10), hold_ns: Some(Holds(vec![1000])) },
                 };
-                let mut c = common(length, &handoff, 3, 5, 0);
+                let mut c = common(length, &handoff, 2, 4, 0);
                 if length == Length::Smoke {
                     c.locks = smoke_locks();
                 }
@@ -198,7 +198,7 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
             "barrier" => {
                 let barrier = match length {
                     Length::Full => cli_defaults(),
-                    Length::Short => BarrierExperiment { iterations: 500, work_ms: 5, ..cli_defaults() },
+                    Length::Short => BarrierExperiment { iterations: 300, work_ms: 5, ..cli_defaults() },
                     Length::Smoke => BarrierExperiment {
                         size: Some(12),
                         iterations: 20,
@@ -206,7 +206,7 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
                         ..cli_defaults()
                     },
                 };
-                let c = common(length, &barrier, 3, 5, 0);
+                let c = common(length, &barrier, 2, 4, 0);
                 steps.push(Step {
                     experiment: Box::new(barrier),
                     common: c,
