@@ -295,6 +295,53 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<Fair<SpinPark>>("fair:spin-park");
 }
 
+/// The fair lock hands over round-robin (seed 003): with three threads that each wait until
+/// the other two are queued before releasing, the lock can never go back to its releaser, and
+/// every hand-over follows the slots' cyclic order, so any three consecutive holders are three
+/// different threads. Conditions, not timings: the holder waits for the queue it observes.
+fn round_robin<W: spinlab::wait::Wait>() {
+    let lock = Fair::<W>::new();
+    let rounds = 100;
+    let order = std::sync::Mutex::new(Vec::with_capacity(3 * rounds));
+    let active = AtomicUsize::new(3);
+    std::thread::scope(|s| {
+        for me in 0..3usize {
+            let (lock, order, active) = (&lock, &order, &active);
+            s.spawn(move || {
+                for _ in 0..rounds {
+                    let guard = lock.lock();
+                    order.lock().unwrap().push(me);
+                    while lock.waiters() + 1 < active.load(Ordering::Acquire) as u32 {
+                        std::thread::yield_now();
+                    }
+                    // SAFETY: locked above by this thread.
+                    unsafe { lock.unlock(guard) };
+                }
+                active.fetch_sub(1, Ordering::AcqRel);
+            });
+        }
+    });
+    let order = order.into_inner().unwrap();
+    assert_eq!(order.len(), 3 * rounds);
+    // While all three take part (the first 3 * (rounds - 1) turns), turns rotate.
+    for window in order[..3 * (rounds - 1)].windows(3) {
+        assert!(
+            window[0] != window[1] && window[1] != window[2] && window[0] != window[2],
+            "fair:{}: hand-over not round-robin: {window:?} in {:?}",
+            W::NAME,
+            &order[..30]
+        );
+    }
+}
+
+#[test]
+fn fair_lock_hands_over_round_robin_to_queued_waiters() {
+    let _serial = serial();
+    round_robin::<Spin>();
+    round_robin::<Futex>();
+    round_robin::<SpinPark>();
+}
+
 #[test]
 fn the_default_mutex_is_documented_ttas_spin_park() {
     let _serial = serial();

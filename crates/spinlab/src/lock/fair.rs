@@ -63,6 +63,19 @@ impl<W: Wait> Fair<W> {
         }
     }
 
+    /// How many threads with a slot are queued for the lock right now (a snapshot: the
+    /// number of waiter bits set). Threads waiting without a slot are not counted.
+    ///
+    /// ```
+    /// use spinlab::{lock::Fair, wait::Spin};
+    /// let lock = Fair::<Spin>::new();
+    /// assert_eq!(lock.waiters(), 0);
+    /// ```
+    #[inline]
+    pub fn waiters(&self) -> u32 {
+        (self.state.load(Relaxed) & !LOCKED).count_ones()
+    }
+
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
         let acquired = self.try_lock().is_some() || self.lock_contended(deadline);
