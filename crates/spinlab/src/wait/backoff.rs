@@ -71,7 +71,7 @@ mod tests {
             let mut steps = 0;
             while delay != 8191 {
                 let next = Backoff::<8192>::next_delay(delay);
-                assert!(next < 8192 && next >= 15);
+                assert!((15..8192).contains(&next));
                 delay = next;
                 steps += 1;
                 assert!(steps < 16, "backoff from {now} never reached the cap");
