@@ -146,7 +146,10 @@ pub fn plan(length: Length, cpus: usize) -> Vec<Step> {
             "interference" => {
                 let interference = match length {
                     Length::Full => cli_defaults(),
-                    Length::Short => Interference { active_ms: Some(3), ..cli_defaults() },
+                    // One waiter count instead of 1 and 3: interference is most of a short report.
+                    Length::Short => {
+                        Interference { active_ms: Some(3), waiters: Some(Counts(vec![1])), ..cli_defaults() }
+                    }
                     Length::Smoke => Interference {
                         active: crate::workloads::Workload::parse_list("add")
                             .ok()
