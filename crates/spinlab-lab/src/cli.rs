@@ -53,6 +53,9 @@ enum Command {
         /// The second results document
         b: PathBuf,
     },
+    /// A program under each lock through the preload library, and once without it (the
+    /// baseline): wall, user and system time and exit status per lock
+    App(Box<crate::app::AppOptions>),
 }
 
 #[derive(Subcommand, Debug)]
@@ -185,6 +188,7 @@ fn execute(cli: &Cli) -> Result<(), LabError> {
             print_out(&crate::compare::run(a, b)?);
             Ok(())
         }
+        Command::App(options) => crate::app::run(&cli.sys_root, options),
         Command::Run { experiment } => {
             let (experiment, common) = experiment.parts();
             run(&cli.sys_root, experiment, common)

@@ -12,9 +12,11 @@
 //! - [`workloads`]: seed 000's active workloads, sized from the caches.
 //! - [`report`]: `spinlab report`, every experiment into an HTML report with a recommendation.
 //! - [`compare`]: `spinlab compare`, two results documents side by side.
+//! - [`app`]: `spinlab app`, a real program under each lock through the preload library.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod cli;
 pub mod compare;
 pub mod error;

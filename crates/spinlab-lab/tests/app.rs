@@ -1,0 +1,160 @@
+//! `spinlab app`: a program under each lock through the preload library.
+//!
+//! The preload library is a cdylib, which cargo does not build before this crate's tests, so
+//! the positive test builds it with this test's profile and target directory first (as the
+//! spinlab-ffi tests do, see crates/spinlab-ffi/tests/common/mod.rs).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const SPINLAB: &str = env!("CARGO_BIN_EXE_spinlab");
+
+/// Builds libspinlab_preload.so next to the spinlab binary (once per test process).
+fn preload() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = Path::new(SPINLAB).parent().expect("the binary has a folder").to_path_buf();
+        let target_dir = dir.parent().expect("<target>/<profile> has a parent");
+        let profile = match dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => "test",
+            Some(other) => other,
+            None => panic!("no profile directory in {}", dir.display()),
+        };
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = Command::new(cargo)
+            .args(["build", "--quiet", "--profile", profile, "-p", "spinlab-preload"])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo runs");
+        assert!(
+            output.status.success(),
+            "building the preload library failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let library = dir.join("libspinlab_preload.so");
+        assert!(library.exists(), "{} was not built", library.display());
+        library
+    })
+}
+
+fn spinlab(args: &[&str]) -> Output {
+    Command::new(SPINLAB).args(args).output().expect("spinlab runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spinlab-app-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn each_lock_and_the_baseline_get_a_row_with_times_and_exit_status() {
+    preload();
+    let dir = scratch("rows");
+    let json = dir.join("app.json");
+    let output = spinlab(&[
+        "app",
+        "--locks",
+        "ttas:spin-park,mcs:futex",
+        "--reps",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("mcs:futex") && stdout.contains("baseline"), "{stdout}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "spinlab.results/1");
+    let run = &doc["runs"][0];
+    assert_eq!(run["experiment"], "app");
+    let rows = run["rows"].as_array().unwrap();
+    let locks: Vec<&str> = rows.iter().map(|r| r["lock"].as_str().unwrap()).collect();
+    assert_eq!(locks, ["baseline", "ttas:spin-park", "mcs:futex"]);
+    for row in rows {
+        for key in ["wall_s", "wall_ci95_s", "user_s", "sys_s", "ratio_to_baseline"] {
+            assert!(row[key].as_f64().is_some_and(|x| x >= 0.0), "{key} in {row}");
+        }
+        assert_eq!(row["reps"], 2, "{row}");
+        assert_eq!(row["exit_status"], "0", "{row}");
+        assert!(row.get("note").is_none(), "{row}");
+    }
+    assert_eq!(rows[0]["ratio_to_baseline"], 1.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_exit_status_unlike_the_baselines_is_noted() {
+    preload();
+    // Under the preload library the program sees LD_PRELOAD and fails; the baseline does not.
+    let output = spinlab(&[
+        "app",
+        "--locks",
+        "default",
+        "--reps",
+        "1",
+        "--quiet",
+        "--json",
+        "-",
+        "--",
+        "sh",
+        "-c",
+        "test -z \"$LD_PRELOAD\"",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows = doc["runs"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["exit_status"], "0");
+    assert_eq!(rows[1]["lock"], "default");
+    assert_eq!(rows[1]["lock_name"], "ttas:spin-park");
+    assert_eq!(rows[1]["exit_status"], "1");
+    assert!(rows[1]["note"].as_str().unwrap().contains("differs from the baseline"), "{}", rows[1]);
+    assert!(stderr(&output).contains("warning: default:"), "{}", stderr(&output));
+}
+
+#[test]
+fn bad_input_is_refused_with_one_line_and_status_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["app", "--locks", "mcs:futex"], "no command to run"),
+        (&["app", "--locks", "mcs:futex", "--"], "no command to run"),
+        (&["app", "--locks", "clh:spin", "--", "true"], "does not fit in a pthread_mutex_t"),
+        (&["app", "--locks", "std", "--", "true"], "does not fit in a pthread_mutex_t"),
+        (&["app", "--locks", "mcs:nope", "--", "true"], "spinlab list"),
+    ];
+    for (args, expected) in cases {
+        let output = spinlab(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        let text = stderr(&output);
+        assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
+        assert!(text.contains(expected), "{args:?}: {text}");
+    }
+}
+
+#[test]
+fn a_missing_preload_library_says_how_to_build_it() {
+    // A copy of the binary in a folder without the library.
+    let dir = scratch("missing");
+    let copy = dir.join("spinlab");
+    std::fs::copy(SPINLAB, &copy).unwrap();
+    let output = Command::new(&copy).args(["app", "--locks", "default", "--", "true"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(
+        text.contains("libspinlab_preload.so is missing") && text.contains("cargo build --release -p spinlab-preload"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
