@@ -18,6 +18,7 @@ pub mod wakeup;
 use crate::error::LabError;
 use crate::machine::{MachineInfo, Placement, Topology};
 use crate::measure::{pin, Clock, Progress, StoppingRule, Work};
+use crate::report::settings::cli_defaults;
 use crate::results::table::{self, Column};
 use crate::results::Run;
 use crate::select::{self, LockChoice, ThreadCount};
@@ -179,14 +180,16 @@ impl Default for Common {
 /// first). `spinlab report` can run each with a [`Common`] of its choosing.
 pub fn all() -> Vec<Box<dyn Experiment>> {
     vec![
-        Box::new(floor::Floor::default()),
-        Box::new(contention::Contention::default()),
-        Box::new(herd::Herd::default()),
-        Box::new(interference::Interference::default()),
-        Box::new(handoff::Handoff::default()),
-        Box::new(wakeup::Wakeup::default()),
-        Box::new(barrier::BarrierExperiment::default()),
-        Box::new(spr::Spr::default()),
+        // Each with the options an empty command line gives: a derived `Default` would set
+        // clap's `default_value`s to zero (Spr's did, and hung the report).
+        Box::new(cli_defaults::<floor::Floor>()),
+        Box::new(cli_defaults::<contention::Contention>()),
+        Box::new(cli_defaults::<herd::Herd>()),
+        Box::new(cli_defaults::<interference::Interference>()),
+        Box::new(cli_defaults::<handoff::Handoff>()),
+        Box::new(cli_defaults::<wakeup::Wakeup>()),
+        Box::new(cli_defaults::<barrier::BarrierExperiment>()),
+        Box::new(cli_defaults::<spr::Spr>()),
     ]
 }
 

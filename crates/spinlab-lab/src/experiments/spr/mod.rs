@@ -130,8 +130,8 @@ fn parse_apps(text: &str) -> Result<Apps, String> {
     Ok(Apps(out))
 }
 
-/// Options of `spinlab run spr`.
-#[derive(Args, Clone, Debug, Default)]
+/// Options of `spinlab run spr` (no `Default`: its derived form would zero clap's defaults).
+#[derive(Args, Clone, Debug)]
 #[group(skip)]
 pub struct Spr {
     /// Barriers throttling the helper, comma-separated: barrier:POLICY, pthread, std (default:
