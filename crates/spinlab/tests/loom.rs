@@ -1,0 +1,488 @@
+#![cfg(loom)]
+//! Model checks of every lock algorithm under loom, with a spinning policy ([`Spin`]), a
+//! sleeping one ([`Futex`]) and one that spins and then sleeps ([`SpinPark`]).
+//!
+//! Run with
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spinlab --release --test loom`.
+//!
+//! Under loom the futex is a model of the kernel's (a loom `Mutex` and `Condvar` keyed by the
+//! word's address, `sys/futex.rs`): a waiter that sleeps is woken only by a wake on its word,
+//! so a lost wake-up leaves it asleep and loom reports the deadlock. Loom has no clock: a
+//! deadline expires after three iterations of a spin phase, or as soon as a futex wait with a
+//! deadline would sleep, so every model with a timed waiter explores both its time-out and its
+//! success paths.
+//!
+//! The critical section is a non-atomic increment of a loom `UnsafeCell`: loom fails any
+//! execution in which two threads touch it without a happens-before edge between them, so a
+//! lock that lets two holders in, or that releases without `Release` ordering, fails here even
+//! when the final count happens to be right.
+//!
+//! Loom cannot show two kinds of bug, so these models do not cover them: a timed acquisition
+//! that gives up although the lock was free (a deadline here counts steps, so no model can
+//! tell that time-out from a fair one), and orderings that need stores to land in a
+//! modification order other than the order they execute in (loom appends each store).
+//!
+//! Each model body is written once, generic over the lock; `models!` instantiates all of them
+//! for every algorithm and policy. Preemption bounds keep the whole file to a few minutes on
+//! two CPUs; `LOOM_MAX_PREEMPTIONS` overrides them for a deeper run, except where `models!`
+//! explains why a bound is fixed.
+
+use lock_api::{RawMutex, RawMutexTimed};
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+use spinlab::lock::{Clh, Fair, Mcs, Tas, Ticket, Ttas};
+use spinlab::wait::{Futex, Spin, SpinPark, Wait};
+use std::time::Duration;
+
+/// What the models need from a lock: lock_api's raw traits and a constructor (`INIT` panics
+/// under loom, whose atomics cannot be built in a constant).
+trait Lock: RawMutex + RawMutexTimed<Duration = Duration> + Send + Sync + 'static {
+    fn new_unlocked() -> Self;
+}
+
+macro_rules! impl_lock {
+    ($($lock:ident),*) => {$(
+        impl<W: Wait> Lock for $lock<W> {
+            fn new_unlocked() -> Self {
+                $lock::new()
+            }
+        }
+    )*};
+}
+impl_lock!(Tas, Ttas, Ticket, Mcs, Clh, Fair);
+
+/// How often a slow holder (`bump_slowly_and_unlock`) yields when one thread waits: enough
+/// for it to spin out a deadline under loom (three iterations) or SpinPark's budget (two)
+/// while the lock is held.
+const HOLDER_YIELDS_ONE_WAITER: usize = 3;
+
+/// The same with two waiters: each one's yields also let the other spin on, so one yield of
+/// the holder is enough, and every further one multiplies the schedules to explore.
+const HOLDER_YIELDS_TWO_WAITERS: usize = 1;
+
+/// A deadline far in the future by the clock: under loom it expires after a few steps anyway
+/// (see the module docs), which is the point.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A lock and the data it protects.
+struct Shared<L> {
+    lock: L,
+    count: UnsafeCell<usize>,
+}
+
+// SAFETY: `count` is only touched by a thread that holds `lock` (or, in `count`, after every
+// other thread has been joined); loom checks exactly that.
+unsafe impl<L: Sync> Sync for Shared<L> {}
+
+impl<L: Lock> Shared<L> {
+    fn new() -> Arc<Self> {
+        Arc::new(Shared { lock: L::new_unlocked(), count: UnsafeCell::new(0) })
+    }
+
+    /// The critical section proper. Must be called with the lock held.
+    fn bump(&self) {
+        // SAFETY: the caller holds the lock; if the lock is broken, loom reports the
+        // concurrent access instead of letting it happen.
+        self.count.with_mut(|count| unsafe { *count += 1 });
+    }
+
+    /// A long critical section: bumps the count, then yields `yields` times while holding
+    /// the lock, as if descheduled, then unlocks.
+    ///
+    /// Each spin iteration of a waiter yields to loom's scheduler, which then runs the other
+    /// threads until they block or yield in turn (and cannot undo that). Without yields here a
+    /// waiter could never spin out its deadline or budget while the lock is held, and the
+    /// models would miss every sleep, time-out and abandonment that races with the holder.
+    fn bump_slowly_and_unlock(&self, guard: L::Guard, yields: usize) {
+        self.bump();
+        for _ in 0..yields {
+            thread::yield_now();
+        }
+        // SAFETY: the caller gives us the guard of the lock it holds.
+        unsafe { self.lock.unlock(guard) };
+    }
+
+    /// Locks, bumps the count and unlocks.
+    fn locked_bump(&self) {
+        let guard = self.lock.lock();
+        self.bump();
+        // SAFETY: we hold the lock through `guard`.
+        unsafe { self.lock.unlock(guard) };
+    }
+
+    /// Tries to lock with a deadline; on success bumps the count and unlocks. Returns
+    /// whether it got the lock.
+    fn timed_bump(&self) -> bool {
+        match self.lock.try_lock_for(TIMEOUT) {
+            Some(guard) => {
+                self.bump();
+                // SAFETY: we hold the lock through `guard`.
+                unsafe { self.lock.unlock(guard) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Tries to lock once; on success bumps the count and unlocks.
+    fn try_bump(&self) -> bool {
+        match self.lock.try_lock() {
+            Some(guard) => {
+                self.bump();
+                // SAFETY: we hold the lock through `guard`.
+                unsafe { self.lock.unlock(guard) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The count, once every other thread has been joined.
+    fn count(&self) -> usize {
+        // SAFETY: all writers have been joined, which orders their writes before this read.
+        self.count.with(|count| unsafe { *count })
+    }
+
+    /// Checks that the lock is free and still works after a model's threads are done: nothing
+    /// leaked it (a timed-out waiter, an abandoned queue node, a withdrawn bit), try_lock
+    /// fails while it is held, and it can be taken and released again.
+    fn assert_free_and_working(&self) {
+        assert!(!self.lock.is_locked(), "the lock is still held after every thread finished");
+        let guard = self.lock.try_lock().expect("try_lock failed on a lock nobody holds");
+        assert!(self.lock.is_locked());
+        assert!(self.lock.try_lock().is_none(), "try_lock succeeded on a held lock");
+        // SAFETY: we hold the lock through `guard`.
+        unsafe { self.lock.unlock(guard) };
+        let guard = self.lock.lock();
+        // SAFETY: we hold the lock through `guard`.
+        unsafe { self.lock.unlock(guard) };
+        assert!(!self.lock.is_locked());
+    }
+}
+
+/// A model's preemption bound.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// This many preemptions, or `LOOM_MAX_PREEMPTIONS` where it is set.
+    Default(usize),
+    /// This many, whatever `LOOM_MAX_PREEMPTIONS` says (see `models!` for why).
+    Fixed(usize),
+}
+
+/// Runs `model` under loom with preemption bound `bound`.
+fn check(bound: Bound, model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    match bound {
+        Bound::Default(_) if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_some() => {}
+        Bound::Default(preemptions) | Bound::Fixed(preemptions) => builder.preemption_bound = Some(preemptions),
+    }
+    builder.check(model);
+}
+
+/// Spawns `n` threads running `body` on a clone of `shared`; returns their handles.
+fn spawn_each<L: Lock, R: 'static>(
+    shared: &Arc<Shared<L>>,
+    n: usize,
+    body: fn(&Shared<L>) -> R,
+) -> Vec<thread::JoinHandle<R>> {
+    (0..n)
+        .map(|_| {
+            let shared = shared.clone();
+            thread::spawn(move || body(&shared))
+        })
+        .collect()
+}
+
+/// `threads` threads (this one included) each take the lock once and increment the count.
+fn mutual_exclusion<L: Lock>(threads: usize, bound: Bound) {
+    check(bound, move || {
+        let shared = Shared::<L>::new();
+        let others = spawn_each(&shared, threads - 1, Shared::locked_bump);
+        shared.locked_bump();
+        for other in others {
+            other.join().unwrap();
+        }
+        assert_eq!(shared.count(), threads);
+        shared.assert_free_and_working();
+    });
+}
+
+/// Two threads each take the lock twice: a releaser re-locks at once, racing the waiter it
+/// may just have woken or handed over to (and, for queue locks, reusing its queue node).
+fn relock_races_handover<L: Lock>(bound: Bound) {
+    check(bound, || {
+        fn twice<L: Lock>(shared: &Shared<L>) {
+            shared.locked_bump();
+            shared.locked_bump();
+        }
+        let shared = Shared::<L>::new();
+        let other = spawn_each(&shared, 1, twice);
+        twice(&shared);
+        for other in other {
+            other.join().unwrap();
+        }
+        assert_eq!(shared.count(), 4);
+        shared.assert_free_and_working();
+    });
+}
+
+/// try_lock fails while another thread holds the lock and succeeds once it is released.
+fn try_lock_fails_while_held<L: Lock>(bound: Bound) {
+    check(bound, || {
+        let shared = Shared::<L>::new();
+        let guard = shared.lock.lock();
+        let failed = spawn_each(&shared, 1, |shared| shared.lock.try_lock().is_none());
+        for failed in failed {
+            assert!(failed.join().unwrap(), "try_lock succeeded while another thread held the lock");
+        }
+        // SAFETY: we hold the lock through `guard`.
+        unsafe { shared.lock.unlock(guard) };
+        let succeeded = spawn_each(&shared, 1, Shared::try_bump);
+        for succeeded in succeeded {
+            assert!(succeeded.join().unwrap(), "try_lock failed on a free lock");
+        }
+        assert_eq!(shared.count(), 1);
+        shared.assert_free_and_working();
+    });
+}
+
+/// try_lock races a thread that locks and unlocks: whichever way it goes, the two never hold
+/// the lock together and a failed try_lock leaves nothing behind.
+fn try_lock_races_lock<L: Lock>(bound: Bound) {
+    check(bound, || {
+        let shared = Shared::<L>::new();
+        let locker = spawn_each(&shared, 1, Shared::locked_bump);
+        let tried = shared.try_bump();
+        for locker in locker {
+            locker.join().unwrap();
+        }
+        assert_eq!(shared.count(), 1 + tried as usize);
+        shared.assert_free_and_working();
+    });
+}
+
+/// try_lock races a thread that locks and unlocks twice. For queue locks the second
+/// acquisition can reuse a node that try_lock saw free a moment before.
+fn try_lock_races_relock<L: Lock>(bound: Bound) {
+    check(bound, || {
+        fn thrice<L: Lock>(shared: &Shared<L>) {
+            shared.locked_bump();
+            shared.locked_bump();
+            shared.locked_bump();
+        }
+        let shared = Shared::<L>::new();
+        let locker = spawn_each(&shared, 1, thrice);
+        let tried = shared.try_bump();
+        for locker in locker {
+            locker.join().unwrap();
+        }
+        assert_eq!(shared.count(), 3 + tried as usize);
+        shared.assert_free_and_working();
+    });
+}
+
+/// This thread holds the lock while `timed` waiters with a deadline and `plain` waiters
+/// without one arrive, then releases it. Timed waiters may give up (MCS and CLH abandon their
+/// queue node, Fair withdraws its bit, Ticket gives up without a ticket) or get the lock; the
+/// plain waiters must all get it, and the lock must end free and working.
+fn timed_waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, holder_yields: usize) {
+    check(bound, move || {
+        let shared = Shared::<L>::new();
+        let guard = shared.lock.lock();
+        let timed_waiters = spawn_each(&shared, timed, Shared::timed_bump);
+        let plain_waiters = spawn_each(&shared, plain, Shared::locked_bump);
+        shared.bump_slowly_and_unlock(guard, holder_yields);
+        let mut acquired = 1 + plain;
+        for waiter in timed_waiters {
+            acquired += waiter.join().unwrap() as usize;
+        }
+        for waiter in plain_waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(shared.count(), acquired);
+        shared.assert_free_and_working();
+    });
+}
+
+/// A timed waiter and a plain one contend with no thread holding the lock first: the timed
+/// one may get it, wait behind the other, or give up while the other holds or waits.
+fn timed_races_lock<L: Lock>(bound: Bound) {
+    check(bound, || {
+        let shared = Shared::<L>::new();
+        let timed = spawn_each(&shared, 1, Shared::timed_bump);
+        shared.locked_bump();
+        let mut acquired = 1;
+        for timed in timed {
+            acquired += timed.join().unwrap() as usize;
+        }
+        assert_eq!(shared.count(), acquired);
+        shared.assert_free_and_working();
+    });
+}
+
+/// Two threads each go hand over hand through two locks (lock `a`, lock `b`, unlock `a`,
+/// unlock `b`). Queue locks take a node per acquisition from a per-thread cache, so a node
+/// released by one lock is reused by the other while threads queue on both; Fair's waiters
+/// use one signal word per thread for every lock.
+fn hand_over_hand<L: Lock>(bound: Bound) {
+    check(bound, || {
+        fn walk<L: Lock>(pair: &(Arc<Shared<L>>, Arc<Shared<L>>)) {
+            let (a, b) = pair;
+            let guard_a = a.lock.lock();
+            a.bump();
+            let guard_b = b.lock.lock();
+            // SAFETY: we hold `a` through `guard_a`.
+            unsafe { a.lock.unlock(guard_a) };
+            b.bump();
+            // SAFETY: we hold `b` through `guard_b`.
+            unsafe { b.lock.unlock(guard_b) };
+        }
+        let pair = Arc::new((Shared::<L>::new(), Shared::<L>::new()));
+        let other = {
+            let pair = pair.clone();
+            thread::spawn(move || walk(&pair))
+        };
+        walk(&pair);
+        other.join().unwrap();
+        for shared in [&pair.0, &pair.1] {
+            assert_eq!(shared.count(), 2);
+            shared.assert_free_and_working();
+        }
+    });
+}
+
+/// The lost wake-up model: this thread holds the lock while `waiters` threads block in
+/// `lock()` (with a sleeping policy: go to sleep), then releases it. Every waiter must be
+/// woken in turn; a missing wake leaves one asleep in the futex model and loom reports the
+/// deadlock. With two waiters, the thread woken first must pass the wake on to the other.
+fn release_wakes_every_waiter<L: Lock>(waiters: usize, bound: Bound, holder_yields: usize) {
+    check(bound, move || {
+        let shared = Shared::<L>::new();
+        let guard = shared.lock.lock();
+        let others = spawn_each(&shared, waiters, Shared::locked_bump);
+        shared.bump_slowly_and_unlock(guard, holder_yields);
+        for other in others {
+            other.join().unwrap();
+        }
+        assert_eq!(shared.count(), 1 + waiters);
+        shared.assert_free_and_working();
+    });
+}
+
+/// How to run the two models in which two threads wait without a deadline at once.
+#[derive(Clone, Copy)]
+struct TwoWaiters {
+    bound: Bound,
+    /// How often the holder yields in `release_wakes_two_waiters`.
+    holder_yields: usize,
+}
+
+/// For TAS, TTAS and ticket with `Spin`, whose waiters both spin on one shared word. Loom's
+/// scheduler lets two spinners hand the CPU to each other at every yield while the holder
+/// never runs again; given two preemptions, or a holder that yields, it explores such
+/// schedules without end ("Model exceeded maximum number of branches"). These locks are also
+/// checked with three threads at bound 2 and a yielding holder where the third thread waits
+/// with a deadline (`timed_waiter_queued_with_plain_waiter`, `two_timed_waiters_race_holder`).
+const SPINNERS_ON_ONE_WORD: TwoWaiters = TwoWaiters { bound: Bound::Fixed(1), holder_yields: 0 };
+
+/// For everything else: queue locks spin on words of their own, and sleeping policies stop
+/// spinning.
+const OTHERS: TwoWaiters = TwoWaiters { bound: Bound::Default(2), holder_yields: HOLDER_YIELDS_TWO_WAITERS };
+
+/// Instantiates every model for one lock type.
+macro_rules! models {
+    ($($name:ident: $lock:ty, $two_waiters:expr;)*) => {$(
+        mod $name {
+            use super::*;
+            type L = $lock;
+
+            #[test]
+            fn mutual_exclusion_2_threads() {
+                mutual_exclusion::<L>(2, Bound::Default(3));
+            }
+
+            #[test]
+            fn mutual_exclusion_3_threads() {
+                mutual_exclusion::<L>(3, $two_waiters.bound);
+            }
+
+            #[test]
+            fn relock_races_handover() {
+                super::relock_races_handover::<L>(Bound::Default(3));
+            }
+
+            #[test]
+            fn try_lock_fails_while_held() {
+                super::try_lock_fails_while_held::<L>(Bound::Default(3));
+            }
+
+            #[test]
+            fn try_lock_races_lock() {
+                super::try_lock_races_lock::<L>(Bound::Default(3));
+            }
+
+            #[test]
+            fn try_lock_races_relock() {
+                super::try_lock_races_relock::<L>(Bound::Default(3));
+            }
+
+            #[test]
+            fn timed_waiter_races_holder() {
+                timed_waiters_race_holder::<L>(1, 0, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
+            }
+
+            #[test]
+            fn timed_waiter_queued_with_plain_waiter() {
+                timed_waiters_race_holder::<L>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn two_timed_waiters_race_holder() {
+                timed_waiters_race_holder::<L>(2, 0, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn timed_races_lock() {
+                super::timed_races_lock::<L>(Bound::Default(3));
+            }
+
+            #[test]
+            fn hand_over_hand() {
+                super::hand_over_hand::<L>(Bound::Default(3));
+            }
+
+            #[test]
+            fn release_wakes_one_waiter() {
+                release_wakes_every_waiter::<L>(1, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
+            }
+
+            #[test]
+            fn release_wakes_two_waiters() {
+                let two_waiters = $two_waiters;
+                release_wakes_every_waiter::<L>(2, two_waiters.bound, two_waiters.holder_yields);
+            }
+        }
+    )*};
+}
+
+models! {
+    tas_spin: Tas<Spin>, SPINNERS_ON_ONE_WORD;
+    tas_futex: Tas<Futex>, OTHERS;
+    tas_spin_park: Tas<SpinPark>, OTHERS;
+    ttas_spin: Ttas<Spin>, SPINNERS_ON_ONE_WORD;
+    ttas_futex: Ttas<Futex>, OTHERS;
+    ttas_spin_park: Ttas<SpinPark>, OTHERS;
+    ticket_spin: Ticket<Spin>, SPINNERS_ON_ONE_WORD;
+    ticket_futex: Ticket<Futex>, OTHERS;
+    ticket_spin_park: Ticket<SpinPark>, OTHERS;
+    mcs_spin: Mcs<Spin>, OTHERS;
+    mcs_futex: Mcs<Futex>, OTHERS;
+    mcs_spin_park: Mcs<SpinPark>, OTHERS;
+    clh_spin: Clh<Spin>, OTHERS;
+    clh_futex: Clh<Futex>, OTHERS;
+    clh_spin_park: Clh<SpinPark>, OTHERS;
+    fair_spin: Fair<Spin>, OTHERS;
+    fair_futex: Fair<Futex>, OTHERS;
+    fair_spin_park: Fair<SpinPark>, OTHERS;
+}
