@@ -30,20 +30,23 @@ struct PerfEventAttr {
 }
 
 const PERF_TYPE_HARDWARE: u32 = 0;
-const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+pub(crate) const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+pub(crate) const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
 const FLAG_DISABLED: u64 = 1 << 0;
 const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
-// _IO('$', 0) and _IO('$', 1).
-const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
-const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+// _IO('$', 0), _IO('$', 1), _IO('$', 3).
+pub(crate) const IOC_ENABLE: libc::c_ulong = 0x2400;
+pub(crate) const IOC_DISABLE: libc::c_ulong = 0x2401;
+pub(crate) const IOC_RESET: libc::c_ulong = 0x2403;
 
-/// Tries to count this thread's user-mode instructions.
-pub fn probe() -> PerfCounters {
+/// Opens a disabled, user-mode-only hardware counter (`config`: one of the
+/// `PERF_COUNT_HW_*` above) of the calling thread on any CPU.
+pub(crate) fn open_counter(config: u64) -> std::io::Result<libc::c_int> {
     let attr = PerfEventAttr {
         kind: PERF_TYPE_HARDWARE,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: PERF_COUNT_HW_INSTRUCTIONS,
+        config,
         flags: FLAG_DISABLED | FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV,
         ..Default::default()
     };
@@ -51,34 +54,49 @@ pub fn probe() -> PerfCounters {
     // this thread on any CPU; no group, no flags.
     let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, 0, -1, -1, 0) };
     if fd < 0 {
-        let err = std::io::Error::last_os_error();
-        let why = match err.raw_os_error() {
-            Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => {
-                "no hardware PMU is exposed (usual in a virtual machine)".to_string()
-            }
-            Some(libc::EACCES) | Some(libc::EPERM) => {
-                let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
-                format!("not permitted (kernel.perf_event_paranoid = {})", paranoid.trim())
-            }
-            _ => "perf_event_open failed".to_string(),
-        };
-        return PerfCounters { readable: false, detail: format!("{why}: {err}") };
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(fd as libc::c_int)
     }
-    let fd = fd as libc::c_int;
+}
+
+/// Reads a counter opened by [`open_counter`].
+pub(crate) fn read_counter(fd: libc::c_int) -> Option<u64> {
     let mut count: u64 = 0;
-    // SAFETY: `fd` is the perf event we just opened; ioctl/read use it as documented and
-    // `count` is a valid 8-byte buffer.
-    let read = unsafe {
-        libc::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-        std::hint::black_box(crate::measure::work::spin(10_000, 3));
-        libc::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-        let n = libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8);
-        libc::close(fd);
-        n
+    // SAFETY: `fd` is an open perf event; `count` is a valid 8-byte buffer.
+    let n = unsafe { libc::read(fd, &mut count as *mut u64 as *mut libc::c_void, 8) };
+    (n == 8).then_some(count)
+}
+
+/// Tries to count this thread's user-mode instructions.
+pub fn probe() -> PerfCounters {
+    let fd = match open_counter(PERF_COUNT_HW_INSTRUCTIONS) {
+        Ok(fd) => fd,
+        Err(err) => {
+            let why = match err.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) => {
+                    "no hardware PMU is exposed (usual in a virtual machine)".to_string()
+                }
+                Some(libc::EACCES) | Some(libc::EPERM) => {
+                    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").unwrap_or_default();
+                    format!("not permitted (kernel.perf_event_paranoid = {})", paranoid.trim())
+                }
+                _ => "perf_event_open failed".to_string(),
+            };
+            return PerfCounters { readable: false, detail: format!("{why}: {err}") };
+        }
     };
-    if read != 8 {
+    // SAFETY: `fd` is the perf event we just opened; the ioctls take no argument; closed once.
+    unsafe { libc::ioctl(fd, IOC_ENABLE, 0) };
+    std::hint::black_box(crate::measure::work::spin(10_000, 3));
+    // SAFETY: as above.
+    unsafe { libc::ioctl(fd, IOC_DISABLE, 0) };
+    let count = read_counter(fd);
+    // SAFETY: as above.
+    unsafe { libc::close(fd) };
+    let Some(count) = count else {
         return PerfCounters { readable: false, detail: "the counter opened but could not be read".to_string() };
-    }
+    };
     if count == 0 {
         return PerfCounters { readable: false, detail: "the counter opened but counted nothing".to_string() };
     }
