@@ -25,8 +25,8 @@ pub const SPINLAB_KIND_BARRIER: c_int = 2;
 pub const SPINLAB_KIND_RWLOCK: c_int = 3;
 
 /// The mutex `spinlab_mutex_init` builds for a NULL name: spinlab's recommended default,
-/// `spinlab::DefaultRawMutex` (test-and-test-and-set over spin-then-park).
-pub(crate) const DEFAULT_MUTEX: &CStr = c"ttas:spin-park";
+/// `spinlab::DefaultRawMutex` (the bounded-bypass lock over spin-yield-park).
+pub(crate) const DEFAULT_MUTEX: &CStr = c"bounded:spin-yield-park";
 /// The condition variable `spinlab_cond_init` builds for a NULL name: the policy of
 /// `spinlab::Condvar`'s default.
 pub(crate) const DEFAULT_COND: &CStr = c"spin-park";

@@ -8,7 +8,7 @@ use crate::shared::condvar::{cond_ops, cond_ops_named, CondOps};
 use spinlab::registry::{lock_info, locks, LockEntry, RawLockOps, RegistryError};
 
 /// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.
-pub const DEFAULT_LOCK: &str = "ttas:spin-park";
+pub const DEFAULT_LOCK: &str = "bounded:spin-yield-park";
 /// The reference lock that means "keep glibc's mutexes and condition variables" (and count,
 /// with `SPINLAB_STATS`).
 pub const GLIBC: &str = "pthread";
@@ -204,7 +204,7 @@ mod tests {
         // Every usable name is described (by the grammar or by name), and no refused one.
         let accepted = accepted();
         assert!(accepted.contains("ALGORITHM one of tas, ttas, ticket, mcs, fair and POLICY"), "{accepted}");
-        assert!(accepted.contains("parking_lot, pthread (default ttas:spin-park)"), "{accepted}");
+        assert!(accepted.contains("parking_lot, pthread (default bounded:spin-yield-park)"), "{accepted}");
         assert!(!accepted.contains("clh") && !accepted.contains("std"), "{accepted}");
         for entry in usable_locks() {
             assert!(parse(Some(&entry.name), None, None, None).is_ok(), "{}", entry.name);

@@ -25,8 +25,8 @@
 
 use criterion::{Bencher, Criterion};
 use lock_api::RawMutex;
-use spinlab::lock::{Clh, Fair, Mcs, Tas, Ticket, Ttas};
-use spinlab::wait::{Spin, SpinPark, Wait};
+use spinlab::lock::{Bounded, Clh, Fair, Mcs, Tas, Ticket, Ttas};
+use spinlab::wait::{Spin, SpinPark, SpinYieldPark, Wait};
 use spinlab::{CachePadded, DefaultRawMutex};
 use std::cell::UnsafeCell;
 use std::hint::black_box;
@@ -142,11 +142,14 @@ fn spinlab_locks<W: Wait + 'static>(subjects: &mut Vec<Subject>) {
     subjects.push(subject("spinlab", format!("mcs:{p}"), Raw(Mcs::<W>::INIT)));
     subjects.push(subject("spinlab", format!("clh:{p}"), Raw(Clh::<W>::INIT)));
     subjects.push(subject("spinlab", format!("fair:{p}"), Raw(Fair::<W>::INIT)));
+    subjects.push(subject("spinlab", format!("bounded:{p}"), Raw(Bounded::<W>::INIT)));
 }
 
 const FLOOR_CAS_STORE: &str = "cas+store";
 const FLOOR_CAS_SWAP: &str = "cas+swap";
 const DEFAULT: &str = "default";
+/// The registry name of `DefaultRawMutex`.
+const DEFAULT_NAME: &str = "bounded:spin-yield-park";
 
 fn subjects() -> Vec<Subject> {
     let mut subjects = vec![
@@ -155,8 +158,9 @@ fn subjects() -> Vec<Subject> {
     ];
     spinlab_locks::<Spin>(&mut subjects);
     spinlab_locks::<SpinPark>(&mut subjects);
-    // The same type as `ttas:spin-park`, measured again under its own name: the pair's ratio
+    // The default's type under its registry name, and again as `default`: the pair's ratio
     // shows how far two identical subjects drift apart in this run.
+    subjects.push(subject("spinlab", DEFAULT_NAME, Raw(Bounded::<SpinYieldPark>::INIT)));
     subjects.push(subject("spinlab", DEFAULT, Raw(DefaultRawMutex::INIT)));
     subjects.push(subject("reference", "std", StdMutex(std::sync::Mutex::new(()))));
     subjects.push(subject("reference", "parking_lot", Raw(parking_lot::RawMutex::INIT)));
@@ -206,7 +210,7 @@ fn main() {
 ///   the ratio of the two means for comparison (means include the preempted rounds).
 /// - PASS/MISS compares the median paired ratio with the target's limit.
 mod interleaved {
-    use super::{Subject, DEFAULT, FLOOR_CAS_STORE, FLOOR_CAS_SWAP};
+    use super::{Subject, DEFAULT, DEFAULT_NAME, FLOOR_CAS_STORE, FLOOR_CAS_SWAP};
     use std::time::Duration;
 
     const BATCH: Duration = Duration::from_micros(100);
@@ -252,6 +256,10 @@ mod interleaved {
         target("ttas:spin", FLOOR_CAS_STORE, 1.05);
         target("fair:spin", "tas:spin", 1.2);
         target("fair:spin-park", "tas:spin-park", 1.2);
+        target("mcs:spin", "tas:spin", 1.3);
+        target("clh:spin", "tas:spin", 1.3);
+        target("mcs:spin-park", "tas:spin-park", 1.3);
+        target("clh:spin-park", "tas:spin-park", 1.3);
         println!();
         println!("{:<32} {:>7}  {:>15}  {:>8}  {:>7}  verdict", "target", "ratio", "[p25, p75]", "of means", "limit");
         for (name, x, y, limit) in &targets {
@@ -263,10 +271,10 @@ mod interleaved {
                 r.median, r.p25, r.p75
             );
         }
-        let same = ratio(DEFAULT, "ttas:spin-park");
+        let same = ratio(DEFAULT, DEFAULT_NAME);
         println!();
         println!(
-            "noise gauge: {DEFAULT} / ttas:spin-park (the same type) = {:.3} [{:.3}, {:.3}]",
+            "noise gauge: {DEFAULT} / {DEFAULT_NAME} (the same type) = {:.3} [{:.3}, {:.3}]",
             same.median, same.p25, same.p75
         );
     }

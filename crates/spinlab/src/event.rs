@@ -119,7 +119,9 @@ impl<W: Wait> Sequence<W> {
     #[cold]
     fn wake(&self, wake: Wake) {
         match wake {
-            Wake::One => W::wake_one(&self.seq),
+            Wake::One => {
+                W::wake_one(&self.seq);
+            }
             Wake::All => W::wake_all(&self.seq),
         }
     }

@@ -3,7 +3,7 @@
 //!
 //! - [`wait`]: the [`Wait`](wait::Wait) trait and its policies (spin, pause, divides, CAS,
 //!   cache miss, backoff, yield, futex, spin-then-park, umwait, tpause, mwaitx, wfe).
-//! - [`lock`]: lock algorithms (TAS, TTAS, ticket, MCS, CLH, fair bitmask), each generic over a
+//! - [`lock`]: lock algorithms (TAS, TTAS, ticket, MCS, CLH, fair bitmask, bounded bypass), each generic over a
 //!   policy and implementing [`lock_api::RawMutex`].
 //! - [`Event`], [`Condvar`], [`Barrier`] and [`rwlock`]: seed 001's wait/notify and barriers,
 //!   a condition variable for any spinlab lock, and writer-preferring and phase-fair
@@ -44,24 +44,28 @@ pub use condvar::Condvar;
 pub use event::Event;
 pub use padded::CachePadded;
 
-/// The lock spinlab recommends when you have no measurement telling you otherwise: a
-/// test-and-test-and-set lock whose waiters spin with `pause` for a few microseconds, then
-/// sleep on a futex ([`lock::Ttas`] over [`wait::SpinPark`]).
+/// The lock spinlab recommends when you have no measurement telling you otherwise: the
+/// bounded-bypass lock ([`lock::Bounded`]) whose waiters spin with `pause` for a few
+/// microseconds, offering the CPU with `sched_yield` every microsecond, then sleep on a futex
+/// ([`wait::SpinYieldPark`]).
 ///
 /// Why this one:
-/// - Uncontended, it is one compare-and-swap to lock and one swap to unlock, with no system
-///   call: the cost of `std::sync::Mutex`.
-/// - Briefly contended (critical sections shorter than the spin budget), waiters never pay
-///   a sleep and wake-up, which dominate the hand-off time of a pure futex lock.
-/// - Oversubscribed or long critical sections, waiters stop burning the CPU the holder
-///   needs: seed 000 measured a spinning waiter slowing its co-runner by up to 50%, seed 004
-///   found sleeping beat backoff for a herd.
-/// - It does not queue. Queue locks (MCS, CLH, ticket) hand over in order, which collapses
-///   when a waiter is preempted and threads outnumber CPUs; the `fair` lock is there when
-///   you need fairness more than throughput.
+/// - Uncontended, it is one compare-and-swap to lock and one to unlock, with no system call:
+///   the cost of `std::sync::Mutex`.
+/// - Contended, a running thread takes a free lock at once (barging), so the lock never waits
+///   for a sleeping or preempted thread to be scheduled: the convoy that makes strict FIFO
+///   locks (MCS, CLH, ticket) collapse when threads outnumber CPUs.
+/// - Barging is bounded: a waiter that has waited 0.5 ms claims the next release
+///   ([`lock::STARVATION_NS`]), as parking_lot's eventual fairness and the Linux mutex's
+///   hand-off bit do.
+/// - Briefly contended (critical sections shorter than the spin budget), waiters never pay a
+///   sleep and wake-up; oversubscribed, the yields let the holder run and the sleeps stop
+///   waiters burning the CPU it needs (seed 000 measured a spinning waiter slowing its
+///   co-runner by up to 50%; seed 004 found sleeping beat backoff for a herd).
 ///
-/// `spinlab run contention` measures it against the others on your machine.
-pub type DefaultRawMutex = lock::Ttas<wait::SpinPark>;
+/// `ttas:spin-park`, the previous default, stays in the registry as the seeds' subject.
+/// `spinlab run contention` measures both against the others on your machine.
+pub type DefaultRawMutex = lock::Bounded<wait::SpinYieldPark>;
 
 /// A mutex over spinlab's default lock ([`DefaultRawMutex`]); see its docs for why.
 pub type Mutex<T> = lock_api::Mutex<DefaultRawMutex, T>;

@@ -31,8 +31,8 @@ use lock_api::{RawMutex, RawMutexTimed};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use spinlab::lock::{Clh, Fair, Mcs, Tas, Ticket, Ttas};
-use spinlab::wait::{Futex, Spin, SpinPark, Wait};
+use spinlab::lock::{Bounded, Clh, Fair, Mcs, Tas, Ticket, Ttas};
+use spinlab::wait::{Futex, Spin, SpinPark, SpinYieldPark, Wait};
 use std::time::Duration;
 
 /// What the models need from a lock: lock_api's raw traits and a constructor (`INIT` panics
@@ -50,7 +50,7 @@ macro_rules! impl_lock {
         }
     )*};
 }
-impl_lock!(Tas, Ttas, Ticket, Mcs, Clh, Fair);
+impl_lock!(Tas, Ttas, Ticket, Mcs, Clh, Fair, Bounded);
 
 /// How often a slow holder (`bump_slowly_and_unlock`) yields when one thread waits: enough
 /// for it to spin out a deadline under loom (three iterations) or SpinPark's budget (two)
@@ -485,4 +485,10 @@ models! {
     fair_spin: Fair<Spin>, OTHERS;
     fair_futex: Fair<Futex>, OTHERS;
     fair_spin_park: Fair<SpinPark>, OTHERS;
+    // Under loom a bounded-bypass waiter starves at its second look at a held lock, so these
+    // also check claims (HANDOFF) racing releases, sleepers and time-outs.
+    bounded_spin: Bounded<Spin>, SPINNERS_ON_ONE_WORD;
+    bounded_futex: Bounded<Futex>, OTHERS;
+    bounded_spin_park: Bounded<SpinPark>, OTHERS;
+    bounded_spin_yield_park: Bounded<SpinYieldPark>, OTHERS;
 }

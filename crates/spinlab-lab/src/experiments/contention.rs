@@ -24,7 +24,7 @@ use crate::measure::histogram::Histogram;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::stats::{jain, mean, population_rsd_pct};
 use crate::measure::work::{spin, SharedLines};
-use crate::measure::{interleave, Rep, Summary};
+use crate::measure::{interleave, interleave_stoppable, Rep, Summary, Taken};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, LockChoice, ThreadCount};
@@ -109,6 +109,8 @@ const UNCONTENDED_BATCHES: usize = 21;
 /// One repetition's figures.
 struct RepResult {
     elapsed_s: f64,
+    /// From the stop signal until every thread had finished its last acquisition and left.
+    drain_s: f64,
     per_thread: Vec<u64>,
     wait: Histogram,
     hold: Histogram,
@@ -124,7 +126,17 @@ struct Totals {
     wait: Histogram,
     hold: Histogram,
     lost_updates: u64,
+    /// The longest drain of any repetition, and whether one of them showed a collapse.
+    max_drain_s: f64,
+    collapsed: bool,
 }
+
+/// A repetition whose threads take longer than this to drain after the stop, or longer than
+/// its own measured window, has collapsed: each of them needs one more acquisition, and a
+/// lock that hands over to threads that are not running (a FIFO queue lock with more threads
+/// than CPUs) serves them one time slice at a time. Such a lock is not repeated again at that
+/// configuration; its row says `collapsed` and keeps what was measured.
+const COLLAPSE_DRAIN: Duration = Duration::from_millis(100);
 
 struct Setting<'a> {
     cpus: &'a [usize],
@@ -140,7 +152,7 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> RepResult {
     let stop = CachePadded::new(AtomicBool::new(false));
     let start = Barrier::new(threads + 1);
     s.lines.reset();
-    let (elapsed_s, outcomes) = std::thread::scope(|scope| {
+    let (elapsed_s, drain_s, outcomes) = std::thread::scope(|scope| {
         let handles: Vec<_> = s
             .cpus
             .iter()
@@ -184,12 +196,14 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> RepResult {
         std::thread::sleep(s.duration);
         stop.store(true, Relaxed);
         let elapsed = t0.elapsed().as_secs_f64();
+        let stopped = Instant::now();
         let outcomes: Vec<(u64, u64, Histogram, Histogram)> =
             handles.into_iter().map(|h| h.join().expect("a contention thread panicked")).collect();
-        (elapsed, outcomes)
+        (elapsed, stopped.elapsed().as_secs_f64(), outcomes)
     });
     let mut r = RepResult {
         elapsed_s,
+        drain_s,
         per_thread: Vec::with_capacity(threads),
         wait: Histogram::default(),
         hold: Histogram::default(),
@@ -359,15 +373,21 @@ impl Experiment for Contention {
                 let warmup = Setting { duration: (duration / 4).max(Duration::from_millis(10)), ..setting };
                 let mut totals: Vec<Totals> =
                     available.iter().map(|_| Totals { per_thread: vec![0; n], ..Default::default() }).collect();
-                let series = interleave(available.len(), &rule, Some(&progress), |i, rep| {
+                let collapse_after = COLLAPSE_DRAIN.max(duration).as_secs_f64();
+                let series = interleave_stoppable(available.len(), &rule, Some(&progress), |i, rep| {
                     progress.detail(&format!("{}, {}", available[i].name(), rep_label(rep)));
                     let lock = &instances[i];
                     if rep == Rep::Warmup {
-                        contended_rep(lock, &warmup);
-                        return Ok(f64::NAN);
+                        let r = contended_rep(lock, &warmup);
+                        let t = &mut totals[i];
+                        t.max_drain_s = t.max_drain_s.max(r.drain_s);
+                        t.collapsed = r.drain_s > collapse_after;
+                        return Ok(if t.collapsed { Taken::Last(f64::NAN) } else { Taken::Value(f64::NAN) });
                     }
                     let r = contended_rep(lock, &setting);
                     let t = &mut totals[i];
+                    t.max_drain_s = t.max_drain_s.max(r.drain_s);
+                    t.collapsed |= r.drain_s > collapse_after;
                     for (sum, c) in t.per_thread.iter_mut().zip(&r.per_thread) {
                         *sum += c;
                     }
@@ -377,7 +397,8 @@ impl Experiment for Contention {
                     t.wait.merge(&r.wait);
                     t.hold.merge(&r.hold);
                     t.lost_updates += r.lost_updates;
-                    Ok(r.per_thread.iter().sum::<u64>() as f64 / r.elapsed_s)
+                    let throughput = r.per_thread.iter().sum::<u64>() as f64 / r.elapsed_s;
+                    Ok(if t.collapsed { Taken::Last(throughput) } else { Taken::Value(throughput) })
                 })?;
                 progress.inc();
 
@@ -395,6 +416,15 @@ impl Experiment for Contention {
                         row = row.summary("throughput", "ops_s", &sum);
                     }
                     row.set("stop", s.verdict);
+                    row.set("drain_max_ms", t.max_drain_s * 1e3);
+                    if t.collapsed {
+                        row.set("collapsed", true);
+                        eprintln!(
+                            "note: {} collapsed at {n} threads: its threads took {:.0} ms to finish one more acquisition each after the stop; not repeated further",
+                            lock.name(),
+                            t.max_drain_s * 1e3
+                        );
+                    }
                     row.set("per_thread", &t.per_thread);
                     row.set("per_group", per_group(&groups, &cpus, &t.per_thread));
                     if let Some(ratio) = group_max_min_ratio(&groups, &cpus, &t.per_thread) {

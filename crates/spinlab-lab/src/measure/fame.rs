@@ -35,6 +35,10 @@ pub enum Verdict {
     Converged,
     /// The maximum count was reached before the mean was stable.
     MaxReps,
+    /// The experiment stopped repeating this treatment: it collapsed (see
+    /// [`interleave_stoppable`](super::interleave_stoppable)), and its samples are what was
+    /// measured before.
+    Stopped,
 }
 
 impl Verdict {

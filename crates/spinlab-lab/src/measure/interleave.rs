@@ -41,25 +41,59 @@ pub fn interleave(
     progress: Option<&Progress>,
     mut measure: impl FnMut(usize, Rep) -> Result<f64, LabError>,
 ) -> Result<Vec<Series>, LabError> {
+    interleave_stoppable(count, rule, progress, |i, rep| measure(i, rep).map(Taken::Value))
+}
+
+/// What one measured repetition of a stoppable treatment gave.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Taken {
+    /// A value; the treatment goes on as the stopping rule says.
+    Value(f64),
+    /// A value, and the last one: the experiment judged the treatment collapsed (it would
+    /// only run for minutes more and say nothing new), so it is not repeated again and its
+    /// series ends [`Verdict::Stopped`].
+    Last(f64),
+}
+
+/// [`interleave`], where `measure` may stop a treatment early with [`Taken::Last`]. The other
+/// treatments go on; the warm-up value is ignored.
+pub fn interleave_stoppable(
+    count: usize,
+    rule: &StoppingRule,
+    progress: Option<&Progress>,
+    mut measure: impl FnMut(usize, Rep) -> Result<Taken, LabError>,
+) -> Result<Vec<Series>, LabError> {
     let mut series: Vec<Series> =
         (0..count).map(|_| Series { samples: Vec::new(), verdict: Verdict::Continue }).collect();
     if count == 0 {
         return Ok(series);
     }
-    for i in 0..count {
-        measure(i, Rep::Warmup)?;
+    for (i, s) in series.iter_mut().enumerate() {
+        if let Taken::Last(_) = measure(i, Rep::Warmup)? {
+            s.verdict = Verdict::Stopped;
+        }
     }
     for round in 0..rule.max_reps.max(1) {
         let order: Vec<usize> = if round % 2 == 0 { (0..count).collect() } else { (0..count).rev().collect() };
         if let Some(p) = progress {
             p.detail(&format!("repetition {}", round + 1));
         }
+        // A treatment stopped in the warm-up still gets one measured repetition, so its row
+        // shows what it does; after that, a stopped treatment is not run again.
         for i in order {
-            let value = measure(i, Rep::Measured(round))?;
-            series[i].samples.push(value);
+            if series[i].verdict == Verdict::Stopped && !series[i].samples.is_empty() {
+                continue;
+            }
+            match measure(i, Rep::Measured(round))? {
+                Taken::Value(value) => series[i].samples.push(value),
+                Taken::Last(value) => {
+                    series[i].samples.push(value);
+                    series[i].verdict = Verdict::Stopped;
+                }
+            }
         }
         for s in series.iter_mut() {
-            if s.verdict != Verdict::Converged {
+            if !matches!(s.verdict, Verdict::Converged | Verdict::Stopped) {
                 s.verdict = rule.verdict(&s.samples);
             }
         }
@@ -134,6 +168,33 @@ mod tests {
         assert_eq!(series[1].samples.len(), 6);
         assert_eq!(series[0].verdict, Verdict::Converged);
         assert_eq!(series[1].verdict, Verdict::MaxReps);
+    }
+
+    #[test]
+    fn a_stopped_treatment_is_not_repeated_and_the_others_go_on() {
+        let rule = StoppingRule { maiv_pct: 1.0, min_reps: 3, max_reps: 6 };
+        let mut runs = [0usize; 2];
+        let series = interleave_stoppable(2, &rule, None, |i, rep| {
+            runs[i] += 1;
+            Ok(match (i, rep) {
+                (1, Rep::Measured(1)) => Taken::Last(0.5),
+                _ => Taken::Value(10.0),
+            })
+        })
+        .unwrap();
+        assert_eq!(series[1].samples, [10.0, 0.5], "what was measured before it stopped, and its last value");
+        assert_eq!(series[1].verdict, Verdict::Stopped);
+        assert_eq!(runs[1], 3, "warm-up and two measured repetitions, then never again");
+        assert_eq!(series[0].samples, [10.0; 3]);
+        assert_eq!(series[0].verdict, Verdict::Converged);
+    }
+
+    #[test]
+    fn a_treatment_stopped_in_the_warm_up_still_gets_one_measured_repetition() {
+        let rule = StoppingRule { maiv_pct: 1.0, min_reps: 3, max_reps: 6 };
+        let series = interleave_stoppable(1, &rule, None, |_, _| Ok(Taken::Last(1.0))).unwrap();
+        assert_eq!(series[0].samples, [1.0]);
+        assert_eq!(series[0].verdict, Verdict::Stopped);
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub mod work;
 
 pub use clock::Clock;
 pub use fame::{StoppingRule, Verdict};
-pub use interleave::{interleave, repeat, Rep, Series};
+pub use interleave::{interleave, interleave_stoppable, repeat, Rep, Series, Taken};
 pub use progress::Progress;
 pub use stats::Summary;
 pub use work::Work;

@@ -193,7 +193,9 @@ unsafe impl<W: Wait> RawMutex for Mcs<W> {
             let successor = unsafe { queue_node::from_ptr(next) };
             // Release: the critical section happens-before the successor's Acquire load.
             match successor.state.swap(GRANTED, AcqRel) {
-                ASLEEP => W::wake_one(&successor.state),
+                ASLEEP => {
+                    W::wake_one(&successor.state);
+                }
                 // The successor left: its node is ours now; pass the lock on past it.
                 ABANDONED => {
                     node = successor;

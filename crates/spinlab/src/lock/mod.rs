@@ -10,10 +10,12 @@
 //! | [`Mcs`]  |           | swap + CAS              | FIFO, each waiter on its own line |
 //! | [`Clh`]  |           | swap + store            | FIFO, each waiter on its predecessor's line |
 //! | [`Fair`] | seed 003  | bit-set + CAS           | round-robin over waiters' slots |
+//! | [`Bounded`] |        | CAS + CAS               | none, but a waiter starving past 0.5 ms claims the next release |
 //!
 //! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas` and
 //! `Ttas` become a swap, so they can see whether to wake anyone.)
 
+mod bounded;
 mod clh;
 mod fair;
 mod mcs;
@@ -23,6 +25,7 @@ mod ticket;
 mod ttas;
 mod word;
 
+pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
 pub use mcs::{Mcs, McsGuard};

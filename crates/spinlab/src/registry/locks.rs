@@ -2,13 +2,13 @@
 
 use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use super::{policy_list, Origin, RegistryError};
-use crate::lock::{Clh, Fair, Mcs, Tas, Ticket, Ttas};
+use crate::lock::{Bounded, Clh, Fair, Mcs, Tas, Ticket, Ttas};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use std::sync::OnceLock;
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
-pub const ALGORITHMS: [&str; 6] = ["tas", "ttas", "ticket", "mcs", "clh", "fair"];
+pub const ALGORITHMS: [&str; 7] = ["tas", "ttas", "ticket", "mcs", "clh", "fair", "bounded"];
 
 /// The reference locks, measured beside spinlab's.
 pub const REFERENCE_LOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
@@ -71,6 +71,7 @@ algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true);
 algorithm!(McsAlgorithm, Mcs, "mcs", fair: true);
 algorithm!(ClhAlgorithm, Clh, "clh", fair: true);
 algorithm!(FairAlgorithm, Fair, "fair", fair: true);
+algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false);
 
 struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A>);
 
@@ -123,6 +124,7 @@ pub fn locks() -> &'static [LockEntry] {
         add_algorithm::<McsAlgorithm>(&mut table);
         add_algorithm::<ClhAlgorithm>(&mut table);
         add_algorithm::<FairAlgorithm>(&mut table);
+        add_algorithm::<BoundedAlgorithm>(&mut table);
         table.push(reference::<StdMutex>("std", false));
         table.push(reference::<Stored<parking_lot::RawMutex>>("parking_lot", false));
         table.push(reference::<PthreadMutex>("pthread", false));

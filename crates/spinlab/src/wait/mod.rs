@@ -30,7 +30,7 @@ pub use futex::Futex;
 pub use hardware::{Mwaitx, Tpause, Umwait, Wfe};
 pub use miss::Miss;
 pub use plain::{Pause, Spin, Yield};
-pub use spin_park::SpinPark;
+pub use spin_park::{SpinPark, SpinYieldPark};
 
 use crate::sync::{self, AtomicU32, Ordering};
 use crate::sys::futex::{self as sys_futex, FutexWait};
@@ -68,12 +68,14 @@ pub trait Wait: Send + Sync + 'static {
         sys_futex::wait(word, current, deadline)
     }
 
-    /// Wakes one thread sleeping on `word`. Callers invoke it only when their own state says a
-    /// sleeper may exist.
+    /// Wakes one thread sleeping on `word` and returns how many were woken (0 or 1). Callers
+    /// invoke it only when their own state says a sleeper may exist.
     #[inline]
-    fn wake_one(word: &AtomicU32) {
+    fn wake_one(word: &AtomicU32) -> usize {
         if Self::MAY_SLEEP {
-            sys_futex::wake_one(word);
+            sys_futex::wake_one(word)
+        } else {
+            0
         }
     }
 
@@ -250,6 +252,7 @@ pub fn visit_policies<V: PolicyVisitor>(visitor: &mut V) {
     visitor.visit::<Yield>();
     visitor.visit::<Futex>();
     visitor.visit::<SpinPark>();
+    visitor.visit::<SpinYieldPark>();
     visitor.visit::<Umwait>();
     visitor.visit::<Tpause>();
     visitor.visit::<Mwaitx>();
@@ -307,7 +310,19 @@ mod tests {
     fn every_available_policy_waits_and_times_out() {
         let mut v = EveryAvailable(Vec::new());
         visit_policies(&mut v);
-        for always in ["spin", "pause", "idiv", "fdiv", "cas", "miss", "backoff", "yield", "futex", "spin-park"] {
+        for always in [
+            "spin",
+            "pause",
+            "idiv",
+            "fdiv",
+            "cas",
+            "miss",
+            "backoff",
+            "yield",
+            "futex",
+            "spin-park",
+            "spin-yield-park",
+        ] {
             assert!(v.0.contains(&always), "{always} must run everywhere");
         }
     }
@@ -347,7 +362,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), all.len());
         let sleepers: Vec<_> = all.iter().filter(|p| p.may_sleep).map(|p| p.name).collect();
-        assert_eq!(sleepers, ["futex", "spin-park"]);
+        assert_eq!(sleepers, ["futex", "spin-park", "spin-yield-park"]);
     }
 
     #[test]

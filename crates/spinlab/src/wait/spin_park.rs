@@ -50,6 +50,52 @@ impl<const BUDGET_NS: u32> Wait for SpinPark<BUDGET_NS> {
     }
 }
 
+/// Spin-park that also offers the CPU: like [`SpinPark`], but every
+/// [`YIELD_EVERY_NS`](SpinYieldPark::YIELD_EVERY_NS) of spinning it calls `sched_yield`.
+///
+/// With no other thread runnable on the waiter's CPU the yield returns at once and the policy
+/// behaves as spin-park. When threads outnumber CPUs it lets a thread on the same CPU run,
+/// the lock holder perhaps, instead of spinning a whole budget against it; that also turns
+/// the scheduler's long time slices into short turns, which is what keeps a barging lock fair
+/// when oversubscribed (parking_lot's waiters yield for the same reason).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpinYieldPark<const BUDGET_NS: u32 = 4000>;
+
+impl<const BUDGET_NS: u32> SpinYieldPark<BUDGET_NS> {
+    /// Spinning between two yields, in nanoseconds.
+    pub const YIELD_EVERY_NS: u32 = 1000;
+
+    #[inline]
+    fn yield_every() -> u32 {
+        #[cfg(not(loom))]
+        {
+            iterations_for(Self::YIELD_EVERY_NS, calibration::ns_per_iteration())
+        }
+        #[cfg(loom)]
+        {
+            1
+        }
+    }
+}
+
+impl<const BUDGET_NS: u32> Wait for SpinYieldPark<BUDGET_NS> {
+    const NAME: &'static str = "spin-yield-park";
+    const MAY_SLEEP: bool = true;
+    #[inline]
+    fn relax(_: &AtomicU32, _: u32, episode: &mut Episode) -> bool {
+        let done = episode.iterations();
+        if done >= SpinPark::<BUDGET_NS>::budget_iterations() {
+            return false;
+        }
+        if (done + 1).is_multiple_of(Self::yield_every()) {
+            sync::yield_now();
+        } else {
+            sync::cpu_relax();
+        }
+        true
+    }
+}
+
 #[cfg(not(loom))]
 pub(crate) mod calibration {
     use std::sync::atomic::{AtomicU32, Ordering};
