@@ -252,11 +252,11 @@ mod tests {
     #[test]
     fn the_default_mutex_is_the_library_default() {
         let default = mutex_kinds().iter().find(|k| k.name.as_c_str() == DEFAULT_MUTEX).unwrap();
-        // The registry hides its entry types; the name says ttas over spin-park, and the
-        // storage must be that of `DefaultRawMutex` (whose guard takes no room).
+        // The registry hides its entry types; the name says bounded over spin-yield-park, and
+        // the storage must be that of `DefaultRawMutex` (whose guard takes no room).
         assert_eq!(default.entry.ops.size, size_of::<spinlab::DefaultRawMutex>());
-        assert_eq!(default.entry.algorithm, "ttas");
-        assert_eq!(default.entry.policy, Some(<spinlab::wait::SpinPark as spinlab::wait::Wait>::NAME));
+        assert_eq!(default.entry.algorithm, "bounded");
+        assert_eq!(default.entry.policy, Some(<spinlab::wait::SpinYieldPark as spinlab::wait::Wait>::NAME));
         assert_eq!(DEFAULT_COND.to_str().unwrap(), <spinlab::wait::SpinPark as spinlab::wait::Wait>::NAME);
     }
 }

@@ -222,6 +222,7 @@ pub fn registry_rows() -> (Vec<Row>, Vec<Row>) {
                 .with("may_sleep", e.may_sleep)
                 .with("timed", if e.timed_native { "native" } else { "polls try_lock" })
                 .with("default", e.name == crate::select::DEFAULT_LOCK)
+                .with("oversubscribed", oversubscribed_behaviour(e))
                 .with("available", e.availability.is_ok());
             if let Err(why) = e.availability {
                 row.set("unavailable", why.to_string());
@@ -243,6 +244,16 @@ pub fn registry_rows() -> (Vec<Row>, Vec<Row>) {
         })
         .collect();
     (locks, waits)
+}
+
+/// What a lock does when threads outnumber CPUs: a lock that hands over in order waits, at
+/// every hand-over, for the next thread in line to be scheduled (see `spinlab::lock`).
+fn oversubscribed_behaviour(e: &registry::LockEntry) -> &'static str {
+    if e.fair {
+        "collapses: hands over in order, to threads that may not be running"
+    } else {
+        "holds up: a running thread takes a free lock"
+    }
 }
 
 fn list(json: bool) {
@@ -270,6 +281,7 @@ fn list(json: bool) {
             col("fair", "fair"),
             col("may_sleep", "may sleep"),
             col("timed", "timed lock"),
+            col("oversubscribed", "threads > CPUs"),
             col("available", "available"),
             col("unavailable", "why not"),
         ],

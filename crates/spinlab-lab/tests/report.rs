@@ -69,7 +69,7 @@ fn report_on_tiny_settings_writes_the_three_files_with_one_figure_per_experiment
     let doc = read_json(&dir.join("results.json"));
     let experiments = experiments_in(&doc);
     let expected: Vec<&str> = ALL.split(',').collect();
-    assert_eq!(experiments, expected, "floor first, then the order of the issue");
+    assert_eq!(experiments, expected, "floor first, then the order of DESIGN.md's experiment table");
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert_eq!(figures_in(&html), experiments, "one figure per experiment");
     for name in &experiments {
@@ -197,7 +197,7 @@ fn chromium() -> Option<&'static str> {
 fn the_report_renders_in_headless_chromium_without_errors() {
     let browser = chromium().expect(
         "Chromium is needed to check the report renders: install the Debian package `chromium` \
-         (apt-get install -y chromium); .ci/run installs it",
+         (apt-get install -y chromium); scripts/test, the README's test command, installs it",
     );
     let dir = scratch("chromium");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");

@@ -187,7 +187,7 @@ mod tests {
     fn unset_means_the_default_lock_with_its_own_policy_and_no_counting() {
         let config = parse(None, None, None, None).ok().unwrap();
         assert_eq!(config.lock_name(), DEFAULT_LOCK);
-        assert_eq!(config.cond.policy(), "spin-park");
+        assert_eq!(config.cond.policy(), "spin-yield-park", "the default lock's own policy");
         assert!(config.stats_top.is_none());
         let config = parse(Some("mcs:futex"), None, Some("1"), None).ok().unwrap();
         assert_eq!(config.cond.policy(), "futex", "the condition variables wait like the lock");
@@ -203,7 +203,7 @@ mod tests {
         assert!(!text.contains('\n'));
         // Every usable name is described (by the grammar or by name), and no refused one.
         let accepted = accepted();
-        assert!(accepted.contains("ALGORITHM one of tas, ttas, ticket, mcs, fair and POLICY"), "{accepted}");
+        assert!(accepted.contains("ALGORITHM one of tas, ttas, ticket, mcs, fair, bounded and POLICY"), "{accepted}");
         assert!(accepted.contains("parking_lot, pthread (default bounded:spin-yield-park)"), "{accepted}");
         assert!(!accepted.contains("clh") && !accepted.contains("std"), "{accepted}");
         for entry in usable_locks() {

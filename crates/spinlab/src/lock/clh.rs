@@ -69,6 +69,7 @@ impl<W: Wait> Clh<W> {
     }
 
     /// Acquires the lock, giving up at `deadline` (`None`: never).
+    #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<ClhGuard> {
         let node = queue_node::take();
         node.state.store(BUSY, Relaxed);

@@ -56,24 +56,38 @@ impl<W: Wait> Mcs<W> {
     }
 
     /// Acquires the lock, giving up at `deadline` (`None`: never).
+    #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<McsGuard> {
+        let (node, pred) = self.enqueue();
+        if pred.is_null() || self.wait_behind(node, pred, deadline) {
+            Some(McsGuard { node })
+        } else {
+            None
+        }
+    }
+
+    /// Takes a node and swaps it into the tail; returns it and its predecessor (null: the
+    /// lock was free and is ours).
+    #[inline(always)]
+    fn enqueue(&self) -> (&'static Node, *mut Node) {
         let node = queue_node::take();
         node.next.store(null_mut(), Relaxed);
         node.state.store(WAITING, Relaxed);
         // AcqRel: Release publishes the node's initialised fields to the successor that will
         // read our `next`; Acquire makes the predecessor's node visible to us.
-        let pred = self.tail.swap(queue_node::as_ptr(node), AcqRel);
-        if pred.is_null() {
-            return Some(McsGuard { node });
-        }
+        (node, self.tail.swap(queue_node::as_ptr(node), AcqRel))
+    }
+
+    /// Links `node` behind `pred` and waits to be granted. On time-out, abandons the node and
+    /// returns `false`.
+    #[cold]
+    fn wait_behind(&self, node: &'static Node, pred: *mut Node, deadline: Option<Instant>) -> bool {
         // SAFETY: queue pointers always come from `queue_node::as_ptr`.
         let pred = unsafe { queue_node::from_ptr(pred) };
+        // Release: the successor's node fields, initialised in `enqueue`, are visible to the
+        // predecessor's holder when it reads `next` with Acquire.
         pred.next.store(queue_node::as_ptr(node), Release);
-        if self.wait_granted(node, deadline) {
-            Some(McsGuard { node })
-        } else {
-            None
-        }
+        self.wait_granted(node, deadline)
     }
 
     /// Waits until `node` is granted. On time-out, abandons the node (which then belongs to
@@ -153,10 +167,12 @@ unsafe impl<W: Wait> RawMutex for Mcs<W> {
 
     #[inline]
     fn lock(&self) -> McsGuard {
-        match self.lock_until(None) {
-            Some(guard) => guard,
-            None => unreachable!("an acquisition without a deadline cannot time out"),
+        let (node, pred) = self.enqueue();
+        if !pred.is_null() {
+            let granted = self.wait_behind(node, pred, None);
+            debug_assert!(granted, "an acquisition without a deadline cannot time out");
         }
+        McsGuard { node }
     }
 
     #[inline]
@@ -175,8 +191,30 @@ unsafe impl<W: Wait> RawMutex for Mcs<W> {
         }
     }
 
+    #[inline]
     unsafe fn unlock(&self, guard: McsGuard) {
-        let mut node = guard.node;
+        let node = guard.node;
+        // Release: the critical section happens-before the next acquirer's Acquire swap.
+        if node.next.load(Acquire).is_null()
+            && self.tail.compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed).is_ok()
+        {
+            queue_node::give(node);
+            return;
+        }
+        self.hand_over(node);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        !self.tail.load(Relaxed).is_null()
+    }
+}
+
+impl<W: Wait> Mcs<W> {
+    /// Passes the lock to `node`'s successor (which has swapped itself into the tail, and
+    /// may not have linked itself yet), skipping successors that abandoned their nodes.
+    #[cold]
+    fn hand_over(&self, mut node: &'static Node) {
         loop {
             let mut next = node.next.load(Acquire);
             if next.is_null() {
@@ -205,11 +243,6 @@ unsafe impl<W: Wait> RawMutex for Mcs<W> {
             }
             return;
         }
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        !self.tail.load(Relaxed).is_null()
     }
 }
 

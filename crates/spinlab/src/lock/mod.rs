@@ -10,10 +10,31 @@
 //! | [`Mcs`]  |           | swap + CAS              | FIFO, each waiter on its own line |
 //! | [`Clh`]  |           | swap + store            | FIFO, each waiter on its predecessor's line |
 //! | [`Fair`] | seed 003  | bit-set + CAS           | round-robin over waiters' slots |
-//! | [`Bounded`] |        | CAS + CAS               | none, but a waiter starving past 0.5 ms claims the next release |
+//! | [`Bounded`] |        | CAS + CAS               | none, but a bypass bound in time |
 //!
 //! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas` and
 //! `Ttas` become a swap, so they can see whether to wake anyone.)
+//!
+//! Fairness guarantees, precisely:
+//!
+//! - `Tas`, `Ttas`: none. A waiter can be passed over without bound (seed 003's Table 4).
+//! - `Ticket`, `Mcs`, `Clh`: FIFO among the waiters that joined the queue with `lock()`: no
+//!   waiter is passed over once it has its ticket or node in the queue. A timed waiter that
+//!   gives up leaves the order; a `Ticket` timed acquisition takes no ticket and is not served
+//!   in order (see [`Ticket`]).
+//! - `Fair`: every waiter holding a slot gets the lock within one turn of the round-robin,
+//!   that is after at most one acquisition by each other slot holder (seed 003). Threads past
+//!   the 63 slots poll without order.
+//! - `Bounded`: a bypass bound in time: a running waiter that has waited
+//!   [`STARVATION_NS`] gets the lock after at most the current holder and one earlier claimant
+//!   (see [`Bounded`]).
+//!
+//! The in-order locks pay for their guarantee when threads outnumber CPUs: they hand the lock
+//! to the next waiter in line whether or not it is running, so every hand-over waits for that
+//! thread to be scheduled (a time slice with a spinning policy, a wake-up with a sleeping one)
+//! while runnable threads wait behind it. That convoy takes them to a few percent of a
+//! barging lock's throughput; `Bounded` and `Ttas` never hand the lock to a thread that is
+//! not running, except `Bounded`'s claimant, which is running when it claims.
 
 mod bounded;
 mod clh;

@@ -4,9 +4,10 @@
 //! Nodes are allocated once and never freed: a node may still be read by another thread after
 //! its last owner is done with it (a CLH successor spins on its predecessor's node; an MCS
 //! releaser may wake a node whose owner has already moved on), and never freeing makes that
-//! safe without reclamation schemes. Each thread keeps a small cache of free nodes; a thread
-//! that exits returns its cache to a global pool, from which new threads draw first. Memory
-//! is bounded by the most nodes ever in use at once (held + waiting, across all queue locks).
+//! safe without reclamation schemes. Each thread keeps a small fixed cache of free nodes; a
+//! thread that exits, or has more than its cache holds, returns them to a lock-free global
+//! pool, from which threads draw first. Memory is bounded by the most nodes ever in use at
+//! once (held + waiting, across all queue locks), plus the threads' caches.
 //!
 //! Under loom nodes are reused within one model execution (per thread, as here) and leaked
 //! at its end: loom's atomics belong to one execution and cannot be pooled across them.
@@ -23,6 +24,9 @@ pub(crate) struct QueueNode {
     pub next: AtomicPtr<Node>,
     /// CLH: the predecessor to wait on instead, published by a waiter that timed out.
     pub pred: AtomicPtr<Node>,
+    /// The link of the global pool of free nodes; used only while the node is free.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub pool_next: AtomicPtr<Node>,
 }
 
 pub(crate) type Node = CachePadded<QueueNode>;
@@ -32,49 +36,147 @@ fn fresh() -> &'static Node {
         state: AtomicU32::new(0),
         next: AtomicPtr::new(core::ptr::null_mut()),
         pred: AtomicPtr::new(core::ptr::null_mut()),
+        pool_next: AtomicPtr::new(core::ptr::null_mut()),
     })))
 }
 
 #[cfg(not(loom))]
 mod pool {
+    //! The per-thread cache is a fixed stack of `Cell`s: taking or giving a node is a few
+    //! plain loads and stores, with no `RefCell` borrow flag and no `Vec` that could grow (and
+    //! allocate) inside an unlock. Past [`CACHED`] nodes, or during thread teardown, nodes go
+    //! to a global pool that takes no lock, so a `fork()` in a multithreaded process cannot
+    //! leave it locked in the child (its only thread would then hang in the next lock).
+    //!
+    //! The global pool is an intrusive stack linked through `QueueNode::pool_next`. Nodes are
+    //! pushed one at a time (a CAS, which is free of ABA: it only publishes our own node) and
+    //! taken all at once (a swap of the head with null). Taking one node off the top with a
+    //! CAS would not be safe: between reading the top and its link, another thread could take
+    //! both and give the top back, and the CAS would install a link to a node in use.
     use super::{fresh, Node};
-    use std::cell::RefCell;
-    use std::sync::Mutex;
+    use crate::sync::{AtomicPtr, Ordering::*};
+    use core::cell::Cell;
+    use core::ptr::null_mut;
 
-    /// Free nodes of threads that have exited.
-    static ORPHANS: Mutex<Vec<&'static Node>> = Mutex::new(Vec::new());
+    /// Nodes a thread keeps for itself: one per queue lock it holds or waits for at once,
+    /// plus the CLH predecessors it takes over. Sixteen covers nesting far deeper than real
+    /// code does; deeper nesting still works, through the global pool.
+    const CACHED: usize = 16;
 
-    struct Cache(Vec<&'static Node>);
+    /// Free nodes of threads that have exited, or that had more than they could keep.
+    static POOL: AtomicPtr<Node> = AtomicPtr::new(null_mut());
+
+    struct Cache {
+        nodes: [Cell<*const Node>; CACHED],
+        len: Cell<usize>,
+    }
 
     impl Drop for Cache {
         fn drop(&mut self) {
-            if let Ok(mut orphans) = ORPHANS.lock() {
-                orphans.append(&mut self.0);
+            for slot in &self.nodes[..self.len.get()] {
+                // SAFETY: the cache holds only nodes from `fresh`, which live forever.
+                push_global(unsafe { &*slot.get() });
             }
         }
     }
 
     std::thread_local! {
-        static CACHE: RefCell<Cache> = const { RefCell::new(Cache(Vec::new())) };
+        static CACHE: Cache = const {
+            Cache { nodes: [const { Cell::new(core::ptr::null()) }; CACHED], len: Cell::new(0) }
+        };
     }
 
     #[inline]
     pub fn take() -> &'static Node {
-        CACHE.try_with(|cache| cache.borrow_mut().0.pop()).ok().flatten().unwrap_or_else(take_slow)
-    }
-
-    #[cold]
-    fn take_slow() -> &'static Node {
-        ORPHANS.lock().ok().and_then(|mut orphans| orphans.pop()).unwrap_or_else(fresh)
+        let cached = CACHE.try_with(|cache| {
+            let len = cache.len.get();
+            (len > 0).then(|| {
+                cache.len.set(len - 1);
+                cache.nodes[len - 1].get()
+            })
+        });
+        match cached {
+            // SAFETY: the cache holds only nodes from `fresh`, which live forever.
+            Ok(Some(node)) => unsafe { &*node },
+            _ => take_slow(),
+        }
     }
 
     #[inline]
     pub fn give(node: &'static Node) {
-        // During thread teardown the cache may be gone: hand the node to the global pool.
-        if CACHE.try_with(|cache| cache.borrow_mut().0.push(node)).is_err() {
-            if let Ok(mut orphans) = ORPHANS.lock() {
-                orphans.push(node);
+        let kept = CACHE.try_with(|cache| {
+            let len = cache.len.get();
+            let room = len < CACHED;
+            if room {
+                cache.nodes[len].set(node);
+                cache.len.set(len + 1);
             }
+            room
+        });
+        if kept != Ok(true) {
+            push_global(node);
+        }
+    }
+
+    #[cold]
+    fn take_slow() -> &'static Node {
+        // Acquire: the nodes' links, written before each was pushed, are visible.
+        let mut list = POOL.swap(null_mut(), Acquire);
+        if list.is_null() {
+            return fresh();
+        }
+        // SAFETY: the pool holds only nodes from `fresh`, which live forever.
+        let first = unsafe { &*list };
+        list = first.pool_next.load(Relaxed);
+        // Keep what fits in our cache; give the rest back.
+        while !list.is_null() {
+            // SAFETY: as above.
+            let node = unsafe { &*list };
+            list = node.pool_next.load(Relaxed);
+            give(node);
+        }
+        first
+    }
+
+    fn push_global(node: &'static Node) {
+        let mut head = POOL.load(Relaxed);
+        loop {
+            node.pool_next.store(head, Relaxed);
+            // Release: the link above is visible to whoever takes the list.
+            match POOL.compare_exchange_weak(head, super::as_ptr(node), Release, Relaxed) {
+                Ok(_) => return,
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn nodes_come_back_from_the_cache_and_from_the_pool_without_duplicates() {
+            std::thread::spawn(|| {
+                // More than the cache holds: the surplus goes through the global pool.
+                let nodes: Vec<&'static Node> = (0..3 * CACHED).map(|_| take()).collect();
+                let mut addresses: Vec<usize> = nodes.iter().map(|n| super::super::as_ptr(n) as usize).collect();
+                addresses.sort_unstable();
+                addresses.dedup();
+                assert_eq!(addresses.len(), 3 * CACHED, "a node was handed out twice");
+                for node in nodes {
+                    give(node);
+                }
+                let again: Vec<&'static Node> = (0..3 * CACHED).map(|_| take()).collect();
+                let mut readdressed: Vec<usize> = again.iter().map(|n| super::super::as_ptr(n) as usize).collect();
+                readdressed.sort_unstable();
+                readdressed.dedup();
+                assert_eq!(readdressed.len(), 3 * CACHED, "a node was handed out twice after reuse");
+                for node in again {
+                    give(node);
+                }
+            })
+            .join()
+            .unwrap();
         }
     }
 }
