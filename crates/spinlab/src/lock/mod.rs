@@ -29,8 +29,8 @@
 //!   [`STARVATION_NS`] gets the lock after at most the current holder and one earlier claimant
 //!   (see [`Bounded`]).
 //!
-//! The in-order locks pay for their guarantee when threads outnumber CPUs: they hand the lock
-//! to the next waiter in line whether or not it is running, so every hand-over waits for that
+//! The FIFO locks pay for their guarantee when threads outnumber CPUs: they hand the lock to
+//! the next waiter in line whether or not it is running, so every hand-over waits for that
 //! thread to be scheduled (a time slice with a spinning policy, a wake-up with a sleeping one)
 //! while runnable threads wait behind it. That convoy takes them to a few percent of a
 //! barging lock's throughput; `Bounded` and `Ttas` never hand the lock to a thread that is
