@@ -142,37 +142,36 @@ pub fn usable_locks() -> impl Iterator<Item = &'static LockEntry> {
 /// combination of them is usable, else every name.
 pub fn accepted() -> String {
     let usable: Vec<_> = usable_locks().collect();
-    let mut algorithms: Vec<&str> = Vec::new();
-    let mut policies: Vec<&str> = Vec::new();
+    // Each algorithm with the policies it fits with, in registry order.
+    let mut algorithms: Vec<(&str, Vec<&str>)> = Vec::new();
     let mut references: Vec<&str> = Vec::new();
     for entry in &usable {
         match entry.policy {
-            Some(policy) => {
-                if !algorithms.contains(&entry.algorithm) {
-                    algorithms.push(entry.algorithm);
-                }
-                if !policies.contains(&policy) {
-                    policies.push(policy);
-                }
-            }
+            Some(policy) => match algorithms.iter_mut().find(|(a, _)| *a == entry.algorithm) {
+                Some((_, policies)) => policies.push(policy),
+                None => algorithms.push((entry.algorithm, vec![policy])),
+            },
             None => references.push(entry.name.as_str()),
         }
     }
     references.push(GLIBC);
-    let combined = usable.iter().filter(|e| e.policy.is_some()).count();
-    let names = if combined == algorithms.len() * policies.len() {
-        format!(
-            "ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, or {}",
-            algorithms.join(", "),
-            policies.join(", "),
-            references.join(", ")
-        )
-    } else {
-        let mut all: Vec<&str> = usable.iter().map(|e| e.name.as_str()).collect();
-        all.push(GLIBC);
-        all.join(", ")
-    };
-    format!("{names} (default {DEFAULT_LOCK})")
+    // The algorithms that fit with every policy are named together; the others (CLH fits only
+    // where its policy may sleep: see `lock::Gated`) each with their own policies.
+    let all_policies = algorithms.iter().map(|(_, p)| p.len()).max().unwrap_or(0);
+    let (everywhere, partly): (Vec<_>, Vec<_>) = algorithms.iter().partition(|(_, p)| p.len() == all_policies);
+    let mut clauses = Vec::new();
+    if let Some((_, policies)) = everywhere.first() {
+        clauses.push(format!(
+            "ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}",
+            everywhere.iter().map(|(a, _)| *a).collect::<Vec<_>>().join(", "),
+            policies.join(", ")
+        ));
+    }
+    for (algorithm, policies) in partly {
+        clauses.push(format!("{algorithm}:POLICY with POLICY one of {}", policies.join(", ")));
+    }
+    clauses.push(references.join(", "));
+    format!("{} (default {DEFAULT_LOCK})", clauses.join("; or "))
 }
 
 #[cfg(test)]
@@ -205,7 +204,9 @@ mod tests {
         let accepted = accepted();
         assert!(accepted.contains("ALGORITHM one of tas, ttas, ticket, mcs, fair, bounded and POLICY"), "{accepted}");
         assert!(accepted.contains("parking_lot, pthread (default bounded:spin-yield-park)"), "{accepted}");
-        assert!(!accepted.contains("clh") && !accepted.contains("std"), "{accepted}");
+        // CLH fits a pthread_mutex_t only as the gate of a bounded word (sleeping policies).
+        assert!(accepted.contains("clh:POLICY with POLICY one of futex, spin-park, spin-yield-park;"), "{accepted}");
+        assert!(!accepted.contains("std"), "{accepted}");
         for entry in usable_locks() {
             assert!(parse(Some(&entry.name), None, None, None).is_ok(), "{}", entry.name);
         }

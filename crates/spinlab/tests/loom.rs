@@ -31,13 +31,13 @@ use lock_api::{RawMutex, RawMutexTimed};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use spinlab::lock::{Bounded, Clh, Fair, Mcs, Tas, Ticket, Ttas};
+use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
 use spinlab::wait::{Futex, Spin, SpinPark, SpinYieldPark, Wait};
 use std::time::Duration;
 
 /// What the models need from a lock: lock_api's raw traits and a constructor (`INIT` panics
 /// under loom, whose atomics cannot be built in a constant).
-trait Lock: RawMutex + RawMutexTimed<Duration = Duration> + Send + Sync + 'static {
+trait Lock: RawMutex + RawMutexTimed<Duration = Duration, Instant = std::time::Instant> + Send + Sync + 'static {
     fn new_unlocked() -> Self;
 }
 
@@ -51,6 +51,12 @@ macro_rules! impl_lock {
     )*};
 }
 impl_lock!(Tas, Ttas, Ticket, Mcs, Clh, Fair, Bounded);
+
+impl<L: Lock, W: Wait> Lock for Gated<L, W> {
+    fn new_unlocked() -> Self {
+        Gated::with_gate(L::new_unlocked())
+    }
+}
 
 /// How often a slow holder (`bump_slowly_and_unlock`) yields when one thread waits: enough
 /// for it to spin out a deadline under loom (three iterations) or SpinPark's budget (two)
@@ -491,4 +497,11 @@ models! {
     bounded_futex: Bounded<Futex>, OTHERS;
     bounded_spin_park: Bounded<SpinPark>, OTHERS;
     bounded_spin_yield_park: Bounded<SpinYieldPark>, OTHERS;
+    // The registry's in-order locks over sleeping policies: each queue as the gate of a
+    // bounded word. One policy each keeps the file's run time down; the gate's own models
+    // above cover its algorithm over every policy.
+    gated_ticket_futex: Gated<Ticket<Futex>, Futex>, OTHERS;
+    gated_mcs_spin_park: Gated<Mcs<SpinPark>, SpinPark>, OTHERS;
+    gated_clh_futex: Gated<Clh<Futex>, Futex>, OTHERS;
+    gated_fair_spin_park: Gated<Fair<SpinPark>, SpinPark>, OTHERS;
 }

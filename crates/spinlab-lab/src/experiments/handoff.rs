@@ -35,7 +35,7 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 /// The locks measured when neither `--locks` nor `--waits` is given: TTAS over every policy
-/// of seed 000 and the sleeping ones, and the references.
+/// of seed 000 and the sleeping ones, spinlab's default, and the references.
 pub const DEFAULT_LOCKS: &[&str] = &[
     "ttas:spin",
     "ttas:pause",
@@ -47,6 +47,7 @@ pub const DEFAULT_LOCKS: &[&str] = &[
     "ttas:yield",
     "ttas:futex",
     "ttas:spin-park",
+    "default",
     "std",
     "parking_lot",
     "pthread",

@@ -11,6 +11,7 @@
 //! | [`Clh`]  |           | swap + store            | FIFO, each waiter on its predecessor's line |
 //! | [`Fair`] | seed 003  | bit-set + CAS           | round-robin over waiters' slots |
 //! | [`Bounded`] |        | CAS + CAS               | none, but a bypass bound in time |
+//! | [`Gated`] |          | CAS + CAS               | waiters queue in the gate's order; a bypass bound in time |
 //!
 //! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas` and
 //! `Ttas` become a swap, so they can see whether to wake anyone.)
@@ -29,16 +30,23 @@
 //!   [`STARVATION_NS`] gets the lock after at most the current holder and one earlier claimant
 //!   (see [`Bounded`]).
 //!
-//! The FIFO locks pay for their guarantee when threads outnumber CPUs: they hand the lock to
-//! the next waiter in line whether or not it is running, so every hand-over waits for that
+//! - `Gated<L, W>`: the waiters that found the lock taken queue in `L`'s order (FIFO, or the
+//!   fair lock's round-robin); the one at the head is passed over by running threads for at
+//!   most [`STARVATION_NS`] before it claims the next release.
+//!
+//! The in-order locks pay for their guarantee when threads outnumber CPUs: they hand the lock
+//! to the next waiter in line whether or not it is running, so every hand-over waits for that
 //! thread to be scheduled (a time slice with a spinning policy, a wake-up with a sleeping one)
 //! while runnable threads wait behind it. That convoy takes them to a few percent of a
-//! barging lock's throughput; `Bounded` and `Ttas` never hand the lock to a thread that is
-//! not running, except `Bounded`'s claimant, which is running when it claims.
+//! barging lock's throughput. `Bounded` and `Ttas` never hand the lock to a thread that is
+//! not running (`Bounded`'s claimant is running when it claims), and [`Gated`] puts an
+//! in-order lock in front of a `Bounded` word, so that only its waiters keep the order: the
+//! registry builds `ticket`, `mcs`, `clh` and `fair` that way for the policies that may sleep.
 
 mod bounded;
 mod clh;
 mod fair;
+mod gated;
 mod mcs;
 mod queue_node;
 mod tas;
@@ -49,6 +57,7 @@ mod word;
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
+pub use gated::Gated;
 pub use mcs::{Mcs, McsGuard};
 pub use tas::Tas;
 pub use ticket::Ticket;

@@ -2,7 +2,7 @@
 
 use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use super::{policy_list, Origin, RegistryError};
-use crate::lock::{Bounded, Clh, Fair, Mcs, Tas, Ticket, Ttas};
+use crate::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -47,11 +47,14 @@ impl LockEntry {
     }
 }
 
-/// A lock algorithm, as the registry sees it: a name and a type per policy.
+/// A lock algorithm, as the registry sees it: a name and a type per policy. `With<W>` is the
+/// lock built for a pure spin policy, `Sleeping<W>` the one built for a policy that may sleep.
 trait Algorithm {
     const NAME: &'static str;
+    /// Whether the algorithm hands the lock over in order (with a pure spin policy).
     const FAIR: bool;
     type With<W: Wait>: Named;
+    type Sleeping<W: Wait>: Named;
 }
 
 macro_rules! algorithm {
@@ -61,33 +64,53 @@ macro_rules! algorithm {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
             type With<W: Wait> = Stored<$lock<W>>;
+            type Sleeping<W: Wait> = Stored<$lock<W>>;
+        }
+    };
+    // An in-order lock whose waiters may sleep is built as the gate of a bounded-bypass word
+    // (`lock::Gated`): handing the lock itself to a sleeping waiter is a convoy.
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, gated when sleeping) => {
+        struct $marker;
+        impl Algorithm for $marker {
+            const NAME: &'static str = $name;
+            const FAIR: bool = $fair;
+            type With<W: Wait> = Stored<$lock<W>>;
+            type Sleeping<W: Wait> = Stored<Gated<$lock<W>, W>>;
         }
     };
 }
 
 algorithm!(TasAlgorithm, Tas, "tas", fair: false);
 algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false);
-algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true);
-algorithm!(McsAlgorithm, Mcs, "mcs", fair: true);
-algorithm!(ClhAlgorithm, Clh, "clh", fair: true);
-algorithm!(FairAlgorithm, Fair, "fair", fair: true);
+algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, gated when sleeping);
+algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, gated when sleeping);
+algorithm!(ClhAlgorithm, Clh, "clh", fair: true, gated when sleeping);
+algorithm!(FairAlgorithm, Fair, "fair", fair: true, gated when sleeping);
 algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false);
 
 struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A>);
 
 impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
     fn visit<W: Wait>(&mut self) {
+        let (timed_native, ops, make) = if W::MAY_SLEEP {
+            let timed = <A::Sleeping<W> as Named>::TIMED_NATIVE;
+            (timed, ops::<A::Sleeping<W>>(), boxed::<A::Sleeping<W>> as fn() -> Box<dyn DynMutex>)
+        } else {
+            (<A::With<W> as Named>::TIMED_NATIVE, ops::<A::With<W>>(), boxed::<A::With<W>> as fn() -> Box<dyn DynMutex>)
+        };
         self.0.push(LockEntry {
             name: format!("{}:{}", A::NAME, W::NAME),
             algorithm: A::NAME,
             policy: Some(W::NAME),
             origin: Origin::Spinlab,
-            fair: A::FAIR,
+            // A gated lock hands the lock to whichever running thread takes it first; only
+            // its waiters keep the algorithm's order.
+            fair: A::FAIR && !W::MAY_SLEEP,
             may_sleep: W::MAY_SLEEP,
-            timed_native: <A::With<W> as Named>::TIMED_NATIVE,
+            timed_native,
             availability: W::availability(),
-            ops: ops::<A::With<W>>(),
-            make: boxed::<A::With<W>>,
+            ops,
+            make,
         });
     }
 }
