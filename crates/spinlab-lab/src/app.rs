@@ -40,13 +40,24 @@ fn parse_locks(text: &str) -> Result<AppLocks, String> {
     Ok(AppLocks(locks))
 }
 
+/// The room the preload library has for a lock inside glibc's `pthread_mutex_t` on 64-bit
+/// Linux: the bytes before the type field glibc keeps reading (the preload library checks the
+/// same facts against the running glibc when it starts).
+const PTHREAD_MUTEX_LOCK_ROOM: usize = 16;
+
 /// Why the preload library cannot run `lock`, if it cannot.
 fn refused(lock: &LockChoice) -> Option<String> {
     let name = lock.name();
-    if lock.entry.algorithm == "clh" || name == "std" {
+    let ops = &lock.entry.ops;
+    if ops.size > PTHREAD_MUTEX_LOCK_ROOM || ops.align > 8 || !ops.zero_is_unlocked {
         return Some(format!(
-            "`{name}` cannot be preloaded: it does not fit in a pthread_mutex_t (clh:* and std are \
-             24 bytes); use tas, ttas, ticket, mcs or fair with a wait policy, parking_lot or pthread"
+            "`{name}` cannot be preloaded: it does not fit in a pthread_mutex_t: it takes {} bytes \
+             aligned to {}{}, and a pthread_mutex_t has \
+             {PTHREAD_MUTEX_LOCK_ROOM} bytes aligned to 8 for it; use tas, ttas, ticket, mcs, fair or \
+             bounded with a wait policy, clh with a policy that may sleep, parking_lot or pthread",
+            ops.size,
+            ops.align,
+            if ops.zero_is_unlocked { "" } else { " and is not unlocked when all-zero" }
         ));
     }
     lock.unavailable().map(|why| format!("`{name}` cannot run on this CPU: {why}"))
@@ -56,7 +67,8 @@ fn refused(lock: &LockChoice) -> Option<String> {
 #[derive(Args, Clone, Debug)]
 pub struct AppOptions {
     /// Locks to run the program under, comma-separated: ALGORITHM:POLICY (tas, ttas, ticket,
-    /// mcs, fair), parking_lot, pthread (glibc's own, through the library), or `default`
+    /// mcs, fair, bounded; clh with a policy that may sleep), parking_lot, pthread (glibc's
+    /// own, through the library), or `default`
     #[arg(long, value_name = "LIST", value_parser = parse_locks)]
     pub locks: AppLocks,
     /// Exactly N runs per lock and of the baseline (instead of the FAME rule)

@@ -9,9 +9,10 @@ use std::time::Duration;
 /// The alias `--locks` accepts for the library's recommended lock.
 pub const DEFAULT_ALIAS: &str = "default";
 
-/// The registry name of `spinlab::DefaultRawMutex` (`Bounded<SpinYieldPark>`). The registry
-/// has no alias for it; a test checks this name against the type.
-pub const DEFAULT_LOCK: &str = "bounded:spin-yield-park";
+/// The registry name of `spinlab::DefaultRawMutex` (`Gated<Ticket<SpinYieldPark>,
+/// SpinYieldPark>`, which the registry builds for `ticket` over a sleeping policy). The
+/// registry has no alias for it; a test checks this name against the type.
+pub const DEFAULT_LOCK: &str = "ticket:spin-yield-park";
 
 /// A lock chosen by name.
 #[derive(Clone, Debug)]
@@ -221,7 +222,10 @@ mod tests {
     #[test]
     fn the_default_alias_names_the_library_default_type() {
         let name = std::any::type_name::<spinlab::DefaultRawMutex>();
-        assert!(name.contains("Bounded<") && name.contains("SpinYieldPark"), "{name}: update DEFAULT_LOCK");
+        assert!(
+            name.contains("Gated<") && name.contains("Ticket<") && name.contains("SpinYieldPark"),
+            "{name}: update DEFAULT_LOCK"
+        );
         let choice = lock("default").unwrap();
         assert_eq!(choice.name(), DEFAULT_LOCK);
         assert!(choice.via_alias && choice.is_default());
@@ -234,8 +238,8 @@ mod tests {
             err.contains("`nope`") && err.contains("ticket") && err.contains("parking_lot") && err.contains("default")
         );
         assert!(lock_list("std,,pthread").unwrap_err().contains("malformed"));
-        let locks = lock_list("std,default,bounded:spin-yield-park").unwrap();
-        assert_eq!(locks.iter().map(|l| l.name()).collect::<Vec<_>>(), ["std", "bounded:spin-yield-park"]);
+        let locks = lock_list("std,default,ticket:spin-yield-park").unwrap();
+        assert_eq!(locks.iter().map(|l| l.name()).collect::<Vec<_>>(), ["std", "ticket:spin-yield-park"]);
     }
 
     #[test]

@@ -25,7 +25,7 @@
 
 use criterion::{Bencher, Criterion};
 use lock_api::RawMutex;
-use spinlab::lock::{Bounded, Clh, Fair, Mcs, Tas, Ticket, Ttas};
+use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
 use spinlab::wait::{Spin, SpinPark, SpinYieldPark, Wait};
 use spinlab::{CachePadded, DefaultRawMutex};
 use std::cell::UnsafeCell;
@@ -143,13 +143,14 @@ fn spinlab_locks<W: Wait + 'static>(subjects: &mut Vec<Subject>) {
     subjects.push(subject("spinlab", format!("clh:{p}"), Raw(Clh::<W>::INIT)));
     subjects.push(subject("spinlab", format!("fair:{p}"), Raw(Fair::<W>::INIT)));
     subjects.push(subject("spinlab", format!("bounded:{p}"), Raw(Bounded::<W>::INIT)));
+    subjects.push(subject("spinlab", format!("gated-ticket:{p}"), Raw(Gated::<Ticket<W>, W>::INIT)));
 }
 
 const FLOOR_CAS_STORE: &str = "cas+store";
 const FLOOR_CAS_SWAP: &str = "cas+swap";
 const DEFAULT: &str = "default";
 /// The registry name of `DefaultRawMutex`.
-const DEFAULT_NAME: &str = "bounded:spin-yield-park";
+const DEFAULT_NAME: &str = "ticket:spin-yield-park";
 
 fn subjects() -> Vec<Subject> {
     let mut subjects = vec![
@@ -160,7 +161,7 @@ fn subjects() -> Vec<Subject> {
     spinlab_locks::<SpinPark>(&mut subjects);
     // The default's type under its registry name, and again as `default`: the pair's ratio
     // shows how far two identical subjects drift apart in this run.
-    subjects.push(subject("spinlab", DEFAULT_NAME, Raw(Bounded::<SpinYieldPark>::INIT)));
+    subjects.push(subject("spinlab", DEFAULT_NAME, Raw(Gated::<Ticket<SpinYieldPark>, SpinYieldPark>::INIT)));
     subjects.push(subject("spinlab", DEFAULT, Raw(DefaultRawMutex::INIT)));
     subjects.push(subject("reference", "std", StdMutex(std::sync::Mutex::new(()))));
     subjects.push(subject("reference", "parking_lot", Raw(parking_lot::RawMutex::INIT)));
