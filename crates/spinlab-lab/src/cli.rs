@@ -219,6 +219,7 @@ pub fn registry_rows() -> (Vec<Row>, Vec<Row>) {
                 .with("wait", e.policy)
                 .with("origin", if e.origin == Origin::Reference { "reference" } else { "spinlab" })
                 .with("fair", e.fair)
+                .with("bound", e.bound)
                 .with("may_sleep", e.may_sleep)
                 .with("timed", if e.timed_native { "native" } else { "polls try_lock" })
                 .with("default", e.name == crate::select::DEFAULT_LOCK)

@@ -98,6 +98,7 @@ const COLUMNS: &[Column] = &[
     col("p99_wait_ns", "p99 wait ns"),
     col("max_wait_ns", "max wait ns"),
     col("max_hold_ns", "max hold ns"),
+    col("bound", "fairness bound"),
     col("uncontended_ns", "uncontended ns"),
     col("reps", "reps"),
 ];
@@ -439,6 +440,8 @@ impl Experiment for Contention {
                     row.set("max_wait_ns", t.wait.max().map(|v| ns(v as f64)));
                     row.set("mean_hold_ns", t.hold.mean().map(ns));
                     row.set("max_hold_ns", t.hold.max().map(|v| ns(v as f64)));
+                    // The algorithm's guarantee, beside the waits it shows here.
+                    row.set("bound", lock.entry.bound);
                     row.set("acquisitions", t.wait.count());
                     if let Some(u) = u {
                         row.set("uncontended_ns", u.mean);

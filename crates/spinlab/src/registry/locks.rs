@@ -26,6 +26,9 @@ pub struct LockEntry {
     pub origin: Origin,
     /// Whether unlocking hands the lock over in order (`RawMutexFair`).
     pub fair: bool,
+    /// The fairness guarantee, in words: how long or how often a waiter can be passed over
+    /// (`spinlab::lock`'s module docs give each precisely).
+    pub bound: &'static str,
     /// Whether a waiter may sleep in the kernel.
     pub may_sleep: bool,
     /// Whether a timed acquisition waits natively (otherwise it polls `try_lock`).
@@ -53,40 +56,50 @@ trait Algorithm {
     const NAME: &'static str;
     /// Whether the algorithm hands the lock over in order (with a pure spin policy).
     const FAIR: bool;
+    /// The fairness guarantee with a pure spin policy, and with a policy that may sleep.
+    const BOUND: &'static str;
+    const SLEEPING_BOUND: &'static str;
     type With<W: Wait>: Named;
     type Sleeping<W: Wait>: Named;
 }
 
 macro_rules! algorithm {
-    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal) => {
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal) => {
         struct $marker;
         impl Algorithm for $marker {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
+            const BOUND: &'static str = $bound;
+            const SLEEPING_BOUND: &'static str = $bound;
             type With<W: Wait> = Stored<$lock<W>>;
             type Sleeping<W: Wait> = Stored<$lock<W>>;
         }
     };
     // An in-order lock whose waiters may sleep is built as the gate of a bounded-bypass word
     // (`lock::Gated`): handing the lock itself to a sleeping waiter is a convoy.
-    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, gated when sleeping) => {
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated when sleeping) => {
         struct $marker;
         impl Algorithm for $marker {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
+            const BOUND: &'static str = $bound;
+            const SLEEPING_BOUND: &'static str = GATED_BOUND;
             type With<W: Wait> = Stored<$lock<W>>;
             type Sleeping<W: Wait> = Stored<Gated<$lock<W>, W>>;
         }
     };
 }
 
-algorithm!(TasAlgorithm, Tas, "tas", fair: false);
-algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false);
-algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, gated when sleeping);
-algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, gated when sleeping);
-algorithm!(ClhAlgorithm, Clh, "clh", fair: true, gated when sleeping);
-algorithm!(FairAlgorithm, Fair, "fair", fair: true, gated when sleeping);
-algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false);
+/// The guarantee of an in-order lock built as the gate of a bounded-bypass word.
+const GATED_BOUND: &str = "waiters in queue order; the head passed over for at most 0.5 ms";
+
+algorithm!(TasAlgorithm, Tas, "tas", fair: false, bound: "none");
+algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false, bound: "none");
+algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, bound: "FIFO", gated when sleeping);
+algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO", gated when sleeping);
+algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when sleeping);
+algorithm!(FairAlgorithm, Fair, "fair", fair: true, bound: "round-robin among slot holders", gated when sleeping);
+algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running waiter passed over for at most 0.5 ms");
 
 struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A>);
 
@@ -106,6 +119,7 @@ impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
             // A gated lock hands the lock to whichever running thread takes it first; only
             // its waiters keep the algorithm's order.
             fair: A::FAIR && !W::MAY_SLEEP,
+            bound: if W::MAY_SLEEP { A::SLEEPING_BOUND } else { A::BOUND },
             may_sleep: W::MAY_SLEEP,
             timed_native,
             availability: W::availability(),
@@ -119,13 +133,14 @@ fn add_algorithm<A: Algorithm>(table: &mut Vec<LockEntry>) {
     visit_policies(&mut AddEveryPolicy::<A>(table, core::marker::PhantomData));
 }
 
-fn reference<T: Named>(name: &'static str, fair: bool) -> LockEntry {
+fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str) -> LockEntry {
     LockEntry {
         name: name.to_string(),
         algorithm: name,
         policy: None,
         origin: Origin::Reference,
         fair,
+        bound,
         may_sleep: true,
         timed_native: T::TIMED_NATIVE,
         availability: Ok(()),
@@ -148,9 +163,13 @@ pub fn locks() -> &'static [LockEntry] {
         add_algorithm::<ClhAlgorithm>(&mut table);
         add_algorithm::<FairAlgorithm>(&mut table);
         add_algorithm::<BoundedAlgorithm>(&mut table);
-        table.push(reference::<StdMutex>("std", false));
-        table.push(reference::<Stored<parking_lot::RawMutex>>("parking_lot", false));
-        table.push(reference::<PthreadMutex>("pthread", false));
+        table.push(reference::<StdMutex>("std", false, "none"));
+        table.push(reference::<Stored<parking_lot::RawMutex>>(
+            "parking_lot",
+            false,
+            "eventual fairness: a fair hand-off about every 0.5 ms",
+        ));
+        table.push(reference::<PthreadMutex>("pthread", false, "none"));
         table
     })
 }
