@@ -283,7 +283,7 @@ int spinlab_cond_destroy(spinlab_cond_t *cond);
 
 /**
  * Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
- * `"ticket:spin-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
+ * `"mcs:spin-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
  * (this CPU lacks the policy's instructions), or `SPINLAB_INVALID` for a NULL `mutex`.
  *
  * # Safety
@@ -346,7 +346,7 @@ int spinlab_mutex_unlock(spinlab_mutex_t *mutex);
 int spinlab_mutex_destroy(spinlab_mutex_t *mutex);
 
 /**
- * The registry name of the lock in `mutex` (`"ticket:spin-yield-park"` after a NULL name): a static
+ * The registry name of the lock in `mutex` (`"mcs:spin-yield-park"` after a NULL name): a static
  * string; do not free it.
  *
  * # Safety

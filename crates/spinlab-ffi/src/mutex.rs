@@ -64,7 +64,7 @@ pub(crate) unsafe fn parts(mutex: *mut spinlab_mutex_t) -> (&'static RawLockOps,
 }
 
 /// Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
-/// `"ticket:spin-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
+/// `"mcs:spin-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
 /// (this CPU lacks the policy's instructions), or `SPINLAB_INVALID` for a NULL `mutex`.
 ///
 /// # Safety
@@ -212,7 +212,7 @@ pub unsafe extern "C" fn spinlab_mutex_destroy(mutex: *mut spinlab_mutex_t) -> c
     SPINLAB_OK
 }
 
-/// The registry name of the lock in `mutex` (`"ticket:spin-yield-park"` after a NULL name): a static
+/// The registry name of the lock in `mutex` (`"mcs:spin-yield-park"` after a NULL name): a static
 /// string; do not free it.
 ///
 /// # Safety

@@ -8,7 +8,7 @@ use crate::shared::condvar::{cond_ops, cond_ops_named, CondOps};
 use spinlab::registry::{lock_info, locks, LockEntry, RawLockOps, RegistryError};
 
 /// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.
-pub const DEFAULT_LOCK: &str = "ticket:spin-yield-park";
+pub const DEFAULT_LOCK: &str = "mcs:spin-yield-park";
 /// The reference lock that means "keep glibc's mutexes and condition variables" (and count,
 /// with `SPINLAB_STATS`).
 pub const GLIBC: &str = "pthread";
@@ -203,7 +203,7 @@ mod tests {
         // Every usable name is described (by the grammar or by name), and no refused one.
         let accepted = accepted();
         assert!(accepted.contains("ALGORITHM one of tas, ttas, ticket, mcs, fair, bounded and POLICY"), "{accepted}");
-        assert!(accepted.contains("parking_lot, pthread (default ticket:spin-yield-park)"), "{accepted}");
+        assert!(accepted.contains("parking_lot, pthread (default mcs:spin-yield-park)"), "{accepted}");
         // CLH fits a pthread_mutex_t only as the gate of a bounded word (sleeping policies).
         assert!(accepted.contains("clh:POLICY with POLICY one of futex, spin-park, spin-yield-park;"), "{accepted}");
         assert!(!accepted.contains("std"), "{accepted}");

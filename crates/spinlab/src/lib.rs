@@ -45,10 +45,10 @@ pub use event::Event;
 pub use padded::CachePadded;
 
 /// The lock spinlab recommends when you have no measurement telling you otherwise: waiters
-/// queue in ticket order in front of a bounded-bypass word ([`lock::Gated`] over
-/// [`lock::Ticket`] and [`lock::Bounded`]); they spin with `pause` for a few microseconds,
-/// offering the CPU with `sched_yield` every microsecond, then sleep on a futex
-/// ([`wait::SpinYieldPark`]). The registry calls it `ticket:spin-yield-park`.
+/// queue in MCS order in front of a bounded-bypass word ([`lock::Gated`] over [`lock::Mcs`]
+/// and [`lock::Bounded`]); they spin with `pause` for a few microseconds, offering the CPU
+/// with `sched_yield` every microsecond, then sleep on a futex ([`wait::SpinYieldPark`]).
+/// The registry calls it `mcs:spin-yield-park`.
 ///
 /// Why this one:
 /// - Uncontended, it is one compare-and-swap to lock and one to unlock, with no system call:
@@ -57,7 +57,9 @@ pub use padded::CachePadded;
 ///   for a sleeping or preempted thread to be scheduled: the convoy that makes strict FIFO
 ///   locks collapse when threads outnumber CPUs.
 /// - Only the waiter at the head of the queue contends for the word; the others sleep in
-///   ticket order. A crowd of spinners would take the CPU from the holder: on the 2-CPU
+///   queue order, each on its own node, so a hand-over wakes one of them (a ticket queue
+///   wakes them all: with 75 threads waiting for CPython's GIL that herd made
+///   `ticket:futex` crawl). A crowd of spinners would take the CPU from the holder: on the 2-CPU
 ///   guest, 16 threads of a C program hammering one mutex ran 3x faster than under glibc's
 ///   mutex with this lock, and 1.6-2.3x slower with every waiter on the word
 ///   (`bounded:spin-yield-park`).
@@ -65,10 +67,11 @@ pub use padded::CachePadded;
 ///   ([`lock::STARVATION_NS`]), as parking_lot's eventual fairness and the Linux mutex's
 ///   hand-off bit do.
 ///
-/// It takes 16 bytes (a 4-byte word and a 12-byte ticket queue). `ttas:spin-park`, the
+/// It takes 16 bytes (a 4-byte word and the MCS tail pointer); a waiter's queue node comes
+/// from a per-thread cache. `ttas:spin-park`, the
 /// previous default, stays in the registry as the seeds' subject. `spinlab run contention`
 /// and `spinlab app` measure them against the others on your machine.
-pub type DefaultRawMutex = lock::Gated<lock::Ticket<wait::SpinYieldPark>, wait::SpinYieldPark>;
+pub type DefaultRawMutex = lock::Gated<lock::Mcs<wait::SpinYieldPark>, wait::SpinYieldPark>;
 
 /// A mutex over spinlab's default lock ([`DefaultRawMutex`]); see its docs for why.
 pub type Mutex<T> = lock_api::Mutex<DefaultRawMutex, T>;

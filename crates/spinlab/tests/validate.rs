@@ -343,7 +343,7 @@ fn fair_lock_hands_over_round_robin_to_queued_waiters() {
 }
 
 #[test]
-fn the_default_mutex_is_documented_gated_ticket_spin_yield_park() {
+fn the_default_mutex_is_documented_gated_mcs_spin_yield_park() {
     let _serial = serial();
     let m = spinlab::Mutex::new(5);
     *m.lock() += 1;
@@ -351,7 +351,7 @@ fn the_default_mutex_is_documented_gated_ticket_spin_yield_park() {
     assert_eq!(
         core::any::type_name::<spinlab::DefaultRawMutex>(),
         core::any::type_name::<
-            spinlab::lock::Gated<spinlab::lock::Ticket<spinlab::wait::SpinYieldPark>, spinlab::wait::SpinYieldPark>,
+            spinlab::lock::Gated<spinlab::lock::Mcs<spinlab::wait::SpinYieldPark>, spinlab::wait::SpinYieldPark>,
         >()
     );
     let timed = m.try_lock_for(Duration::from_millis(1));
