@@ -1,5 +1,5 @@
 //! The bounded-bypass lock: barging for throughput, a hand-off bit for fairness. The word of
-//! spinlab's default lock (behind a ticket queue: [`Gated`](super::Gated)).
+//! spinlab's default lock (behind an MCS queue: [`Gated`](super::Gated)).
 //!
 //! A test-and-test-and-set lock lets whichever running thread sees the lock free take it: the
 //! releaser itself, often, because the lock's line is still in its cache. That is what makes
