@@ -416,25 +416,15 @@ mod tests {
             // Hold until the waiter sleeps, then well past the bound, so it starves.
             wait_for_a_sleeper(&lock);
             std::thread::sleep(Duration::from_nanos(4 * STARVATION_NS));
-            // Release and barge straight back in: the waiter, woken by the release, is rarely
-            // running yet. It may win anyway; then it is done.
-            // SAFETY: this thread holds the lock.
-            unsafe { lock.unlock(GuardSend::new()) };
-            if lock.try_lock().is_none() {
-                return;
-            }
-            if waiter_done.load(SeqCst) {
-                // The woken waiter took and released the lock before we looked again.
-                // SAFETY: this thread holds the lock.
-                unsafe { lock.unlock(GuardSend::new()) };
-                return;
-            }
-            // We barged. The waiter, once it runs, finds the lock held after waiting past the
-            // bound and claims the next release.
-            while !lock.is_claimed() && !waiter_done.load(SeqCst) {
+            // Wake it while we still hold the lock (a spurious wake-up, which waiters must
+            // accept): it finds the lock held after waiting past the bound, and claims.
+            let give_up = Instant::now() + Duration::from_secs(10);
+            while !lock.is_claimed() {
+                assert!(Instant::now() < give_up, "{}: a woken, starving waiter never claimed", W::NAME);
+                crate::sys::futex::wake_one(&lock.state);
                 std::thread::yield_now();
             }
-            assert!(lock.is_claimed(), "the waiter cannot take a held lock");
+            assert!(!waiter_done.load(SeqCst), "the waiter cannot take a held lock");
             // SAFETY: this thread holds the lock.
             unsafe { lock.unlock(GuardSend::new()) };
             assert!(lock.try_lock().is_none(), "{}: a claimed release was taken back by the releaser", W::NAME);
