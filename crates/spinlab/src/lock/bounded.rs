@@ -126,6 +126,24 @@ impl<W: Wait> Bounded<W> {
 
     #[cold]
     fn lock_contended(&self, deadline: Option<Instant>) -> bool {
+        self.wait_for(deadline, Mode::Sleep) == Outcome::Acquired
+    }
+
+    /// The queue's first step ([`Gated`](super::Gated)): becomes the one spinner and spins
+    /// for the policy's budget, as qspinlock's pending waiter does, so that a lone waiter
+    /// takes a contended lock without touching the queue. Gives up at once, with
+    /// [`Outcome::Queue`], if another waiter is spinning, and when the budget is spent
+    /// (policies that may sleep only: a pure spin policy spins until it acquires).
+    #[inline]
+    pub(crate) fn spin_then_queue(&self, deadline: Option<Instant>) -> Outcome {
+        if self.fast_lock() {
+            return Outcome::Acquired;
+        }
+        self.wait_for(deadline, Mode::SpinThenQueue)
+    }
+
+    #[cold]
+    fn wait_for(&self, deadline: Option<Instant>, mode: Mode) -> Outcome {
         let mut episode = Episode::new(deadline);
         let mut starvation = Starvation::new();
         // SPINNING if this thread is the one waiter allowed to spin (policies that may sleep).
@@ -135,16 +153,20 @@ impl<W: Wait> Bounded<W> {
             let seen = self.state.load(Relaxed);
             if seen & (LOCKED | HANDOFF) == 0 {
                 if self.state.compare_exchange(seen, (seen | LOCKED) & !spinner, Acquire, Relaxed).is_ok() {
-                    return true;
+                    return Outcome::Acquired;
                 }
                 continue;
             }
             if seen & HANDOFF == 0 && starvation.starving() {
                 // Relaxed: the claim orders nothing; taking the lock later is an Acquire.
                 if self.state.compare_exchange(seen, (seen | HANDOFF) & !spinner, Relaxed, Relaxed).is_ok() {
-                    return self.claim(&mut episode);
+                    return if self.claim(&mut episode) { Outcome::Acquired } else { Outcome::TimedOut };
                 }
                 continue;
+            }
+            if mode == Mode::SpinThenQueue && W::MAY_SLEEP && spinner == 0 && seen & SPINNING != 0 {
+                // Another waiter is spinning: wait in the queue.
+                return Outcome::Queue;
             }
             if W::MAY_SLEEP && spinner == 0 && seen & SPINNING == 0 {
                 // Become the spinner; if the word moved meanwhile, look at it again.
@@ -167,9 +189,13 @@ impl<W: Wait> Bounded<W> {
                     Spun::Changed => continue,
                     Spun::TimedOut => {
                         self.state.fetch_and(!spinner, Relaxed);
-                        return false;
+                        return Outcome::TimedOut;
                     }
                     // Only policies that may sleep end their spin phase.
+                    Spun::Exhausted if mode == Mode::SpinThenQueue => {
+                        self.state.fetch_and(!spinner, Relaxed);
+                        return Outcome::Queue;
+                    }
                     Spun::Exhausted => {}
                 }
             }
@@ -185,7 +211,7 @@ impl<W: Wait> Bounded<W> {
             let slept = W::sleep(&self.state, marked, deadline);
             self.count_out(slept == FutexWait::Woken);
             if slept == FutexWait::TimedOut {
-                return false;
+                return Outcome::TimedOut;
             }
             episode.restart_spinning();
         }
@@ -259,6 +285,26 @@ impl<W: Wait> Bounded<W> {
             self.state.fetch_and(!WAKING, Relaxed);
         }
     }
+}
+
+/// How a contended acquisition waits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Spin, sleep, claim: until the lock is ours or the deadline passes.
+    Sleep,
+    /// Spin as the one spinner, then leave for the queue.
+    SpinThenQueue,
+}
+
+/// How a contended acquisition ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The lock is ours.
+    Acquired,
+    /// The deadline passed first.
+    TimedOut,
+    /// Spinning did not get the lock (`Mode::SpinThenQueue` only): wait in the queue.
+    Queue,
 }
 
 /// Sleepers counted in `state`.
