@@ -68,7 +68,7 @@ fn refused(lock: &LockChoice) -> Option<String> {
 pub struct AppOptions {
     /// Locks to run the program under, comma-separated: ALGORITHM:POLICY (tas, ttas, ticket,
     /// mcs, fair, bounded; clh with a policy that may sleep), parking_lot, pthread (glibc's
-    /// own, through the library), or `default`
+    /// own, through the library), or `default`; `spinlab list` shows every lock name
     #[arg(long, value_name = "LIST", value_parser = parse_locks)]
     pub locks: AppLocks,
     /// Exactly N runs per lock and of the baseline (instead of the FAME rule)

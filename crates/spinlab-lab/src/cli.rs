@@ -4,10 +4,8 @@ use crate::error::LabError;
 use crate::experiments::{self, check_options, Common, Experiment, Lab};
 use crate::machine::{MachineInfo, Topology};
 use crate::results::output::Outputs;
-use crate::results::{table, Results, Row};
+use crate::results::Results;
 use clap::{Parser, Subcommand};
-use serde_json::json;
-use spinlab::registry::{self, Origin};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -31,7 +29,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Everything in the registry: locks and wait policies, with availability
+    /// Everything in the registry: locks, wait policies, barriers, events and reader-writer
+    /// locks, with availability here and where each kind of name is accepted
     List {
         /// Print JSON instead of a table
         #[arg(long)]
@@ -208,97 +207,13 @@ fn info(sys_root: &Path, json: bool) -> Result<(), LabError> {
     Ok(())
 }
 
-/// The registry as rows: every lock, then every wait policy.
-pub fn registry_rows() -> (Vec<Row>, Vec<Row>) {
-    let locks = registry::locks()
-        .iter()
-        .map(|e| {
-            let mut row = Row::new()
-                .with("lock", &e.name)
-                .with("algorithm", e.algorithm)
-                .with("wait", e.policy)
-                .with("origin", if e.origin == Origin::Reference { "reference" } else { "spinlab" })
-                .with("fair", e.fair)
-                .with("bound", e.bound)
-                .with("may_sleep", e.may_sleep)
-                .with("timed", if e.timed_native { "native" } else { "polls try_lock" })
-                .with("default", e.name == crate::select::DEFAULT_LOCK)
-                .with("oversubscribed", oversubscribed_behaviour(e))
-                .with("available", e.availability.is_ok());
-            if let Err(why) = e.availability {
-                row.set("unavailable", why.to_string());
-            }
-            row
-        })
-        .collect();
-    let waits = spinlab::wait::policies()
-        .iter()
-        .map(|p| {
-            let mut row = Row::new()
-                .with("wait", p.name)
-                .with("may_sleep", p.may_sleep)
-                .with("available", p.availability.is_ok());
-            if let Err(why) = p.availability {
-                row.set("unavailable", why.to_string());
-            }
-            row
-        })
-        .collect();
-    (locks, waits)
-}
-
-/// What a lock does when threads outnumber CPUs: a lock that hands over in order waits, at
-/// every hand-over, for the next thread in line to be scheduled (see `spinlab::lock`).
-fn oversubscribed_behaviour(e: &registry::LockEntry) -> &'static str {
-    if e.fair {
-        "collapses: hands over in order, to threads that may not be running"
-    } else {
-        "holds up: a running thread takes a free lock"
-    }
-}
-
 fn list(json: bool) {
-    let (locks, waits) = registry_rows();
+    let listing = crate::list::Listing::gather();
     if json {
-        let doc = json!({
-            "locks": locks,
-            "waits": waits,
-            "experiments": ["floor", "contention", "herd", "interference", "handoff", "wakeup", "barrier", "spr"],
-            "aliases": {"default": crate::select::DEFAULT_LOCK},
-        });
-        print_out(&format!("{}\n", serde_json::to_string_pretty(&doc).unwrap_or_default()));
-        return;
+        print_out(&format!("{}\n", serde_json::to_string_pretty(&listing.to_json()).unwrap_or_default()));
+    } else {
+        print_out(&listing.render());
     }
-    use table::col;
-    let mut text = String::from("locks (`default` is an alias of ");
-    text.push_str(crate::select::DEFAULT_LOCK);
-    text.push_str("):\n");
-    text.push_str(&table::render(
-        &locks,
-        &[
-            col("lock", "lock"),
-            col("origin", "origin"),
-            col("default", "default"),
-            col("fair", "fair"),
-            col("may_sleep", "may sleep"),
-            col("timed", "timed lock"),
-            col("oversubscribed", "threads > CPUs"),
-            col("available", "available"),
-            col("unavailable", "why not"),
-        ],
-    ));
-    text.push_str("\n\nwait policies:\n");
-    text.push_str(&table::render(
-        &waits,
-        &[
-            col("wait", "wait"),
-            col("may_sleep", "may sleep"),
-            col("available", "available"),
-            col("unavailable", "why not"),
-        ],
-    ));
-    text.push('\n');
-    print_out(&text);
 }
 
 fn run(sys_root: &Path, experiment: &dyn Experiment, common: &Common) -> Result<(), LabError> {

@@ -8,6 +8,7 @@
 //! - [`experiments`]: the [`Experiment`](experiments::Experiment) trait and one file per
 //!   experiment.
 //! - [`select`]: parsing lock, policy, thread and placement lists.
+//! - [`list`]: `spinlab list`, every registry name by kind, with availability.
 //! - [`lockbox`]: a registry lock on cache lines of its own.
 //! - [`workloads`]: seed 000's active workloads, sized from the caches.
 //! - [`report`]: `spinlab report`, every experiment into an HTML report with a recommendation.
@@ -21,6 +22,7 @@ pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod experiments;
+pub mod list;
 pub mod lockbox;
 pub mod machine;
 pub mod measure;

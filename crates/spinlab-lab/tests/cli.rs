@@ -149,6 +149,145 @@ fn list_shows_every_lock_with_availability() {
     assert!(text.contains("ticket:pause") && text.contains("pthread"));
 }
 
+fn list_json() -> Value {
+    let o = spinlab(&["list", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("list --json prints JSON")
+}
+
+/// `(name, available)` of every row of `kind` in `spinlab list --json`, the name under `key`.
+fn listed(v: &Value, kind: &str, key: &str) -> Vec<(String, bool)> {
+    v[kind]
+        .as_array()
+        .unwrap_or_else(|| panic!("list --json has no `{kind}` array"))
+        .iter()
+        .map(|row| {
+            let name = row[key].as_str().unwrap_or_else(|| panic!("{kind} row without `{key}`: {row}"));
+            (name.to_string(), row["available"].as_bool().unwrap_or_else(|| panic!("no `available`: {row}")))
+        })
+        .collect()
+}
+
+#[test]
+fn list_shows_barriers_events_and_rwlocks_with_availability() {
+    let v = list_json();
+    let kinds: [(&str, &str, &[&str]); 3] = [
+        ("barriers", "barrier", &["barrier:spin", "barrier:futex", "barrier:spin-park", "std", "pthread"]),
+        ("events", "event", &["event:pause", "event:futex", "event:spin-park", "std", "pthread"]),
+        ("rwlocks", "rwlock", &["rw-writer:futex", "rw-phase:spin-park", "std", "parking_lot", "pthread"]),
+    ];
+    for (kind, key, expected) in kinds {
+        let names: Vec<String> = listed(&v, kind, key).into_iter().map(|(n, _)| n).collect();
+        for name in expected {
+            assert!(names.iter().any(|n| n == name), "{kind}: {name} missing from {names:?}");
+        }
+        for row in v[kind].as_array().unwrap() {
+            assert_keys(row, &[key, "origin", "may_sleep", "available"], kind);
+            if row["available"] == false {
+                assert!(row["unavailable"].as_str().is_some_and(|r| r.contains("needs")), "{row}");
+            }
+        }
+    }
+    let phase = v["rwlocks"].as_array().unwrap().iter().find(|r| r["rwlock"] == "rw-phase:futex").unwrap();
+    assert_eq!(phase["fairness"], "phase-fair");
+    // Every policy has its barrier and its event.
+    for (wait, _) in listed(&v, "waits", "wait") {
+        assert!(listed(&v, "barriers", "barrier").iter().any(|(n, _)| *n == format!("barrier:{wait}")), "{wait}");
+        assert!(listed(&v, "events", "event").iter().any(|(n, _)| *n == format!("event:{wait}")), "{wait}");
+    }
+    let text = stdout(&spinlab(&["list"]));
+    for needle in [
+        "barriers (",
+        "barrier:pause",
+        "wait/notify events (",
+        "event:futex",
+        "reader-writer locks (",
+        "rw-phase:futex",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from the table:\n{text}");
+    }
+}
+
+#[test]
+fn every_listed_name_is_built_by_the_registry_and_every_registry_name_is_listed() {
+    use spinlab::registry::{self, RegistryError};
+    let v = list_json();
+    let two = std::num::NonZeroU32::new(2).unwrap();
+    // What the registry's constructor says of a listed name must match its `available`.
+    fn agrees<T>(kind: &str, name: &str, available: bool, built: Result<T, RegistryError>) {
+        match built {
+            Ok(_) => assert!(available, "{kind} {name}: built, but listed as unavailable"),
+            Err(RegistryError::Unavailable { .. }) => assert!(!available, "{kind} {name}: listed as available"),
+            Err(e) => panic!("{kind} {name} is listed, but the registry does not know it: {e}"),
+        }
+    }
+    let (locks, barriers) = (listed(&v, "locks", "lock"), listed(&v, "barriers", "barrier"));
+    let (events, rwlocks) = (listed(&v, "events", "event"), listed(&v, "rwlocks", "rwlock"));
+    let waits = listed(&v, "waits", "wait");
+    for (name, available) in &locks {
+        agrees("lock", name, *available, registry::new_lock(name));
+    }
+    for (name, available) in &barriers {
+        agrees("barrier", name, *available, registry::new_barrier(name, two));
+    }
+    for (name, available) in &events {
+        agrees("event", name, *available, registry::new_event(name));
+    }
+    for (name, available) in &rwlocks {
+        agrees("rwlock", name, *available, registry::new_rwlock(name));
+    }
+    // And nothing the registry builds is left out.
+    let sorted = |rows: &[(String, bool)]| {
+        let mut names: Vec<String> = rows.iter().map(|(n, _)| n.clone()).collect();
+        names.sort();
+        names
+    };
+    let registry_sorted = |names: Vec<&str>| {
+        let mut names: Vec<String> = names.into_iter().map(str::to_string).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(sorted(&locks), registry_sorted(registry::lock_names()));
+    assert_eq!(sorted(&barriers), registry_sorted(registry::barrier_names()));
+    assert_eq!(sorted(&events), registry_sorted(registry::event_names()));
+    assert_eq!(sorted(&rwlocks), registry_sorted(registry::rwlock_names()));
+    let policies: Vec<&str> = spinlab::wait::policies().iter().map(|p| p.name).collect();
+    assert_eq!(sorted(&waits), registry_sorted(policies));
+    // The command line takes every listed name: clap parses options in order, so a refusal of
+    // the bad option after the list says the list itself was accepted.
+    let all = |rows: &[(String, bool)]| rows.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(",");
+    assert_refused(&["run", "contention", "--locks", &all(&locks), "--duration", "0"], &["--duration"]);
+    assert_refused(&["run", "contention", "--baseline", "pthread", "--duration", "0"], &["--duration"]);
+    assert_refused(&["run", "floor", "--waits", &all(&waits), "--maiv", "0"], &["--maiv"]);
+    assert_refused(&["run", "barrier", "--barriers", &all(&barriers), "--iterations", "0"], &["--iterations"]);
+    assert_refused(&["run", "spr", "--barriers", &all(&barriers), "--tc-block", "0"], &["--tc-block"]);
+}
+
+#[test]
+fn each_run_option_that_takes_names_says_where_they_come_from() {
+    for (subcommand, options) in [
+        ("contention", &["--locks", "--waits", "--baseline"][..]),
+        ("herd", &["--locks", "--waits"][..]),
+        ("barrier", &["--barriers"][..]),
+        ("spr", &["--barriers"][..]),
+    ] {
+        let o = spinlab(&["run", subcommand, "--help"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let help = stdout(&o);
+        for option in options {
+            let line = help
+                .lines()
+                .skip_while(|l| !l.trim_start().starts_with(option))
+                .take_while(|l| l.trim_start().starts_with(option) || !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(line.contains("spinlab list"), "{subcommand} {option}: {line}");
+        }
+    }
+    let app = stdout(&spinlab(&["app", "--help"]));
+    assert!(app.contains("spinlab list"), "{app}");
+}
+
 #[test]
 fn run_floor_writes_json_and_csv() {
     let (json, csv) = (scratch("floor.json"), scratch("floor.csv"));

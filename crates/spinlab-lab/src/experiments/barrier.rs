@@ -70,7 +70,8 @@ pub fn parse_barriers(text: &str) -> Result<Barriers, String> {
 #[derive(Args, Clone, Debug)]
 #[group(skip)]
 pub struct BarrierExperiment {
-    /// Barriers, comma-separated: barrier:POLICY, pthread, std
+    /// Barriers, comma-separated: barrier:POLICY, pthread, std; `spinlab list` shows every
+    /// barrier name and whether this CPU can run it
     #[arg(long, value_name = "LIST", value_parser = parse_barriers)]
     pub barriers: Option<Barriers>,
     /// Loop iterations of the Fig. 3b pseudo-benchmark (seed 001: 1000000)

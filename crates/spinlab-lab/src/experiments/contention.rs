@@ -67,7 +67,7 @@ pub struct Contention {
     #[arg(long, value_name = "BY", default_value = "auto", value_parser = parse_groups)]
     pub groups: GroupBy,
     /// Lock whose throughput the others are divided by (`throughput_vs_baseline`); ignored
-    /// when not measured
+    /// when not measured; a name from `spinlab list`
     #[arg(long, value_name = "LOCK", default_value = "ttas:spin", value_parser = parse_lock)]
     pub baseline: LockChoice,
 }

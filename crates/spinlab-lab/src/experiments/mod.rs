@@ -123,10 +123,12 @@ fn parse_placements(s: &str) -> Result<Placements, String> {
 #[derive(Args, Clone, Debug)]
 pub struct Common {
     /// Locks, comma-separated: ALGORITHM:POLICY (e.g. ttas:spin, mcs:spin-park), a reference
-    /// lock (std, parking_lot, pthread), or `default` (spinlab's default lock)
+    /// lock (std, parking_lot, pthread), or `default` (spinlab's default lock); `spinlab list`
+    /// shows every lock name and whether this CPU can run it
     #[arg(long, value_name = "LIST", value_parser = parse_locks)]
     pub locks: Option<Locks>,
-    /// Wait policies, comma-separated (see `spinlab list`)
+    /// Wait policies, comma-separated (e.g. spin, pause, futex, spin-park); `spinlab list` shows
+    /// every policy name and whether this CPU has what it needs
     #[arg(long, value_name = "LIST", value_parser = parse_waits)]
     pub waits: Option<Waits>,
     /// Thread counts, comma-separated: numbers, `cpus`, or multiples of the CPUs like `4x`

@@ -136,7 +136,7 @@ fn parse_apps(text: &str) -> Result<Apps, String> {
 pub struct Spr {
     /// Barriers throttling the helper, comma-separated: barrier:POLICY, pthread, std (default:
     /// seed 001's three, spin-loops as barrier:pause, pthreads, mwmon as the monitor waits,
-    /// and spinlab's futex and spin-park)
+    /// and spinlab's futex and spin-park); `spinlab list` shows every barrier name
     #[arg(long, value_name = "LIST", value_parser = parse_barriers)]
     pub barriers: Option<Barriers>,
     /// Applications, comma-separated: spmv (sparse matrix-vector multiply), tc (transitive
