@@ -27,11 +27,11 @@
 //!
 //! The registry builds `ticket`, `mcs`, `clh` and `fair` this way for the policies that may
 //! sleep (`futex`, `spin-park`, `spin-yield-park`), where the convoy costs a wake-up per
-//! hand-over. The gate's own hand-over still costs what its algorithm costs: a ticket gate
-//! wakes every sleeping waiter each time (the kernel cannot wake "the holder of ticket n"),
-//! which with tens of waiters is a herd per acquisition (CPython's `test_queue`, 75 threads
-//! on the GIL's mutex, did not finish in 60 s under `ticket:futex`); MCS, CLH and the fair
-//! lock wake exactly one. With the pure spin policies the registry keeps the seeds' locks as they are,
+//! hand-over. The gate's own hand-over wakes one sleeping waiter: MCS, CLH and the fair lock
+//! wake the next waiter's node, and a ticket gate the next ticket's slot of its waiting array
+//! (see [`Ticket`](super::Ticket); without it a ticket gate woke every sleeper per hand-over,
+//! and CPython's `test_queue`, 75 threads on the GIL's mutex, did not finish in 60 s under
+//! `ticket:futex`). With the pure spin policies the registry keeps the seeds' locks as they are,
 //! lock hand-over and all: they are the subjects of seeds 000 and 003.
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
