@@ -141,7 +141,8 @@ typedef struct {
  * `"spin-park"`, `"pause"`, …), chosen when it is initialised. Works with a
  * `spinlab_mutex_t` of any lock; waiters of one condition variable may use different
  * mutexes. Waits may return spuriously: wait in a loop that checks the condition. Opaque;
- * initialise it with `spinlab_cond_init` and do not copy it.
+ * initialise it with `spinlab_cond_init`, or with `SPINLAB_COND_INITIALIZER` (or all-zero
+ * bytes) for the default policy, and do not copy it.
  */
 typedef struct {
   uint64_t opaque[4];
@@ -150,7 +151,8 @@ typedef struct {
 /**
  * A mutual-exclusion lock: any spinlab lock (`"ttas:pause"`, `"mcs:spin-park"`,
  * `"fair:futex"`, …) or reference lock (`"pthread"`, …), chosen when it is initialised.
- * Opaque; initialise it with `spinlab_mutex_init` and do not copy it.
+ * Opaque; initialise it with `spinlab_mutex_init`, or with `SPINLAB_MUTEX_INITIALIZER` (or
+ * all-zero bytes) for the default lock, and do not copy it.
  */
 typedef struct {
   uint64_t opaque[8];
@@ -274,12 +276,23 @@ int spinlab_cond_broadcast(spinlab_cond_t *cond);
 /**
  * Destroys `cond`, first waiting for threads that were woken to finish leaving their wait,
  * so that the memory may be freed as soon as this returns. Returns `SPINLAB_OK`.
- * Afterwards only `spinlab_cond_init` may use the memory; any other call crashes.
+ * Afterwards the memory holds all-zero bytes, which is what `SPINLAB_COND_INITIALIZER`
+ * writes, so a destroyed condition variable used again is a new one of the default policy
+ * (POSIX leaves that case undefined).
  *
  * # Safety
  * `cond` is initialised, and no thread starts a wait on it any more.
  */
 int spinlab_cond_destroy(spinlab_cond_t *cond);
+
+/**
+ * The wait policy of `cond` (`"spin-park"` after a NULL name or `SPINLAB_COND_INITIALIZER`):
+ * a static string; do not free it.
+ *
+ * # Safety
+ * `cond` is initialised.
+ */
+const char *spinlab_cond_name(const spinlab_cond_t *cond);
 
 /**
  * Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
@@ -338,7 +351,9 @@ int spinlab_mutex_unlock(spinlab_mutex_t *mutex);
 
 /**
  * Destroys `mutex`: `SPINLAB_OK`, or `SPINLAB_BUSY` (and nothing happens) if it is held.
- * Afterwards only `spinlab_mutex_init` may use the memory; any other call crashes.
+ * Afterwards the memory may be freed or reused; it holds all-zero bytes, which is what
+ * `SPINLAB_MUTEX_INITIALIZER` writes, so a destroyed mutex used again is an unlocked one of
+ * the default lock (POSIX leaves that case undefined).
  *
  * # Safety
  * `mutex` is initialised, and no thread waits for it.
@@ -346,8 +361,8 @@ int spinlab_mutex_unlock(spinlab_mutex_t *mutex);
 int spinlab_mutex_destroy(spinlab_mutex_t *mutex);
 
 /**
- * The registry name of the lock in `mutex` (`"mcs:spin-yield-park"` after a NULL name): a static
- * string; do not free it.
+ * The registry name of the lock in `mutex` (`"mcs:spin-yield-park"` after a NULL name or
+ * `SPINLAB_MUTEX_INITIALIZER`): a static string; do not free it.
  *
  * # Safety
  * `mutex` is initialised.
@@ -503,9 +518,34 @@ const char *spinlab_rwlock_name(const spinlab_rwlock_t *rwlock);
  */
 const char *spinlab_strerror(int status);
 
+/**
+ * What the matching pthread function returns where a `spinlab_*` function returns
+ * `status`: 0 for `SPINLAB_OK`; `EBUSY`, `ETIMEDOUT`, `EINVAL` (`SPINLAB_INVALID`,
+ * `SPINLAB_UNKNOWN_NAME`), `ENOTSUP` (`SPINLAB_UNAVAILABLE`), `ENOMEM`
+ * (`SPINLAB_TOO_LARGE`); `PTHREAD_BARRIER_SERIAL_THREAD` for
+ * `SPINLAB_BARRIER_SERIAL_THREAD`, which is not an error. `EINVAL` for a code that no
+ * function returns. So a pthread-style wrapper is `return spinlab_errno(spinlab_…(…));`.
+ */
+int spinlab_errno(int status);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
+
+/*
+ * Static initialisers, as PTHREAD_MUTEX_INITIALIZER and PTHREAD_COND_INITIALIZER: a mutex of
+ * the default lock ("mcs:spin-yield-park"), unlocked, and a condition variable of the default
+ * policy ("spin-park"), with no init call at run time:
+ *
+ *   static spinlab_mutex_t lock = SPINLAB_MUTEX_INITIALIZER;
+ *   static spinlab_cond_t ready = SPINLAB_COND_INITIALIZER;
+ *
+ * Both are all-zero bytes, so a zero-filled object (a global without an initialiser, calloc,
+ * memset 0) is the same, and `destroy` leaves them so. Such an object may be destroyed, and
+ * re-initialised with any name, like one made by init.
+ */
+#define SPINLAB_MUTEX_INITIALIZER { { 0 } }
+#define SPINLAB_COND_INITIALIZER { { 0 } }
 
 /*
  * The sizes and alignments of the opaque objects are part of the ABI: the library was built

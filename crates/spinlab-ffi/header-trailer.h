@@ -1,4 +1,19 @@
 /*
+ * Static initialisers, as PTHREAD_MUTEX_INITIALIZER and PTHREAD_COND_INITIALIZER: a mutex of
+ * the default lock ("mcs:spin-yield-park"), unlocked, and a condition variable of the default
+ * policy ("spin-park"), with no init call at run time:
+ *
+ *   static spinlab_mutex_t lock = SPINLAB_MUTEX_INITIALIZER;
+ *   static spinlab_cond_t ready = SPINLAB_COND_INITIALIZER;
+ *
+ * Both are all-zero bytes, so a zero-filled object (a global without an initialiser, calloc,
+ * memset 0) is the same, and `destroy` leaves them so. Such an object may be destroyed, and
+ * re-initialised with any name, like one made by init.
+ */
+#define SPINLAB_MUTEX_INITIALIZER { { 0 } }
+#define SPINLAB_COND_INITIALIZER { { 0 } }
+
+/*
  * The sizes and alignments of the opaque objects are part of the ABI: the library was built
  * for exactly these, so a compiler that lays the structs out differently (a packing pragma in
  * effect, say) must stop here rather than corrupt memory at run time.

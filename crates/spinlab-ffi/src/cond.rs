@@ -3,11 +3,16 @@
 //!
 //! Layout (C sees `SPINLAB_COND_SIZE` opaque bytes aligned to 8):
 //!
-//! | bytes  | field                                                                |
-//! |--------|----------------------------------------------------------------------|
-//! | 0..8   | `ops`: the static table row of the policy (NULL once destroyed)       |
-//! | 8..20  | a `CondCore`: `spinlab::Condvar` and the count of threads in a wait   |
-//! | 20..32 | unused                                                               |
+//! | bytes  | field                                                                  |
+//! |--------|------------------------------------------------------------------------|
+//! | 0..8   | `ops`: the static table row of the policy; NULL: the default policy     |
+//! | 8..20  | a `CondCore`: `spinlab::Condvar` and the count of threads in a wait     |
+//! | 20..32 | unused                                                                 |
+//!
+//! All-zero bytes are a new condition variable of the default policy, with no `init` call:
+//! `ops` NULL stands for the default's row, and an all-zero `CondCore` is a new one of any
+//! policy. That is what `SPINLAB_COND_INITIALIZER` writes, as `PTHREAD_COND_INITIALIZER`
+//! does for glibc, and what `destroy` leaves behind.
 
 use crate::mutex::{parts as mutex_parts, spinlab_mutex_t};
 use crate::names::{lookup, DEFAULT_COND};
@@ -15,8 +20,9 @@ use crate::shared::clock::Abstime;
 use crate::shared::condvar::{cond_ops, CondCore, CondOps};
 use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT};
 use core::mem::MaybeUninit;
-use core::ptr::{addr_of, addr_of_mut, null};
+use core::ptr::{addr_of, addr_of_mut};
 use libc::{c_char, c_int, clockid_t, timespec};
+use std::sync::OnceLock;
 
 /// Bytes of a `spinlab_cond_t`.
 pub const SPINLAB_COND_SIZE: usize = 32;
@@ -27,7 +33,8 @@ pub const SPINLAB_COND_ALIGN: usize = 8;
 /// `"spin-park"`, `"pause"`, …), chosen when it is initialised. Works with a
 /// `spinlab_mutex_t` of any lock; waiters of one condition variable may use different
 /// mutexes. Waits may return spuriously: wait in a loop that checks the condition. Opaque;
-/// initialise it with `spinlab_cond_init` and do not copy it.
+/// initialise it with `spinlab_cond_init`, or with `SPINLAB_COND_INITIALIZER` (or all-zero
+/// bytes) for the default policy, and do not copy it.
 #[repr(C)]
 pub struct spinlab_cond_t {
     opaque: [u64; 4],
@@ -43,13 +50,38 @@ const _: () = assert!(size_of::<spinlab_cond_t>() == SPINLAB_COND_SIZE);
 const _: () = assert!(align_of::<spinlab_cond_t>() == SPINLAB_COND_ALIGN);
 const _: () = assert!(size_of::<Repr>() <= SPINLAB_COND_SIZE && align_of::<Repr>() <= SPINLAB_COND_ALIGN);
 
+/// The row of the default policy, which a condition variable whose `ops` is NULL uses.
+fn default_ops() -> &'static CondOps {
+    static DEFAULT: OnceLock<&'static CondOps> = OnceLock::new();
+    DEFAULT.get_or_init(|| {
+        // The tests check that the default is in the table and runs on every CPU.
+        cond_ops().iter().find(|ops| ops.name.as_c_str() == DEFAULT_COND).expect("the default policy is registered")
+    })
+}
+
+/// The policy of `cond`.
+///
 /// # Safety
-/// `cond` points to a condition variable initialised by `spinlab_cond_init`.
+/// `cond` points to an initialised condition variable (by `spinlab_cond_init`, by
+/// `SPINLAB_COND_INITIALIZER`, or all-zero bytes).
+#[inline(always)]
+unsafe fn ops(cond: *const spinlab_cond_t) -> &'static CondOps {
+    // SAFETY: the caller's contract: the memory holds a condition variable.
+    let ops = unsafe { (*cond.cast::<Repr>()).ops };
+    if ops.is_null() {
+        default_ops()
+    } else {
+        // SAFETY: an `ops` that is not NULL was set by init to a row of a static table.
+        unsafe { &*ops }
+    }
+}
+
+/// # Safety
+/// As [`ops`].
 #[inline(always)]
 unsafe fn parts(cond: *mut spinlab_cond_t) -> (&'static CondOps, *const CondCore) {
-    let repr = cond.cast::<Repr>();
-    // SAFETY: the caller's contract: `ops` was set by init to a row of a static table.
-    unsafe { (&*(*repr).ops, addr_of!((*repr).core).cast()) }
+    // SAFETY: the caller's contract; `cond` points to a condition variable, so to its core.
+    unsafe { (ops(cond), addr_of!((*cond.cast::<Repr>()).core).cast()) }
 }
 
 /// Initialises `cond` with the wait policy called `policy` (`NULL`: `"spin-park"`, the
@@ -184,19 +216,33 @@ pub unsafe extern "C" fn spinlab_cond_broadcast(cond: *mut spinlab_cond_t) -> c_
 
 /// Destroys `cond`, first waiting for threads that were woken to finish leaving their wait,
 /// so that the memory may be freed as soon as this returns. Returns `SPINLAB_OK`.
-/// Afterwards only `spinlab_cond_init` may use the memory; any other call crashes.
+/// Afterwards the memory holds all-zero bytes, which is what `SPINLAB_COND_INITIALIZER`
+/// writes, so a destroyed condition variable used again is a new one of the default policy
+/// (POSIX leaves that case undefined).
 ///
 /// # Safety
 /// `cond` is initialised, and no thread starts a wait on it any more.
 #[no_mangle]
 pub unsafe extern "C" fn spinlab_cond_destroy(cond: *mut spinlab_cond_t) -> c_int {
-    // SAFETY: the caller's contract.
+    // SAFETY: the caller's contract; once `destroy` returns no thread is inside a wait, so
+    // the memory is this thread's to overwrite.
     unsafe {
         let (_, core) = parts(cond);
         CondCore::destroy(core);
-        addr_of_mut!((*cond.cast::<Repr>()).ops).write(null());
+        cond.write_bytes(0, 1);
     }
     SPINLAB_OK
+}
+
+/// The wait policy of `cond` (`"spin-park"` after a NULL name or `SPINLAB_COND_INITIALIZER`):
+/// a static string; do not free it.
+///
+/// # Safety
+/// `cond` is initialised.
+#[no_mangle]
+pub unsafe extern "C" fn spinlab_cond_name(cond: *const spinlab_cond_t) -> *const c_char {
+    // SAFETY: the caller's contract.
+    unsafe { ops(cond) }.name.as_ptr()
 }
 
 #[cfg(test)]
@@ -206,6 +252,8 @@ mod tests {
     use crate::status::SPINLAB_UNKNOWN_NAME;
 
     use core::cell::UnsafeCell;
+    use core::ptr::null;
+    use std::ffi::CStr;
 
     struct Shared {
         cond: UnsafeCell<spinlab_cond_t>,
@@ -285,6 +333,67 @@ mod tests {
             assert_eq!(spinlab_cond_clockwait(cond, mutex, libc::CLOCK_MONOTONIC, &past), SPINLAB_TIMEDOUT);
             assert_eq!(crate::mutex::spinlab_mutex_trylock(mutex), crate::status::SPINLAB_BUSY, "held again");
             spinlab_mutex_unlock(mutex);
+            assert_eq!(spinlab_cond_destroy(cond), SPINLAB_OK);
+            assert_eq!(spinlab_mutex_destroy(mutex), SPINLAB_OK);
+        }
+    }
+
+    #[test]
+    fn every_policy_is_named_back_and_all_zero_bytes_are_the_default() {
+        let mut cond = MaybeUninit::<spinlab_cond_t>::uninit();
+        let cond = cond.as_mut_ptr();
+        // SAFETY: initialised condition variables; static names.
+        unsafe {
+            for ops in cond_ops().iter().filter(|ops| ops.availability.is_ok()) {
+                assert_eq!(spinlab_cond_init(cond, ops.name.as_ptr()), SPINLAB_OK);
+                assert_eq!(CStr::from_ptr(spinlab_cond_name(cond)), ops.name.as_c_str());
+                assert_eq!(spinlab_cond_destroy(cond), SPINLAB_OK);
+                assert_eq!((*cond).opaque, [0; 4], "destroy leaves the static initialiser's bytes");
+                assert_eq!(CStr::from_ptr(spinlab_cond_name(cond)), DEFAULT_COND);
+            }
+        }
+        assert!(default_ops().availability.is_ok());
+    }
+
+    #[test]
+    fn an_all_zero_condition_variable_times_out_and_wakes_a_waiter() {
+        let shared = Shared {
+            // SAFETY: all-zero bytes are a default condition variable and a default mutex.
+            cond: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            // SAFETY: as above.
+            mutex: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+            items: UnsafeCell::new(Vec::new()),
+        };
+        let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
+        let past = timespec { tv_sec: 1, tv_nsec: 0 };
+        // SAFETY (every block below): all-zero objects are initialised ones; `items` only
+        // under the mutex.
+        unsafe {
+            spinlab_mutex_lock(mutex);
+            assert_eq!(spinlab_cond_timedwait(cond, mutex, &past), SPINLAB_TIMEDOUT);
+            spinlab_mutex_unlock(mutex);
+        }
+        let shared = &shared;
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| unsafe {
+                let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
+                spinlab_mutex_lock(mutex);
+                while (*shared.items.get()).is_empty() {
+                    assert_eq!(spinlab_cond_wait(cond, mutex), SPINLAB_OK);
+                }
+                spinlab_mutex_unlock(mutex);
+            });
+            unsafe {
+                spinlab_mutex_lock(mutex);
+                (*shared.items.get()).push(1);
+                spinlab_mutex_unlock(mutex);
+                spinlab_cond_signal(cond);
+            }
+            waiter.join().unwrap();
+        });
+        // SAFETY: no thread uses them any more.
+        unsafe {
+            assert_eq!(CStr::from_ptr(spinlab_cond_name(cond)), DEFAULT_COND);
             assert_eq!(spinlab_cond_destroy(cond), SPINLAB_OK);
             assert_eq!(spinlab_mutex_destroy(mutex), SPINLAB_OK);
         }

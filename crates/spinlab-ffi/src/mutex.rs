@@ -4,11 +4,18 @@
 //!
 //! | bytes | field                                                                      |
 //! |-------|----------------------------------------------------------------------------|
-//! | 0..8  | `kind`: the static table row of the lock built here (NULL once destroyed)  |
+//! | 0..8  | `kind`: the static table row of the lock built here; NULL: the default lock |
 //! | 8..64 | the lock itself, written in place by its `RawLockOps::init`                |
 //!
-//! Every operation reads `kind` and calls the lock's function through it: one indirect call,
-//! and no allocation. (The queue locks, MCS and CLH, take a node per acquisition from a
+//! All-zero bytes are an unlocked mutex of the default lock, with no `init` call: `kind` NULL
+//! stands for the default's row, and every spinlab lock, the default included, is unlocked
+//! when all zero (`RawLockOps::zero_is_unlocked`; a test checks the default's). That is what
+//! `SPINLAB_MUTEX_INITIALIZER` writes, as `PTHREAD_MUTEX_INITIALIZER` does for glibc, and what
+//! `destroy` leaves behind. Nothing ever writes the row into such a mutex, so threads that
+//! use a static one race on nothing but the lock itself.
+//!
+//! Every operation reads `kind` (a NULL costs one well-predicted branch) and calls the lock's
+//! function through it: one indirect call, and no allocation. (The queue locks, MCS and CLH, take a node per acquisition from a
 //! per-thread cache, which allocates only while the thread has never held that many at once.)
 //! The largest lock of the registry, the `pthread` reference, takes 40 of the 56 bytes; a
 //! test checks that every lock fits.
@@ -17,9 +24,10 @@ use crate::names::{lookup, mutex_kinds, MutexKind, DEFAULT_MUTEX};
 use crate::shared::clock::Abstime;
 use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT, SPINLAB_TOO_LARGE};
 use core::mem::MaybeUninit;
-use core::ptr::{addr_of_mut, null};
+use core::ptr::addr_of_mut;
 use libc::{c_char, c_int, clockid_t, timespec};
 use spinlab::registry::RawLockOps;
+use std::sync::OnceLock;
 
 /// Bytes of a `spinlab_mutex_t`.
 pub const SPINLAB_MUTEX_SIZE: usize = 64;
@@ -28,7 +36,8 @@ pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 
 /// A mutual-exclusion lock: any spinlab lock (`"ttas:pause"`, `"mcs:spin-park"`,
 /// `"fair:futex"`, …) or reference lock (`"pthread"`, …), chosen when it is initialised.
-/// Opaque; initialise it with `spinlab_mutex_init` and do not copy it.
+/// Opaque; initialise it with `spinlab_mutex_init`, or with `SPINLAB_MUTEX_INITIALIZER` (or
+/// all-zero bytes) for the default lock, and do not copy it.
 #[repr(C)]
 pub struct spinlab_mutex_t {
     opaque: [u64; 8],
@@ -52,15 +61,44 @@ pub(crate) fn fits(ops: &RawLockOps) -> bool {
     ops.size <= LOCK_BYTES && ops.align <= align_of::<u64>()
 }
 
+/// The row of the default lock, which a mutex whose `kind` is NULL holds.
+fn default_kind() -> &'static MutexKind {
+    static DEFAULT: OnceLock<&'static MutexKind> = OnceLock::new();
+    DEFAULT.get_or_init(|| {
+        // The tests check that the default is in the table, runs on every CPU, and is
+        // unlocked when all zero.
+        mutex_kinds().iter().find(|kind| kind.name.as_c_str() == DEFAULT_MUTEX).expect("the default lock is registered")
+    })
+}
+
+/// The table row of the lock in `mutex`.
+///
+/// # Safety
+/// `mutex` points to an initialised mutex (by `spinlab_mutex_init`, by
+/// `SPINLAB_MUTEX_INITIALIZER`, or all-zero bytes).
+#[inline(always)]
+unsafe fn kind(mutex: *const spinlab_mutex_t) -> &'static MutexKind {
+    // SAFETY: the caller's contract: the memory holds a mutex.
+    let kind = unsafe { (*mutex.cast::<Repr>()).kind };
+    if kind.is_null() {
+        default_kind()
+    } else {
+        // SAFETY: a `kind` that is not NULL was set by init to a row of a static table.
+        unsafe { &*kind }
+    }
+}
+
 /// The verbs of the lock in `mutex`, and where the lock is.
 ///
 /// # Safety
-/// `mutex` points to a mutex initialised by `spinlab_mutex_init` and not destroyed.
+/// `mutex` points to an initialised mutex (by `spinlab_mutex_init`, by
+/// `SPINLAB_MUTEX_INITIALIZER`, or all-zero bytes).
 #[inline(always)]
 pub(crate) unsafe fn parts(mutex: *mut spinlab_mutex_t) -> (&'static RawLockOps, *mut u8) {
-    let repr = mutex.cast::<Repr>();
-    // SAFETY: the caller's contract: `kind` was set by init to a row of a static table.
-    unsafe { (&(*(*repr).kind).entry.ops, addr_of_mut!((*repr).lock).cast()) }
+    // SAFETY: the caller's contract.
+    let kind = unsafe { kind(mutex) };
+    // SAFETY: `mutex` points to a mutex, so to its `lock` field.
+    (&kind.entry.ops, unsafe { addr_of_mut!((*mutex.cast::<Repr>()).lock).cast() })
 }
 
 /// Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
@@ -191,7 +229,9 @@ pub unsafe extern "C" fn spinlab_mutex_unlock(mutex: *mut spinlab_mutex_t) -> c_
 }
 
 /// Destroys `mutex`: `SPINLAB_OK`, or `SPINLAB_BUSY` (and nothing happens) if it is held.
-/// Afterwards only `spinlab_mutex_init` may use the memory; any other call crashes.
+/// Afterwards the memory may be freed or reused; it holds all-zero bytes, which is what
+/// `SPINLAB_MUTEX_INITIALIZER` writes, so a destroyed mutex used again is an unlocked one of
+/// the default lock (POSIX leaves that case undefined).
 ///
 /// # Safety
 /// `mutex` is initialised, and no thread waits for it.
@@ -207,26 +247,27 @@ pub unsafe extern "C" fn spinlab_mutex_destroy(mutex: *mut spinlab_mutex_t) -> c
     unsafe {
         (ops.unlock)(at);
         (ops.drop)(at);
-        addr_of_mut!((*mutex.cast::<Repr>()).kind).write(null());
+        mutex.write_bytes(0, 1);
     }
     SPINLAB_OK
 }
 
-/// The registry name of the lock in `mutex` (`"mcs:spin-yield-park"` after a NULL name): a static
-/// string; do not free it.
+/// The registry name of the lock in `mutex` (`"mcs:spin-yield-park"` after a NULL name or
+/// `SPINLAB_MUTEX_INITIALIZER`): a static string; do not free it.
 ///
 /// # Safety
 /// `mutex` is initialised.
 #[no_mangle]
 pub unsafe extern "C" fn spinlab_mutex_name(mutex: *const spinlab_mutex_t) -> *const c_char {
-    // SAFETY: the caller's contract: `kind` points to a row of a static table.
-    unsafe { (*(*mutex.cast::<Repr>()).kind).name.as_ptr() }
+    // SAFETY: the caller's contract.
+    unsafe { kind(mutex) }.name.as_ptr()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::status::{SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
+    use core::ptr::null;
     use std::ffi::{CStr, CString};
 
     fn uninit() -> Box<MaybeUninit<spinlab_mutex_t>> {
@@ -257,6 +298,39 @@ mod tests {
                 assert_eq!(spinlab_mutex_unlock(m), SPINLAB_OK);
                 assert_eq!(spinlab_mutex_destroy(m), SPINLAB_OK);
             }
+        }
+    }
+
+    #[test]
+    fn the_default_lock_is_available_and_unlocked_when_all_zero() {
+        let default = default_kind();
+        assert_eq!(default.name.as_c_str(), DEFAULT_MUTEX);
+        assert!(default.entry.availability.is_ok());
+        assert!(default.entry.ops.zero_is_unlocked && fits(&default.entry.ops));
+    }
+
+    #[test]
+    fn an_all_zero_mutex_is_an_unlocked_default_one_and_destroy_leaves_one() {
+        // SAFETY: an opaque array of integers, for which all-zero bytes are valid.
+        let mut m: Box<spinlab_mutex_t> = Box::new(unsafe { core::mem::zeroed() });
+        let m: *mut spinlab_mutex_t = &mut *m;
+        // SAFETY (every call): an all-zero mutex is an initialised one; used as the calls require.
+        unsafe {
+            assert_eq!(CStr::from_ptr(spinlab_mutex_name(m)), DEFAULT_MUTEX);
+            for _ in 0..2 {
+                assert_eq!(spinlab_mutex_lock(m), SPINLAB_OK);
+                assert_eq!(spinlab_mutex_trylock(m), SPINLAB_BUSY);
+                assert_eq!(spinlab_mutex_destroy(m), SPINLAB_BUSY);
+                assert_eq!(spinlab_mutex_unlock(m), SPINLAB_OK);
+                assert_eq!(spinlab_mutex_destroy(m), SPINLAB_OK);
+                assert_eq!((*m).opaque, [0; 8], "destroy leaves the static initialiser's bytes");
+            }
+            // A mutex of another lock, destroyed, is the default one again.
+            assert_eq!(spinlab_mutex_init(m, c"ticket:pause".as_ptr()), SPINLAB_OK);
+            assert_eq!(spinlab_mutex_lock(m), SPINLAB_OK);
+            assert_eq!(spinlab_mutex_unlock(m), SPINLAB_OK);
+            assert_eq!(spinlab_mutex_destroy(m), SPINLAB_OK);
+            assert_eq!(CStr::from_ptr(spinlab_mutex_name(m)), DEFAULT_MUTEX);
         }
     }
 

@@ -1,5 +1,8 @@
-//! The status codes every `spinlab_*` function returns, and their messages.
+//! The status codes every `spinlab_*` function returns, their messages, and the errno value
+//! each stands for.
 
+use crate::barrier::SPINLAB_BARRIER_SERIAL_THREAD;
+use core::ffi::CStr;
 use libc::{c_char, c_int};
 
 /// Success.
@@ -22,30 +25,91 @@ pub const SPINLAB_INVALID: c_int = 5;
 /// this build does (its tests check every one); a newer spinlab could add one.
 pub const SPINLAB_TOO_LARGE: c_int = 6;
 
+/// What `spinlab_errno` returns for a code that no function returns.
+const UNKNOWN_ERRNO: c_int = libc::EINVAL;
+
+/// glibc's and musl's `PTHREAD_BARRIER_SERIAL_THREAD` (the libc crate does not define it).
+const PTHREAD_BARRIER_SERIAL_THREAD: c_int = -1;
+
+/// A status code with its message and what the matching pthread function would return.
+struct Status {
+    code: c_int,
+    message: &'static CStr,
+    errno: c_int,
+}
+
+/// Every code a `spinlab_*` function returns: the one place that gives each its meaning.
+const STATUSES: [Status; 8] = [
+    Status { code: SPINLAB_OK, message: c"success", errno: 0 },
+    Status { code: SPINLAB_BUSY, message: c"busy: the lock is held", errno: libc::EBUSY },
+    Status { code: SPINLAB_TIMEDOUT, message: c"timed out: the deadline passed", errno: libc::ETIMEDOUT },
+    // pthread_*_init answers EINVAL for attributes it does not know; a name is spinlab's
+    // attribute.
+    Status {
+        code: SPINLAB_UNKNOWN_NAME,
+        message: c"unknown name: spinlab_list gives the valid names",
+        errno: libc::EINVAL,
+    },
+    Status {
+        code: SPINLAB_UNAVAILABLE,
+        message: c"unavailable: this CPU lacks what the wait policy needs",
+        errno: libc::ENOTSUP,
+    },
+    Status { code: SPINLAB_INVALID, message: c"invalid argument", errno: libc::EINVAL },
+    // pthread_*_init's answer when it lacks the memory to build the primitive.
+    Status { code: SPINLAB_TOO_LARGE, message: c"the primitive does not fit in the object", errno: libc::ENOMEM },
+    // Not an error: pthread_barrier_wait returns PTHREAD_BARRIER_SERIAL_THREAD in its place.
+    Status {
+        code: SPINLAB_BARRIER_SERIAL_THREAD,
+        message: c"serial thread: this barrier wait was chosen as the one of its phase (success)",
+        errno: PTHREAD_BARRIER_SERIAL_THREAD,
+    },
+];
+
+fn entry(code: c_int) -> Option<&'static Status> {
+    STATUSES.iter().find(|status| status.code == code)
+}
+
 /// A message for a status code returned by a `spinlab_*` function: a static, NUL-terminated
 /// string that the caller must not free. Never NULL, also for codes that do not exist.
 #[no_mangle]
 pub extern "C" fn spinlab_strerror(status: c_int) -> *const c_char {
-    let message = match status {
-        SPINLAB_OK => c"success",
-        SPINLAB_BUSY => c"busy: the lock is held",
-        SPINLAB_TIMEDOUT => c"timed out: the deadline passed",
-        SPINLAB_UNKNOWN_NAME => c"unknown name: spinlab_list gives the valid names",
-        SPINLAB_UNAVAILABLE => c"unavailable: this CPU lacks what the wait policy needs",
-        SPINLAB_INVALID => c"invalid argument",
-        SPINLAB_TOO_LARGE => c"the primitive does not fit in the object",
-        _ => c"unknown spinlab status code",
-    };
-    message.as_ptr()
+    entry(status).map_or(c"unknown spinlab status code", |entry| entry.message).as_ptr()
+}
+
+/// What the matching pthread function returns where a `spinlab_*` function returns
+/// `status`: 0 for `SPINLAB_OK`; `EBUSY`, `ETIMEDOUT`, `EINVAL` (`SPINLAB_INVALID`,
+/// `SPINLAB_UNKNOWN_NAME`), `ENOTSUP` (`SPINLAB_UNAVAILABLE`), `ENOMEM`
+/// (`SPINLAB_TOO_LARGE`); `PTHREAD_BARRIER_SERIAL_THREAD` for
+/// `SPINLAB_BARRIER_SERIAL_THREAD`, which is not an error. `EINVAL` for a code that no
+/// function returns. So a pthread-style wrapper is `return spinlab_errno(spinlab_…(…));`.
+#[no_mangle]
+pub extern "C" fn spinlab_errno(status: c_int) -> c_int {
+    entry(status).map_or(UNKNOWN_ERRNO, |entry| entry.errno)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::CStr;
+
+    fn message(code: c_int) -> &'static str {
+        // SAFETY: spinlab_strerror returns static C strings.
+        unsafe { CStr::from_ptr(spinlab_strerror(code)) }.to_str().unwrap()
+    }
 
     #[test]
     fn every_code_has_its_own_message_and_others_get_one_too() {
+        let mut messages: Vec<_> = STATUSES.iter().map(|status| message(status.code)).collect();
+        messages.sort_unstable();
+        messages.dedup();
+        assert_eq!(messages.len(), STATUSES.len());
+        assert!(!messages.contains(&message(-42)));
+        assert_eq!(message(-42), "unknown spinlab status code");
+        assert!(message(SPINLAB_BARRIER_SERIAL_THREAD).starts_with("serial thread"));
+    }
+
+    #[test]
+    fn every_code_is_listed_once_and_maps_to_its_pthread_value() {
         let codes = [
             SPINLAB_OK,
             SPINLAB_BUSY,
@@ -54,13 +118,13 @@ mod tests {
             SPINLAB_UNAVAILABLE,
             SPINLAB_INVALID,
             SPINLAB_TOO_LARGE,
+            SPINLAB_BARRIER_SERIAL_THREAD,
         ];
-        // SAFETY: spinlab_strerror returns static C strings.
-        let message = |code| unsafe { CStr::from_ptr(spinlab_strerror(code)) }.to_str().unwrap();
-        let mut messages: Vec<_> = codes.iter().map(|&code| message(code)).collect();
-        messages.sort_unstable();
-        messages.dedup();
-        assert_eq!(messages.len(), codes.len());
-        assert_eq!(message(-42), "unknown spinlab status code");
+        let listed: Vec<c_int> = STATUSES.iter().map(|status| status.code).collect();
+        assert_eq!(listed, codes);
+        let errnos = codes.map(|code| spinlab_errno(code));
+        let expected = [0, libc::EBUSY, libc::ETIMEDOUT, libc::EINVAL, libc::ENOTSUP, libc::EINVAL, libc::ENOMEM, -1];
+        assert_eq!(errnos, expected);
+        assert_eq!(spinlab_errno(42), libc::EINVAL);
     }
 }

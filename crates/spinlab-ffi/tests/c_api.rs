@@ -5,7 +5,7 @@
 mod common;
 
 use common::{compile, ffi_c_dir, include_dir, libraries, link_shared, run, scratch_dir};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -26,7 +26,17 @@ fn the_header_compiles_as_c99_c11_and_cxx11_and_twice() {
     let source = scratch_dir().join("header.c");
     std::fs::write(
         &source,
-        "#include <spinlab.h>\n#include <spinlab.h>\nint main(void) { spinlab_mutex_t m; return spinlab_mutex_init(&m, 0); }\n",
+        concat!(
+            "#include <spinlab.h>\n#include <spinlab.h>\n",
+            "static spinlab_mutex_t lock = SPINLAB_MUTEX_INITIALIZER;\n",
+            "static spinlab_cond_t ready = SPINLAB_COND_INITIALIZER;\n",
+            "int main(void) {\n",
+            "  spinlab_mutex_t m, local = SPINLAB_MUTEX_INITIALIZER;\n",
+            "  spinlab_cond_t local_cond = SPINLAB_COND_INITIALIZER;\n",
+            "  (void)spinlab_cond_name(&ready); (void)spinlab_cond_name(&local_cond);\n",
+            "  return spinlab_mutex_init(&m, 0) + spinlab_mutex_lock(&lock) + spinlab_mutex_lock(&local);\n",
+            "}\n"
+        ),
     )
     .unwrap();
     let compilers = [("gcc", "-std=c99"), ("gcc", "-std=c11"), ("gcc", "-std=gnu17"), ("g++", "-std=c++11")];
@@ -65,6 +75,37 @@ fn condition_variables_of_every_policy_pass_items_and_time_out() {
     ran.assert_success("condition variables of every policy");
     let policies = spinlab::wait::policies().iter().filter(|p| p.availability.is_ok()).count();
     assert!(ran.stdout.contains(&format!("tested {} condition", policies * 3)), "{}", ran.stdout);
+}
+
+/// The status codes `src/status.rs` defines, and the barrier's serial-thread code.
+fn status_names() -> Vec<String> {
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/status.rs")).unwrap();
+    let mut names: Vec<String> = source
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub const ")?.split_once(": c_int").map(|(name, _)| name.to_string()))
+        .collect();
+    names.push("SPINLAB_BARRIER_SERIAL_THREAD".to_string());
+    names
+}
+
+#[test]
+fn static_initialisers_cond_names_and_errno_values_as_a_c_program_sees_them() {
+    let program =
+        compile("static_init", &[c("static_init.c")], &link_shared().iter().map(String::as_str).collect::<Vec<_>>());
+    let ran = run(&program, &[], &[], LIMIT);
+    ran.assert_success("static initialisers, names and status codes");
+    let policies = spinlab::wait::policies().iter().filter(|p| p.availability.is_ok()).count();
+    assert!(ran.stdout.contains(&format!("named {policies} condition variable policies")), "{}", ran.stdout);
+    // A status code added to the library but not to the program's table fails here.
+    let names = status_names();
+    assert!(names.len() >= 8, "{names:?}");
+    for name in names {
+        assert!(
+            ran.stdout.contains(&format!("mapped {name} to ")),
+            "static_init.c does not check {name}:\n{}",
+            ran.stdout
+        );
+    }
 }
 
 #[test]
@@ -185,6 +226,12 @@ fn thread_sanitizer_sees_the_locks_through_the_header_annotations() {
     let barrier = tsan_compile("barrier-tsan", "barrier.c", &[]);
     let ran = run_tsan(&barrier, &["barrier:futex", "barrier:spin-park", "pthread"]);
     ran.assert_success("barriers under ThreadSanitizer");
+    assert!(!ran.stderr.contains("ThreadSanitizer"), "{}", ran.stderr);
+
+    // Mutexes and condition variables that no init call announced to the sanitizer.
+    let static_init = tsan_compile("static-init-tsan", "static_init.c", &[]);
+    let ran = run_tsan(&static_init, &[]);
+    ran.assert_success("static initialisers under ThreadSanitizer");
     assert!(!ran.stderr.contains("ThreadSanitizer"), "{}", ran.stderr);
 
     let rwlock = tsan_compile("rwlock-tsan", "rwlock.c", &[]);
