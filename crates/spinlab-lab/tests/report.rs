@@ -23,7 +23,8 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Every experiment, in the order the issue gives (the floors first).
+/// Every experiment, in the order a report runs and shows them (`experiments::all`): the
+/// machine's floors first, which the other figures are read against.
 const ALL: &str = "floor,contention,herd,interference,handoff,wakeup,barrier,spr";
 
 /// One smoke report, shared by the tests that read it.
@@ -69,7 +70,7 @@ fn report_on_tiny_settings_writes_the_three_files_with_one_figure_per_experiment
     let doc = read_json(&dir.join("results.json"));
     let experiments = experiments_in(&doc);
     let expected: Vec<&str> = ALL.split(',').collect();
-    assert_eq!(experiments, expected, "floor first, then the order of DESIGN.md's experiment table");
+    assert_eq!(experiments, expected, "the floors first, then the order in which experiments::all runs them");
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert_eq!(figures_in(&html), experiments, "one figure per experiment");
     for name in &experiments {
