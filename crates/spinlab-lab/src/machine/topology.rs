@@ -2,7 +2,7 @@
 //! which share a last-level cache, which belong to which NUMA node, and which are performance
 //! or efficiency cores. The sysfs root is a parameter so tests can read canned trees.
 //!
-//! Placements (DESIGN.md) are named by what two threads share: `same-cpu` (one logical CPU),
+//! Placements are named by what two threads share: `same-cpu` (one logical CPU),
 //! `smt` (sibling hardware threads of one core), `core` (different cores, one last-level
 //! cache), `llc` (different last-level caches, one NUMA node), `node` (different nodes).
 

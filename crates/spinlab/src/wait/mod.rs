@@ -239,7 +239,7 @@ pub trait PolicyVisitor {
     fn visit<W: Wait>(&mut self);
 }
 
-/// Calls `visitor` once for every policy, in the order of DESIGN.md's table. Adding a policy
+/// Calls `visitor` once for every policy, in the order of the README's table. Adding a policy
 /// is one file in this folder and one line here.
 pub fn visit_policies<V: PolicyVisitor>(visitor: &mut V) {
     visitor.visit::<Spin>();
