@@ -5,23 +5,29 @@
 //! speed spreads over every treatment. Each run is a child process: wall time from a
 //! monotonic clock around spawn and reap, user and system CPU time from the child's rusage
 //! (`wait4`), and its exit status. Each treatment repeats until the FAME rule is satisfied for
-//! its wall time (or `--reps N` times exactly). See docs/app.md.
+//! its wall time (or `--reps N` times exactly). With `--timeout`, each run is a process group
+//! of its own, killed whole when it runs past the limit; that treatment's row says so and it
+//! is not run again. See docs/app.md.
 
 use crate::error::LabError;
 use crate::experiments::Common;
 use crate::machine::{MachineInfo, Topology};
 use crate::measure::fame::{StoppingRule, Verdict};
 use crate::measure::stats::Summary;
+use crate::measure::team;
 use crate::results::output::Outputs;
 use crate::results::table::{self, col, Column};
 use crate::results::{Results, Row, Run};
-use crate::select::{self, LockChoice};
+use crate::select::{self, LockChoice, TimeBounds};
 use clap::Args;
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// The preload library's file name, next to the `spinlab` binary.
 pub const PRELOAD: &str = "libspinlab_preload.so";
@@ -63,6 +69,9 @@ fn refused(lock: &LockChoice) -> Option<String> {
     lock.unavailable().map(|why| format!("`{name}` cannot run on this CPU: {why}"))
 }
 
+/// `--timeout`: from a millisecond to a day (a program's whole test suite can take hours).
+pub const TIMEOUT: TimeBounds = TimeBounds { min: Duration::from_millis(1), max: Duration::from_secs(24 * 3600) };
+
 /// `spinlab app`'s options.
 #[derive(Args, Clone, Debug)]
 pub struct AppOptions {
@@ -71,18 +80,31 @@ pub struct AppOptions {
     /// own, through the library), or `default`; `spinlab list` shows every lock name
     #[arg(long, value_name = "LIST", value_parser = parse_locks)]
     pub locks: AppLocks,
-    /// Exactly N runs per lock and of the baseline (instead of the FAME rule)
-    #[arg(long, value_name = "N", value_parser = select::positive, conflicts_with_all = ["min_reps", "max_reps"])]
+    /// Exactly N runs per lock and of the baseline (instead of the FAME rule), within
+    /// [`select::REPS`]
+    #[arg(long, value_name = "N", value_parser = select::reps, conflicts_with_all = ["min_reps", "max_reps"],
+          allow_hyphen_values = true,
+          help = select::REPS.help("Exactly N runs per lock and of the baseline (instead of the FAME rule)"))]
     pub reps: Option<usize>,
     /// FAME: stop repeating when another run would move the mean wall time by less than PCT percent
-    #[arg(long, value_name = "PCT", default_value = "1", value_parser = select::percent, allow_hyphen_values = true)]
+    #[arg(long, value_name = "PCT", default_value = "1", value_parser = select::maiv, allow_hyphen_values = true,
+          help = format!("FAME: stop repeating when another run would move the mean wall time by less than PCT \
+                          percent; accepted: {}", select::MAIV_ACCEPTED))]
     pub maiv: f64,
-    /// At least this many runs per lock (default 3)
-    #[arg(long, value_name = "N", value_parser = select::positive)]
+    /// At least this many runs per lock (default 3), within [`select::REPS`]
+    #[arg(long, value_name = "N", value_parser = select::reps, allow_hyphen_values = true,
+          help = select::REPS.help("At least this many runs per lock (default 3)"))]
     pub min_reps: Option<usize>,
-    /// At most this many runs per lock (default 10)
-    #[arg(long, value_name = "N", value_parser = select::positive)]
+    /// At most this many runs per lock (default 10), within [`select::REPS`]
+    #[arg(long, value_name = "N", value_parser = select::reps, allow_hyphen_values = true,
+          help = select::REPS.help("At most this many runs per lock (default 10)"))]
     pub max_reps: Option<usize>,
+    /// Kill a run that takes longer than this, with everything it started (its process
+    /// group); its row says `timed_out` and that lock is not run again; within [`TIMEOUT`]
+    #[arg(long, value_name = "TIME", value_parser = |s: &str| TIMEOUT.parse(s), allow_hyphen_values = true,
+          help = TIMEOUT.help("Kill a run that takes longer than this, with everything it started (its process \
+                               group); its row says timed_out and that lock is not run again (default: no limit)"))]
+    pub timeout: Option<Duration>,
     /// Write the results document (spinlab.results/1) to FILE (`-`: stdout, tables go to stderr)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -113,8 +135,14 @@ struct Sample {
     wall_s: f64,
     user_s: f64,
     sys_s: f64,
+    /// The exit status, `signal N`, or `timeout`.
     status: String,
+    /// Killed at `--timeout`.
+    timed_out: bool,
 }
+
+/// The `status` of a run killed at `--timeout`.
+const TIMED_OUT: &str = "timeout";
 
 /// The baseline or one lock, and its runs.
 struct Treatment {
@@ -150,10 +178,23 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         .map(|lock| Treatment { lock, samples: Vec::new(), verdict: Verdict::Continue, first_stderr: None })
         .collect();
 
+    if options.timeout.is_some() {
+        kill_the_group_on_termination();
+    }
     let load_before = crate::machine::load_average();
     let started = Instant::now();
     // One unmeasured baseline run: fills the page cache and proves the command starts.
-    let warm = run_once(&options.command, None, &preload, &stderr_path)?;
+    let warm = run_once(&options.command, None, &preload, &stderr_path, options.timeout)?;
+    if warm.0.timed_out {
+        let _ = std::fs::remove_file(&stderr_path);
+        return Err(LabError::usage(format!(
+            "the warm-up run of `{}` without the library did not finish within --timeout {:?}; give a longer \
+             --timeout ({})",
+            options.command.join(" "),
+            options.timeout.unwrap_or_default(),
+            TIMEOUT.accepted()
+        )));
+    }
     if !options.quiet {
         eprintln!("warm-up (baseline): {:.3} s wall, exit {}", warm.0.wall_s, warm.0.status);
     }
@@ -161,9 +202,14 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     while treatments.iter().any(|t| !t.verdict.stop()) {
         round += 1;
         for t in treatments.iter_mut().filter(|t| !t.verdict.stop()) {
-            let (sample, stderr) = run_once(&options.command, t.lock.as_ref(), &preload, &stderr_path)?;
+            let (sample, stderr) =
+                run_once(&options.command, t.lock.as_ref(), &preload, &stderr_path, options.timeout)?;
             if t.first_stderr.is_none() && sample.status != "0" {
                 t.first_stderr = stderr;
+            }
+            if sample.timed_out {
+                // A run that hangs under this lock would hang again: go on with the others.
+                t.verdict = Verdict::Stopped;
             }
             t.samples.push(sample);
         }
@@ -174,7 +220,10 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         if !options.quiet {
             let line: Vec<String> = treatments
                 .iter()
-                .map(|t| format!("{} {:.3}s", t.label(), t.samples.last().map_or(f64::NAN, |s| s.wall_s)))
+                .map(|t| match t.samples.last() {
+                    Some(s) if s.timed_out => format!("{} killed at --timeout", t.label()),
+                    last => format!("{} {:.3}s", t.label(), last.map_or(f64::NAN, |s| s.wall_s)),
+                })
                 .collect();
             eprintln!("round {round}: {}", line.join(", "));
         }
@@ -188,10 +237,11 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         .param("preload", preload.display().to_string())
         .param("rule", rule)
         .param("fixed_reps", options.reps)
+        .param("timeout_s", options.timeout.map(|t| t.as_secs_f64()))
         .param("warmup_runs", 1)
         .param("load_average_start", load_before)
         .param("load_average_end", load_after);
-    run.rows = rows(&treatments);
+    run.rows = rows(&treatments, options.timeout);
     run.elapsed_s = started.elapsed().as_secs_f64();
     for row in &run.rows {
         if let Some(note) = row.get("note").and_then(|n| n.as_str()) {
@@ -229,17 +279,23 @@ fn preload_path() -> Result<PathBuf, LabError> {
 }
 
 /// One run of `command` (under `lock` through `preload`, or plain), its figures and, when it
-/// wrote any, the first line of its stderr.
+/// wrote any, the first line of its stderr; with `timeout`, killed (its whole process group)
+/// once it runs past it.
 fn run_once(
     command: &[String],
     lock: Option<&LockChoice>,
     preload: &Path,
     stderr_path: &Path,
+    timeout: Option<Duration>,
 ) -> Result<(Sample, Option<String>), LabError> {
     let stderr =
         File::create(stderr_path).map_err(|e| LabError::failed(format!("creating {}: {e}", stderr_path.display())))?;
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr);
+    if timeout.is_some() {
+        // A group of its own, so the timeout reaches whatever the program started too.
+        cmd.process_group(0);
+    }
     match lock {
         Some(lock) => {
             let mut value = preload.as_os_str().to_os_string();
@@ -256,25 +312,35 @@ fn run_once(
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| LabError::failed(format!("cannot run `{}`: {e}", command[0])))?;
     let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain data; zeroes are a valid value for it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `pid` is our own child, not yet reaped (std's Child is never waited on here;
-        // dropping it does not reap), and both pointers are to live locals.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            break;
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(LabError::failed(format!("waiting for `{}`: {err}", command[0])));
-        }
+    if timeout.is_some() {
+        RUNNING_GROUP.store(pid, SeqCst);
     }
+    let watch = Watch::default();
+    let exited = std::thread::scope(|s| {
+        if let Some(limit) = timeout {
+            let watch = &watch;
+            if let Err(e) = team::spawn(s, move || watch.kill_after(pid, limit)) {
+                // SAFETY: killing our own child's group; the child is not reaped yet.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                let _ = reap(pid);
+                return Err(e);
+            }
+        }
+        let exited = wait_for_exit(pid);
+        watch.exited();
+        exited.map_err(|e| LabError::failed(format!("waiting for `{}`: {e}", command[0])))
+    });
+    let reaped = reap(pid);
+    RUNNING_GROUP.store(0, SeqCst);
+    exited?;
+    let (status, usage) = reaped.map_err(|e| LabError::failed(format!("waiting for `{}`: {e}", command[0])))?;
     let wall_s = start.elapsed().as_secs_f64();
     drop(child);
+    let timed_out = watch.fired();
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    let status = if libc::WIFEXITED(status) {
+    let status = if timed_out {
+        TIMED_OUT.to_string()
+    } else if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status).to_string()
     } else if libc::WIFSIGNALED(status) {
         format!("signal {}", libc::WTERMSIG(status))
@@ -284,7 +350,120 @@ fn run_once(
     let first_line = std::fs::read_to_string(stderr_path)
         .ok()
         .and_then(|t| t.lines().find(|l| !l.trim().is_empty()).map(str::to_string));
-    Ok((Sample { wall_s, user_s: seconds(usage.ru_utime), sys_s: seconds(usage.ru_stime), status }, first_line))
+    let sample = Sample { wall_s, user_s: seconds(usage.ru_utime), sys_s: seconds(usage.ru_stime), status, timed_out };
+    Ok((sample, first_line))
+}
+
+/// Waits until child `pid` has exited, leaving it unreaped (`WNOWAIT`): while it is a zombie
+/// its pid, and so its process group's id, cannot be reused, so the watch can still kill
+/// the group safely.
+fn wait_for_exit(pid: libc::pid_t) -> std::io::Result<()> {
+    loop {
+        // SAFETY: siginfo_t is plain data; zeroes are a valid value for it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is our own child (std's Child is never waited on here); `info` is a
+        // live local.
+        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if r == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Reaps child `pid`: its wait status and its resource usage (with its reaped descendants').
+fn reap(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data; zeroes are a valid value for it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our own child, not yet reaped (dropping std's Child does not reap),
+        // and both pointers are to live locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            return Ok((status, usage));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// The timeout of one run: a thread that kills the run's process group at the deadline unless
+/// told first that the program exited.
+#[derive(Default)]
+struct Watch {
+    state: Mutex<WatchState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct WatchState {
+    exited: bool,
+    fired: bool,
+}
+
+impl Watch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Kills process group `group` once `limit` has passed, unless [`Watch::exited`] came
+    /// first.
+    fn kill_after(&self, group: libc::pid_t, limit: Duration) {
+        let state = self.lock();
+        let (mut state, _) = self
+            .changed
+            .wait_timeout_while(state, limit, |s| !s.exited)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !state.exited {
+            // SAFETY: kill has no memory effects. `exited` is set only after the leader has
+            // exited and before it is reaped, so `group` still names this run's group.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+            state.fired = true;
+        }
+    }
+
+    /// The program exited: the watch stands down.
+    fn exited(&self) {
+        self.lock().exited = true;
+        self.changed.notify_all();
+    }
+
+    /// Whether the watch killed the run.
+    fn fired(&self) -> bool {
+        self.lock().fired
+    }
+}
+
+/// The process group of the run in progress under `--timeout` (0: none). A run in a group of
+/// its own no longer gets the terminal's Ctrl-C, so spinlab passes it on.
+static RUNNING_GROUP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn pass_on_and_die(signal: libc::c_int) {
+    let group = RUNNING_GROUP.load(SeqCst);
+    // SAFETY: kill, signal and raise are async-signal-safe; the handler touches nothing else
+    // but an atomic.
+    unsafe {
+        if group > 0 {
+            libc::kill(-group, signal);
+        }
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP, sends the same signal to the running program's group before
+/// spinlab dies of it, as it would have had the program stayed in spinlab's group.
+fn kill_the_group_on_termination() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installs a handler that only calls async-signal-safe functions.
+        unsafe { libc::signal(signal, pass_on_and_die as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+    }
 }
 
 /// The distinct exit statuses of `samples`, in the order first seen, joined by commas.
@@ -298,25 +477,28 @@ fn statuses(samples: &[Sample]) -> Vec<String> {
     seen
 }
 
-fn rows(treatments: &[Treatment]) -> Vec<Row> {
-    let baseline_wall = Summary::of(&treatments[0].samples.iter().map(|s| s.wall_s).collect::<Vec<_>>());
-    let baseline_status = statuses(&treatments[0].samples);
+fn rows(treatments: &[Treatment], timeout: Option<Duration>) -> Vec<Row> {
+    // Times of the runs that finished: a killed run's time is the limit, not the program's.
+    let finished =
+        |t: &Treatment, f: fn(&Sample) -> f64| t.samples.iter().filter(|s| !s.timed_out).map(f).collect::<Vec<f64>>();
+    let baseline_wall = Summary::of(&finished(&treatments[0], |s| s.wall_s));
+    let baseline_status: Vec<String> =
+        statuses(&treatments[0].samples).into_iter().filter(|s| s != TIMED_OUT).collect();
     treatments
         .iter()
         .map(|t| {
-            let pick = |f: fn(&Sample) -> f64| t.samples.iter().map(f).collect::<Vec<f64>>();
             let mut row = Row::new().with("lock", t.label());
             if t.lock.as_ref().is_some_and(|l| l.via_alias) {
                 row.set("lock_name", t.lock.as_ref().map(|l| l.name()));
             }
-            let wall = Summary::of(&pick(|s| s.wall_s));
+            let wall = Summary::of(&finished(t, |s| s.wall_s));
             if let Some(s) = &wall {
                 row = row.summary("wall", "s", s);
             }
-            if let Some(s) = Summary::of(&pick(|s| s.user_s)) {
+            if let Some(s) = Summary::of(&finished(t, |s| s.user_s)) {
                 row = row.summary("user", "s", &s);
             }
-            if let Some(s) = Summary::of(&pick(|s| s.sys_s)) {
+            if let Some(s) = Summary::of(&finished(t, |s| s.sys_s)) {
                 row = row.summary("sys", "s", &s);
             }
             let ratio = match (&wall, &baseline_wall) {
@@ -326,15 +508,25 @@ fn rows(treatments: &[Treatment]) -> Vec<Row> {
             row.set("ratio_to_baseline", ratio);
             let seen = statuses(&t.samples);
             row.set("exit_status", seen.join(","));
+            let killed = t.samples.iter().position(|s| s.timed_out);
+            row.set("timed_out", killed.is_some());
             row.set("verdict", t.verdict);
             let mut notes = Vec::new();
-            if seen.len() > 1 {
-                notes.push(format!("exit status varied between runs ({})", seen.join(",")));
+            if let (Some(k), Some(limit)) = (killed, timeout) {
+                notes.push(format!(
+                    "run {} was killed at --timeout {limit:?} with its process group; not run again",
+                    k + 1
+                ));
             }
-            if t.lock.is_some() && seen != baseline_status {
+            // A timeout has its own note; the statuses compared are those of finished runs.
+            let ended: Vec<String> = seen.iter().filter(|s| *s != TIMED_OUT).cloned().collect();
+            if ended.len() > 1 {
+                notes.push(format!("exit status varied between runs ({})", ended.join(",")));
+            }
+            if t.lock.is_some() && !ended.is_empty() && ended != baseline_status {
                 notes.push(format!(
                     "exit status {} differs from the baseline's {}",
-                    seen.join(","),
+                    ended.join(","),
                     baseline_status.join(",")
                 ));
             }

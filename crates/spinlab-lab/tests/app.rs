@@ -127,8 +127,10 @@ fn an_exit_status_unlike_the_baselines_is_noted() {
 
 #[test]
 fn bad_input_is_refused_with_one_line_and_status_2() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["app", "--locks", "mcs:futex"], "no command to run"),
+        (&["app", "--locks", "mcs:futex", "--timeout", "2d", "--", "true"], "1ms to 24h"),
+        (&["app", "--locks", "mcs:futex", "--reps", "0", "--", "true"], "1 to 1000"),
         (&["app", "--locks", "mcs:futex", "--"], "no command to run"),
         (&["app", "--locks", "clh:spin", "--", "true"], "does not fit in a pthread_mutex_t"),
         (&["app", "--locks", "std", "--", "true"], "does not fit in a pthread_mutex_t"),
@@ -156,5 +158,119 @@ fn a_missing_preload_library_says_how_to_build_it() {
         text.contains("libspinlab_preload.so is missing") && text.contains("cargo build --release -p spinlab-preload"),
         "{text}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Whether process `pid` is gone or a zombie (killed, not yet reaped by whoever adopted it).
+fn dead(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits up to 10 s for `path` to hold a process id.
+fn pid_in(path: &Path) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path).ok().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()) {
+            return pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "{} was never written", path.display());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_run_past_the_timeout_is_killed_with_its_children_and_the_next_lock_still_runs() {
+    preload();
+    let dir = scratch("timeout");
+    let pid_file = dir.join("grandchild.pid");
+    // Under ttas:spin the program starts a child that outlives the timeout; under mcs:futex
+    // and without the library it exits at once.
+    let script = format!(
+        "if [ \"$SPINLAB_LOCK\" = ttas:spin ]; then sleep 30 & echo $! > {}; wait; fi; exit 0",
+        pid_file.display()
+    );
+    let started = std::time::Instant::now();
+    let output = spinlab(&[
+        "app",
+        "--locks",
+        "ttas:spin,mcs:futex",
+        "--reps",
+        "2",
+        "--timeout",
+        "300ms",
+        "--quiet",
+        "--json",
+        "-",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(started.elapsed().as_secs() < 10, "the timed-out lock was run again, or not killed");
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let run = &doc["runs"][0];
+    assert_eq!(run["params"]["timeout_s"], 0.3);
+    let rows = run["rows"].as_array().unwrap();
+    let row = |lock: &str| rows.iter().find(|r| r["lock"] == lock).unwrap_or_else(|| panic!("no {lock} row"));
+    let killed = row("ttas:spin");
+    assert_eq!(killed["timed_out"], true, "{killed}");
+    assert_eq!(killed["exit_status"], "timeout", "{killed}");
+    assert_eq!(killed["verdict"], "stopped", "{killed}");
+    assert!(killed["note"].as_str().unwrap().contains("killed at --timeout"), "{killed}");
+    assert!(killed.get("wall_s").is_none(), "a killed run's time is the limit's, not the program's: {killed}");
+    for lock in ["baseline", "mcs:futex"] {
+        let r = row(lock);
+        assert_eq!(r["timed_out"], false, "{r}");
+        assert_eq!(r["exit_status"], "0", "{r}");
+        assert_eq!(r["reps"], 2, "{r}");
+    }
+    // The program's own child was in its process group, and went with it.
+    let grandchild = pid_in(&pid_file);
+    assert!(dead(&grandchild), "the program's child {grandchild} outlived the timeout");
+    assert!(stderr(&output).contains("warning: ttas:spin:"), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_baseline_past_the_timeout_is_refused_with_one_line() {
+    preload();
+    let started = std::time::Instant::now();
+    let output = spinlab(&["app", "--locks", "default", "--timeout", "100ms", "--", "sleep", "5"]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("--timeout") && text.contains("1ms to 24h"), "{text}");
+    assert!(started.elapsed().as_secs() < 4, "the warm-up was not killed at the timeout");
+}
+
+#[test]
+fn a_termination_of_spinlab_reaches_the_programs_process_group() {
+    use std::os::unix::process::ExitStatusExt;
+    preload();
+    let dir = scratch("sigterm");
+    let pid_file = dir.join("child.pid");
+    // With --timeout the program runs in a group of its own, out of reach of signals sent to
+    // spinlab's: spinlab must pass them on.
+    let script = format!("sleep 30 & echo $! > {}; wait", pid_file.display());
+    let mut lab = Command::new(SPINLAB)
+        .args(["app", "--locks", "default", "--timeout", "60s", "--quiet", "--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let child = pid_in(&pid_file);
+    // SAFETY: kill has no memory effects; the pid is our own child's.
+    assert_eq!(unsafe { libc::kill(lab.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    let status = lab.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !dead(&child) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(dead(&child), "the program's child {child} outlived spinlab");
     std::fs::remove_dir_all(&dir).unwrap();
 }

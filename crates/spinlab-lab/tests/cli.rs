@@ -475,3 +475,130 @@ fn an_unwritable_output_fails_before_anything_runs() {
     assert_refused(&["run", "herd", "--csv", "/nonexistent-dir/r.csv"], &["--csv"]);
     assert!(started.elapsed().as_secs() < 10);
 }
+
+/// Refused, and not by a signal: the process exited with status 2 on its own.
+fn assert_refused_not_crashed(args: &[&str], needles: &[&str]) {
+    use std::os::unix::process::ExitStatusExt;
+    let o = spinlab(args);
+    assert_eq!(o.status.signal(), None, "{args:?} was killed by a signal: {}", stderr(&o));
+    assert_refused(args, needles);
+}
+
+#[test]
+fn contention_with_100000_threads_is_refused_instead_of_aborting() {
+    // It used to abort (SIGABRT) while setting up a thread's stack guard.
+    assert_refused_not_crashed(
+        &["run", "contention", "--threads", "100000", "--duration", "1ms"],
+        &["--threads", "`100000`", "32 per usable CPU", "never below 1024 nor above 8192"],
+    );
+}
+
+#[test]
+fn herd_with_a_million_threads_is_refused_instead_of_panicking() {
+    // It used to panic when the OS refused to spawn a thread.
+    assert_refused_not_crashed(&["run", "herd", "--threads", "1000000"], &["--threads", "`1000000`", "8192"]);
+}
+
+#[test]
+fn a_duration_of_1e9_seconds_is_refused_instead_of_running_for_31_years() {
+    assert_refused(&["run", "contention", "--duration", "1e9"], &["--duration", "`1e9`", "1ms to 1h"]);
+    assert_refused(&["run", "contention", "--duration", "2h"], &["--duration", "1ms to 1h"]);
+    assert_refused(&["run", "contention", "--duration", "500us"], &["--duration", "1ms to 1h"]);
+    assert_refused(&["run", "contention", "--duration", "inf"], &["--duration", "1ms to 1h"]);
+}
+
+#[test]
+fn thread_counts_past_this_machines_limit_are_refused_once_the_cpus_are_known() {
+    // 1025 per CPU passes the parser (at most 8192 per CPU) and is above the limit on any
+    // machine: 32 per CPU, never below 1024 nor above 8192.
+    for experiment in ["contention", "herd"] {
+        assert_refused_not_crashed(
+            &["run", experiment, "--threads", "2,1025x", "--quiet"],
+            &["--threads", "more than this machine allows", "usable CPUs", "32 per usable CPU"],
+        );
+    }
+}
+
+#[test]
+fn cs_lines_is_parsed_as_a_count_not_as_nanoseconds() {
+    for bad in ["1.5", "-1", "lots"] {
+        let o = spinlab(&["run", "contention", "--cs-lines", bad]);
+        let err = stderr(&o);
+        assert!(!err.contains("nanoseconds"), "{err}");
+        assert_refused(&["run", "contention", "--cs-lines", bad], &["--cs-lines", "whole number", "0 to 4096"]);
+    }
+    assert_refused(&["run", "contention", "--cs-lines", "4097"], &["--cs-lines", "above the limit", "0 to 4096"]);
+}
+
+/// Every numeric option of every subcommand: a value past its limit is refused with one line
+/// naming the option and the accepted range, the range is in the option's --help, and the
+/// limit itself is accepted (shown by a bad option after it being the one refused).
+#[test]
+fn every_numeric_option_states_and_enforces_its_limits() {
+    let ok_then_bad = |command: &[&str], option: &str, at_limit: &str| {
+        let mut args: Vec<&str> = command.to_vec();
+        args.extend([option, at_limit, "--maiv", "0"]);
+        assert_refused(&args, &["--maiv"]);
+    };
+    // (command, option, a value past the limit, the value at the limit, the accepted range)
+    let cases: &[(&[&str], &str, &str, &str, &str)] = &[
+        (&["run", "contention"], "--cs-ns", "10000001", "10000000", "0 to 10000000 ns"),
+        (&["run", "contention"], "--ncs-ns", "99999999999999999999", "0", "0 to 10000000 ns"),
+        (&["run", "contention"], "--cs-lines", "4097", "4096", "0 to 4096"),
+        (&["run", "contention"], "--min-reps", "1001", "1000", "1 to 1000"),
+        (&["run", "contention"], "--max-reps", "0", "1", "1 to 1000"),
+        (&["run", "contention"], "--duration", "3601", "1h", "1ms to 1h"),
+        (&["run", "herd"], "--rounds", "10001", "10000", "1 to 10000"),
+        (&["run", "herd"], "--per-round", "0", "10000", "1 to 10000"),
+        (&["run", "herd"], "--cs-ns", "-5", "10000000", "0 to 10000000 ns"),
+        (&["run", "interference"], "--waiters", "1025", "1024", "1 to 1024"),
+        (&["run", "interference"], "--active-ms", "10001", "10000", "1 to 10000 ms"),
+        (&["run", "interference"], "--cache-sizes", "32K,512K,2G", "1K,1K,1G", "each from 1K to 1G"),
+        (&["run", "handoff"], "--hold-ns", "1000,10000001", "0,10000000", "0 to 10000000 ns"),
+        (&["run", "handoff"], "--handoffs", "1000001", "1000000", "1 to 1000000"),
+        (&["run", "wakeup"], "--size", "2049", "2048", "1 to 2048"),
+        (&["run", "wakeup"], "--work-ms", "1001", "1000", "1 to 1000 ms"),
+        (&["run", "wakeup"], "--short-size", "2049", "0", "0 to 2048"),
+        (&["run", "barrier"], "--iterations", "1000001", "1000000", "1 to 1000000"),
+        (&["run", "barrier"], "--size", "0", "2048", "1 to 2048"),
+        (&["run", "barrier"], "--work-ms", "0", "1000", "1 to 1000 ms"),
+        (&["run", "barrier"], "--light-units", "0,11", "0,10", "each 0 to 10"),
+        (&["run", "spr"], "--spmv-cols", "100000001", "100000000", "1 to 100000000"),
+        (&["run", "spr"], "--spmv-rows", "10000001", "10000000", "1 to 10000000"),
+        (&["run", "spr"], "--spmv-per-row", "65", "64", "1 to 64"),
+        (&["run", "spr"], "--spmv-block-rows", "1000001", "1000000", "1 to 1000000"),
+        (&["run", "spr"], "--tc-vertices", "8193", "8192", "1 to 8192"),
+        (&["run", "spr"], "--tc-edges", "10000001", "10000000", "1 to 10000000"),
+        (&["app"], "--reps", "1001", "1000", "1 to 1000"),
+        (&["app"], "--min-reps", "0", "1000", "1 to 1000"),
+        (&["app"], "--timeout", "25h", "24h", "1ms to 24h"),
+        (&["app"], "--timeout", "0", "1ms", "1ms to 24h"),
+    ];
+    for &(command, option, past, at_limit, range) in cases {
+        let mut args: Vec<&str> = command.to_vec();
+        args.extend([option, past]);
+        assert_refused_not_crashed(&args, &[option, range]);
+        ok_then_bad(command, option, at_limit);
+        let mut help_args: Vec<&str> = command.to_vec();
+        help_args.push("--help");
+        let help = stdout(&spinlab(&help_args));
+        let line = help.lines().find(|l| l.trim_start().starts_with(option)).unwrap_or_default();
+        assert!(line.contains(range), "{command:?} --help: {option} does not state `{range}`: {line}");
+    }
+    for command in [&["run", "floor"][..], &["app"][..]] {
+        let mut args: Vec<&str> = command.to_vec();
+        args.extend(["--maiv", "101"]);
+        assert_refused(&args, &["--maiv", "above 0 and at most 100"]);
+    }
+    assert_refused(&["run", "spr", "--tc-block", "12"], &["--tc-block", "[8, 16, 32, 64]"]);
+}
+
+#[test]
+fn an_spmv_matrix_past_its_nonzero_limit_is_refused_before_anything_runs() {
+    let started = std::time::Instant::now();
+    assert_refused(
+        &["run", "spr", "--apps", "tc,spmv", "--spmv-rows", "10000000", "--spmv-per-row", "64", "--quiet"],
+        &["--spmv-rows", "non-zeroes", "268435456"],
+    );
+    assert!(started.elapsed().as_secs() < 10, "refused only after tc ran");
+}

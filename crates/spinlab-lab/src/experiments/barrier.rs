@@ -13,15 +13,18 @@
 //!
 //! Barriers come from the registry: `barrier:POLICY` and the references `pthread` and `std`.
 
-use super::wakeup::{add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous};
+use super::wakeup::{
+    add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, MATRIX_N, WORK_MS,
+};
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::team;
 use crate::measure::{interleave, Rep};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
-use crate::select;
+use crate::select::{self, Bounds};
 use clap::Args;
 use spinlab::registry::{self, DynBarrier};
 use std::num::NonZeroU32;
@@ -66,7 +69,10 @@ pub fn parse_barriers(text: &str) -> Result<Barriers, String> {
     Ok(Barriers(out))
 }
 
-/// Options of `spinlab run barrier`.
+/// `--iterations`: Fig. 3b's loop up to seed 001's own million.
+pub const ITERATIONS: Bounds = Bounds::new(1, 1_000_000);
+
+/// Options of `spinlab run barrier` (no `Default`: `cli_defaults` gives clap's).
 #[derive(Args, Clone, Debug)]
 #[group(skip)]
 pub struct BarrierExperiment {
@@ -74,18 +80,29 @@ pub struct BarrierExperiment {
     /// barrier name and whether this CPU can run it
     #[arg(long, value_name = "LIST", value_parser = parse_barriers)]
     pub barriers: Option<Barriers>,
-    /// Loop iterations of the Fig. 3b pseudo-benchmark (seed 001: 1000000)
-    #[arg(long, value_name = "N", default_value = "2000", value_parser = select::positive)]
+    /// Loop iterations of the Fig. 3b pseudo-benchmark (seed 001: 1000000), within
+    /// [`ITERATIONS`]
+    #[arg(long, value_name = "N", default_value = "2000", value_parser = |s: &str| ITERATIONS.parse::<usize>(s),
+          allow_hyphen_values = true,
+          help = ITERATIONS.help("Loop iterations of the Fig. 3b pseudo-benchmark (seed 001: 1000000)"))]
     pub iterations: usize,
     /// Matrix size of Fig. 3a's heavy computation (default: scaled so one multiply takes
-    /// --work-ms)
-    #[arg(long, value_name = "N", value_parser = select::positive)]
+    /// --work-ms), within [`MATRIX_N`]
+    #[arg(long, value_name = "N", value_parser = |s: &str| MATRIX_N.parse::<usize>(s), allow_hyphen_values = true,
+          help = MATRIX_N.help("Matrix size of Fig. 3a's heavy computation (default: scaled so one multiply \
+                                takes --work-ms)"))]
     pub size: Option<usize>,
-    /// Target length of Fig. 3a's computation when --size is not given, in milliseconds
-    #[arg(long, value_name = "MS", default_value = "10", value_parser = select::positive)]
+    /// Target length of Fig. 3a's computation when --size is not given, in milliseconds,
+    /// within [`WORK_MS`]
+    #[arg(long, value_name = "MS", default_value = "10", value_parser = |s: &str| WORK_MS.parse::<usize>(s),
+          allow_hyphen_values = true,
+          help = WORK_MS.help("Target length of Fig. 3a's computation when --size is not given, in milliseconds"))]
     pub work_ms: usize,
-    /// Light-thread loads of Fig. 3b, comma-separated units (default 0..10)
-    #[arg(long, value_name = "LIST", value_parser = parse_units)]
+    /// Light-thread loads of Fig. 3b, comma-separated units (default 0..10), each 0 to
+    /// [`HEAVY_UNITS`]
+    #[arg(long, value_name = "LIST", value_parser = parse_units, allow_hyphen_values = true,
+          help = format!("Light-thread loads of Fig. 3b, comma-separated units (default 0..10); accepted: \
+                          each 0 to {HEAVY_UNITS} units"))]
     pub light_units: Option<Units>,
 }
 
@@ -98,16 +115,10 @@ fn parse_units(text: &str) -> Result<Units, String> {
     for item in select::split_list(text)? {
         match item.trim().parse::<usize>() {
             Ok(u) if u <= HEAVY_UNITS => out.push(u),
-            _ => return Err(format!("`{item}` is not a light-thread load; accepted: 0 to {HEAVY_UNITS} units")),
+            _ => return Err(format!("`{item}` is not a light-thread load; accepted: each 0 to {HEAVY_UNITS} units")),
         }
     }
     Ok(Units(out))
-}
-
-impl Default for BarrierExperiment {
-    fn default() -> Self {
-        BarrierExperiment { barriers: None, iterations: 2000, size: None, work_ms: 10, light_units: None }
-    }
 }
 
 const COLUMNS: &[Column] = &[
@@ -145,11 +156,16 @@ fn two() -> NonZeroU32 {
 /// One run of the Fig. 3b loop: wall seconds from the start until both threads are done.
 /// `units` of work per iteration for the heavy thread (pinned to `cpus.0`, the calling thread)
 /// and the light one (`cpus.1`).
-pub fn pseudo_benchmark(barrier: &dyn DynBarrier, cpus: (usize, usize), iterations: usize, light_units: usize) -> f64 {
+pub fn pseudo_benchmark(
+    barrier: &dyn DynBarrier,
+    cpus: (usize, usize),
+    iterations: usize,
+    light_units: usize,
+) -> Result<f64, LabError> {
     let go = AtomicBool::new(false);
     let ready = std::sync::Barrier::new(2);
     std::thread::scope(|s| {
-        s.spawn(|| {
+        team::spawn(s, || {
             pin_or_die(cpus.1);
             let mut unit = Matmul::new(UNIT_N);
             ready.wait();
@@ -162,8 +178,8 @@ pub fn pseudo_benchmark(barrier: &dyn DynBarrier, cpus: (usize, usize), iteratio
                 }
                 barrier.wait();
             }
-        });
-        with_pinned(cpus.0, || {
+        })?;
+        Ok(with_pinned(cpus.0, || {
             let mut unit = Matmul::new(UNIT_N);
             ready.wait();
             let t = Instant::now();
@@ -177,7 +193,7 @@ pub fn pseudo_benchmark(barrier: &dyn DynBarrier, cpus: (usize, usize), iteratio
             // The light thread leaves the last barrier with the heavy one; waiting for it
             // would add the join, not the benchmark.
             t.elapsed().as_secs_f64()
-        })
+        }))
     })
 }
 
@@ -265,7 +281,7 @@ impl Experiment for BarrierExperiment {
             let mut figures: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); runnable.len()];
             let series = interleave(runnable.len(), &rule_3a, Some(&progress), |i, rep| {
                 let barrier = AtBarrier(runnable[i].build(two()).map_err(|e| LabError::failed(e.to_string()))?);
-                let stamps = episodes(Some(&barrier), cpus, rounds, &mut work, &lab.clock);
+                let stamps = episodes(Some(&barrier), cpus, rounds, &mut work, &lab.clock)?;
                 let (twork, twakeup, tcall) = medians(&stamps, &lab.clock);
                 if rep != Rep::Warmup {
                     figures[i].0.push(twakeup);
@@ -302,7 +318,7 @@ impl Experiment for BarrierExperiment {
                 let warmup_iterations = (self.iterations / 10).max(1);
                 let series = interleave(built.len(), &rule_3b, Some(&progress), |i, rep| {
                     let n = if rep == Rep::Warmup { warmup_iterations } else { self.iterations };
-                    Ok(pseudo_benchmark(&*built[i], cpus, n, light))
+                    pseudo_benchmark(&*built[i], cpus, n, light)
                 })?;
                 let mut config_rows = Vec::new();
                 let mut next = 0;
@@ -364,7 +380,7 @@ mod tests {
         let cpu = crate::measure::pin::allowed_cpus()[0];
         let barrier = registry::new_barrier("barrier:futex", two()).unwrap();
         // Same CPU, so a lost phase would hang rather than spin past: returning is the check.
-        let s = pseudo_benchmark(&*barrier, (cpu, cpu), 20, 3);
+        let s = pseudo_benchmark(&*barrier, (cpu, cpu), 20, 3).unwrap();
         assert!(s > 0.0);
     }
 }

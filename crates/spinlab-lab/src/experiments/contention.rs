@@ -23,17 +23,17 @@ use crate::measure::clock::now;
 use crate::measure::histogram::Histogram;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::stats::{jain, mean, population_rsd_pct};
+use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave, interleave_stoppable, Rep, Summary, Taken};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
-use crate::select::{self, LockChoice, ThreadCount};
+use crate::select::{self, Bounds, LockChoice, ThreadCount};
 use clap::Args;
 use serde_json::json;
 use spinlab::CachePadded;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
@@ -49,18 +49,29 @@ fn parse_lock(s: &str) -> Result<LockChoice, String> {
     select::lock(s)
 }
 
-/// Options of `spinlab run contention`.
+/// `--cs-ns` and `--ncs-ns`: up to 10 ms of busy work. After the stop every thread finishes
+/// one more critical section, one after another: 1024 threads take 10 s to drain at this
+/// length.
+pub const WORK_NS: Bounds = Bounds::new(0, 10_000_000).unit(" ns (10 ms)");
+/// `--cs-lines`: up to 4096 lines (256 KiB of 64-byte lines) moved per acquisition; 0 writes
+/// none, and the run cannot count lost updates.
+pub const CS_LINES: Bounds = Bounds::new(0, 4096);
+
+/// Options of `spinlab run contention` (no `Default`: `cli_defaults` gives clap's).
 #[derive(Args, Clone, Debug)]
 #[group(skip)]
 pub struct Contention {
-    /// Busy work inside the critical section, in nanoseconds
-    #[arg(long, value_name = "NS", default_value = "100", value_parser = select::nanoseconds, allow_hyphen_values = true)]
+    /// Busy work inside the critical section, in nanoseconds, within [`WORK_NS`]
+    #[arg(long, value_name = "NS", default_value = "100", value_parser = |s: &str| WORK_NS.parse::<u64>(s),
+          allow_hyphen_values = true, help = WORK_NS.help("Busy work inside the critical section, in nanoseconds"))]
     pub cs_ns: u64,
-    /// Shared cache lines written inside the critical section
-    #[arg(long, value_name = "N", default_value = "1", value_parser = select::nanoseconds)]
+    /// Shared cache lines written inside the critical section, within [`CS_LINES`]
+    #[arg(long, value_name = "N", default_value = "1", value_parser = |s: &str| CS_LINES.parse::<u64>(s),
+          allow_hyphen_values = true, help = CS_LINES.help("Shared cache lines written inside the critical section"))]
     pub cs_lines: u64,
-    /// Private busy work between critical sections, in nanoseconds
-    #[arg(long, value_name = "NS", default_value = "100", value_parser = select::nanoseconds, allow_hyphen_values = true)]
+    /// Private busy work between critical sections, in nanoseconds, within [`WORK_NS`]
+    #[arg(long, value_name = "NS", default_value = "100", value_parser = |s: &str| WORK_NS.parse::<u64>(s),
+          allow_hyphen_values = true, help = WORK_NS.help("Private busy work between critical sections, in nanoseconds"))]
     pub ncs_ns: u64,
     /// Group threads by: auto (NUMA nodes, or halves of the CPU list on a one-node machine),
     /// node, llc, halves
@@ -70,18 +81,6 @@ pub struct Contention {
     /// when not measured; a name from `spinlab list`
     #[arg(long, value_name = "LOCK", default_value = "ttas:spin", value_parser = parse_lock)]
     pub baseline: LockChoice,
-}
-
-impl Default for Contention {
-    fn default() -> Self {
-        Contention {
-            cs_ns: 100,
-            cs_lines: 1,
-            ncs_ns: 100,
-            groups: GroupBy::Auto,
-            baseline: select::lock("ttas:spin").expect("ttas:spin is registered"),
-        }
-    }
 }
 
 const COLUMNS: &[Column] = &[
@@ -148,60 +147,66 @@ struct Setting<'a> {
     overhead_ticks: u64,
 }
 
-fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> RepResult {
+/// What one thread counted in one repetition.
+struct ThreadTally {
+    acquisitions: u64,
+    /// 1 if its last acquisition ended after the stop (made, not counted), else 0.
+    uncounted: u64,
+    wait: Histogram,
+    hold: Histogram,
+}
+
+fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError> {
     let threads = s.cpus.len();
     let stop = CachePadded::new(AtomicBool::new(false));
-    let start = Barrier::new(threads + 1);
+    let line = StartLine::new(threads);
     s.lines.reset();
-    let (elapsed_s, drain_s, outcomes) = std::thread::scope(|scope| {
-        let handles: Vec<_> = s
-            .cpus
-            .iter()
-            .enumerate()
-            .map(|(i, &cpu)| {
-                let (stop, start) = (&stop, &start);
-                scope.spawn(move || {
-                    pin_or_die(cpu);
-                    let (mut wait, mut hold) = (Histogram::default(), Histogram::default());
-                    let (mut count, mut uncounted) = (0u64, 0u64);
-                    let mut seed = i as u64 + 1;
-                    start.wait();
-                    while !stop.load(Relaxed) {
-                        let t0 = now();
-                        lock.lock();
-                        let t1 = now();
-                        s.lines.touch();
-                        seed = spin(s.cs_iterations, seed);
-                        let t2 = now();
-                        // SAFETY: this thread acquired the lock just above.
-                        unsafe { lock.unlock() };
-                        // An acquisition that ends after the stop falls outside the timed
-                        // window: not counted (threads queued behind a slow hand-off
-                        // would otherwise inflate the count after the clock stopped).
-                        if stop.load(Relaxed) {
-                            uncounted = 1;
-                            break;
-                        }
-                        wait.record(t1.wrapping_sub(t0).saturating_sub(s.overhead_ticks));
-                        hold.record(t2.wrapping_sub(t1).saturating_sub(s.overhead_ticks));
-                        count += 1;
-                        seed = spin(s.ncs_iterations, seed);
-                    }
-                    black_box(seed);
-                    (count, uncounted, wait, hold)
-                })
-            })
-            .collect();
-        start.wait();
-        let t0 = Instant::now();
+    let worker = |i: usize| {
+        pin_or_die(s.cpus[i]);
+        let mut tally =
+            ThreadTally { acquisitions: 0, uncounted: 0, wait: Histogram::default(), hold: Histogram::default() };
+        let mut seed = i as u64 + 1;
+        if !line.arrive() {
+            return None;
+        }
+        while !stop.load(Relaxed) {
+            let asked = now();
+            lock.lock();
+            let acquired = now();
+            s.lines.touch();
+            seed = spin(s.cs_iterations, seed);
+            let releasing = now();
+            // SAFETY: this thread acquired the lock just above.
+            unsafe { lock.unlock() };
+            // An acquisition that ends after the stop falls outside the timed window: not
+            // counted (threads queued behind a slow hand-off would otherwise inflate the
+            // count after the clock stopped).
+            if stop.load(Relaxed) {
+                tally.uncounted = 1;
+                break;
+            }
+            tally.wait.record(acquired.wrapping_sub(asked).saturating_sub(s.overhead_ticks));
+            tally.hold.record(releasing.wrapping_sub(acquired).saturating_sub(s.overhead_ticks));
+            tally.acquisitions += 1;
+            seed = spin(s.ncs_iterations, seed);
+        }
+        black_box(seed);
+        Some(tally)
+    };
+    let (elapsed_s, drain_s, tallies) = std::thread::scope(|scope| {
+        let handles = spawn_team(scope, &line, threads, &worker)?;
+        line.open();
+        let started = Instant::now();
         std::thread::sleep(s.duration);
         stop.store(true, Relaxed);
-        let elapsed = t0.elapsed().as_secs_f64();
+        let elapsed = started.elapsed().as_secs_f64();
         let stopped = Instant::now();
-        let outcomes: Vec<(u64, u64, Histogram, Histogram)> =
-            handles.into_iter().map(|h| h.join().expect("a contention thread panicked")).collect();
-        (elapsed, stopped.elapsed().as_secs_f64(), outcomes)
-    });
+        let tallies: Vec<ThreadTally> = handles
+            .into_iter()
+            .map(|h| h.join().expect("a contention thread panicked").expect("the start line was opened"))
+            .collect();
+        Ok::<_, LabError>((elapsed, stopped.elapsed().as_secs_f64(), tallies))
+    })?;
     let mut r = RepResult {
         elapsed_s,
         drain_s,
@@ -211,17 +216,17 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> RepResult {
         lost_updates: 0,
     };
     let mut uncounted = 0;
-    for (count, final_one, wait, hold) in outcomes {
-        r.per_thread.push(count);
-        uncounted += final_one;
-        r.wait.merge(&wait);
-        r.hold.merge(&hold);
+    for tally in tallies {
+        r.per_thread.push(tally.acquisitions);
+        uncounted += tally.uncounted;
+        r.wait.merge(&tally.wait);
+        r.hold.merge(&tally.hold);
     }
     // Every acquisition touched the lines, counted or not: a mutual-exclusion failure shows as
     // fewer touches than acquisitions.
     let total: u64 = r.per_thread.iter().sum::<u64>() + uncounted;
     r.lost_updates = s.lines.total().map_or(0, |seen| total.saturating_sub(seen));
-    r
+    Ok(r)
 }
 
 /// Nanoseconds per uncontended lock/unlock pair, one repetition: the median of
@@ -289,7 +294,7 @@ impl Experiment for Contention {
                 ThreadCount::PerCpu(8),
             ],
             lab.cpus(),
-        );
+        )?;
         let duration = common.duration.unwrap_or(Duration::from_millis(200));
         let groups = lab.topology.groups(self.groups);
         let placements: Vec<Option<Placement>> = match &common.placement {
@@ -379,13 +384,13 @@ impl Experiment for Contention {
                     progress.detail(&format!("{}, {}", available[i].name(), rep_label(rep)));
                     let lock = &instances[i];
                     if rep == Rep::Warmup {
-                        let r = contended_rep(lock, &warmup);
+                        let r = contended_rep(lock, &warmup)?;
                         let t = &mut totals[i];
                         t.max_drain_s = t.max_drain_s.max(r.drain_s);
                         t.collapsed = r.drain_s > collapse_after;
                         return Ok(if t.collapsed { Taken::Last(f64::NAN) } else { Taken::Value(f64::NAN) });
                     }
-                    let r = contended_rep(lock, &setting);
+                    let r = contended_rep(lock, &setting)?;
                     let t = &mut totals[i];
                     t.max_drain_s = t.max_drain_s.max(r.drain_s);
                     t.collapsed |= r.drain_s > collapse_after;

@@ -18,6 +18,7 @@ use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::{now, read_pair_ticks};
 use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::team;
 use crate::measure::{interleave, repeat, Clock, Progress, Rep, Series, StoppingRule, Summary};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
@@ -362,12 +363,14 @@ fn wait_periods(
 /// Ticks for each batch of `BATCH` round trips of a line bouncing between threads pinned
 /// to `a` and `b` (measured on `a`'s counter). Batches, so that one preemption of either
 /// thread spoils one batch rather than the whole repetition.
-pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Vec<u64> {
+pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Result<Vec<u64>, LabError> {
     let line = CachePadded::new(AtomicU32::new(0));
     let start = Barrier::new(2);
     let round_trips = batches * BATCH;
     std::thread::scope(|s| {
-        s.spawn(|| {
+        // One thread started, the pinger on this one: a refusal leaves no thread at the start
+        // barrier waiting for a partner.
+        team::spawn(s, || {
             pin_or_die(b);
             start.wait();
             for i in 0..round_trips {
@@ -375,9 +378,8 @@ pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Vec<u64> {
                 while line.load(Acquire) != ping {}
                 line.store(ping + 1, Release);
             }
-        });
-        let pinger = s.spawn(|| {
-            pin_or_die(a);
+        })?;
+        Ok(with_pinned(a, || {
             start.wait();
             let mut ticks = Vec::with_capacity(batches as usize);
             for batch in 0..batches {
@@ -389,8 +391,7 @@ pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Vec<u64> {
                 ticks.push(now() - t0);
             }
             ticks
-        });
-        pinger.join().unwrap_or_default()
+        }))
     })
 }
 
@@ -404,7 +405,7 @@ fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: 
         .collect();
     let series = interleave(flat.len(), rule, Some(progress), |i, _| {
         let (_, a, b) = flat[i];
-        let mut batches = ping_pong_batches(a, b, BATCHES);
+        let mut batches = ping_pong_batches(a, b, BATCHES)?;
         batches.sort_unstable();
         let median = batches[batches.len() / 2];
         Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64) / (2.0 * BATCH as f64))
@@ -441,14 +442,14 @@ fn asleep(tid: i64) -> bool {
 /// One repetition of futex wake-to-run between the calling thread (the waker, pinned by the
 /// caller) and a sleeper on `b`: the latencies in ticks of the wake-ups that found the
 /// sleeper asleep, and how many did not (those are discarded).
-fn wake_to_run_ticks(b: usize, wakeups: u32) -> (Vec<u64>, u32) {
+fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError> {
     let word = CachePadded::new(AtomicU32::new(0));
     let ready = CachePadded::new(AtomicU32::new(0));
     let ack = CachePadded::new(AtomicU32::new(0));
     let stamp = CachePadded::new(AtomicU64::new(0));
     let tid = AtomicU64::new(0);
     std::thread::scope(|s| {
-        let sleeper = s.spawn(|| {
+        let sleeper = team::spawn(s, || {
             pin_or_die(b);
             // SAFETY: gettid has no preconditions.
             tid.store(unsafe { libc::syscall(libc::SYS_gettid) } as u64, Release);
@@ -464,7 +465,7 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> (Vec<u64>, u32) {
                 ack.store(i + 1, Release);
             }
             latencies
-        });
+        })?;
         let mut woke = Vec::with_capacity(wakeups as usize);
         while tid.load(Acquire) == 0 {
             std::thread::yield_now();
@@ -494,7 +495,7 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> (Vec<u64>, u32) {
                 _ => discarded += 1,
             }
         }
-        (valid, discarded)
+        Ok((valid, discarded))
     })
 }
 
@@ -508,7 +509,7 @@ fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progres
     let mut all = Vec::new();
     let mut discarded = 0;
     let series = repeat(rule, Some(progress), |rep| {
-        let (mut valid, lost) = with_pinned(a, || wake_to_run_ticks(b, WAKEUPS));
+        let (mut valid, lost) = with_pinned(a, || wake_to_run_ticks(b, WAKEUPS))?;
         if valid.is_empty() {
             return Ok(f64::NAN);
         }

@@ -22,11 +22,12 @@ use crate::lockbox::LockBox;
 use crate::machine::Placement;
 use crate::measure::clock::now;
 use crate::measure::pin::pin_or_die;
+use crate::measure::team;
 use crate::measure::work::spin;
 use crate::measure::{interleave, Summary};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
-use crate::select::{self, LockChoice};
+use crate::select::{self, Bounds, LockChoice};
 use clap::Args;
 use spinlab::CachePadded;
 use std::hint::black_box;
@@ -57,10 +58,15 @@ pub const DEFAULT_LOCKS: &[&str] = &[
 #[derive(Clone, Debug)]
 pub struct Holds(pub Vec<u64>);
 
+/// `--hold-ns`: each hold up to 10 ms, paid once per hand-off.
+pub const HOLD_NS: Bounds = Bounds::new(0, 10_000_000).unit(" ns (10 ms)");
+/// `--handoffs`: up to a million hand-offs per repetition.
+pub const HANDOFFS: Bounds = Bounds::new(1, 1_000_000);
+
 fn parse_holds(s: &str) -> Result<Holds, String> {
     let mut out = Vec::new();
     for item in select::split_list(s)? {
-        let ns = select::nanoseconds(item)?;
+        let ns: u64 = HOLD_NS.parse(item)?;
         if !out.contains(&ns) {
             out.push(ns);
         }
@@ -73,11 +79,17 @@ fn parse_holds(s: &str) -> Result<Holds, String> {
 #[group(skip)]
 pub struct Handoff {
     /// How long the holder keeps the lock once the other thread is waiting, in nanoseconds,
-    /// comma-separated [default: 1000,50000: a short wait, and one long enough to sleep]
-    #[arg(long, value_name = "LIST", value_parser = parse_holds)]
+    /// comma-separated, each within [`HOLD_NS`] [default: 1000,50000: a short wait, and one
+    /// long enough to sleep]
+    #[arg(long, value_name = "LIST", value_parser = parse_holds, allow_hyphen_values = true,
+          help = HOLD_NS.help("How long the holder keeps the lock once the other thread is waiting, in \
+                               nanoseconds, comma-separated [default: 1000,50000: a short wait, and one long \
+                               enough to sleep]"))]
     pub hold_ns: Option<Holds>,
-    /// Hand-offs per repetition (the repetition's value is their median) [default: 300]
-    #[arg(long, value_name = "N", value_parser = select::positive)]
+    /// Hand-offs per repetition (the repetition's value is their median), within [`HANDOFFS`]
+    /// [default: 300]
+    #[arg(long, value_name = "N", value_parser = |s: &str| HANDOFFS.parse::<usize>(s), allow_hyphen_values = true,
+          help = HANDOFFS.help("Hand-offs per repetition (the repetition's value is their median) [default: 300]"))]
     pub handoffs: Option<usize>,
 }
 
@@ -94,7 +106,7 @@ const COLUMNS: &[Column] = &[
 
 /// One repetition: `handoffs` hand-offs of `lock` between threads pinned to `a` and `b`;
 /// returns each one's latency in ticks (release stamp to acquisition stamp).
-fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iterations: u64) -> Vec<u64> {
+fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iterations: u64) -> Result<Vec<u64>, LabError> {
     // Hand-off r (from 1) goes to thread r % 2; thread 0 holds the lock first.
     let announced = CachePadded::new(AtomicU32::new(0));
     let acquired = CachePadded::new(AtomicU32::new(0));
@@ -135,17 +147,18 @@ fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iteration
         latencies
     };
     std::thread::scope(|s| {
-        let other = s.spawn(|| {
+        // Started before this thread takes the lock: a refusal leaves nothing held or waiting.
+        let other = team::spawn(s, || {
             pin_or_die(b);
             party(1)
-        });
+        })?;
         let mine = {
             pin_or_die(a);
             party(0)
         };
         let mut all = other.join().expect("a hand-off thread panicked");
         all.extend(mine);
-        all
+        Ok(all)
     })
 }
 
@@ -240,12 +253,12 @@ impl Experiment for Handoff {
                         if a == b {
                             return Ok(f64::NAN);
                         }
-                        let mut batches = ping_pong_batches(a, b, BATCHES);
+                        let mut batches = ping_pong_batches(a, b, BATCHES)?;
                         batches.sort_unstable();
                         let median = batches[batches.len() / 2];
                         return Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64) / (2.0 * BATCH as f64));
                     }
-                    let mut ticks = handoff_rep(&instances[i - 1], a, b, handoffs, hold_iterations);
+                    let mut ticks = handoff_rep(&instances[i - 1], a, b, handoffs, hold_iterations)?;
                     for t in ticks.iter_mut() {
                         *t = t.saturating_sub(clock.overhead_ticks);
                     }

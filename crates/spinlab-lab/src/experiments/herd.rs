@@ -7,13 +7,15 @@
 
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
+use crate::experiments::contention::WORK_NS;
 use crate::lockbox::LockBox;
 use crate::measure::pin::pin_or_die;
+use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave, Rep, Summary};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
-use crate::select::{self, LockChoice, ThreadCount};
+use crate::select::{self, Bounds, LockChoice, ThreadCount};
 use clap::Args;
 use std::hint::black_box;
 use std::sync::Barrier;
@@ -23,25 +25,27 @@ use std::time::Instant;
 /// variant, a sleeping lock, spinlab's default, and std).
 pub const DEFAULT_LOCKS: &[&str] = &["ttas:spin", "ttas:backoff", "ttas:futex", "default", "std"];
 
-/// Options of `spinlab run herd`.
+/// `--rounds`: up to 100 times the default's meetings per repetition.
+pub const ROUNDS: Bounds = Bounds::new(1, 10_000);
+/// `--per-round`: up to 200 times the default's acquisitions per thread and round.
+pub const PER_ROUND: Bounds = Bounds::new(1, 10_000);
+
+/// Options of `spinlab run herd` (no `Default`: `cli_defaults` gives clap's).
 #[derive(Args, Clone, Debug)]
 #[group(skip)]
 pub struct Herd {
-    /// Times the threads meet at the barrier per repetition
-    #[arg(long, value_name = "N", default_value = "100", value_parser = select::positive)]
+    /// Times the threads meet at the barrier per repetition, within [`ROUNDS`]
+    #[arg(long, value_name = "N", default_value = "100", value_parser = |s: &str| ROUNDS.parse::<usize>(s),
+          allow_hyphen_values = true, help = ROUNDS.help("Times the threads meet at the barrier per repetition"))]
     pub rounds: usize,
-    /// Acquisitions per thread between two barriers
-    #[arg(long, value_name = "N", default_value = "50", value_parser = select::positive)]
+    /// Acquisitions per thread between two barriers, within [`PER_ROUND`]
+    #[arg(long, value_name = "N", default_value = "50", value_parser = |s: &str| PER_ROUND.parse::<usize>(s),
+          allow_hyphen_values = true, help = PER_ROUND.help("Acquisitions per thread between two barriers"))]
     pub per_round: usize,
-    /// Busy work inside the critical section, in nanoseconds
-    #[arg(long, value_name = "NS", default_value = "100", value_parser = select::nanoseconds, allow_hyphen_values = true)]
+    /// Busy work inside the critical section, in nanoseconds, within contention's [`WORK_NS`]
+    #[arg(long, value_name = "NS", default_value = "100", value_parser = |s: &str| WORK_NS.parse::<u64>(s),
+          allow_hyphen_values = true, help = WORK_NS.help("Busy work inside the critical section, in nanoseconds"))]
     pub cs_ns: u64,
-}
-
-impl Default for Herd {
-    fn default() -> Self {
-        Herd { rounds: 100, per_round: 50, cs_ns: 100 }
-    }
 }
 
 const COLUMNS: &[Column] = &[
@@ -72,53 +76,59 @@ fn thread_cpu_times() -> (f64, f64) {
     (secs(u.ru_utime), secs(u.ru_stime))
 }
 
-fn herd_rep(lock: &LockBox, cpus: &[usize], herd: &Herd, cs_iterations: u64, lines: &SharedLines) -> Times {
+fn herd_rep(
+    lock: &LockBox,
+    cpus: &[usize],
+    herd: &Herd,
+    cs_iterations: u64,
+    lines: &SharedLines,
+) -> Result<Times, LabError> {
     let n = cpus.len();
-    let start = Barrier::new(n + 1);
+    let line = StartLine::new(n);
     let round = Barrier::new(n);
     lines.reset();
-    let (t0, results) = std::thread::scope(|scope| {
-        let handles: Vec<_> = cpus
-            .iter()
-            .enumerate()
-            .map(|(i, &cpu)| {
-                let (start, round) = (&start, &round);
-                scope.spawn(move || {
-                    pin_or_die(cpu);
-                    let (u0, s0) = thread_cpu_times();
-                    let mut seed = i as u64 + 1;
-                    start.wait();
-                    for _ in 0..herd.rounds {
-                        round.wait();
-                        for _ in 0..herd.per_round {
-                            lock.lock();
-                            lines.touch();
-                            seed = spin(cs_iterations, seed);
-                            // SAFETY: acquired just above.
-                            unsafe { lock.unlock() };
-                        }
-                    }
-                    black_box(seed);
-                    let finished = Instant::now();
-                    let (u1, s1) = thread_cpu_times();
-                    (finished, u1 - u0, s1 - s0)
-                })
-            })
+    let worker = |i: usize| {
+        pin_or_die(cpus[i]);
+        let (u0, s0) = thread_cpu_times();
+        let mut seed = i as u64 + 1;
+        if !line.arrive() {
+            return None;
+        }
+        for _ in 0..herd.rounds {
+            round.wait();
+            for _ in 0..herd.per_round {
+                lock.lock();
+                lines.touch();
+                seed = spin(cs_iterations, seed);
+                // SAFETY: acquired just above.
+                unsafe { lock.unlock() };
+            }
+        }
+        black_box(seed);
+        let finished = Instant::now();
+        let (u1, s1) = thread_cpu_times();
+        Some((finished, u1 - u0, s1 - s0))
+    };
+    let (started, results) = std::thread::scope(|scope| {
+        // The round barrier is only reached past the start line, which a refused thread calls
+        // off: no thread waits at it for one that never started.
+        let handles = spawn_team(scope, &line, n, &worker)?;
+        line.open();
+        let started = Instant::now();
+        let results: Vec<(Instant, f64, f64)> = handles
+            .into_iter()
+            .map(|h| h.join().expect("a herd thread panicked").expect("the start line was opened"))
             .collect();
-        start.wait();
-        let t0 = Instant::now();
-        let results: Vec<(Instant, f64, f64)> =
-            handles.into_iter().map(|h| h.join().expect("a herd thread panicked")).collect();
-        (t0, results)
-    });
-    let end = results.iter().map(|r| r.0).max().unwrap_or(t0);
+        Ok::<_, LabError>((started, results))
+    })?;
+    let end = results.iter().map(|r| r.0).max().unwrap_or(started);
     let expected = (n * herd.rounds * herd.per_round) as u64;
-    Times {
-        wall_s: end.saturating_duration_since(t0).as_secs_f64(),
+    Ok(Times {
+        wall_s: end.saturating_duration_since(started).as_secs_f64(),
         user_s: results.iter().map(|r| r.1).sum(),
         sys_s: results.iter().map(|r| r.2).sum(),
         lost_updates: lines.total().map_or(0, |seen| expected.saturating_sub(seen)),
-    }
+    })
 }
 
 impl Experiment for Herd {
@@ -147,7 +157,7 @@ impl Experiment for Herd {
                 ThreadCount::PerCpu(32),
             ],
             lab.cpus(),
-        );
+        )?;
         let cs_iterations = lab.work.iterations(self.cs_ns as f64);
         let lines = SharedLines::new(1);
         let cpu_ids = lab.topology.cpu_ids();
@@ -190,10 +200,10 @@ impl Experiment for Herd {
                     }
                 ));
                 if rep == Rep::Warmup {
-                    herd_rep(&instances[i], &cpus, &warmup, cs_iterations, &lines);
+                    herd_rep(&instances[i], &cpus, &warmup, cs_iterations, &lines)?;
                     return Ok(f64::NAN);
                 }
-                let t = herd_rep(&instances[i], &cpus, self, cs_iterations, &lines);
+                let t = herd_rep(&instances[i], &cpus, self, cs_iterations, &lines)?;
                 cpu_times[i].0.push(t.user_s);
                 cpu_times[i].1.push(t.sys_s);
                 lost[i] += t.lost_updates;

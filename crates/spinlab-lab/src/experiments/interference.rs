@@ -24,11 +24,13 @@ use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;
+use crate::measure::memory::check_room;
 use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::team;
 use crate::measure::{interleave, Rep, Summary};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
-use crate::select;
+use crate::select::{self, Bounds};
 use crate::workloads::counters::Ipc;
 use crate::workloads::{Active, CacheSizes, Sizes, Workload};
 use clap::Args;
@@ -68,10 +70,18 @@ fn parse_actives(s: &str) -> Result<Actives, String> {
     Workload::parse_list(s).map(Actives)
 }
 
+/// `--waiters`: waiting threads beside the active one, up to the thread limit of a small
+/// machine ([`select::THREADS_FLOOR`]).
+pub const WAITERS: Bounds = Bounds::new(1, select::THREADS_FLOOR as u64);
+/// `--active-ms`: one call of the active workload, up to 10 s.
+pub const ACTIVE_MS: Bounds = Bounds::new(1, 10_000).unit(" ms");
+/// `--units` (hidden, for tests): units of work per call.
+pub const UNITS: Bounds = Bounds::new(1, 1_000_000);
+
 fn parse_counts(s: &str) -> Result<Counts, String> {
     let mut out = Vec::new();
     for item in select::split_list(s)? {
-        let n = select::positive(item).map_err(|e| format!("{e} (waiters per co-run)"))?;
+        let n: usize = WAITERS.parse(item).map_err(|e| format!("{e} (waiters per co-run)"))?;
         if !out.contains(&n) {
             out.push(n);
         }
@@ -87,19 +97,25 @@ pub struct Interference {
     /// [default: add,mbv-int,hash]
     #[arg(long, value_name = "LIST", value_parser = parse_actives)]
     pub active: Option<Actives>,
-    /// Waiter counts, comma-separated [default: 1,3]
-    #[arg(long, value_name = "LIST", value_parser = parse_counts)]
+    /// Waiter counts, comma-separated, each within [`WAITERS`] [default: 1,3]
+    #[arg(long, value_name = "LIST", value_parser = parse_counts,
+          help = WAITERS.help("Waiter counts, comma-separated [default: 1,3]"))]
     pub waiters: Option<Counts>,
     /// Length of one call of the active workload, in milliseconds (its work is fixed once,
-    /// calibrated to this in isolation) [default: 10]
-    #[arg(long, value_name = "MS", value_parser = select::positive)]
+    /// calibrated to this in isolation), within [`ACTIVE_MS`] [default: 10]
+    #[arg(long, value_name = "MS", value_parser = |s: &str| ACTIVE_MS.parse::<usize>(s), allow_hyphen_values = true,
+          help = ACTIVE_MS.help("Length of one call of the active workload, in milliseconds (its work is fixed \
+                                 once, calibrated to this in isolation) [default: 10]"))]
     pub active_ms: Option<usize>,
     /// Size the workloads for these caches instead of this machine's: L1D,L2,LLC (e.g.
-    /// 32K,512K,32M)
-    #[arg(long, value_name = "L1D,L2,LLC", value_parser = CacheSizes::parse)]
+    /// 32K,512K,32M), each within [`CacheSizes::LIMITS`]
+    #[arg(long, value_name = "L1D,L2,LLC", value_parser = CacheSizes::parse,
+          help = format!("Size the workloads for these caches instead of this machine's: L1D,L2,LLC (e.g. \
+                          32K,512K,32M); accepted: {}", CacheSizes::ACCEPTED))]
     pub cache_sizes: Option<CacheSizes>,
-    /// Units of work per call instead of calibrating (for tests and exact comparisons)
-    #[arg(long, value_name = "N", value_parser = select::positive, hide = true)]
+    /// Units of work per call instead of calibrating (for tests and exact comparisons), within
+    /// [`UNITS`]
+    #[arg(long, value_name = "N", value_parser = |s: &str| UNITS.parse::<usize>(s), hide = true)]
     pub units: Option<usize>,
 }
 
@@ -131,7 +147,7 @@ struct WaiterReport {
 
 /// One co-run: `waiter_cpus.len()` waiters wait with the policy while the calling thread runs
 /// `active`; then the harness releases the word and joins them.
-type CoRun = fn(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Vec<WaiterReport>;
+type CoRun = fn(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Vec<WaiterReport>, LabError>;
 
 /// Waits as a thread blocked in `Ttas<W>` does, until the word reads `UNLOCKED`.
 fn wait_like_ttas<W: Wait>(word: &AtomicU32) -> (u64, u64) {
@@ -165,36 +181,46 @@ fn wait_like_ttas<W: Wait>(word: &AtomicU32) -> (u64, u64) {
     (iterations + episode.iterations() as u64, sleeps)
 }
 
-fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Vec<WaiterReport> {
+/// Releases the word as TTAS's unlock does: wakes sleepers only if one may exist (all of
+/// them, since none of them will hand the lock on).
+fn release<W: Wait>(word: &AtomicU32) {
+    if word.swap(UNLOCKED, Release) == LOCKED_SLEEPERS {
+        W::wake_all(word);
+    }
+}
+
+fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Vec<WaiterReport>, LabError> {
     let word = CachePadded::new(AtomicU32::new(LOCKED));
     let arrived = CachePadded::new(AtomicUsize::new(0));
     let released_at = CachePadded::new(AtomicU64::new(0));
+    let waiter = |i: usize| {
+        pin_or_die(waiter_cpus[i]);
+        arrived.fetch_add(1, Release);
+        let t0 = now();
+        let (iterations, sleeps) = wait_like_ttas::<W>(&word);
+        WaiterReport { waited_ticks: released_at.load(Acquire).saturating_sub(t0), iterations, sleeps }
+    };
     std::thread::scope(|s| {
-        let handles: Vec<_> = waiter_cpus
-            .iter()
-            .map(|&cpu| {
-                let (word, arrived, released_at) = (&word, &arrived, &released_at);
-                s.spawn(move || {
-                    pin_or_die(cpu);
-                    arrived.fetch_add(1, Release);
-                    let t0 = now();
-                    let (iterations, sleeps) = wait_like_ttas::<W>(word);
-                    WaiterReport { waited_ticks: released_at.load(Acquire).saturating_sub(t0), iterations, sleeps }
-                })
-            })
-            .collect();
+        let mut handles = Vec::with_capacity(waiter_cpus.len());
+        for i in 0..waiter_cpus.len() {
+            match team::spawn_nth(s, i, waiter_cpus.len(), move || waiter(i)) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The waiters that started leave once the word is released; the scope
+                    // joins them.
+                    release::<W>(&word);
+                    return Err(e);
+                }
+            }
+        }
         while arrived.load(Acquire) < waiter_cpus.len() {
             std::thread::yield_now();
         }
         std::thread::sleep(SETTLE);
         active();
         released_at.store(now(), Release);
-        // Release as TTAS's unlock does: wake sleepers only if one may exist (all of them,
-        // since none of them will hand the lock on).
-        if word.swap(UNLOCKED, Release) == LOCKED_SLEEPERS {
-            W::wake_all(&word);
-        }
-        handles.into_iter().map(|h| h.join().expect("a waiter panicked")).collect()
+        release::<W>(&word);
+        Ok(handles.into_iter().map(|h| h.join().expect("a waiter panicked")).collect())
     })
 }
 
@@ -322,6 +348,7 @@ impl Experiment for Interference {
         for &workload in &actives {
             for &placement in &offered {
                 let Ok((active_cpu, _)) = cpus_at(lab, placement, 1) else { continue };
+                check_room(sizes.bytes(workload), &format!("the {workload} workload's data"))?;
                 // Built and calibrated on the active CPU, so its pages are that CPU's.
                 let (mut active, expected) = with_pinned(active_cpu, || {
                     let mut a = Active::new(workload, &sizes, self.units.unwrap_or(1) as u64);
@@ -365,7 +392,7 @@ impl Experiment for Interference {
                                 if i == 0 {
                                     timed();
                                 } else {
-                                    let r = (policy.co_run)(&waiter_cpus, &mut timed);
+                                    let r = (policy.co_run)(&waiter_cpus, &mut timed)?;
                                     if rep != Rep::Warmup {
                                         reports.extend(r);
                                     }

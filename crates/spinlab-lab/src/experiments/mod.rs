@@ -131,23 +131,30 @@ pub struct Common {
     /// every policy name and whether this CPU has what it needs
     #[arg(long, value_name = "LIST", value_parser = parse_waits)]
     pub waits: Option<Waits>,
-    /// Thread counts, comma-separated: numbers, `cpus`, or multiples of the CPUs like `4x`
-    #[arg(long, value_name = "LIST", value_parser = parse_threads, allow_hyphen_values = true)]
+    /// Thread counts, comma-separated: numbers, `cpus`, or multiples of the CPUs like `4x`, each
+    /// up to [`select::max_threads`]
+    #[arg(long, value_name = "LIST", value_parser = parse_threads, allow_hyphen_values = true,
+          help = format!("Thread counts, comma-separated; {}", select::THREADS_ACCEPTED))]
     pub threads: Option<Threads>,
     /// Placements, comma-separated: same-cpu, smt, core, llc, node
     #[arg(long, value_name = "LIST", value_parser = parse_placements)]
     pub placement: Option<Placements>,
-    /// Length of one repetition (e.g. 200ms, 2s)
-    #[arg(long, value_name = "TIME", value_parser = select::duration, allow_hyphen_values = true)]
+    /// Length of one repetition, within [`select::DURATION`]
+    #[arg(long, value_name = "TIME", value_parser = select::duration, allow_hyphen_values = true,
+          help = select::DURATION.help("Length of one repetition"))]
     pub duration: Option<Duration>,
     /// FAME: stop repeating when another repetition would move the mean by less than PCT percent
-    #[arg(long, value_name = "PCT", default_value = "1", value_parser = select::percent, allow_hyphen_values = true)]
+    #[arg(long, value_name = "PCT", default_value = "1", value_parser = select::maiv, allow_hyphen_values = true,
+          help = format!("FAME: stop repeating when another repetition would move the mean by less than PCT \
+                          percent; accepted: {}", select::MAIV_ACCEPTED))]
     pub maiv: f64,
-    /// At least this many measured repetitions
-    #[arg(long, value_name = "N", value_parser = select::positive, allow_hyphen_values = true)]
+    /// At least this many measured repetitions, within [`select::REPS`]
+    #[arg(long, value_name = "N", value_parser = select::reps, allow_hyphen_values = true,
+          help = select::REPS.help("At least this many measured repetitions"))]
     pub min_reps: Option<usize>,
-    /// At most this many measured repetitions
-    #[arg(long, value_name = "N", value_parser = select::positive, allow_hyphen_values = true)]
+    /// At most this many measured repetitions, within [`select::REPS`]
+    #[arg(long, value_name = "N", value_parser = select::reps, allow_hyphen_values = true,
+          help = select::REPS.help("At most this many measured repetitions"))]
     pub max_reps: Option<usize>,
     /// Write the results document (spinlab.results/1) to FILE (`-`: stdout, tables go to stderr)
     #[arg(long, value_name = "FILE")]
@@ -241,9 +248,16 @@ impl Common {
         }
     }
 
-    /// Thread counts given, or `default`, resolved for `cpus`.
-    pub fn threads_or(&self, default: &[ThreadCount], cpus: usize) -> Vec<usize> {
-        select::resolve_threads(self.threads.as_ref().map_or(default, |t| &t.0), cpus)
+    /// Thread counts given, or `default`, resolved for `cpus`; a usage error when one is above
+    /// [`select::max_threads`].
+    pub fn threads_or(&self, default: &[ThreadCount], cpus: usize) -> Result<Vec<usize>, LabError> {
+        let given = self.threads.as_ref();
+        select::resolve_threads(given.map_or(default, |t| &t.0), cpus).map_err(|e| {
+            LabError::usage(match given {
+                Some(_) => format!("--threads: {e}"),
+                None => format!("the default thread counts are too many here: {e}; give --threads"),
+            })
+        })
     }
 
     /// Placements given, or all of them.

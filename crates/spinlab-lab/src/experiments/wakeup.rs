@@ -22,10 +22,11 @@ use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;
 use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::team;
 use crate::measure::{interleave, Clock, Rep, Summary};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
-use crate::select;
+use crate::select::Bounds;
 use clap::Args;
 use spinlab::registry::{self, DynEvent};
 use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
@@ -45,30 +46,36 @@ pub const PTHREAD_COND: &str = "pthread-cond";
 /// The row with no waiter: the worker alone.
 pub const NONE: &str = "none";
 
-/// Options of `spinlab run wakeup`.
+/// `--size` (here and in `spinlab run barrier`): matrices up to 2048×2048, three of them
+/// 96 MiB, one multiply several seconds (seed 001 used 512).
+pub const MATRIX_N: Bounds = Bounds::new(1, 2048);
+/// `--short-size`: as [`MATRIX_N`], with 0 to leave the short computation out.
+pub const SHORT_N: Bounds = Bounds::new(0, 2048);
+/// `--work-ms` (here and in `spinlab run barrier`): one multiply up to a second.
+pub const WORK_MS: Bounds = Bounds::new(1, 1000).unit(" ms");
+
+/// Options of `spinlab run wakeup` (no `Default`: `cli_defaults` gives clap's).
 #[derive(Args, Clone, Debug)]
 #[group(skip)]
 pub struct Wakeup {
-    /// Matrix size of the long computation (default: scaled so one multiply takes --work-ms)
-    #[arg(long, value_name = "N", value_parser = select::positive)]
+    /// Matrix size of the long computation (default: scaled so one multiply takes --work-ms),
+    /// within [`MATRIX_N`]
+    #[arg(long, value_name = "N", value_parser = |s: &str| MATRIX_N.parse::<usize>(s), allow_hyphen_values = true,
+          help = MATRIX_N.help("Matrix size of the long computation (default: scaled so one multiply takes --work-ms)"))]
     pub size: Option<usize>,
-    /// Target length of the long computation when --size is not given, in milliseconds
-    #[arg(long, value_name = "MS", default_value = "10", value_parser = select::positive)]
+    /// Target length of the long computation when --size is not given, in milliseconds, within
+    /// [`WORK_MS`]
+    #[arg(long, value_name = "MS", default_value = "10", value_parser = |s: &str| WORK_MS.parse::<usize>(s),
+          allow_hyphen_values = true,
+          help = WORK_MS.help("Target length of the long computation when --size is not given, in milliseconds"))]
     pub work_ms: usize,
     /// Matrix size of the short computation (a wait shorter than spin-then-park's budget);
-    /// 0 leaves it out
-    #[arg(long, value_name = "N", default_value = "10", value_parser = non_negative)]
+    /// 0 leaves it out; within [`SHORT_N`]
+    #[arg(long, value_name = "N", default_value = "10", value_parser = |s: &str| SHORT_N.parse::<usize>(s),
+          allow_hyphen_values = true,
+          help = SHORT_N.help("Matrix size of the short computation (a wait shorter than spin-then-park's budget); \
+                               0 leaves it out"))]
     pub short_size: usize,
-}
-
-impl Default for Wakeup {
-    fn default() -> Self {
-        Wakeup { size: None, work_ms: 10, short_size: 10 }
-    }
-}
-
-fn non_negative(text: &str) -> Result<usize, String> {
-    text.trim().parse::<usize>().map_err(|_| format!("`{text}` is not a whole number (0 or more)"))
 }
 
 const COLUMNS: &[Column] = &[
@@ -262,9 +269,9 @@ pub fn episodes<R: Rendezvous + ?Sized>(
     rounds: usize,
     work: &mut Matmul,
     clock: &Clock,
-) -> Vec<Stamps> {
+) -> Result<Vec<Stamps>, LabError> {
     let Some(rv) = rv else {
-        return with_pinned(cpus.0, || {
+        return Ok(with_pinned(cpus.0, || {
             (0..rounds)
                 .map(|_| {
                     let t = now();
@@ -272,12 +279,12 @@ pub fn episodes<R: Rendezvous + ?Sized>(
                     Stamps { work: clock.corrected(t, now()), wakeup: None, call: None }
                 })
                 .collect()
-        });
+        }));
     };
     let armed = CachePadded::new(AtomicUsize::new(0));
     fenced_overhead();
     std::thread::scope(|s| {
-        let waiter = s.spawn(|| {
+        let waiter = team::spawn(s, || {
             pin_or_die(cpus.1);
             (0..rounds)
                 .map(|r| {
@@ -286,7 +293,7 @@ pub fn episodes<R: Rendezvous + ?Sized>(
                     fenced_now()
                 })
                 .collect::<Vec<u64>>()
-        });
+        })?;
         let worker: Vec<(u64, u64, u64)> = with_pinned(cpus.0, || {
             (0..rounds)
                 .map(|r| {
@@ -301,11 +308,11 @@ pub fn episodes<R: Rendezvous + ?Sized>(
                 .collect()
         });
         let woke = waiter.join().expect("the waiting thread panicked");
-        worker
+        Ok(worker
             .iter()
             .zip(woke)
             .map(|(&(work, t0, call), t2)| Stamps { work, wakeup: Some(fenced_interval(t0, t2)), call: Some(call) })
-            .collect()
+            .collect())
     })
 }
 
@@ -328,7 +335,7 @@ pub fn rounds_for(work_s: f64) -> usize {
 }
 
 /// Runs episodes of one primitive: (CPUs, rounds, work, clock).
-type EpisodeRunner = Box<dyn Fn((usize, usize), usize, &mut Matmul, &Clock) -> Vec<Stamps>>;
+type EpisodeRunner = Box<dyn Fn((usize, usize), usize, &mut Matmul, &Clock) -> Result<Vec<Stamps>, LabError>>;
 
 /// One notify primitive: its row name, why it cannot run here, and its episode runner.
 struct Primitive {
@@ -337,14 +344,19 @@ struct Primitive {
     episodes: EpisodeRunner,
 }
 
-fn event_episodes<W: Wait>(cpus: (usize, usize), rounds: usize, work: &mut Matmul, clock: &Clock) -> Vec<Stamps> {
+fn event_episodes<W: Wait>(
+    cpus: (usize, usize),
+    rounds: usize,
+    work: &mut Matmul,
+    clock: &Clock,
+) -> Result<Vec<Stamps>, LabError> {
     // Padded: a monitor wait ends on any write to the line (seed 001 §2).
     let event = CachePadded::new(Event::<W>::new());
     episodes(Some(&*event), cpus, rounds, work, clock)
 }
 
 fn policy_primitives(names: &[&str]) -> Vec<Primitive> {
-    type Run = fn((usize, usize), usize, &mut Matmul, &Clock) -> Vec<Stamps>;
+    type Run = fn((usize, usize), usize, &mut Matmul, &Clock) -> Result<Vec<Stamps>, LabError>;
     struct Collect(Vec<(&'static str, Result<(), Unavailable>, Run)>);
     impl PolicyVisitor for Collect {
         fn visit<W: Wait>(&mut self) {
@@ -463,7 +475,7 @@ impl Experiment for Wakeup {
                 let rounds = rounds_for(per_episode);
                 let mut figures: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); runnable.len()];
                 let series = interleave(runnable.len(), &rule, Some(&progress), |i, rep| {
-                    let stamps = (runnable[i].episodes)(cpus, rounds, &mut work, &lab.clock);
+                    let stamps = (runnable[i].episodes)(cpus, rounds, &mut work, &lab.clock)?;
                     let (twork, twakeup, tcall) = medians(&stamps, &lab.clock);
                     if rep != Rep::Warmup {
                         figures[i].0.push(twakeup);
@@ -530,11 +542,11 @@ mod tests {
         let clock = Clock::calibrate();
         let cpu = crate::measure::pin::allowed_cpus()[0];
         let event = Event::<spinlab::wait::Futex>::new();
-        let stamps = episodes(Some(&event), (cpu, cpu), 5, &mut Matmul::new(8), &clock);
+        let stamps = episodes(Some(&event), (cpu, cpu), 5, &mut Matmul::new(8), &clock).unwrap();
         assert_eq!(stamps.len(), 5);
         assert!(stamps.iter().all(|s| s.wakeup.is_some() && s.call.is_some()));
         assert!(!event.try_wait(), "every notification was taken by its own wait");
-        let alone = episodes::<Event>(None, (cpu, cpu), 2, &mut Matmul::new(8), &clock);
+        let alone = episodes::<Event>(None, (cpu, cpu), 2, &mut Matmul::new(8), &clock).unwrap();
         assert!(alone.iter().all(|s| s.wakeup.is_none()));
     }
 }

@@ -1,14 +1,16 @@
 //! The measurement core every experiment shares: clocks and timer-overhead correction,
 //! calibrated busy work, pinning, the FAME stopping rule, statistics, histograms, interleaved
-//! repetition, and progress.
+//! repetition, progress, and starting threads the OS may refuse.
 
 pub mod clock;
 pub mod fame;
 pub mod histogram;
 pub mod interleave;
+pub mod memory;
 pub mod pin;
 pub mod progress;
 pub mod stats;
+pub mod team;
 pub mod work;
 
 pub use clock::Clock;

@@ -157,22 +157,35 @@ impl CacheSizes {
         (CacheSizes { l1d, l2, llc }, assumed)
     }
 
-    /// Parses `L1D,L2,LLC` sizes such as `32K,512K,32M` (for `--cache-sizes`).
+    /// The size each of `--cache-sizes` may be: 1 KiB to 1 GiB. The largest workload data is
+    /// twice the last-level cache (`mbv-int`, `mbv-fp`), so at most 2 GiB.
+    pub const LIMITS: (u64, u64) = (1 << 10, 1 << 30);
+
+    /// What `--cache-sizes` accepts, in words.
+    pub const ACCEPTED: &'static str = "three sizes L1D,L2,LLC such as 32K,512K,32M, each from 1K to 1G";
+
+    /// Parses `L1D,L2,LLC` sizes such as `32K,512K,32M` (for `--cache-sizes`), each within
+    /// [`CacheSizes::LIMITS`].
     pub fn parse(text: &str) -> Result<CacheSizes, String> {
-        let accepted = "give three sizes L1D,L2,LLC such as 32K,512K,32M";
+        let accepted = CacheSizes::ACCEPTED;
+        let (min, max) = CacheSizes::LIMITS;
         let parts = crate::select::split_list(text)?;
         let sizes: Vec<u64> = parts
             .iter()
-            .map(|p| parse_size(p).filter(|&s| s >= 64).ok_or_else(|| format!("`{p}` is not a cache size; {accepted}")))
+            .map(|p| match parse_size(p) {
+                Some(s) if (min..=max).contains(&s) => Ok(s),
+                Some(_) => Err(format!("`{p}` is outside the limits; accepted: {accepted}")),
+                None => Err(format!("`{p}` is not a cache size; accepted: {accepted}")),
+            })
             .collect::<Result<_, _>>()?;
         match sizes[..] {
             [l1d, l2, llc] => Ok(CacheSizes { l1d, l2, llc }),
-            _ => Err(format!("`{text}` has {} sizes; {accepted}", sizes.len())),
+            _ => Err(format!("`{text}` has {} sizes; accepted: {accepted}", sizes.len())),
         }
     }
 }
 
-/// `32K`, `512K`, `32M`, `1G` or plain bytes.
+/// `32K`, `512K`, `32M`, `1G` or plain bytes; `None` for anything else, or a size past `u64`.
 fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();
     let (digits, scale) = match t.char_indices().last()? {
@@ -181,7 +194,7 @@ fn parse_size(text: &str) -> Option<u64> {
         (i, 'G' | 'g') => (&t[..i], 1 << 30),
         _ => (t, 1),
     };
-    digits.trim().parse::<u64>().ok().map(|n| n * scale)
+    digits.trim().parse::<u64>().ok().and_then(|n| n.checked_mul(scale))
 }
 
 /// The data sizes of every workload, from the caches, in bytes.

@@ -21,11 +21,13 @@ use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;
+use crate::measure::memory::check_room;
 use crate::measure::pin::{pin_or_die, with_pinned};
+use crate::measure::team;
 use crate::measure::{interleave, Clock, Rep};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
-use crate::select;
+use crate::select::{self, Bounds};
 use clap::Args;
 use spinlab::registry::{self, DynBarrier};
 use std::hint::black_box;
@@ -65,13 +67,18 @@ pub fn serial<K: Kernel>(kernel: &K, cpu: usize) -> (f64, K::Out) {
 
 /// One SPR run: the worker on `cpus.0`, the helper on `cpus.1`, meeting at `barrier` after
 /// every unit. Seconds, the worker's share of time in the barrier (percent), the result.
-pub fn spr<K: Kernel>(kernel: &K, barrier: &dyn DynBarrier, cpus: (usize, usize), clock: &Clock) -> (f64, f64, K::Out) {
+pub fn spr<K: Kernel>(
+    kernel: &K,
+    barrier: &dyn DynBarrier,
+    cpus: (usize, usize),
+    clock: &Clock,
+) -> Result<(f64, f64, K::Out), LabError> {
     let units = kernel.units();
     let mut out = kernel.fresh();
     let addr = K::out_addr(&out);
     let start = std::sync::Barrier::new(2);
     std::thread::scope(|s| {
-        s.spawn(|| {
+        team::spawn(s, || {
             pin_or_die(cpus.1);
             let mut sink = 0u64;
             start.wait();
@@ -82,8 +89,8 @@ pub fn spr<K: Kernel>(kernel: &K, barrier: &dyn DynBarrier, cpus: (usize, usize)
                 barrier.wait();
             }
             black_box(sink);
-        });
-        with_pinned(cpus.0, || {
+        })?;
+        Ok(with_pinned(cpus.0, || {
             start.wait();
             let t = Instant::now();
             let mut in_barrier = 0u64;
@@ -96,7 +103,7 @@ pub fn spr<K: Kernel>(kernel: &K, barrier: &dyn DynBarrier, cpus: (usize, usize)
             let seconds = t.elapsed().as_secs_f64();
             let sync_pct = 100.0 * clock.ns(in_barrier as f64) * 1e-9 / seconds.max(1e-12);
             (seconds, sync_pct, out)
-        })
+        }))
     })
 }
 
@@ -130,6 +137,23 @@ fn parse_apps(text: &str) -> Result<Apps, String> {
     Ok(Apps(out))
 }
 
+/// `--spmv-cols`: x up to 800 MB of f64.
+pub const SPMV_COLS: Bounds = Bounds::new(1, 100_000_000);
+/// `--spmv-rows`.
+pub const SPMV_ROWS: Bounds = Bounds::new(1, 10_000_000);
+/// `--spmv-per-row`.
+pub const SPMV_PER_ROW: Bounds = Bounds::new(1, 64);
+/// `--spmv-block-rows`.
+pub const SPMV_BLOCK_ROWS: Bounds = Bounds::new(1, 1_000_000);
+/// The most non-zeroes the spmv matrix may hold (rows × per-row): 3 GiB of values and column
+/// indices. The default shape (x twice the last-level cache, a sixteenth as many rows, 8 per
+/// row) stays below it on caches up to 2 GiB.
+pub const SPMV_MAX_NONZEROES: u64 = 1 << 28;
+/// `--tc-vertices`: an adjacency matrix up to 64 MiB, copied once per run.
+pub const TC_VERTICES: Bounds = Bounds::new(1, 8192);
+/// `--tc-edges`.
+pub const TC_EDGES: Bounds = Bounds::new(1, 10_000_000);
+
 /// Options of `spinlab run spr` (no `Default`: its derived form would zero clap's defaults).
 #[derive(Args, Clone, Debug)]
 #[group(skip)]
@@ -143,26 +167,35 @@ pub struct Spr {
     /// closure)
     #[arg(long, value_name = "LIST", value_parser = parse_apps)]
     pub apps: Option<Apps>,
-    /// spmv: columns, the length of x (default: x is twice the last-level cache)
-    #[arg(long, value_name = "N", value_parser = select::positive)]
+    /// spmv: columns, the length of x (default: x is twice the last-level cache), within
+    /// [`SPMV_COLS`]
+    #[arg(long, value_name = "N", value_parser = |s: &str| SPMV_COLS.parse::<usize>(s), allow_hyphen_values = true,
+          help = SPMV_COLS.help("spmv: columns, the length of x (default: x is twice the last-level cache)"))]
     pub spmv_cols: Option<usize>,
-    /// spmv: rows (default: a sixteenth of the columns)
-    #[arg(long, value_name = "N", value_parser = select::positive)]
+    /// spmv: rows (default: a sixteenth of the columns), within [`SPMV_ROWS`] and
+    /// [`SPMV_MAX_NONZEROES`]
+    #[arg(long, value_name = "N", value_parser = |s: &str| SPMV_ROWS.parse::<usize>(s), allow_hyphen_values = true,
+          help = SPMV_ROWS.help(&format!("spmv: rows (default: a sixteenth of the columns), with rows × per-row \
+                                          at most {SPMV_MAX_NONZEROES}")))]
     pub spmv_rows: Option<usize>,
-    /// spmv: non-zeroes per row
-    #[arg(long, value_name = "N", default_value = "8", value_parser = select::positive)]
+    /// spmv: non-zeroes per row, within [`SPMV_PER_ROW`]
+    #[arg(long, value_name = "N", default_value = "8", value_parser = |s: &str| SPMV_PER_ROW.parse::<usize>(s),
+          allow_hyphen_values = true, help = SPMV_PER_ROW.help("spmv: non-zeroes per row"))]
     pub spmv_per_row: usize,
-    /// spmv: rows per unit (the helper runs this far ahead)
-    #[arg(long, value_name = "N", default_value = "1024", value_parser = select::positive)]
+    /// spmv: rows per unit (the helper runs this far ahead), within [`SPMV_BLOCK_ROWS`]
+    #[arg(long, value_name = "N", default_value = "1024", value_parser = |s: &str| SPMV_BLOCK_ROWS.parse::<usize>(s),
+          allow_hyphen_values = true, help = SPMV_BLOCK_ROWS.help("spmv: rows per unit (the helper runs this far ahead)"))]
     pub spmv_block_rows: usize,
-    /// tc: vertices (seed 001: 1600)
-    #[arg(long, value_name = "N", default_value = "1600", value_parser = select::positive)]
+    /// tc: vertices (seed 001: 1600), within [`TC_VERTICES`]
+    #[arg(long, value_name = "N", default_value = "1600", value_parser = |s: &str| TC_VERTICES.parse::<usize>(s),
+          allow_hyphen_values = true, help = TC_VERTICES.help("tc: vertices (seed 001: 1600)"))]
     pub tc_vertices: usize,
-    /// tc: edges (seed 001: 25000)
-    #[arg(long, value_name = "N", default_value = "25000", value_parser = select::positive)]
+    /// tc: edges (seed 001: 25000), within [`TC_EDGES`]
+    #[arg(long, value_name = "N", default_value = "25000", value_parser = |s: &str| TC_EDGES.parse::<usize>(s),
+          allow_hyphen_values = true, help = TC_EDGES.help("tc: edges (seed 001: 25000)"))]
     pub tc_edges: usize,
     /// tc: tile side, 8, 16, 32 or 64 (seed 001: 16)
-    #[arg(long, value_name = "N", default_value = "16", value_parser = tile_side)]
+    #[arg(long, value_name = "N", default_value = "16", value_parser = tile_side, allow_hyphen_values = true)]
     pub tc_block: usize,
 }
 
@@ -226,7 +259,7 @@ fn measure_app<K: Kernel>(
             if i == 0 {
                 return Ok(serial(kernel, cpus.0).0);
             }
-            let (s, pct, out) = spr(kernel, &*built[i - 1], cpus, &lab.clock);
+            let (s, pct, out) = spr(kernel, &*built[i - 1], cpus, &lab.clock)?;
             if !K::equal(&out, &reference) {
                 equal[i - 1] = false;
             }
@@ -278,6 +311,23 @@ impl Spr {
             (2 * llc as usize) / std::mem::size_of::<f64>()
         })
     }
+
+    /// The spmv matrix's rows and columns, or a usage error when it would hold more than
+    /// [`SPMV_MAX_NONZEROES`].
+    fn spmv_shape(&self, lab: &Lab) -> Result<(usize, usize), LabError> {
+        let cols = self.spmv_cols(lab);
+        let rows = self.spmv_rows.unwrap_or((cols / 16).max(1));
+        let nonzeroes = (rows as u64).saturating_mul(self.spmv_per_row as u64);
+        if nonzeroes > SPMV_MAX_NONZEROES {
+            return Err(LabError::usage(format!(
+                "{} rows × --spmv-per-row {} is {nonzeroes} non-zeroes; accepted: at most {SPMV_MAX_NONZEROES} \
+                 (give fewer --spmv-rows, or fewer per row)",
+                if self.spmv_rows.is_some() { "--spmv-rows" } else { "the default" },
+                self.spmv_per_row
+            )));
+        }
+        Ok((rows, cols))
+    }
 }
 
 impl Experiment for Spr {
@@ -301,6 +351,8 @@ impl Experiment for Spr {
             .map(|n| registry::barrier_info(n).map_err(|e| LabError::usage(e.to_string())))
             .collect::<Result<_, _>>()?;
         let apps = self.apps.as_ref().map_or_else(|| APPS.to_vec(), |a| a.0.clone());
+        // Checked before anything runs, not when spmv's turn comes; `None` when spmv is not run.
+        let spmv_shape = if apps.contains(&"spmv") { Some(self.spmv_shape(lab)?) } else { None };
         let placements =
             common.placement.as_ref().map_or_else(|| vec![Placement::Smt, Placement::Core], |p| p.0.clone());
         let pairs = placement_pairs(lab, &placements);
@@ -316,10 +368,12 @@ impl Experiment for Spr {
             .param("helper", "one unit ahead, throttled by the barrier after every unit");
         let mut rows = Vec::new();
         for app in apps {
-            match app {
-                "spmv" => {
-                    let cols = self.spmv_cols(lab);
-                    let rows_n = self.spmv_rows.unwrap_or((cols / 16).max(1));
+            match (app, spmv_shape) {
+                ("spmv", Some((rows_n, cols))) => {
+                    let nonzeroes = rows_n as u64 * self.spmv_per_row as u64;
+                    // Row starts, column indices, values, x, and the worker's y.
+                    let bytes = (rows_n as u64 + 1) * 8 + nonzeroes * 12 + cols as u64 * 8 + rows_n as u64 * 8;
+                    check_room(bytes, "the spmv matrix and vectors")?;
                     let kernel = Spmv::generate(rows_n, cols, self.spmv_per_row, self.spmv_block_rows, 0x5eed);
                     run.param("spmv_rows", rows_n)
                         .param("spmv_cols", cols)
@@ -329,7 +383,10 @@ impl Experiment for Spr {
                         .param("spmv_bytes", kernel.bytes());
                     rows.extend(measure_app(app, &kernel, &entries, &pairs, lab, common)?);
                 }
-                _ => {
+                ("tc", _) => {
+                    // The adjacency matrix, padded to whole tiles, and the worker's copy of it.
+                    let side = self.tc_vertices.div_ceil(self.tc_block) * self.tc_block;
+                    check_room(2 * (side as u64).pow(2), "the tc adjacency matrices")?;
                     let kernel = Closure::generate(self.tc_vertices, self.tc_edges, self.tc_block, 0x5eed);
                     run.param("tc_vertices", kernel.vertices())
                         .param("tc_edges", self.tc_edges)
@@ -338,6 +395,7 @@ impl Experiment for Spr {
                         .param("tc_bytes", kernel.adjacency().len());
                     rows.extend(measure_app(app, &kernel, &entries, &pairs, lab, common)?);
                 }
+                (other, _) => return Err(LabError::failed(format!("spr has no kernel for `{other}`"))),
             }
         }
         run.rows = rows;
@@ -360,7 +418,7 @@ mod tests {
         let clock = Clock::calibrate();
         for name in ["barrier:spin", "barrier:futex", "pthread"] {
             let barrier = registry::new_barrier(name, NonZeroU32::new(2).unwrap()).unwrap();
-            let (_, pct, out) = spr(kernel, &*barrier, pair, &clock);
+            let (_, pct, out) = spr(kernel, &*barrier, pair, &clock).unwrap();
             assert!(K::equal(&out, &reference), "{name}: SPR result differs from the serial one");
             assert!((0.0..=100.0).contains(&pct), "{pct}");
         }
