@@ -9,11 +9,12 @@
 //! the lock away from it, as ShflLock and the Linux qspinlock do:
 //!
 //! - **Lock**: one CAS on the word; if the lock is free it is ours (running threads barge).
-//!   Otherwise, if no other waiter is spinning, spin on the word for the policy's budget as
-//!   the one spinner (qspinlock's pending waiter): a lone waiter, the common case with few
-//!   threads, takes the lock without touching the queue (at 2 threads on 2 CPUs this took
-//!   the lock from 0.79-0.81x to 0.87-0.98x the better of parking_lot and std, and at 16
-//!   pinned threads with an empty critical section from 0.52x to 0.83x).
+//!   Otherwise, if nobody is queued and no other waiter is spinning, spin on the word for
+//!   the policy's budget as the one spinner (qspinlock's pending waiter): a lone waiter, the
+//!   common case with few threads, takes the lock without touching the queue. Only while the
+//!   queue is empty: letting every newcomer spin first slowed a 16-thread program under the
+//!   preload library 1.7 times (`docs/examples/hammer.c`, 0.53 s to 0.90 s on the 2-CPU
+//!   guest), since the queue's head then slept behind newcomers.
 //!   Failing that, take the gate (the queue lock `L`, waiting in its order with policy `W`), then,
 //!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim),
 //!   and release the gate, so the next waiter in line becomes the head.
@@ -77,10 +78,12 @@ impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>, W: Wai
     /// contender.
     #[cold]
     fn lock_queued(&self, deadline: Option<Instant>) -> bool {
-        match self.word.spin_then_queue(deadline) {
-            Outcome::Acquired => return true,
-            Outcome::TimedOut => return false,
-            Outcome::Queue => {}
+        if !self.gate.is_locked() {
+            match self.word.spin_then_queue(deadline) {
+                Outcome::Acquired => return true,
+                Outcome::TimedOut => return false,
+                Outcome::Queue => {}
+            }
         }
         let head = match deadline {
             None => self.gate.lock(),
