@@ -3,10 +3,29 @@
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
+/// Runs spinlab; one that runs past two minutes (input that should have been refused, such
+/// as `--duration 1e9`) is killed and fails the test instead of hanging it.
 fn spinlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spinlab")).args(args).output().expect("spinlab runs")
+    let child = Command::new(env!("CARGO_BIN_EXE_spinlab"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spinlab runs");
+    let pid = child.id() as libc::pid_t;
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    match finished.recv_timeout(Duration::from_secs(120)) {
+        Ok(output) => output.expect("spinlab runs"),
+        Err(_) => {
+            // SAFETY: kill has no memory effects; `pid` is our child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("spinlab {args:?} was still running after 120 s");
+        }
+    }
 }
 
 fn stdout(o: &Output) -> String {
