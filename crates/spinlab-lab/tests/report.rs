@@ -5,7 +5,7 @@
 //! noise and nothing here reads them. The browser test draws the page of a canned document
 //! (tests/fixtures/report/results.json: a smoke run of a 2-CPU guest, plus hand-made barrier
 //! and spr rows so that every chart kind is drawn) and needs Chromium (Debian package
-//! `chromium`; `.ci/run` installs it).
+//! `chromium`; `scripts/test`, the README's test command, installs it).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
