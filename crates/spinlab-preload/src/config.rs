@@ -63,7 +63,11 @@ pub fn from_env() -> Result<Config, String> {
 
 /// The configuration for these values of the variables (`None`: unset or empty).
 pub fn parse(lock: Option<&str>, cond: Option<&str>, stats: Option<&str>, top: Option<&str>) -> Result<Config, String> {
-    let mutexes = mutexes(lock.unwrap_or(DEFAULT_LOCK))?;
+    // `default` names the default lock, as it does in the lab (`spinlab list`).
+    let mutexes = mutexes(match lock {
+        None | Some("default") => DEFAULT_LOCK,
+        Some(name) => name,
+    })?;
     let policy = match (cond, mutexes) {
         (Some(_), Mutexes::Glibc) => {
             return Err(format!(
@@ -171,7 +175,7 @@ pub fn accepted() -> String {
         clauses.push(format!("{algorithm}:POLICY with POLICY one of {}", policies.join(", ")));
     }
     clauses.push(references.join(", "));
-    format!("{} (default {DEFAULT_LOCK})", clauses.join("; or "))
+    format!("{} (`default`, or unset: {DEFAULT_LOCK})", clauses.join("; or "))
 }
 
 #[cfg(test)]
@@ -188,6 +192,8 @@ mod tests {
         assert_eq!(config.lock_name(), DEFAULT_LOCK);
         assert_eq!(config.cond.policy(), "spin-yield-park", "the default lock's own policy");
         assert!(config.stats_top.is_none());
+        let config = parse(Some("default"), None, None, None).ok().unwrap();
+        assert_eq!(config.lock_name(), DEFAULT_LOCK, "`default` is the lab's alias of the default lock");
         let config = parse(Some("mcs:futex"), None, Some("1"), None).ok().unwrap();
         assert_eq!(config.cond.policy(), "futex", "the condition variables wait like the lock");
         assert_eq!(config.stats_top, Some(DEFAULT_TOP));
@@ -203,7 +209,7 @@ mod tests {
         // Every usable name is described (by the grammar or by name), and no refused one.
         let accepted = accepted();
         assert!(accepted.contains("ALGORITHM one of tas, ttas, ticket, mcs, fair, bounded and POLICY"), "{accepted}");
-        assert!(accepted.contains("parking_lot, pthread (default mcs:spin-yield-park)"), "{accepted}");
+        assert!(accepted.contains("parking_lot, pthread (`default`, or unset: mcs:spin-yield-park)"), "{accepted}");
         // CLH fits a pthread_mutex_t only as the gate of a bounded word (sleeping policies).
         assert!(accepted.contains("clh:POLICY with POLICY one of futex, spin-park, spin-yield-park;"), "{accepted}");
         assert!(!accepted.contains("std"), "{accepted}");
