@@ -14,7 +14,8 @@
 //!   common case with few threads, takes the lock without touching the queue. Only while the
 //!   queue is empty: letting every newcomer spin first slowed a 16-thread program under the
 //!   preload library 1.7 times (`docs/examples/hammer.c`, 0.53 s to 0.90 s on the 2-CPU
-//!   guest), since the queue's head then slept behind newcomers.
+//!   guest; our reading: the queue's head then slept behind newcomers, but letting the head spin
+//!   beside a newcomer did not bring the time back).
 //!   Failing that, take the gate (the queue lock `L`, waiting in its order with policy `W`), then,
 //!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim),
 //!   and release the gate, so the next waiter in line becomes the head.
