@@ -147,8 +147,6 @@ impl<W: Wait> Ticket<W> {
 
 /// One waiter with a ticket, asleep (or about to sleep) on its waiting-array slot.
 const TICKETED_SLEEPER: u32 = 1;
-/// The bits of `sleepers` that count waiters with a ticket.
-const TICKETED_SLEEPERS: u32 = TIMED_SLEEPER - 1;
 /// One timed waiter, asleep (or about to sleep) on `serving`.
 const TIMED_SLEEPER: u32 = 1 << 16;
 
@@ -223,7 +221,10 @@ unsafe impl<W: Wait> RawMutex for Ticket<W> {
             // An RMW, not a load: it reads the latest count, and Release publishes the store
             // above to a waiter whose increment comes after it (see `sleep_for_turn`).
             let sleepers = self.sleepers.fetch_add(0, Release);
-            if sleepers & TICKETED_SLEEPERS != 0 {
+            // Any count at all, not only the ticketed bits: 65536 sleepers with a ticket
+            // would carry into the timed count and leave the ticketed bits zero, and the
+            // wake-up they wait for must not be skipped then (a spare bump costs nothing).
+            if sleepers != 0 {
                 let slot = waiting_slot(self, next);
                 // Release: a waiter whose Acquire load reads this bump sees `serving` above.
                 slot.fetch_add(1, Release);
