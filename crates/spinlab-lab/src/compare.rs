@@ -7,31 +7,11 @@
 //! where the difference exceeds both runs' intervals: a change the repetitions do not explain.
 
 use crate::error::LabError;
-use crate::results::{table, Results, Row, SCHEMA};
+use crate::results::format::number;
+pub use crate::results::load;
+use crate::results::{table, Results, Row};
 use serde_json::Value;
 use std::path::Path;
-
-/// Reads a results document, refusing anything that is not `spinlab.results/1`.
-pub fn load(path: &Path) -> Result<Results, LabError> {
-    let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| LabError::usage(format!("{shown}: cannot be read: {e}")))?;
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| LabError::usage(format!("{shown}: not a spinlab results document: not JSON ({e})")))?;
-    match value.get("schema") {
-        Some(Value::String(s)) if s == SCHEMA => {}
-        Some(Value::String(s)) if s.starts_with("spinlab.results/") => {
-            return Err(LabError::usage(format!("{shown}: schema version `{s}`; this spinlab reads `{SCHEMA}` only")))
-        }
-        _ => {
-            return Err(LabError::usage(format!(
-                "{shown}: not a spinlab results document (no \"schema\": \"{SCHEMA}\"); give a file written by \
-                 `spinlab run … --json` or `spinlab report`"
-            )))
-        }
-    }
-    serde_json::from_value(value)
-        .map_err(|e| LabError::usage(format!("{shown}: a {SCHEMA} document with a malformed part: {e}")))
-}
 
 /// Keys that name a row's configuration even though their values are numbers.
 const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "matrix_n", "units"];
@@ -152,10 +132,6 @@ pub fn compare(a: &Results, b: &Results) -> Comparison {
         .filter(|(i, j, row)| !row.is_skipped() && !matched_b.contains(&(*i, *j)))
         .count();
     out
-}
-
-fn number(v: f64) -> String {
-    crate::report::plot::number(v)
 }
 
 /// The comparison as text: a table per experiment.

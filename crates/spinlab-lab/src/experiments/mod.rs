@@ -18,11 +18,10 @@ pub mod wakeup;
 use crate::error::LabError;
 use crate::machine::{MachineInfo, Placement, Topology};
 use crate::measure::{pin, Clock, Progress, StoppingRule, Work};
-use crate::report::settings::cli_defaults;
 use crate::results::table::{self, Column};
 use crate::results::Run;
 use crate::select::{self, LockChoice, ThreadCount};
-use clap::Args;
+use clap::{Args, FromArgMatches};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -183,6 +182,16 @@ impl Default for Common {
             quiet: false,
         }
     }
+}
+
+/// An experiment's options as `spinlab run NAME` with no options gives them (its documented
+/// defaults, which a derived `Default` may not be).
+pub fn cli_defaults<T: Args + FromArgMatches>() -> T {
+    let command = T::augment_args(clap::Command::new("spinlab-report"));
+    let matches = command
+        .try_get_matches_from(["spinlab-report"])
+        .unwrap_or_else(|e| panic!("an experiment's options must parse with no arguments: {e}"));
+    T::from_arg_matches(&matches).unwrap_or_else(|e| panic!("an experiment's default options: {e}"))
 }
 
 /// Every experiment with its default options, in the order a report runs them (the floors

@@ -3,6 +3,7 @@
 //! whose rows lack the expected keys, still gets a chart of its first figure per row.
 
 use super::plot::{self, Axis, Band, Bar, Point, Scale, Series};
+use crate::results::format::{duration_words, number};
 use crate::results::{Results, Row, Run};
 use std::collections::BTreeMap;
 
@@ -509,7 +510,7 @@ fn handoff(rows: &[&Row]) -> Vec<Result<Panel, String>> {
         .filter_map(|r| {
             let name = text(r, "lock").or_else(|| text(r, "wait"))?;
             let placement = text(r, "placement");
-            let ratio = r.number("ratio_to_floor").map_or(String::new(), |x| format!(" (x{} floor)", plot::number(x)));
+            let ratio = r.number("ratio_to_floor").map_or(String::new(), |x| format!(" (x{} floor)", number(x)));
             let hold = r
                 .number("hold_ns")
                 .filter(|_| holds.len() > 1)
@@ -729,17 +730,6 @@ fn spr(rows: &[&Row]) -> Vec<Result<Panel, String>> {
                       worker's core it takes."
             .to_string(),
     })]
-}
-
-/// `100 ns`, `10 µs`.
-pub fn duration_words(ns: f64) -> String {
-    if ns >= 1e6 {
-        format!("{} ms", plot::number(ns / 1e6))
-    } else if ns >= 1e3 {
-        format!("{} µs", plot::number(ns / 1e3))
-    } else {
-        format!("{} ns", plot::number(ns))
-    }
 }
 
 #[cfg(test)]

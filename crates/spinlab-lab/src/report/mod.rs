@@ -83,7 +83,7 @@ pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> 
     crate::results::output::Sink::check("index.html", &index)?;
 
     let results = match &options.from {
-        Some(file) => crate::compare::load(file)?,
+        Some(file) => crate::results::load(file)?,
         None => measure(sys_root, options)?,
     };
     outputs.write(&results)?;
@@ -143,11 +143,10 @@ pub fn summary(results: &Results, advice: &[recommend::Advice], dir: &Path) -> S
     let mut out = String::from("\nspinlab report\n");
     for run in &results.runs {
         let skipped = run.rows.iter().filter(|r| r.is_skipped()).count();
-        let cs = run
-            .params
-            .get("cs_ns")
-            .and_then(|v| v.as_f64())
-            .map_or(String::new(), |ns| format!(" (critical section {})", figures::duration_words(ns)));
+        let cs =
+            run.params.get("cs_ns").and_then(|v| v.as_f64()).map_or(String::new(), |ns| {
+                format!(" (critical section {})", crate::results::format::duration_words(ns))
+            });
         out.push_str(&format!(
             "  {:<13} {:>6.1} s  {} rows measured{}{cs}\n",
             run.experiment,

@@ -6,6 +6,7 @@
 //! every kind of axis. Text is left to the browser (`<text>` elements, no font files), so the
 //! SVG needs nothing from the network or the system's fonts.
 
+use crate::results::format::number;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 use std::error::Error;
@@ -198,43 +199,6 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
         e += 1;
     }
     ticks
-}
-
-/// A number for a label: three significant digits, with k/M/G for large values.
-pub fn number(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".to_string();
-    }
-    let a = v.abs();
-    let (scaled, suffix) = if a >= 1e9 {
-        (v / 1e9, "G")
-    } else if a >= 1e6 {
-        (v / 1e6, "M")
-    } else if a >= 1e4 {
-        (v / 1e3, "k")
-    } else {
-        (v, "")
-    };
-    let a = scaled.abs();
-    let text = if a == 0.0 {
-        "0".to_string()
-    } else if a >= 100.0 {
-        format!("{scaled:.0}")
-    } else if a >= 10.0 {
-        format!("{scaled:.1}")
-    } else if a >= 1.0 {
-        format!("{scaled:.2}")
-    } else if a >= 0.01 {
-        format!("{scaled:.3}")
-    } else {
-        format!("{scaled:.1e}")
-    };
-    let text = if text.contains('.') && !text.contains('e') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    };
-    format!("{text}{suffix}")
 }
 
 /// The series colours (Tableau 10, then darker variants).
@@ -550,15 +514,6 @@ pub fn scatter(title: &str, x: &Axis, y: &Axis, points: &[Point]) -> Result<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers_read_as_people_write_them() {
-        assert_eq!(number(1234567.0), "1.23M");
-        assert_eq!(number(12.5), "12.5");
-        assert_eq!(number(0.25), "0.25");
-        assert_eq!(number(20000.0), "20k");
-        assert_eq!(number(3.0), "3");
-    }
 
     #[test]
     fn log_axes_tick_at_decades_and_a_line_chart_is_svg() {

@@ -2,8 +2,8 @@
 //! document's numbers, each with the measured figure that justifies it. Where the experiment
 //! behind a line was not run or could not measure, the line says so instead of guessing.
 
-use super::figures::{self, duration_words, text, Context};
-use super::plot::number;
+use super::figures::{self, text, Context};
+use crate::results::format::{duration_words, number};
 use crate::results::{Row, Run};
 
 /// One line of the recommendation.

@@ -14,9 +14,8 @@ use crate::experiments::handoff::{Handoff, Holds};
 use crate::experiments::interference::{Counts, Interference};
 use crate::experiments::spr::Spr;
 use crate::experiments::wakeup::Wakeup;
-use crate::experiments::{self, contention::Contention, herd::Herd, Common, Experiment, Threads};
+use crate::experiments::{self, cli_defaults, contention::Contention, herd::Herd, Common, Experiment, Threads};
 use crate::select::ThreadCount;
-use clap::{Args, FromArgMatches};
 use std::time::Duration;
 
 /// How long a report measures.
@@ -53,16 +52,6 @@ pub struct Step {
 
 /// The critical section of the report's second contention run, in nanoseconds.
 pub const LONG_CS_NS: u64 = 10_000;
-
-/// An experiment's options as `spinlab run NAME` with no options gives them (its documented
-/// defaults, which a derived `Default` may not be).
-pub fn cli_defaults<T: Args + FromArgMatches>() -> T {
-    let command = T::augment_args(clap::Command::new("spinlab-report"));
-    let matches = command
-        .try_get_matches_from(["spinlab-report"])
-        .unwrap_or_else(|e| panic!("an experiment's options must parse with no arguments: {e}"));
-    T::from_arg_matches(&matches).unwrap_or_else(|e| panic!("an experiment's default options: {e}"))
-}
 
 /// Repetition bounds and a repetition length per `length`.
 fn common(length: Length, experiment: &dyn Experiment, min: usize, max: usize, duration_ms: u64) -> Common {

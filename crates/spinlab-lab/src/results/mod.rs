@@ -8,8 +8,12 @@
 //! row, with a `skipped` key giving the reason.
 
 pub mod csv;
+pub mod format;
+mod load;
 pub mod output;
 pub mod table;
+
+pub use load::load;
 
 use crate::measure::stats::Summary;
 use serde::{Deserialize, Serialize};
