@@ -274,7 +274,7 @@ mod tests {
                 items: UnsafeCell::new(Vec::new()),
             };
             let shared = &shared;
-            // SAFETY (every block below): initialised objects, `items` only under the mutex.
+            // SAFETY: the objects are zeroed memory of the right size, ours to initialise.
             unsafe {
                 assert_eq!(spinlab_cond_init(shared.cond.get(), ops.name.as_ptr()), SPINLAB_OK);
                 assert_eq!(spinlab_mutex_init(shared.mutex.get(), c"ticket:spin-park".as_ptr()), SPINLAB_OK);
@@ -283,20 +283,25 @@ mod tests {
                 let consumer = s.spawn(|| {
                     let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
                     let mut consumed = Vec::new();
+                    // SAFETY: an initialised mutex.
                     unsafe { spinlab_mutex_lock(mutex) };
                     while consumed.last() != Some(&99) {
+                        // SAFETY: `items` is only touched under the mutex, which we hold.
                         let items = unsafe { &mut *shared.items.get() };
                         if items.is_empty() {
+                            // SAFETY: an initialised condvar, and the mutex we hold.
                             unsafe { spinlab_cond_wait(cond, mutex) };
                         } else {
                             consumed.append(items);
                         }
                     }
+                    // SAFETY: the mutex we hold.
                     unsafe { spinlab_mutex_unlock(mutex) };
                     consumed
                 });
                 let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
                 for item in 0..100 {
+                    // SAFETY: initialised objects; `items` only under the mutex.
                     unsafe {
                         spinlab_mutex_lock(mutex);
                         (*shared.items.get()).push(item);
@@ -307,6 +312,7 @@ mod tests {
                 consumer.join().unwrap()
             });
             assert_eq!(consumed, (0..100).collect::<Vec<_>>(), "{}", ops.policy());
+            // SAFETY: initialised objects that no thread uses any more.
             unsafe {
                 assert_eq!(spinlab_cond_destroy(shared.cond.get()), SPINLAB_OK);
                 assert_eq!(spinlab_mutex_destroy(shared.mutex.get()), SPINLAB_OK);
@@ -366,8 +372,7 @@ mod tests {
         };
         let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
         let past = timespec { tv_sec: 1, tv_nsec: 0 };
-        // SAFETY (every block below): all-zero objects are initialised ones; `items` only
-        // under the mutex.
+        // SAFETY: all-zero objects are initialised ones.
         unsafe {
             spinlab_mutex_lock(mutex);
             assert_eq!(spinlab_cond_timedwait(cond, mutex, &past), SPINLAB_TIMEDOUT);
@@ -375,6 +380,7 @@ mod tests {
         }
         let shared = &shared;
         std::thread::scope(|s| {
+            // SAFETY: all-zero objects are initialised ones; `items` only under the mutex.
             let waiter = s.spawn(|| unsafe {
                 let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
                 spinlab_mutex_lock(mutex);
@@ -383,6 +389,7 @@ mod tests {
                 }
                 spinlab_mutex_unlock(mutex);
             });
+            // SAFETY: as above.
             unsafe {
                 spinlab_mutex_lock(mutex);
                 (*shared.items.get()).push(1);

@@ -182,14 +182,16 @@ pub unsafe extern "C" fn spinlab_mutex_clocklock(
     };
     // SAFETY: the caller's contract on `mutex`.
     let (ops, at) = unsafe { parts(mutex) };
-    // SAFETY (all calls below): `at` is the initialised lock of `mutex`.
+    // SAFETY: `at` is the initialised lock of `mutex`.
     if unsafe { (ops.try_lock)(at) } {
         return SPINLAB_OK; // a free lock costs no clock reads
     }
     loop {
         let acquired = match abstime.deadline() {
+            // SAFETY: as above.
             Some(deadline) => unsafe { (ops.try_lock_until)(at, deadline) },
             None => {
+                // SAFETY: as above.
                 unsafe { (ops.lock)(at) };
                 true
             }
@@ -239,11 +241,12 @@ pub unsafe extern "C" fn spinlab_mutex_unlock(mutex: *mut spinlab_mutex_t) -> c_
 pub unsafe extern "C" fn spinlab_mutex_destroy(mutex: *mut spinlab_mutex_t) -> c_int {
     // SAFETY: the caller's contract.
     let (ops, at) = unsafe { parts(mutex) };
-    // SAFETY (all calls below): `at` is the initialised lock of `mutex`; once we hold it, it
-    // is ours to release and drop.
+    // SAFETY: `at` is the initialised lock of `mutex`.
     if !unsafe { (ops.try_lock)(at) } {
         return SPINLAB_BUSY;
     }
+    // SAFETY: we hold the lock and nobody waits for it (the caller's contract), so it is ours
+    // to release and drop; the mutex's bytes are then ours to zero.
     unsafe {
         (ops.unlock)(at);
         (ops.drop)(at);
@@ -314,7 +317,7 @@ mod tests {
         // SAFETY: an opaque array of integers, for which all-zero bytes are valid.
         let mut m: Box<spinlab_mutex_t> = Box::new(unsafe { core::mem::zeroed() });
         let m: *mut spinlab_mutex_t = &mut *m;
-        // SAFETY (every call): an all-zero mutex is an initialised one; used as the calls require.
+        // SAFETY: an all-zero mutex is an initialised one; used as the calls require.
         unsafe {
             assert_eq!(CStr::from_ptr(spinlab_mutex_name(m)), DEFAULT_MUTEX);
             for _ in 0..2 {

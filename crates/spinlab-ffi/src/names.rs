@@ -230,6 +230,7 @@ mod tests {
 
     #[test]
     fn check_tells_unknown_from_unavailable() {
+        // SAFETY: a NUL-terminated name that outlives the call.
         let check = |kind, name: &CStr| unsafe { spinlab_check(kind, name.as_ptr()) };
         assert_eq!(check(SPINLAB_KIND_MUTEX, c"mcs:pause"), SPINLAB_OK);
         assert_eq!(check(SPINLAB_KIND_MUTEX, c"mcs:sleepy"), SPINLAB_UNKNOWN_NAME);

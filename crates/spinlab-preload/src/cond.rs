@@ -167,7 +167,7 @@ enum Deadline {
 /// # Safety
 /// As `pthread_cond_clockwait`.
 unsafe fn wait(state: &State, cond: *mut pthread_cond_t, mutex: *mut pthread_mutex_t, deadline: Deadline) -> c_int {
-    // SAFETY (whole function): the caller's contract.
+    // SAFETY: the caller's contract.
     unsafe {
         if !replaced(state, cond) {
             // glibc's wait would release and retake a replaced mutex with its own internal

@@ -252,7 +252,7 @@ impl Real {
     /// recursive mutex has its type in `__kind` and a process-shared condition variable has
     /// bit 0 of the word at byte 36 set (a default one not). Names what differs.
     pub fn check_layout(&self) -> Result<(), String> {
-        // SAFETY (whole block): attribute and objects on the stack, initialised by glibc's
+        // SAFETY: attribute and objects on the stack, initialised by glibc's
         // own functions before they are read, and destroyed after.
         unsafe {
             let mut attr: pthread_mutexattr_t = core::mem::zeroed();

@@ -42,7 +42,7 @@ fn holds(status: c_int) -> bool {
 /// # Safety
 /// `mutex` points to a `pthread_mutex_t` the program may lock.
 pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
-    // SAFETY (whole function): the caller's contract; a replaced mutex holds its lock at its
+    // SAFETY: the caller's contract; a replaced mutex holds its lock at its
     // start, initialised (or all zero, which the lock accepts).
     unsafe {
         let counting = state.config.stats_top.is_some();
@@ -231,7 +231,7 @@ unsafe fn timed(
 ) -> c_int {
     let counting = state.config.stats_top.is_some();
     let known_clock = clock.map_or(true, |clock| clock == libc::CLOCK_REALTIME || clock == libc::CLOCK_MONOTONIC);
-    // SAFETY (whole function): the caller's contract.
+    // SAFETY: the caller's contract.
     unsafe {
         let Some(ops) = replaced(state, mutex) else {
             let real = || match clock {

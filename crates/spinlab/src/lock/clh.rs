@@ -189,6 +189,8 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
     }
 
     fn try_lock(&self) -> Option<ClhGuard> {
+        // Acquire: the tail node's fields, published by the AcqRel swap that enqueued it, are
+        // visible before we read its state.
         let tail = self.tail.load(Acquire);
         // SAFETY: queue pointers always come from `queue_node::as_ptr`.
         if !tail.is_null() && matches!(unsafe { queue_node::from_ptr(tail) }.state.load(Acquire), BUSY | BUSY_SLEEPER) {
@@ -196,6 +198,8 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
         }
         let node = queue_node::take();
         node.state.store(BUSY, Relaxed);
+        // AcqRel: Release publishes our node's BUSY to the next waiter that swaps in behind
+        // it; Acquire makes the released predecessor's critical section happen-before ours.
         if self.tail.compare_exchange(tail, queue_node::as_ptr(node), AcqRel, Relaxed).is_err() {
             queue_node::give(node);
             return None;

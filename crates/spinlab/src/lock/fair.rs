@@ -107,6 +107,8 @@ impl<W: Wait> Fair<W> {
         }
         let mut episode = Episode::new(deadline);
         loop {
+            // Acquire: on GRANTED, the releaser's critical section (its Release swap of the
+            // signal) happens-before ours.
             let now = signal.load(Acquire);
             if now == GRANTED {
                 return true;
@@ -115,6 +117,7 @@ impl<W: Wait> Fair<W> {
                 Spun::Changed => {}
                 Spun::TimedOut => return !self.withdraw(bit, signal),
                 Spun::Exhausted => {
+                    // Acquire on both outcomes: a failure that reads GRANTED is our acquisition.
                     if signal.compare_exchange(WAITING, ASLEEP, Acquire, Acquire) == Err(GRANTED) {
                         return true;
                     }

@@ -96,6 +96,8 @@ impl<W: Wait> Mcs<W> {
     fn wait_granted(&self, node: &'static Node, deadline: Option<Instant>) -> bool {
         let mut episode = Episode::new(deadline);
         loop {
+            // Acquire: on GRANTED, the granting holder's critical section (its Release swap)
+            // happens-before ours.
             let seen = node.state.load(Acquire);
             if seen == GRANTED {
                 return true;
@@ -104,6 +106,7 @@ impl<W: Wait> Mcs<W> {
                 Spun::Changed => {}
                 Spun::TimedOut => return !self.abandon(node),
                 Spun::Exhausted => {
+                    // Acquire on both outcomes: a failure that reads GRANTED is our acquisition.
                     if node.state.compare_exchange(WAITING, ASLEEP, Acquire, Acquire) == Err(GRANTED) {
                         return true;
                     }
@@ -119,6 +122,7 @@ impl<W: Wait> Mcs<W> {
     /// Tries to leave the queue. Returns `false` if the lock was granted first (we hold it).
     #[cold]
     fn abandon(&self, node: &'static Node) -> bool {
+        // Acquire: a GRANTED read here is an acquisition, as in `wait_granted`.
         let mut seen = node.state.load(Acquire);
         loop {
             if seen == GRANTED {
@@ -194,7 +198,9 @@ unsafe impl<W: Wait> RawMutex for Mcs<W> {
     #[inline]
     unsafe fn unlock(&self, guard: McsGuard) {
         let node = guard.node;
-        // Release: the critical section happens-before the next acquirer's Acquire swap.
+        // Acquire on `next`: the successor's node fields, published by its Release store of
+        // `next`, are visible before `hand_over` writes its state. Release on the CAS: the
+        // critical section happens-before the next acquirer's Acquire swap.
         if node.next.load(Acquire).is_null()
             && self.tail.compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed).is_ok()
         {

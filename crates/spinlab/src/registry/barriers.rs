@@ -317,9 +317,9 @@ unsafe impl Send for PthreadBarrier {}
 
 impl PthreadBarrier {
     fn boxed(parties: NonZeroU32) -> Box<dyn DynBarrier> {
-        // SAFETY: all-zero bytes are a valid (if uninitialised) value of this plain C struct;
-        // `pthread_barrier_init` below initialises it in place.
         let barrier = Box::new(PthreadBarrier {
+            // SAFETY: all-zero bytes are a valid (if uninitialised) value of this plain C
+            // struct; `pthread_barrier_init` below initialises it in place.
             barrier: UnsafeCell::new(unsafe { core::mem::zeroed() }),
             parties: parties.get(),
         });

@@ -172,24 +172,40 @@ pub(crate) fn boxed<T: Named>() -> Box<dyn DynMutex> {
 }
 
 pub(crate) fn ops<T: Named>() -> RawLockOps {
-    // SAFETY (for every function below): the callers' contract in `RawLockOps` says `at`
-    // points to a `T` written by `init` (or zeroed where that is allowed).
+    /// # Safety
+    /// `at` is valid for writes of a `T` and aligned for it (`RawLockOps::size`, `align`).
     unsafe fn init<T: Named>(at: *mut u8) {
+        // SAFETY: the caller's contract: room for a `T` at `at`.
         unsafe { (at as *mut T).write(T::create()) }
     }
+    /// # Safety
+    /// `at` points to a `T` written by `init` (or zeroed where `zero_is_unlocked`).
     unsafe fn lock<T: Named>(at: *const u8) {
+        // SAFETY: the caller's contract: a live `T`, only ever shared.
         unsafe { &*(at as *const T) }.acquire()
     }
+    /// # Safety
+    /// As `lock`.
     unsafe fn try_lock<T: Named>(at: *const u8) -> bool {
+        // SAFETY: the caller's contract: a live `T`, only ever shared.
         unsafe { &*(at as *const T) }.try_acquire()
     }
+    /// # Safety
+    /// As `lock`.
     unsafe fn try_lock_until<T: Named>(at: *const u8, deadline: Instant) -> bool {
+        // SAFETY: the caller's contract: a live `T`, only ever shared.
         unsafe { &*(at as *const T) }.acquire_until(deadline)
     }
+    /// # Safety
+    /// As `lock`, and the calling thread holds the lock.
     unsafe fn unlock<T: Named>(at: *const u8) {
+        // SAFETY: the caller's contract: a live `T` this thread holds.
         unsafe { (*(at as *const T)).release() }
     }
+    /// # Safety
+    /// As `lock`, nobody holds or waits for the lock, and it is not used again before `init`.
     unsafe fn drop<T: Named>(at: *mut u8) {
+        // SAFETY: the caller's contract: a live `T` that nothing else references.
         unsafe { core::ptr::drop_in_place(at as *mut T) }
     }
     RawLockOps {
