@@ -26,6 +26,7 @@ pub mod list;
 pub mod lockbox;
 pub mod machine;
 pub mod measure;
+pub mod reading;
 pub mod report;
 pub mod results;
 pub mod select;

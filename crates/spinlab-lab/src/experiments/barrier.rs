@@ -13,6 +13,7 @@
 //!
 //! Barriers come from the registry: `barrier:POLICY` and the references `pthread` and `std`.
 
+use super::settings::{Length, Step};
 use super::wakeup::{
     add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, MATRIX_N, WORK_MS,
 };
@@ -22,6 +23,10 @@ use crate::machine::Placement;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::team;
 use crate::measure::{interleave, Rep};
+use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
+use crate::reading::plot::{self, Axis, Scale, Series};
+use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::results::format::number;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
@@ -361,6 +366,98 @@ impl Experiment for BarrierExperiment {
         run.elapsed_s = started.elapsed().as_secs_f64();
         Ok(vec![run])
     }
+
+    fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
+        let barrier = match length {
+            Length::Full => self.clone(),
+            Length::Short => BarrierExperiment { iterations: 300, work_ms: 5, ..self.clone() },
+            Length::Smoke => BarrierExperiment {
+                size: Some(12),
+                iterations: 20,
+                barriers: Some(Barriers(vec!["barrier:pause", "pthread"])),
+                ..self.clone()
+            },
+        };
+        let c = length.common(&barrier, 2, 4, 0);
+        vec![Step::new(barrier, c, "barrier: barriers and unequal work")]
+    }
+
+    fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
+        chart(&rows_of(runs))
+    }
+
+    fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
+        Some(Contribution { topic: Topic::Barriers, lines: vec![quickest(ctx)] })
+    }
+}
+
+fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
+    let rows: Vec<&Row> =
+        measured(rows.iter().copied()).into_iter().filter(|r| r.number("completion_s").is_some()).collect();
+    let barriers = distinct(&rows, "barrier");
+    let series: Vec<Series> = barriers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| Series {
+            name: b.clone(),
+            points: rows
+                .iter()
+                .filter(|r| r.text("barrier") == Some(b.as_str()))
+                .filter_map(|r| Some((r.number("light_units")?, r.number("completion_s")?)))
+                .collect(),
+            color: i,
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    if series.is_empty() {
+        return Vec::new();
+    }
+    let x = Axis::numeric(
+        "light thread's work (units of 10x10 multiplies; the heavy thread does 10)",
+        Scale::Linear,
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+        true,
+    );
+    let y = Axis::numeric(
+        "completion time (s)",
+        Scale::Linear,
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        true,
+    );
+    vec![plot::lines("Barrier: completion time vs light-thread load", &x, &y, &series, None).map(|svg| Panel {
+        svg,
+        caption: "Seed 001's asymmetric pseudo-benchmark: how long the heavy and light threads take to finish as the \
+                  light thread's work grows towards the heavy thread's, per barrier; a barrier whose waiter steals \
+                  from its sibling stretches the heavy thread's time."
+            .to_string(),
+    })]
+}
+
+fn quickest(ctx: &Context<'_>) -> Advice {
+    let situation = "a barrier between threads with unequal work";
+    let rows: Vec<&Row> =
+        ctx.rows_of("barrier").into_iter().filter(|r| !r.is_skipped() && r.number("completion_s").is_some()).collect();
+    let barriers = {
+        let mut b: Vec<&str> = rows.iter().filter_map(|r| r.text("barrier")).collect();
+        b.dedup();
+        b.sort_unstable();
+        b.dedup();
+        b
+    };
+    let mean_of = |b: &str| -> f64 {
+        let v: Vec<f64> =
+            rows.iter().filter(|r| r.text("barrier") == Some(b)).filter_map(|r| r.number("completion_s")).collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let Some(best) = barriers.iter().copied().min_by(|a, b| mean_of(a).total_cmp(&mean_of(b))) else {
+        return Advice::missing(situation, missing_reason(ctx, "barrier"));
+    };
+    let worst = barriers.iter().copied().max_by(|a, b| mean_of(a).total_cmp(&mean_of(b))).unwrap_or(best);
+    let mut why = format!("{} s mean completion over the light-thread loads measured", number(mean_of(best)));
+    if worst != best {
+        why.push_str(&format!("; {worst}: {} s", number(mean_of(worst))));
+    }
+    Advice { situation: situation.to_string(), choice: format!("barrier {best}"), why }
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@
 //! Locks are interleaved within each thread count: one shared warm-up, then rounds in which
 //! every lock runs once.
 
+use super::settings::{smoke_locks, Length, Step};
+use super::Threads;
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
@@ -26,6 +28,10 @@ use crate::measure::stats::{jain, mean, population_rsd_pct};
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave, interleave_stoppable, Rep, Summary, Taken};
+use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
+use crate::reading::plot::{self, Axis, Band, Scale, Series};
+use crate::reading::{distinct, measured, value_string, Context, Panel};
+use crate::results::format::{duration_words, number};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
@@ -474,6 +480,35 @@ impl Experiment for Contention {
         run.elapsed_s = started.elapsed().as_secs_f64();
         Ok(vec![run])
     }
+
+    fn report_steps(&self, length: Length, cpus: usize) -> Vec<Step> {
+        let mut c = length.common(self, 3, 5, 50);
+        if length == Length::Smoke {
+            c.threads = Some(Threads(vec![ThreadCount::Exact(2), ThreadCount::PerCpu(2)]));
+            c.locks = smoke_locks();
+        }
+        let short = Step::new(self.clone(), c, "contention: throughput and fairness, short critical section");
+        let long = Contention { cs_ns: LONG_CS_NS, ..self.clone() };
+        let mut c = length.common(&long, 3, 5, 50);
+        c.threads = Some(Threads(if cpus >= 2 {
+            vec![ThreadCount::PerCpu(1), ThreadCount::PerCpu(2), ThreadCount::PerCpu(4)]
+        } else {
+            vec![ThreadCount::Exact(2), ThreadCount::Exact(4)]
+        }));
+        if length == Length::Smoke {
+            c.threads = Some(Threads(vec![ThreadCount::PerCpu(2)]));
+            c.locks = smoke_locks();
+        }
+        vec![short, Step::new(long, c, "contention: long (10 µs) critical section")]
+    }
+
+    fn figures(&self, ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
+        runs.iter().enumerate().flat_map(|(i, run)| throughput_chart(ctx, run, i == 0)).collect()
+    }
+
+    fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
+        Some(Contribution { topic: Topic::Locks, lines: best_locks(ctx) })
+    }
 }
 
 fn rep_label(rep: Rep) -> String {
@@ -553,4 +588,228 @@ fn add_ratios(rows: &mut [Row], baseline: &str) {
             }
         }
     }
+}
+
+/// The critical section of the report's second contention run, in nanoseconds: long enough
+/// that the recommendation has a measured answer for long critical sections too.
+pub const LONG_CS_NS: u64 = 10_000;
+
+/// Throughput vs threads per lock, and (for the first run) per-thread fairness bars.
+fn throughput_chart(ctx: &Context<'_>, run: &Run, fairness: bool) -> Vec<Result<Panel, String>> {
+    let rows = measured(run.rows.iter());
+    let cs_ns = run.params.get("cs_ns").and_then(|v| v.as_f64());
+    let cs = cs_ns.map_or(String::new(), |ns| format!(", critical section {}", duration_words(ns)));
+    let placements = distinct(&rows, "placement");
+    let mut series = Vec::new();
+    let mut threads: Vec<f64> = Vec::new();
+    for (i, lock) in distinct(&rows, "lock").iter().enumerate() {
+        for placement in &placements {
+            let points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| {
+                    r.text("lock") == Some(lock.as_str())
+                        && value_string(r, "placement").as_deref() == Some(placement.as_str())
+                })
+                .filter_map(|r| Some((r.number("threads")?, r.number("throughput_ops_s")?)))
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            threads.extend(points.iter().map(|p| p.0));
+            let name = if placements.len() > 1 { format!("{lock} ({placement})") } else { lock.clone() };
+            series.push(Series { name, points, color: i });
+        }
+    }
+    let mut out = Vec::new();
+    if series.is_empty() {
+        return out;
+    }
+    let x = Axis::log_at("threads (log scale)", &threads);
+    let y = Axis::numeric(
+        "throughput (acquisitions/s, all threads, log scale)",
+        Scale::Log,
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        false,
+    );
+    let band = Band { from: ctx.cpus as f64, label: format!("oversubscribed: threads > {} CPUs", ctx.cpus) };
+    out.push(plot::lines(&format!("Throughput vs threads{cs}"), &x, &y, &series, Some(&band)).map(|svg| Panel {
+        svg,
+        caption: format!(
+            "Lock acquisitions per second of all threads together, per lock and thread count{cs}; the shaded region \
+             has more threads than the {} usable CPUs, where a spinning waiter burns the time slice its lock holder \
+             needs.",
+            ctx.cpus
+        ),
+    }));
+    if fairness {
+        out.extend(fairness_panel(ctx, &rows));
+    }
+    out
+}
+
+fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, String>> {
+    let counts: Vec<usize> = {
+        let mut c: Vec<usize> = rows.iter().filter_map(|r| r.number("threads")).map(|t| t as usize).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
+    // Enough threads to show an imbalance, few enough bars to read.
+    let wanted = [2 * ctx.cpus, ctx.cpus];
+    let n = wanted
+        .iter()
+        .copied()
+        .find(|w| (2..=8).contains(w) && counts.contains(w))
+        .or_else(|| counts.iter().rev().copied().find(|c| (2..=8).contains(c)))?;
+    let at: Vec<&Row> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.number("threads") == Some(n as f64) && r.get("per_thread").is_some())
+        .collect();
+    if at.is_empty() {
+        return None;
+    }
+    let mut categories = Vec::new();
+    let mut groups: Vec<(String, Vec<Option<f64>>)> =
+        (0..n).map(|t| (format!("thread {}", t + 1), Vec::new())).collect();
+    let mut values = Vec::new();
+    for row in &at {
+        let per: Vec<f64> = row
+            .get("per_thread")
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default();
+        let mean = per.iter().sum::<f64>() / per.len().max(1) as f64;
+        let jain = row.number("jain").map_or(String::new(), |j| format!(" J={j:.2}"));
+        categories.push(format!("{}{jain}", row.text("lock").unwrap_or("?")));
+        for (t, group) in groups.iter_mut().enumerate() {
+            let share = per.get(t).filter(|_| mean > 0.0).map(|c| c / mean);
+            values.extend(share);
+            group.1.push(share);
+        }
+    }
+    let y = Axis::numeric("acquisitions / fair share", Scale::Linear, values.into_iter().chain([1.0]), true);
+    Some(
+        plot::grouped_bars(
+            &format!("Per-thread fairness at {n} threads"),
+            &categories,
+            "lock (J = Jain's index: 1 is even)",
+            &y,
+            &groups,
+            Some((1.0, "fair share")),
+        )
+        .map(|svg| Panel {
+            svg,
+            caption: format!(
+                "Each thread's acquisitions at {n} threads as a multiple of the even share (1.0): a bar far above \
+                 or below the line is a thread the lock favoured or starved; J is Jain's index."
+            ),
+        }),
+    )
+}
+
+/// The best lock per critical-section length, with threads within and above the CPUs.
+fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
+    let mut out = Vec::new();
+    let contention: Vec<&Run> = ctx.runs_of("contention");
+    let cs = |run: &&Run| run.params.get("cs_ns").and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let short = contention.iter().min_by(|a, b| cs(a).total_cmp(&cs(b)));
+    let long = contention.iter().filter(|r| cs(r) >= 1000.0).max_by(|a, b| cs(a).total_cmp(&cs(b)));
+    let why_no_contention = missing_reason(ctx, "contention");
+    for (length, run) in [("short", short), ("long", long.filter(|l| short.is_none_or(|s| !std::ptr::eq(*s, **l))))] {
+        for oversubscribed in [false, true] {
+            let situation = format!(
+                "{length} critical section, {}",
+                if oversubscribed { "threads > CPUs (oversubscribed)" } else { "threads <= CPUs" }
+            );
+            out.push(match run {
+                None if length == "long" && short.is_some() => Advice::missing(
+                    &situation,
+                    "not measured: no contention run with a critical section of 1 µs or more".to_string(),
+                ),
+                None => Advice::missing(&situation, why_no_contention.clone()),
+                Some(run) => best_lock(ctx, run, &situation, oversubscribed),
+            });
+        }
+    }
+    out
+}
+
+fn is_reference(row: &Row) -> bool {
+    row.text("origin") == Some("reference")
+}
+
+/// Half-width of the 95% interval of a row's throughput (0 when unknown).
+fn ci(row: &Row) -> f64 {
+    row.number("throughput_ci95_ops_s").unwrap_or(0.0)
+}
+
+fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool) -> Advice {
+    let rows: Vec<&Row> =
+        run.rows.iter().filter(|r| !r.is_skipped() && r.number("throughput_ops_s").is_some()).collect();
+    let counts: Vec<f64> = {
+        let mut c: Vec<f64> = rows.iter().filter_map(|r| r.number("threads")).collect();
+        c.sort_by(f64::total_cmp);
+        c.dedup();
+        c
+    };
+    let cpus = ctx.cpus as f64;
+    // Threads <= CPUs: the most threads that still fit (contended: 2 or more). Oversubscribed:
+    // twice the CPUs where measured, else the least oversubscription measured.
+    let n = if oversubscribed {
+        counts.iter().copied().find(|&t| t == 2.0 * cpus).or_else(|| counts.iter().copied().find(|&t| t > cpus))
+    } else {
+        counts.iter().rev().copied().find(|&t| t <= cpus && t >= 2.0)
+    };
+    let Some(n) = n else {
+        return Advice::missing(
+            situation,
+            if oversubscribed {
+                format!("not measured: no contention run had more threads than the {} CPUs", ctx.cpus)
+            } else {
+                format!("not measured: with {} usable CPU(s) no contended thread count fits within the CPUs", ctx.cpus)
+            },
+        );
+    };
+    let mut at: Vec<&Row> = rows.iter().copied().filter(|r| r.number("threads") == Some(n)).collect();
+    at.sort_by(|a, b| {
+        b.number("throughput_ops_s").unwrap_or(0.0).total_cmp(&a.number("throughput_ops_s").unwrap_or(0.0))
+    });
+    let Some(best) = at.first() else {
+        return Advice::missing(situation, "not measured".to_string());
+    };
+    let name = best.text("lock").unwrap_or("?");
+    let t = best.number("throughput_ops_s").unwrap_or(0.0);
+    let mut why = format!("{} acquisitions/s at {n} threads", number(t));
+    if let Some(cs_ns) = run.params.get("cs_ns").and_then(|v| v.as_f64()) {
+        why.push_str(&format!(" with a {} critical section", duration_words(cs_ns)));
+    }
+    if let Some(reference) = at.iter().find(|r| is_reference(r) && !std::ptr::eq(**r, *best)) {
+        let rt = reference.number("throughput_ops_s").unwrap_or(0.0);
+        if rt > 0.0 {
+            let which = if is_reference(best) { "the next reference lock" } else { "the best reference lock" };
+            why.push_str(&format!(
+                "; {:.2}x {which} ({}, {})",
+                t / rt,
+                reference.text("lock").unwrap_or("?"),
+                number(rt)
+            ));
+        }
+    } else if is_reference(best) {
+        why.push_str("; no spinlab lock beat it");
+    }
+    if let Some(second) = at.get(1) {
+        let s = second.number("throughput_ops_s").unwrap_or(0.0);
+        if t - ci(best) <= s + ci(second) {
+            why.push_str(&format!(
+                "; {} ({}) is within the 95% intervals: a tie on this run",
+                second.text("lock").unwrap_or("?"),
+                number(s)
+            ));
+        }
+    }
+    if let Some(u) = best.number("uncontended_ns") {
+        why.push_str(&format!("; {} ns per uncontended lock/unlock", number(u)));
+    }
+    Advice { situation: situation.to_string(), choice: name.to_string(), why }
 }

@@ -13,6 +13,7 @@
 //! - `futex-wake-to-run`: from a waker's decision to the sleeper running again, per placement.
 //! - `sched-yield`: `sched_yield` with nobody else to run.
 
+use super::settings::{self, Length};
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
@@ -20,12 +21,15 @@ use crate::measure::clock::{now, read_pair_ticks};
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::team;
 use crate::measure::{interleave, repeat, Clock, Progress, Rep, Series, StoppingRule, Summary};
+use crate::reading::plot::{self, Axis, Bar, Scale};
+use crate::reading::{self, rows_of, Context, Panel};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use clap::Args;
 use spinlab::sys::futex::{self, FutexWait};
 use spinlab::wait::{visit_policies, Episode, PolicyVisitor, Step, Unavailable, Wait};
 use spinlab::CachePadded;
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Barrier;
@@ -209,6 +213,15 @@ impl Experiment for Floor {
         run.rows = rows;
         run.elapsed_s = started.elapsed().as_secs_f64();
         Ok(vec![run])
+    }
+
+    fn report_steps(&self, length: Length, _cpus: usize) -> Vec<settings::Step> {
+        let common = length.common(self, 3, 8, 0);
+        vec![settings::Step::new(self.clone(), common, "floor: the machine's physical limits")]
+    }
+
+    fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
+        chart(&rows_of(runs))
     }
 }
 
@@ -531,4 +544,49 @@ fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progres
     row.set("wakeups", all.len());
     row.set("discarded", discarded);
     Ok(row)
+}
+
+fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
+    let rows = reading::measured(rows.iter().copied());
+    // Ping-pong has a row per CPU pair: one bar per placement (the median pair).
+    let mut bars: Vec<Bar> = Vec::new();
+    let mut pairs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for row in &rows {
+        let Some(ns) = row.number("ns") else { continue };
+        let measure = row.text("measure").unwrap_or("?");
+        let (label, color) = match measure {
+            "wait-period" => (format!("wait period: {}", row.text("wait").unwrap_or("?")), 1),
+            "ping-pong" => {
+                pairs.entry(row.text("placement").unwrap_or("?").to_string()).or_default().push(ns);
+                continue;
+            }
+            "futex-wake-to-run" => (format!("futex wake-to-run: {}", row.text("placement").unwrap_or("?")), 2),
+            other => (other.to_string(), 0),
+        };
+        bars.push(Bar { label, value: ns, color });
+    }
+    for (placement, mut values) in pairs {
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let label = if n > 1 {
+            format!("ping-pong: {placement} (median of {n} pairs)")
+        } else {
+            format!("ping-pong: {placement}")
+        };
+        bars.push(Bar { label, value: values[n / 2], color: 2 });
+    }
+    bars.sort_by_key(|b| b.color);
+    let axis = Axis::numeric("nanoseconds per operation (log scale)", Scale::Log, bars.iter().map(|b| b.value), false);
+    let legend = [
+        ("one thread alone".to_string(), 0),
+        ("one wait-loop iteration".to_string(), 1),
+        ("between two CPUs".to_string(), 2),
+    ];
+    vec![plot::hbars("Physical floors", &axis, &bars, &legend).map(|svg| Panel {
+        svg,
+        caption: "What the machine costs before any lock is involved: a timer read, an uncontended CAS pair, one \
+                  iteration of each wait policy's loop, and the one-way hand-over of a cache line or a futex wake-up \
+                  between two CPUs; every lock figure below is bounded by these."
+            .to_string(),
+    })]
 }

@@ -16,6 +16,7 @@
 //! spinning, a long one catches it asleep. Both are run by default.
 
 use super::floor::{ping_pong_batches, BATCH, BATCHES};
+use super::settings::{smoke_locks, Length, Step};
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
@@ -25,6 +26,9 @@ use crate::measure::pin::pin_or_die;
 use crate::measure::team;
 use crate::measure::work::spin;
 use crate::measure::{interleave, Summary};
+use crate::reading::plot::{self, Axis, Bar, Scale};
+use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::results::format::{duration_words, number};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice};
@@ -312,4 +316,56 @@ impl Experiment for Handoff {
         run.elapsed_s = started.elapsed().as_secs_f64();
         Ok(vec![run])
     }
+
+    fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
+        let handoff = match length {
+            Length::Full => self.clone(),
+            Length::Short => Handoff { handoffs: Some(60), ..self.clone() },
+            Length::Smoke => Handoff { handoffs: Some(10), hold_ns: Some(Holds(vec![1000])) },
+        };
+        let mut c = length.common(&handoff, 2, 4, 0);
+        if length == Length::Smoke {
+            c.locks = smoke_locks();
+        }
+        vec![Step::new(handoff, c, "handoff: lock hand-off latency")]
+    }
+
+    fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
+        chart(&rows_of(runs))
+    }
+}
+
+fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
+    let rows = measured(rows.iter().copied());
+    let placements = distinct(&rows, "placement");
+    let holds = distinct(&rows, "hold_ns");
+    let bars: Vec<Bar> = rows
+        .iter()
+        .filter_map(|r| {
+            let name = r.text("lock").or_else(|| r.text("wait"))?;
+            let placement = r.text("placement");
+            let ratio = r.number("ratio_to_floor").map_or(String::new(), |x| format!(" (x{} floor)", number(x)));
+            let hold = r
+                .number("hold_ns")
+                .filter(|_| holds.len() > 1)
+                .map_or(String::new(), |h| format!(", hold {}", duration_words(h)));
+            Some(Bar {
+                label: format!("{name}{}{hold}{ratio}", placement.map_or(String::new(), |p| format!(", {p}"))),
+                value: r.number("handoff_ns")?,
+                color: placement.and_then(|p| placements.iter().position(|q| q == p)).unwrap_or(0),
+            })
+        })
+        .collect();
+    if bars.is_empty() {
+        return Vec::new();
+    }
+    let legend: Vec<(String, usize)> = placements.iter().enumerate().map(|(i, p)| (p.clone(), i)).collect();
+    let x = Axis::numeric("hand-off latency (ns, log scale)", Scale::Log, bars.iter().map(|b| b.value), false);
+    vec![plot::hbars("Lock hand-off latency", &x, &bars, &legend).map(|svg| Panel {
+        svg,
+        caption: "Time from one thread releasing the lock to the waiting thread holding it, per wait policy (and \
+                  placement), with its ratio to the cache-line ping-pong floor: the responsiveness a policy pays for \
+                  what it saves its neighbours."
+            .to_string(),
+    })]
 }

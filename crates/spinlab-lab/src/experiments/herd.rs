@@ -5,6 +5,8 @@
 //! columns). Oversubscription is the point: seed 004 ran 8 to 64 threads, and found that
 //! backoff bought 2.5% while a lock whose waiters sleep cut wall and system time.
 
+use super::settings::{smoke_locks, Length, Step};
+use super::Threads;
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::experiments::contention::WORK_NS;
@@ -13,6 +15,10 @@ use crate::measure::pin::pin_or_die;
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave, Rep, Summary};
+use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
+use crate::reading::plot::{self, Axis, Band, Scale, Series};
+use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::results::format::number;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
@@ -260,4 +266,103 @@ impl Experiment for Herd {
         run.elapsed_s = started.elapsed().as_secs_f64();
         Ok(vec![run])
     }
+
+    fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
+        let herd = match length {
+            Length::Full => self.clone(),
+            Length::Short => Herd { rounds: 50, ..self.clone() },
+            Length::Smoke => Herd { rounds: 2, per_round: 5, ..self.clone() },
+        };
+        let mut c = length.common(&herd, 2, 4, 0);
+        if length == Length::Smoke {
+            c.threads = Some(Threads(vec![ThreadCount::PerCpu(2)]));
+            c.locks = smoke_locks();
+        }
+        vec![Step::new(herd, c, "herd: threads released at once")]
+    }
+
+    fn figures(&self, ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
+        charts(ctx, &rows_of(runs))
+    }
+
+    fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
+        Some(Contribution { topic: Topic::Herds, lines: vec![quickest(ctx)] })
+    }
+}
+
+fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
+    let rows = measured(rows.iter().copied());
+    let locks = distinct(&rows, "lock");
+    let by_lock = |key: &str| -> Vec<Series> {
+        locks
+            .iter()
+            .enumerate()
+            .map(|(i, lock)| Series {
+                name: lock.clone(),
+                points: rows
+                    .iter()
+                    .filter(|r| r.text("lock") == Some(lock.as_str()))
+                    .filter_map(|r| Some((r.number("threads")?, r.number(key)?)))
+                    .collect(),
+                color: i,
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect()
+    };
+    let threads: Vec<f64> = rows.iter().filter_map(|r| r.number("threads")).collect();
+    let x = Axis::log_at("threads (log scale)", &threads);
+    let band = Band { from: ctx.cpus as f64, label: format!("oversubscribed: threads > {} CPUs", ctx.cpus) };
+    let mut out = Vec::new();
+    for (key, what, caption) in [
+        (
+            "wall_s",
+            "wall time per repetition (s, log scale)",
+            "Wall time for the herd (all threads released by a barrier, each taking one lock in turn) per lock and \
+             thread count: lower is better; seed 004 found sleeping waiters win once threads outnumber CPUs.",
+        ),
+        (
+            "sys_s",
+            "system CPU time per repetition (s, log scale)",
+            "System CPU time the herd's threads spent in the kernel (futex calls, sched_yield, preemption): the \
+             cost of sleeping and of being descheduled, per lock and thread count.",
+        ),
+    ] {
+        let series = by_lock(key);
+        if series.is_empty() {
+            continue;
+        }
+        let y = Axis::numeric(what, Scale::Log, series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), false);
+        let title = if key == "wall_s" { "Herd: wall time" } else { "Herd: system time" };
+        out.push(
+            plot::lines(title, &x, &y, &series, Some(&band)).map(|svg| Panel { svg, caption: caption.to_string() }),
+        );
+    }
+    out
+}
+
+fn quickest(ctx: &Context<'_>) -> Advice {
+    let situation = "many threads released at once (a herd), oversubscribed";
+    let rows: Vec<&Row> =
+        ctx.rows_of("herd").into_iter().filter(|r| !r.is_skipped() && r.number("wall_s").is_some()).collect();
+    let Some(n) = rows.iter().filter_map(|r| r.number("threads")).reduce(f64::max) else {
+        return Advice::missing(situation, missing_reason(ctx, "herd"));
+    };
+    let mut at: Vec<&Row> = rows.into_iter().filter(|r| r.number("threads") == Some(n)).collect();
+    at.sort_by(|a, b| a.number("wall_s").unwrap_or(f64::MAX).total_cmp(&b.number("wall_s").unwrap_or(f64::MAX)));
+    let best = at[0];
+    let worst = at[at.len() - 1];
+    let wall = best.number("wall_s").unwrap_or(0.0);
+    let mut why = format!("{} s wall at {n} threads", number(wall));
+    if let Some(sys) = best.number("sys_s") {
+        why.push_str(&format!(" ({} s system time)", number(sys)));
+    }
+    if !std::ptr::eq(best, worst) {
+        why.push_str(&format!(
+            "; {} took {} s ({:.1}x)",
+            worst.text("lock").unwrap_or("?"),
+            number(worst.number("wall_s").unwrap_or(0.0)),
+            worst.number("wall_s").unwrap_or(0.0) / wall.max(1e-12)
+        ));
+    }
+    Advice { situation: situation.to_string(), choice: best.text("lock").unwrap_or("?").to_string(), why }
 }

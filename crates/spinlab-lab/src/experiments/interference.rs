@@ -20,6 +20,8 @@
 //! added to it. (The registry lock's word is private, so the harness cannot hold a registry
 //! lock and read its waiters' episodes.) See docs/interference.md.
 
+use super::settings::{Length, Step};
+use super::Waits;
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
@@ -28,6 +30,8 @@ use crate::measure::memory::check_room;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::team;
 use crate::measure::{interleave, Rep, Summary};
+use crate::reading::plot;
+use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
@@ -475,4 +479,75 @@ impl Experiment for Interference {
         run.elapsed_s = started.elapsed().as_secs_f64();
         Ok(vec![run])
     }
+
+    fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
+        let interference = match length {
+            Length::Full => self.clone(),
+            // One waiter count instead of 1 and 3: interference is most of a short report.
+            Length::Short => Interference { active_ms: Some(3), waiters: Some(Counts(vec![1])), ..self.clone() },
+            Length::Smoke => Interference {
+                active: Workload::parse_list("add").ok().map(Actives),
+                waiters: Some(Counts(vec![1])),
+                units: Some(1),
+                ..self.clone()
+            },
+        };
+        let mut c = length.common(&interference, 2, 4, 0);
+        if length == Length::Smoke {
+            c.waits = select::wait_list("spin,futex").ok().map(Waits);
+        }
+        vec![Step::new(interference, c, "interference: what waiters cost a co-running thread")]
+    }
+
+    fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
+        heatmaps(&rows_of(runs))
+    }
+}
+
+fn heatmaps(rows: &[&Row]) -> Vec<Result<Panel, String>> {
+    let rows: Vec<&Row> =
+        measured(rows.iter().copied()).into_iter().filter(|r| r.number("slowdown_pct").is_some()).collect();
+    // With several waiter counts, the heat maps show the largest.
+    let waiters = rows.iter().filter_map(|r| r.number("waiters")).fold(f64::NAN, f64::max);
+    let rows: Vec<&Row> =
+        rows.into_iter().filter(|r| waiters.is_nan() || r.number("waiters") == Some(waiters)).collect();
+    let actives = distinct(&rows, "active");
+    let waits = distinct(&rows, "wait");
+    let placements = distinct(&rows, "placement");
+    if actives.is_empty() || waits.is_empty() || placements.is_empty() {
+        return Vec::new();
+    }
+    let max = rows.iter().filter_map(|r| r.number("slowdown_pct")).fold(5.0f64, |a, b| a.max(b.abs()));
+    let waiter_words = if waiters.is_nan() { String::new() } else { format!(" with {waiters} waiter(s)") };
+    actives
+        .iter()
+        .map(|active| {
+            let values: Vec<Vec<Option<f64>>> = waits
+                .iter()
+                .map(|w| {
+                    placements
+                        .iter()
+                        .map(|p| {
+                            rows.iter()
+                                .find(|r| {
+                                    r.text("active") == Some(active.as_str())
+                                        && r.text("wait") == Some(w.as_str())
+                                        && r.text("placement") == Some(p.as_str())
+                                })
+                                .and_then(|r| r.number("slowdown_pct"))
+                        })
+                        .collect()
+                })
+                .collect();
+            let height = 110 + 24 * waits.len() as u32;
+            let width = 150 + 95 * placements.len() as u32;
+            plot::heatmap(&format!("{active}: slowdown %"), &placements, &waits, &values, max, (width, height)).map(|svg| Panel {
+                svg,
+                caption: format!(
+                    "Slowdown (%) of the {active} workload vs running alone{waiter_words}, per wait policy (rows) and \
+                     where the waiters run (columns); white is none, deep red {max:.0}%, blue a speed-up, grey not measured."
+                ),
+            })
+        })
+        .collect()
 }

@@ -12,16 +12,20 @@ pub mod floor;
 pub mod handoff;
 pub mod herd;
 pub mod interference;
+pub mod settings;
 pub mod spr;
 pub mod wakeup;
 
 use crate::error::LabError;
 use crate::machine::{MachineInfo, Placement, Topology};
 use crate::measure::{pin, Clock, Progress, StoppingRule, Work};
+use crate::reading::advice::Contribution;
+use crate::reading::{Context, Panel};
 use crate::results::table::{self, Column};
 use crate::results::Run;
 use crate::select::{self, LockChoice, ThreadCount};
 use clap::{Args, FromArgMatches};
+use settings::{Length, Step};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -44,6 +48,20 @@ pub trait Experiment {
     /// whatever an experiment adds).
     fn render(&self, run: &Run) -> String {
         table::render(&run.rows, self.columns())
+    }
+
+    /// The runs `spinlab report` makes of it at `length` on `cpus` usable CPUs: these options
+    /// (or variants of them) with repetition settings, and the label of each run's progress
+    /// line.
+    fn report_steps(&self, length: Length, cpus: usize) -> Vec<Step>;
+
+    /// Its charts in the report, from its runs in a document (`ctx` for what they share with
+    /// other experiments). An empty list gets a generic chart of the rows' first figure.
+    fn figures(&self, ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>>;
+
+    /// Its part of the recommendation, if it has one.
+    fn advice(&self, _ctx: &Context<'_>) -> Option<Contribution> {
+        None
     }
 }
 

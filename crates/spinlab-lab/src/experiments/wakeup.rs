@@ -17,6 +17,9 @@
 //! policy should wake like a spinner. The episode driver and the matrix kernel here are shared
 //! with `spinlab run barrier` (Fig. 3a is the same scenario with a barrier).
 
+pub mod tradeoff;
+
+use super::settings::{Length, Step};
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
@@ -24,6 +27,10 @@ use crate::measure::clock::now;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::team;
 use crate::measure::{interleave, Clock, Rep, Summary};
+use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
+use crate::reading::plot::{self, Axis, Point, Scale};
+use crate::reading::{distinct, rows_of, Context, Panel};
+use crate::results::format::duration_words;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::Bounds;
@@ -34,6 +41,7 @@ use spinlab::{CachePadded, Event};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::time::Instant;
+use tradeoff::{long_computation, tradeoff};
 
 /// The policies measured when `--waits` is not given: seed 001's spin-loops (`pause`), its
 /// kernel-sleeping primitive without the mutex (`futex`), the plain spinner and `yield` for
@@ -521,6 +529,120 @@ impl Experiment for Wakeup {
         run.elapsed_s = started.elapsed().as_secs_f64();
         Ok(vec![run])
     }
+
+    fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
+        let wakeup = match length {
+            Length::Full => self.clone(),
+            Length::Short => Wakeup { work_ms: 5, ..self.clone() },
+            Length::Smoke => Wakeup { size: Some(12), short_size: 4, ..self.clone() },
+        };
+        let c = length.common(&wakeup, 3, 5, 0);
+        vec![Step::new(wakeup, c, "wakeup: notify and wake-up cost")]
+    }
+
+    fn figures(&self, ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
+        charts(ctx, &rows_of(runs))
+    }
+
+    fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
+        Some(Contribution { topic: Topic::WaitPolicies, lines: co_runners(ctx) })
+    }
+}
+
+fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
+    let rows = long_computation(rows);
+    let mut out = Vec::new();
+    for placement in distinct(&rows, "placement") {
+        let at: Vec<&Row> = rows.iter().copied().filter(|r| r.text("placement") == Some(placement.as_str())).collect();
+        let at: Vec<&Row> =
+            at.into_iter().filter(|r| r.number("twakeup_ns").is_some() || r.number("tcall_ns").is_some()).collect();
+        if at.is_empty() {
+            continue;
+        }
+        let categories: Vec<String> = at.iter().map(|r| r.text("wait").unwrap_or("?").to_string()).collect();
+        let groups = vec![
+            ("Twakeup: notify to waiter running".to_string(), at.iter().map(|r| r.number("twakeup_ns")).collect()),
+            ("Tcall: the notify call itself".to_string(), at.iter().map(|r| r.number("tcall_ns")).collect::<Vec<_>>()),
+        ];
+        let values = groups.iter().flat_map(|g: &(String, Vec<Option<f64>>)| g.1.iter().flatten().copied());
+        let y = Axis::numeric("nanoseconds (log scale)", Scale::Log, values, false);
+        out.push(
+            plot::grouped_bars(
+                &format!("Wake-up and notify cost, waiter at {placement}"),
+                &categories,
+                "notify primitive",
+                &y,
+                &groups,
+                None,
+            )
+            .map(|svg| Panel {
+                svg,
+                caption: format!(
+                    "Seed 001's Twakeup (from the notify call to the waiter running again) and Tcall (what the \
+                         notify costs the notifier) per primitive, the waiter at {placement} from the worker."
+                ),
+            }),
+        );
+    }
+    if let Some((placement, points, what)) = tradeoff(ctx) {
+        let pts: Vec<Point> = points.iter().map(|(w, x, y)| Point { label: w.clone(), x: *x, y: *y }).collect();
+        let x = Axis::numeric(&format!("{what} (%)"), Scale::Linear, pts.iter().map(|p| p.x), true);
+        let y = Axis::numeric("wake-up latency Twakeup (ns, log scale)", Scale::Log, pts.iter().map(|p| p.y), false);
+        out.push(
+            plot::scatter(&format!("The trade-off at {placement}: wake-up latency vs interference"), &x, &y, &pts).map(
+                |svg| Panel {
+                    svg,
+                    caption: format!(
+                    "Each wait policy as one point, waiter and worker at {placement}: left is kinder to the thread \
+                     doing work (seeds 000/002), low is quicker to respond (seed 001); the best policies sit near the \
+                     bottom-left corner."
+                ),
+                },
+            ),
+        );
+    }
+    out
+}
+
+fn co_runners(ctx: &Context<'_>) -> Vec<Advice> {
+    let sensitive = "co-runners sensitive (waiters share a core or CPU with threads doing work)";
+    let not_sensitive = "co-runners not sensitive, wake-up latency matters";
+    let Some((placement, points, what)) = tradeoff(ctx) else {
+        let why = format!(
+            "not measured: no placement had two or more wait policies with both a wake-up latency and an \
+             interference figure ({}; {})",
+            missing_reason(ctx, "wakeup"),
+            missing_reason(ctx, "interference")
+        );
+        return vec![Advice::missing(sensitive, why.clone()), Advice::missing(not_sensitive, why)];
+    };
+    // The kindest policy; among those within one percentage point of it, the quickest.
+    let least = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let kind = points
+        .iter()
+        .filter(|p| p.1 <= least + 1.0)
+        .min_by(|a, b| a.2.total_cmp(&b.2))
+        .expect("tradeoff returns at least two points");
+    let quick = points.iter().min_by(|a, b| a.2.total_cmp(&b.2)).expect("tradeoff returns at least two points");
+    let describe =
+        |p: &(String, f64, f64)| format!("{:.1}% {what}, wake-up {}, at {placement}", p.1, duration_words(p.2));
+    let worst = points.iter().max_by(|a, b| a.1.total_cmp(&b.1)).expect("at least two points");
+    vec![
+        Advice {
+            situation: sensitive.to_string(),
+            choice: format!("wait policy {}", kind.0),
+            why: format!("{}; the worst here, {}, costs {:.1}%", describe(kind), worst.0, worst.1),
+        },
+        Advice {
+            situation: not_sensitive.to_string(),
+            choice: format!("wait policy {}", quick.0),
+            why: if quick.0 == kind.0 {
+                format!("{}; also the kindest to co-runners here", describe(quick))
+            } else {
+                format!("{}; {} wakes in {}", describe(quick), kind.0, duration_words(kind.2))
+            },
+        },
+    ]
 }
 
 #[cfg(test)]

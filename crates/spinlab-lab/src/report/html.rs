@@ -2,8 +2,9 @@
 //! content security policy forbids anything else) showing the machine, the recommendation and
 //! one figure per experiment.
 
-use super::figures::{self, Context, Figure};
+use super::figures::{self, Figure};
 use super::recommend::Advice;
+use crate::reading::Context;
 use crate::results::Results;
 use serde_json::Value;
 

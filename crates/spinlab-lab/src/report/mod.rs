@@ -11,16 +11,15 @@
 
 pub mod figures;
 pub mod html;
-pub mod plot;
 pub mod recommend;
 pub mod settings;
 
 use crate::error::LabError;
+use crate::experiments::settings::{Length, Step};
 use crate::experiments::{self, check_options, Lab};
 use crate::results::output::Outputs;
 use crate::results::{Results, Row, Run};
 use clap::Args;
-use settings::Length;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -87,7 +86,7 @@ pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> 
         None => measure(sys_root, options)?,
     };
     outputs.write(&results)?;
-    let ctx = figures::Context::new(&results);
+    let ctx = crate::reading::Context::new(&results);
     let advice = recommend::recommend(&ctx);
     let page = html::page(&results, &advice);
     std::fs::write(&index, page).map_err(|e| LabError::failed(format!("writing {}: {e}", index.display())))?;
@@ -104,7 +103,7 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
         Length::Short
     };
     let lab = Lab::new(sys_root, !options.quiet)?;
-    let steps: Vec<settings::Step> = settings::plan(length, lab.cpus())
+    let steps: Vec<Step> = settings::plan(length, lab.cpus())
         .into_iter()
         .filter(|s| options.only.as_ref().is_none_or(|o| o.0.iter().any(|n| n == s.experiment.name())))
         .collect();

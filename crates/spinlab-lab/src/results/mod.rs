@@ -116,6 +116,11 @@ impl Row {
         self.0.get(key)
     }
 
+    /// The string under `key`, if it is one.
+    pub fn text(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
     /// The number under `key`, if it is one.
     pub fn number(&self, key: &str) -> Option<f64> {
         self.0.get(key).and_then(Value::as_f64)

@@ -16,6 +16,7 @@ pub mod spmv;
 pub mod tc;
 
 use super::barrier::{parse_barriers, Barriers};
+use super::settings::{Length, Step};
 use super::wakeup::{add_summary, placement_pairs, PairAt};
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
@@ -25,6 +26,8 @@ use crate::measure::memory::check_room;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::team;
 use crate::measure::{interleave, Clock, Rep};
+use crate::reading::plot::{self, Axis, Scale};
+use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
@@ -402,10 +405,78 @@ impl Experiment for Spr {
         run.elapsed_s = started.elapsed().as_secs_f64();
         Ok(vec![run])
     }
+
+    fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
+        let spr = match length {
+            Length::Full => self.clone(),
+            Length::Short => Spr { tc_vertices: 800, tc_edges: 12_500, ..self.clone() },
+            Length::Smoke => Spr {
+                spmv_cols: Some(20_000),
+                spmv_rows: Some(3_000),
+                spmv_block_rows: 64,
+                tc_vertices: 100,
+                tc_edges: 400,
+                barriers: Some(Barriers(vec!["barrier:pause", "pthread"])),
+                ..self.clone()
+            },
+        };
+        let c = length.common(&spr, 3, 5, 0);
+        vec![Step::new(spr, c, "spr: speculative precomputation")]
+    }
+
+    fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
+        chart(&rows_of(runs))
+    }
 }
 
 use spmv::Spmv;
 use tc::Closure;
+
+fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
+    let rows: Vec<&Row> =
+        measured(rows.iter().copied()).into_iter().filter(|r| r.number("speedup").is_some()).collect();
+    let apps = distinct(&rows, "app");
+    let barriers = distinct(&rows, "barrier");
+    if apps.is_empty() || barriers.is_empty() {
+        return Vec::new();
+    }
+    let groups: Vec<(String, Vec<Option<f64>>)> = barriers
+        .iter()
+        .map(|b| {
+            (
+                b.clone(),
+                apps.iter()
+                    .map(|a| {
+                        rows.iter()
+                            .find(|r| r.text("app") == Some(a.as_str()) && r.text("barrier") == Some(b.as_str()))
+                            .and_then(|r| r.number("speedup"))
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let y = Axis::numeric(
+        "speedup over the worker alone (x)",
+        Scale::Linear,
+        groups.iter().flat_map(|g| g.1.iter().flatten().copied()).chain([1.0]),
+        true,
+    );
+    vec![plot::grouped_bars(
+        "Speculative precomputation: speedup per barrier",
+        &apps,
+        "application",
+        &y,
+        &groups,
+        Some((1.0, "no gain")),
+    )
+    .map(|svg| Panel {
+        svg,
+        caption: "Seed 001 §4.4: a helper thread prefetches ahead of the worker and is throttled by a barrier; \
+                      above 1.0 the helper pays for itself, and the barrier's wait policy decides how much of the \
+                      worker's core it takes."
+            .to_string(),
+    })]
+}
 
 #[cfg(test)]
 mod tests {

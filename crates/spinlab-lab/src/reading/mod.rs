@@ -1,0 +1,113 @@
+//! How a results document is read for people: the [`Context`] of a document, the
+//! [`Panel`]s an experiment draws from its rows (with [`plot`]), and the [`advice`] it adds to
+//! the recommendation.
+//!
+//! This sits below the experiments, which declare their figures and advice with it, and below
+//! the report, which lays them out; it knows no experiment.
+
+pub mod advice;
+pub mod plot;
+
+use crate::results::{Results, Row, Run};
+
+/// One chart and the sentence saying what it shows.
+pub struct Panel {
+    /// Inline SVG.
+    pub svg: String,
+    /// What the chart shows (plain text).
+    pub caption: String,
+}
+
+/// What the charts need to know about the whole document.
+pub struct Context<'a> {
+    /// The document (for charts that combine experiments).
+    pub results: &'a Results,
+    /// CPUs the runs could use (the oversubscription boundary).
+    pub cpus: usize,
+}
+
+impl Context<'_> {
+    /// The context of `results`, its CPU count read from the machine's allowed CPU list.
+    pub fn new(results: &Results) -> Context<'_> {
+        let cpus = results
+            .machine
+            .get("allowed_cpus")
+            .and_then(|v| v.as_str())
+            .map(count_cpu_list)
+            .filter(|n| *n > 0)
+            .or_else(|| results.machine.get("logical_cpus").and_then(|v| v.as_u64()).map(|n| n as usize))
+            .unwrap_or(1);
+        Context { results, cpus }
+    }
+
+    /// The runs of `experiment`, in document order.
+    pub fn runs_of(&self, experiment: &str) -> Vec<&Run> {
+        self.results.runs.iter().filter(|r| r.experiment == experiment).collect()
+    }
+
+    /// Every row of every run of `experiment`.
+    pub fn rows_of(&self, experiment: &str) -> Vec<&Row> {
+        self.results.runs.iter().filter(|r| r.experiment == experiment).flat_map(|r| r.rows.iter()).collect()
+    }
+}
+
+/// CPUs in a kernel CPU list such as `0-3,8`.
+pub fn count_cpu_list(list: &str) -> usize {
+    list.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|part| match part.trim().split_once('-') {
+            Some((a, b)) => match (a.parse::<usize>(), b.parse::<usize>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 0,
+            },
+            None => usize::from(part.trim().parse::<usize>().is_ok()),
+        })
+        .sum()
+}
+
+/// Every row of `runs`.
+pub fn rows_of<'a>(runs: &[&'a Run]) -> Vec<&'a Row> {
+    runs.iter().flat_map(|r| r.rows.iter()).collect()
+}
+
+/// Rows that were measured.
+pub fn measured<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<&'a Row> {
+    rows.into_iter().filter(|r| !r.is_skipped()).collect()
+}
+
+/// Distinct values of `key` in first-seen order.
+pub fn distinct(rows: &[&Row], key: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for row in rows {
+        let value = match row.get(key) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v) if !v.is_null() => v.to_string(),
+            _ => continue,
+        };
+        if !seen.contains(&value) {
+            seen.push(value);
+        }
+    }
+    seen
+}
+
+/// The value under `key` as text (a number as JSON writes it), if set.
+pub fn value_string(row: &Row, key: &str) -> Option<String> {
+    match row.get(key)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Null => None,
+        v => Some(v.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_count_ranges_and_singles() {
+        assert_eq!(count_cpu_list("0-3,8"), 5);
+        assert_eq!(count_cpu_list("0"), 1);
+        assert_eq!(count_cpu_list(""), 0);
+    }
+}
