@@ -1,7 +1,7 @@
 //! The `spinlab` command line.
 
 use crate::error::LabError;
-use crate::experiments::{self, check_options, Common, Experiment, Lab};
+use crate::experiments::{check_options, Common, Experiment, Lab, RunCommand};
 use crate::machine::{MachineInfo, Topology};
 use crate::results::output::Outputs;
 use crate::results::Results;
@@ -55,82 +55,6 @@ enum Command {
     /// A program under each lock through the preload library, and once without it (the
     /// baseline): wall, user and system time and exit status per lock
     App(Box<crate::app::AppOptions>),
-}
-
-#[derive(Subcommand, Debug)]
-enum RunCommand {
-    /// Physical floors: timer, CAS pairs, cache-line ping-pong, spin hint, wait-policy periods,
-    /// futex wake and wake-to-run, sched_yield
-    Floor {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        options: experiments::floor::Floor,
-    },
-    /// Throughput and fairness under contention (seed 003)
-    Contention {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        options: experiments::contention::Contention,
-    },
-    /// A herd of threads released by a barrier takes one lock (seed 004)
-    Herd {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        options: experiments::herd::Herd,
-    },
-    /// Slowdown of an active workload next to waiters of each policy, per placement (seed 000)
-    Interference {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        options: experiments::interference::Interference,
-    },
-    /// Lock hand-off latency between two threads, as a ratio to the ping-pong floor (seed 000)
-    Handoff {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        options: experiments::handoff::Handoff,
-    },
-    /// Condition wait and notification: Twork, Twakeup, Tcall per notify primitive (seed 001)
-    Wakeup {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        options: experiments::wakeup::Wakeup,
-    },
-    /// Barriers: Twork, Twakeup, Tcall, and the heavy/light pseudo-benchmark (seed 001)
-    Barrier {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        options: experiments::barrier::BarrierExperiment,
-    },
-    /// Speculative precomputation: a helper thread throttled by a barrier (seed 001)
-    Spr {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        options: experiments::spr::Spr,
-    },
-}
-
-impl RunCommand {
-    fn parts(&self) -> (&dyn Experiment, &Common) {
-        match self {
-            RunCommand::Floor { common, options } => (options, common),
-            RunCommand::Contention { common, options } => (options, common),
-            RunCommand::Herd { common, options } => (options, common),
-            RunCommand::Interference { common, options } => (options, common),
-            RunCommand::Handoff { common, options } => (options, common),
-            RunCommand::Wakeup { common, options } => (options, common),
-            RunCommand::Barrier { common, options } => (options, common),
-            RunCommand::Spr { common, options } => (options, common),
-        }
-    }
 }
 
 /// Writes to stdout, ignoring a closed pipe (`spinlab list | head`).
@@ -188,10 +112,7 @@ fn execute(cli: &Cli) -> Result<(), LabError> {
             Ok(())
         }
         Command::App(options) => crate::app::run(&cli.sys_root, options),
-        Command::Run { experiment } => {
-            let (experiment, common) = experiment.parts();
-            run(&cli.sys_root, experiment, common)
-        }
+        Command::Run { experiment } => run(&cli.sys_root, experiment.experiment.as_ref(), &experiment.common),
     }
 }
 

@@ -207,6 +207,10 @@ impl Experiment for BarrierExperiment {
         "barrier"
     }
 
+    fn about(&self) -> &'static str {
+        "Barriers: Twork, Twakeup, Tcall, and the heavy/light pseudo-benchmark (seed 001)"
+    }
+
     fn uses(&self) -> &'static [&'static str] {
         &["placement"]
     }

@@ -259,6 +259,10 @@ impl Experiment for Contention {
         "contention"
     }
 
+    fn about(&self) -> &'static str {
+        "Throughput and fairness under contention (seed 003)"
+    }
+
     fn uses(&self) -> &'static [&'static str] {
         &["locks", "threads", "placement", "duration"]
     }

@@ -77,6 +77,10 @@ impl Experiment for Floor {
         "floor"
     }
 
+    fn about(&self) -> &'static str {
+        "Physical floors: timer, CAS pairs, cache-line ping-pong, spin hint, wait-policy periods, futex wake and wake-to-run, sched_yield"
+    }
+
     fn uses(&self) -> &'static [&'static str] {
         &["waits", "placement"]
     }

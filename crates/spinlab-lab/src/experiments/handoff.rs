@@ -193,6 +193,10 @@ impl Experiment for Handoff {
         "handoff"
     }
 
+    fn about(&self) -> &'static str {
+        "Lock hand-off latency between two threads, as a ratio to the ping-pong floor (seed 000)"
+    }
+
     fn uses(&self) -> &'static [&'static str] {
         &["locks", "waits", "placement"]
     }

@@ -142,6 +142,10 @@ impl Experiment for Herd {
         "herd"
     }
 
+    fn about(&self) -> &'static str {
+        "A herd of threads released by a barrier takes one lock (seed 004)"
+    }
+
     fn uses(&self) -> &'static [&'static str] {
         &["locks", "threads"]
     }

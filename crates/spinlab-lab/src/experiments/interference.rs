@@ -278,6 +278,10 @@ impl Experiment for Interference {
         "interference"
     }
 
+    fn about(&self) -> &'static str {
+        "Slowdown of an active workload next to waiters of each policy, per placement (seed 000)"
+    }
+
     fn uses(&self) -> &'static [&'static str] {
         &["waits", "placement"]
     }

@@ -4,7 +4,7 @@
 //! [`Experiment`]. It receives the [`Lab`] (the machine, calibrated clocks and work, shared by
 //! every experiment of an invocation, so `spinlab report` calibrates once) and the
 //! [`Common`] options every experiment understands, and returns runs of rows. Adding one:
-//! a file here, a variant in `cli::RunCommand`, a page in docs/.
+//! a file here, its line in [`entries`], a page in docs/.
 
 pub mod barrier;
 pub mod contention;
@@ -24,7 +24,7 @@ use crate::reading::{Context, Panel};
 use crate::results::table::{self, Column};
 use crate::results::Run;
 use crate::select::{self, LockChoice, ThreadCount};
-use clap::{Args, FromArgMatches};
+use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
 use settings::{Length, Step};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,6 +33,9 @@ use std::time::Duration;
 pub trait Experiment {
     /// Its name: `spinlab run NAME`, and `experiment` in results.
     fn name(&self) -> &'static str;
+
+    /// What it measures, in one line: `spinlab run --help`.
+    fn about(&self) -> &'static str;
 
     /// The [`Common`] options it uses (long names without dashes); giving it another is a
     /// usage error rather than silently ignored.
@@ -212,21 +215,93 @@ pub fn cli_defaults<T: Args + FromArgMatches>() -> T {
     T::from_arg_matches(&matches).unwrap_or_else(|e| panic!("an experiment's default options: {e}"))
 }
 
+/// Every experiment, in the order a report runs them (the floors first): the one list an
+/// experiment is added to. `spinlab run NAME`, `spinlab report` and its `--only` all read it.
+fn entries() -> Vec<Entry> {
+    vec![
+        entry::<floor::Floor>(),
+        entry::<contention::Contention>(),
+        entry::<herd::Herd>(),
+        entry::<interference::Interference>(),
+        entry::<handoff::Handoff>(),
+        entry::<wakeup::Wakeup>(),
+        entry::<barrier::BarrierExperiment>(),
+        entry::<spr::Spr>(),
+    ]
+}
+
+/// An experiment of the list: its options as an empty command line gives them, and how the
+/// command line adds and reads them.
+struct Entry {
+    defaults: Box<dyn Experiment>,
+    args: fn(clap::Command) -> clap::Command,
+    parse: fn(&ArgMatches) -> Result<Box<dyn Experiment>, clap::Error>,
+}
+
+fn entry<T: Experiment + Args + FromArgMatches + 'static>() -> Entry {
+    Entry {
+        // The options an empty command line gives: a derived `Default` would set clap's
+        // `default_value`s to zero (Spr's did, and hung the report).
+        defaults: Box::new(cli_defaults::<T>()),
+        args: T::augment_args,
+        parse: |matches| Ok(Box::new(T::from_arg_matches(matches)?)),
+    }
+}
+
 /// Every experiment with its default options, in the order a report runs them (the floors
 /// first). `spinlab report` can run each with a [`Common`] of its choosing.
 pub fn all() -> Vec<Box<dyn Experiment>> {
-    vec![
-        // Each with the options an empty command line gives: a derived `Default` would set
-        // clap's `default_value`s to zero (Spr's did, and hung the report).
-        Box::new(cli_defaults::<floor::Floor>()),
-        Box::new(cli_defaults::<contention::Contention>()),
-        Box::new(cli_defaults::<herd::Herd>()),
-        Box::new(cli_defaults::<interference::Interference>()),
-        Box::new(cli_defaults::<handoff::Handoff>()),
-        Box::new(cli_defaults::<wakeup::Wakeup>()),
-        Box::new(cli_defaults::<barrier::BarrierExperiment>()),
-        Box::new(cli_defaults::<spr::Spr>()),
-    ]
+    entries().into_iter().map(|e| e.defaults).collect()
+}
+
+/// `spinlab run NAME [OPTIONS]`: one subcommand per experiment of the list, each taking the
+/// [`Common`] options and its own.
+pub struct RunCommand {
+    /// The experiment, with the options given.
+    pub experiment: Box<dyn Experiment>,
+    /// The common options given.
+    pub common: Common,
+}
+
+impl std::fmt::Debug for RunCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunCommand").field("experiment", &self.experiment.name()).field("common", &self.common).finish()
+    }
+}
+
+impl FromArgMatches for RunCommand {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, options)) = matches.subcommand() else {
+            return Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand));
+        };
+        let Some(entry) = entries().into_iter().find(|e| e.defaults.name() == name) else {
+            return Err(clap::Error::new(clap::error::ErrorKind::InvalidSubcommand));
+        };
+        Ok(RunCommand { experiment: (entry.parse)(options)?, common: Common::from_arg_matches(options)? })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = RunCommand::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for RunCommand {
+    fn augment_subcommands(command: clap::Command) -> clap::Command {
+        entries().into_iter().fold(command, |command, e| {
+            // After the options: deriving `Args` makes a struct's doc comment the about.
+            let run = (e.args)(Common::augment_args(clap::Command::new(e.defaults.name())));
+            command.subcommand(run.about(e.defaults.about()).long_about(None))
+        })
+    }
+
+    fn augment_subcommands_for_update(command: clap::Command) -> clap::Command {
+        RunCommand::augment_subcommands(command)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        entries().iter().any(|e| e.defaults.name() == name)
+    }
 }
 
 impl Common {

@@ -423,6 +423,10 @@ impl Experiment for Wakeup {
         "wakeup"
     }
 
+    fn about(&self) -> &'static str {
+        "Condition wait and notification: Twork, Twakeup, Tcall per notify primitive (seed 001)"
+    }
+
     fn uses(&self) -> &'static [&'static str] {
         &["waits", "placement"]
     }

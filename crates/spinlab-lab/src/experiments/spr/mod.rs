@@ -338,6 +338,10 @@ impl Experiment for Spr {
         "spr"
     }
 
+    fn about(&self) -> &'static str {
+        "Speculative precomputation: a helper thread throttled by a barrier (seed 001)"
+    }
+
     fn uses(&self) -> &'static [&'static str] {
         &["placement"]
     }
