@@ -3,18 +3,15 @@
 //! An experiment is a `clap::Args` struct holding its own options, implementing
 //! [`Experiment`]. It receives the [`Lab`] (the machine, calibrated clocks and work, shared by
 //! every experiment of an invocation, so `spinlab report` calibrates once) and the
-//! [`Common`] options every experiment understands, and returns runs of rows. Adding one:
-//! a file here, its line in [`entries`], a page in docs/.
+//! [`Common`] options every experiment understands, and returns runs of rows. The same impl
+//! declares what `spinlab report` does with it: its report settings
+//! ([`Experiment::report_steps`]), its charts ([`Experiment::figures`]) and its part of the
+//! recommendation ([`Experiment::advice`]).
+//!
+//! Adding one: a file here and its line in the `experiments!` list below (which declares the
+//! module and makes it a `spinlab run` subcommand and a report step), and a page in docs/.
 
-pub mod barrier;
-pub mod contention;
-pub mod floor;
-pub mod handoff;
-pub mod herd;
-pub mod interference;
 pub mod settings;
-pub mod spr;
-pub mod wakeup;
 
 use crate::error::LabError;
 use crate::machine::{MachineInfo, Placement, Topology};
@@ -215,19 +212,29 @@ pub fn cli_defaults<T: Args + FromArgMatches>() -> T {
     T::from_arg_matches(&matches).unwrap_or_else(|e| panic!("an experiment's default options: {e}"))
 }
 
-/// Every experiment, in the order a report runs them (the floors first): the one list an
-/// experiment is added to. `spinlab run NAME`, `spinlab report` and its `--only` all read it.
-fn entries() -> Vec<Entry> {
-    vec![
-        entry::<floor::Floor>(),
-        entry::<contention::Contention>(),
-        entry::<herd::Herd>(),
-        entry::<interference::Interference>(),
-        entry::<handoff::Handoff>(),
-        entry::<wakeup::Wakeup>(),
-        entry::<barrier::BarrierExperiment>(),
-        entry::<spr::Spr>(),
-    ]
+/// Declares each experiment's module and lists it in [`entries`].
+macro_rules! experiments {
+    ($($module:ident :: $options:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Every experiment, in the order a report runs them (the floors first).
+        /// `spinlab run NAME`, `spinlab report` and its `--only` all read this list.
+        fn entries() -> Vec<Entry> {
+            vec![$(entry::<$module::$options>()),*]
+        }
+    };
+}
+
+// The one list an experiment is added to: `module::Options`, in report order.
+experiments! {
+    floor::Floor,
+    contention::Contention,
+    herd::Herd,
+    interference::Interference,
+    handoff::Handoff,
+    wakeup::Wakeup,
+    barrier::BarrierExperiment,
+    spr::Spr,
 }
 
 /// An experiment of the list: its options as an empty command line gives them, and how the
