@@ -244,8 +244,8 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     run.rows = rows(&treatments, options.timeout);
     run.elapsed_s = started.elapsed().as_secs_f64();
     for row in &run.rows {
-        if let Some(note) = row.get("note").and_then(|n| n.as_str()) {
-            let lock = row.get("lock").and_then(|l| l.as_str()).unwrap_or("?");
+        if let Some(note) = row.text("note") {
+            let lock = row.text("lock").unwrap_or("?");
             eprintln!("warning: {lock}: {note}");
         }
     }

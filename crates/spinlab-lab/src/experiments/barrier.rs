@@ -15,7 +15,7 @@
 
 use super::settings::{Length, Step};
 use super::wakeup::{
-    add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, MATRIX_N, WORK_MS,
+    add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, KEY_MATRIX_N, MATRIX_N, WORK_MS,
 };
 use super::{Common, Experiment, Lab};
 use crate::error::LabError;
@@ -35,6 +35,12 @@ use spinlab::registry::{self, DynBarrier};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::time::Instant;
+use crate::results::keys::{BARRIER, PLACEMENT};
+
+/// Completion time of the heavy/light pseudo-benchmark.
+pub const COMPLETION_S: &str = "completion_s";
+/// The light thread's work, in units of 10x10 multiplies.
+pub const LIGHT_UNITS: &str = "light_units";
 
 /// The barriers measured when `--barriers` is not given: spinlab's sense-reversing barrier over
 /// seed 001's spin-loops (`pause`), the plain spinner, `yield`, `futex`, spin-then-park and the
@@ -128,13 +134,13 @@ fn parse_units(text: &str) -> Result<Units, String> {
 
 const COLUMNS: &[Column] = &[
     col("scenario", "fig"),
-    col("barrier", "barrier"),
-    col("placement", "placement"),
-    col("light_units", "light"),
+    col(BARRIER, "barrier"),
+    col(PLACEMENT, "placement"),
+    col(LIGHT_UNITS, "light"),
     col("twork_s", "Twork s"),
     col("twakeup_ns", "Twakeup ns"),
     col("tcall_ns", "Tcall ns"),
-    col("completion_s", "completion s"),
+    col(COMPLETION_S, "completion s"),
     col("completion_sd_s", "±sd"),
     col("ratio_to_pthread", "vs pthread"),
     col("reps", "reps"),
@@ -255,7 +261,7 @@ impl Experiment for BarrierExperiment {
         let progress = lab.progress("barrier", (pairs.len() * (1 + loads.len())) as u64);
         let mut rows = Vec::new();
         let skipped_row = |scenario: &str, e: &registry::BarrierEntry, placement: Placement| {
-            Row::new().with("scenario", scenario).with("barrier", &e.name).with("placement", placement.name())
+            Row::new().with("scenario", scenario).with(BARRIER, &e.name).with(PLACEMENT, placement.name())
         };
         for (placement, pair) in &pairs {
             let placement = *placement;
@@ -267,7 +273,7 @@ impl Experiment for BarrierExperiment {
                     }
                     for &l in &loads {
                         for e in &entries {
-                            rows.push(skipped_row("3b", e, placement).with("light_units", l).skipped(why.clone()));
+                            rows.push(skipped_row("3b", e, placement).with(LIGHT_UNITS, l).skipped(why.clone()));
                         }
                     }
                     for _ in 0..=loads.len() {
@@ -300,7 +306,7 @@ impl Experiment for BarrierExperiment {
             })?;
             let mut next = 0;
             for e in &entries {
-                let row = skipped_row("3a", e, placement).with("matrix_n", size).with("cpus", cpu_text.as_str());
+                let row = skipped_row("3a", e, placement).with(KEY_MATRIX_N, size).with("cpus", cpu_text.as_str());
                 if let Err(why) = e.availability {
                     rows.push(row.skipped(why.to_string()));
                     continue;
@@ -333,7 +339,7 @@ impl Experiment for BarrierExperiment {
                 let mut next = 0;
                 for e in &entries {
                     let row =
-                        skipped_row("3b", e, placement).with("light_units", light).with("cpus", cpu_text.as_str());
+                        skipped_row("3b", e, placement).with(LIGHT_UNITS, light).with("cpus", cpu_text.as_str());
                     if let Err(why) = e.availability {
                         config_rows.push(row.skipped(why.to_string()));
                         continue;
@@ -342,7 +348,7 @@ impl Experiment for BarrierExperiment {
                     next += 1;
                     let mut row = add_summary(row, "completion", "s", &series[i].samples);
                     row.set("iterations", self.iterations);
-                    if let Some(c) = row.number("completion_s") {
+                    if let Some(c) = row.number(COMPLETION_S) {
                         row.set("barrier_ns", c * 1e9 / self.iterations as f64);
                     }
                     row.set("stop", series[i].verdict);
@@ -350,10 +356,10 @@ impl Experiment for BarrierExperiment {
                 }
                 let pthread = config_rows
                     .iter()
-                    .find(|r| r.get("barrier").and_then(|b| b.as_str()) == Some("pthread"))
-                    .and_then(|r| r.number("completion_s"));
+                    .find(|r| r.text(BARRIER) == Some("pthread"))
+                    .and_then(|r| r.number(COMPLETION_S));
                 for row in config_rows.iter_mut() {
-                    let ratio = match (row.number("completion_s"), pthread) {
+                    let ratio = match (row.number(COMPLETION_S), pthread) {
                         (Some(c), Some(p)) if p > 0.0 => Some(c / p),
                         _ => None,
                     };
@@ -397,8 +403,8 @@ impl Experiment for BarrierExperiment {
 
 fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows: Vec<&Row> =
-        measured(rows.iter().copied()).into_iter().filter(|r| r.number("completion_s").is_some()).collect();
-    let barriers = distinct(&rows, "barrier");
+        measured(rows.iter().copied()).into_iter().filter(|r| r.number(COMPLETION_S).is_some()).collect();
+    let barriers = distinct(&rows, BARRIER);
     let series: Vec<Series> = barriers
         .iter()
         .enumerate()
@@ -406,8 +412,8 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
             name: b.clone(),
             points: rows
                 .iter()
-                .filter(|r| r.text("barrier") == Some(b.as_str()))
-                .filter_map(|r| Some((r.number("light_units")?, r.number("completion_s")?)))
+                .filter(|r| r.text(BARRIER) == Some(b.as_str()))
+                .filter_map(|r| Some((r.number(LIGHT_UNITS)?, r.number(COMPLETION_S)?)))
                 .collect(),
             color: i,
         })
@@ -440,9 +446,9 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
 fn quickest(ctx: &Context<'_>) -> Advice {
     let situation = "a barrier between threads with unequal work";
     let rows: Vec<&Row> =
-        ctx.rows_of("barrier").into_iter().filter(|r| !r.is_skipped() && r.number("completion_s").is_some()).collect();
+        ctx.rows_of("barrier").into_iter().filter(|r| !r.is_skipped() && r.number(COMPLETION_S).is_some()).collect();
     let barriers = {
-        let mut b: Vec<&str> = rows.iter().filter_map(|r| r.text("barrier")).collect();
+        let mut b: Vec<&str> = rows.iter().filter_map(|r| r.text(BARRIER)).collect();
         b.dedup();
         b.sort_unstable();
         b.dedup();
@@ -450,7 +456,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
     };
     let mean_of = |b: &str| -> f64 {
         let v: Vec<f64> =
-            rows.iter().filter(|r| r.text("barrier") == Some(b)).filter_map(|r| r.number("completion_s")).collect();
+            rows.iter().filter(|r| r.text(BARRIER) == Some(b)).filter_map(|r| r.number(COMPLETION_S)).collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
     };
     let Some(best) = barriers.iter().copied().min_by(|a, b| mean_of(a).total_cmp(&mean_of(b))) else {

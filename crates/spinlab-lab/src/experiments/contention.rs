@@ -41,6 +41,18 @@ use spinlab::CachePadded;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
+use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, THREADS};
+
+/// Acquisitions per second of all threads (mean over repetitions; `Row::summary("throughput", "ops_s", …)`).
+pub const THROUGHPUT_OPS_S: &str = "throughput_ops_s";
+/// Half-width of the 95% interval of [`THROUGHPUT_OPS_S`].
+pub const THROUGHPUT_CI95_OPS_S: &str = "throughput_ci95_ops_s";
+/// One thread's uncontended lock/unlock pair.
+pub const UNCONTENDED_NS: &str = "uncontended_ns";
+/// Acquisitions per thread, over all repetitions.
+pub const PER_THREAD: &str = "per_thread";
+/// Jain's fairness index of the per-thread acquisitions (1 is even).
+pub const JAIN: &str = "jain";
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
 /// references.
@@ -90,13 +102,13 @@ pub struct Contention {
 }
 
 const COLUMNS: &[Column] = &[
-    col("lock", "lock"),
-    col("threads", "threads"),
-    col("placement", "placement"),
-    col("throughput_ops_s", "ops/s"),
-    col("throughput_ci95_ops_s", "±95%"),
+    col(LOCK, "lock"),
+    col(THREADS, "threads"),
+    col(PLACEMENT, "placement"),
+    col(THROUGHPUT_OPS_S, "ops/s"),
+    col(THROUGHPUT_CI95_OPS_S, "±95%"),
     col("throughput_vs_best_reference", "vs best ref"),
-    col("jain", "jain"),
+    col(JAIN, "jain"),
     col("rsd_pct", "rsd %"),
     col("group_max_min_ratio", "group max/min"),
     col("mean_wait_ns", "mean wait ns"),
@@ -104,7 +116,7 @@ const COLUMNS: &[Column] = &[
     col("max_wait_ns", "max wait ns"),
     col("max_hold_ns", "max hold ns"),
     col("bound", "fairness bound"),
-    col("uncontended_ns", "uncontended ns"),
+    col(UNCONTENDED_NS, "uncontended ns"),
     col("reps", "reps"),
 ];
 
@@ -282,8 +294,8 @@ impl Experiment for Contention {
                 .collect();
             out.push_str(&format!(
                 "  {:<16} {:>4} threads  {}\n",
-                row.get("lock").and_then(|l| l.as_str()).unwrap_or("?"),
-                row.get("threads").map(|t| t.to_string()).unwrap_or_default(),
+                row.text(LOCK).unwrap_or("?"),
+                row.get(THREADS).map(|t| t.to_string()).unwrap_or_default(),
                 parts.join("  ")
             ));
         }
@@ -364,11 +376,11 @@ impl Experiment for Contention {
                     Some(p) => lab.topology.cpus_for(*p, n),
                 };
                 let base = |lock: &LockChoice| {
-                    let mut row = Row::new().with("lock", lock.name()).with("origin", lock.origin());
+                    let mut row = Row::new().with(LOCK, lock.name()).with(ORIGIN, lock.origin());
                     if lock.via_alias {
                         row.set("alias", select::DEFAULT_ALIAS);
                     }
-                    row.with("threads", n).with("placement", placement.map_or("spread", |p| p.name()))
+                    row.with(THREADS, n).with(PLACEMENT, placement.map_or("spread", |p| p.name()))
                 };
                 let cpus = match cpus {
                     Ok(c) => c,
@@ -441,12 +453,12 @@ impl Experiment for Contention {
                             t.max_drain_s * 1e3
                         );
                     }
-                    row.set("per_thread", &t.per_thread);
+                    row.set(PER_THREAD, &t.per_thread);
                     row.set("per_group", per_group(&groups, &cpus, &t.per_thread));
                     if let Some(ratio) = group_max_min_ratio(&groups, &cpus, &t.per_thread) {
                         row.set("group_max_min_ratio", ratio);
                     }
-                    row.set("jain", mean(&t.jain));
+                    row.set(JAIN, mean(&t.jain));
                     row.set("jain_min", t.jain.iter().copied().fold(f64::INFINITY, f64::min));
                     row.set("rsd_pct", mean(&t.rsd_pct));
                     let ns = |ticks: f64| lab.clock.ns(ticks);
@@ -459,7 +471,7 @@ impl Experiment for Contention {
                     row.set("bound", lock.entry.bound);
                     row.set("acquisitions", t.wait.count());
                     if let Some(u) = u {
-                        row.set("uncontended_ns", u.mean);
+                        row.set(UNCONTENDED_NS, u.mean);
                         row.set("uncontended_ci95_ns", u.ci95);
                         row.set("uncontended_reps", u.reps);
                     }
@@ -566,27 +578,27 @@ fn group_max_min_ratio(groups: &[Group], cpus: &[usize], per_thread: &[u64]) -> 
 fn add_ratios(rows: &mut [Row], baseline: &str) {
     let best_ref = rows
         .iter()
-        .filter(|r| r.get("origin").and_then(|o| o.as_str()) == Some("reference"))
-        .filter_map(|r| r.number("throughput_ops_s"))
+        .filter(|r| r.text(ORIGIN) == Some("reference"))
+        .filter_map(|r| r.number(THROUGHPUT_OPS_S))
         .fold(f64::NAN, f64::max);
     let best_ref_uncontended = rows
         .iter()
-        .filter(|r| r.get("origin").and_then(|o| o.as_str()) == Some("reference"))
-        .filter_map(|r| r.number("uncontended_ns"))
+        .filter(|r| r.text(ORIGIN) == Some("reference"))
+        .filter_map(|r| r.number(UNCONTENDED_NS))
         .fold(f64::NAN, f64::min);
     let base = rows
         .iter()
-        .find(|r| r.get("lock").and_then(|l| l.as_str()) == Some(baseline))
-        .and_then(|r| r.number("throughput_ops_s"));
+        .find(|r| r.text(LOCK) == Some(baseline))
+        .and_then(|r| r.number(THROUGHPUT_OPS_S));
     for row in rows.iter_mut() {
-        let Some(t) = row.number("throughput_ops_s") else { continue };
+        let Some(t) = row.number(THROUGHPUT_OPS_S) else { continue };
         if best_ref.is_finite() && best_ref > 0.0 {
             row.set("throughput_vs_best_reference", t / best_ref);
         }
         if let Some(b) = base.filter(|b| *b > 0.0) {
             row.set("throughput_vs_baseline", t / b);
         }
-        if let Some(u) = row.number("uncontended_ns") {
+        if let Some(u) = row.number(UNCONTENDED_NS) {
             if best_ref_uncontended.is_finite() && best_ref_uncontended > 0.0 {
                 row.set("uncontended_vs_best_reference", u / best_ref_uncontended);
             }
@@ -603,18 +615,18 @@ fn throughput_chart(ctx: &Context<'_>, run: &Run, fairness: bool) -> Vec<Result<
     let rows = measured(run.rows.iter());
     let cs_ns = run.params.get("cs_ns").and_then(|v| v.as_f64());
     let cs = cs_ns.map_or(String::new(), |ns| format!(", critical section {}", duration_words(ns)));
-    let placements = distinct(&rows, "placement");
+    let placements = distinct(&rows, PLACEMENT);
     let mut series = Vec::new();
     let mut threads: Vec<f64> = Vec::new();
-    for (i, lock) in distinct(&rows, "lock").iter().enumerate() {
+    for (i, lock) in distinct(&rows, LOCK).iter().enumerate() {
         for placement in &placements {
             let points: Vec<(f64, f64)> = rows
                 .iter()
                 .filter(|r| {
-                    r.text("lock") == Some(lock.as_str())
-                        && value_string(r, "placement").as_deref() == Some(placement.as_str())
+                    r.text(LOCK) == Some(lock.as_str())
+                        && value_string(r, PLACEMENT).as_deref() == Some(placement.as_str())
                 })
-                .filter_map(|r| Some((r.number("threads")?, r.number("throughput_ops_s")?)))
+                .filter_map(|r| Some((r.number(THREADS)?, r.number(THROUGHPUT_OPS_S)?)))
                 .collect();
             if points.is_empty() {
                 continue;
@@ -653,7 +665,7 @@ fn throughput_chart(ctx: &Context<'_>, run: &Run, fairness: bool) -> Vec<Result<
 
 fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, String>> {
     let counts: Vec<usize> = {
-        let mut c: Vec<usize> = rows.iter().filter_map(|r| r.number("threads")).map(|t| t as usize).collect();
+        let mut c: Vec<usize> = rows.iter().filter_map(|r| r.number(THREADS)).map(|t| t as usize).collect();
         c.sort_unstable();
         c.dedup();
         c
@@ -668,7 +680,7 @@ fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, Stri
     let at: Vec<&Row> = rows
         .iter()
         .copied()
-        .filter(|r| r.number("threads") == Some(n as f64) && r.get("per_thread").is_some())
+        .filter(|r| r.number(THREADS) == Some(n as f64) && r.get(PER_THREAD).is_some())
         .collect();
     if at.is_empty() {
         return None;
@@ -679,13 +691,13 @@ fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, Stri
     let mut values = Vec::new();
     for row in &at {
         let per: Vec<f64> = row
-            .get("per_thread")
+            .get(PER_THREAD)
             .and_then(|v| v.as_array())
             .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
             .unwrap_or_default();
         let mean = per.iter().sum::<f64>() / per.len().max(1) as f64;
-        let jain = row.number("jain").map_or(String::new(), |j| format!(" J={j:.2}"));
-        categories.push(format!("{}{jain}", row.text("lock").unwrap_or("?")));
+        let jain = row.number(JAIN).map_or(String::new(), |j| format!(" J={j:.2}"));
+        categories.push(format!("{}{jain}", row.text(LOCK).unwrap_or("?")));
         for (t, group) in groups.iter_mut().enumerate() {
             let share = per.get(t).filter(|_| mean > 0.0).map(|c| c / mean);
             values.extend(share);
@@ -740,19 +752,19 @@ fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
 }
 
 fn is_reference(row: &Row) -> bool {
-    row.text("origin") == Some("reference")
+    row.text(ORIGIN) == Some("reference")
 }
 
 /// Half-width of the 95% interval of a row's throughput (0 when unknown).
 fn ci(row: &Row) -> f64 {
-    row.number("throughput_ci95_ops_s").unwrap_or(0.0)
+    row.number(THROUGHPUT_CI95_OPS_S).unwrap_or(0.0)
 }
 
 fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool) -> Advice {
     let rows: Vec<&Row> =
-        run.rows.iter().filter(|r| !r.is_skipped() && r.number("throughput_ops_s").is_some()).collect();
+        run.rows.iter().filter(|r| !r.is_skipped() && r.number(THROUGHPUT_OPS_S).is_some()).collect();
     let counts: Vec<f64> = {
-        let mut c: Vec<f64> = rows.iter().filter_map(|r| r.number("threads")).collect();
+        let mut c: Vec<f64> = rows.iter().filter_map(|r| r.number(THREADS)).collect();
         c.sort_by(f64::total_cmp);
         c.dedup();
         c
@@ -775,27 +787,27 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
             },
         );
     };
-    let mut at: Vec<&Row> = rows.iter().copied().filter(|r| r.number("threads") == Some(n)).collect();
+    let mut at: Vec<&Row> = rows.iter().copied().filter(|r| r.number(THREADS) == Some(n)).collect();
     at.sort_by(|a, b| {
-        b.number("throughput_ops_s").unwrap_or(0.0).total_cmp(&a.number("throughput_ops_s").unwrap_or(0.0))
+        b.number(THROUGHPUT_OPS_S).unwrap_or(0.0).total_cmp(&a.number(THROUGHPUT_OPS_S).unwrap_or(0.0))
     });
     let Some(best) = at.first() else {
         return Advice::missing(situation, "not measured".to_string());
     };
-    let name = best.text("lock").unwrap_or("?");
-    let t = best.number("throughput_ops_s").unwrap_or(0.0);
+    let name = best.text(LOCK).unwrap_or("?");
+    let t = best.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
     let mut why = format!("{} acquisitions/s at {n} threads", number(t));
     if let Some(cs_ns) = run.params.get("cs_ns").and_then(|v| v.as_f64()) {
         why.push_str(&format!(" with a {} critical section", duration_words(cs_ns)));
     }
     if let Some(reference) = at.iter().find(|r| is_reference(r) && !std::ptr::eq(**r, *best)) {
-        let rt = reference.number("throughput_ops_s").unwrap_or(0.0);
+        let rt = reference.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
         if rt > 0.0 {
             let which = if is_reference(best) { "the next reference lock" } else { "the best reference lock" };
             why.push_str(&format!(
                 "; {:.2}x {which} ({}, {})",
                 t / rt,
-                reference.text("lock").unwrap_or("?"),
+                reference.text(LOCK).unwrap_or("?"),
                 number(rt)
             ));
         }
@@ -803,16 +815,16 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
         why.push_str("; no spinlab lock beat it");
     }
     if let Some(second) = at.get(1) {
-        let s = second.number("throughput_ops_s").unwrap_or(0.0);
+        let s = second.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
         if t - ci(best) <= s + ci(second) {
             why.push_str(&format!(
                 "; {} ({}) is within the 95% intervals: a tie on this run",
-                second.text("lock").unwrap_or("?"),
+                second.text(LOCK).unwrap_or("?"),
                 number(s)
             ));
         }
     }
-    if let Some(u) = best.number("uncontended_ns") {
+    if let Some(u) = best.number(UNCONTENDED_NS) {
         why.push_str(&format!("; {} ns per uncontended lock/unlock", number(u)));
     }
     Advice { situation: situation.to_string(), choice: name.to_string(), why }

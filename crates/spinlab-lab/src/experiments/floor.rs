@@ -34,6 +34,10 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
+use crate::results::keys::{MEASURE, PLACEMENT, WAIT};
+
+/// Nanoseconds per operation (`Row::summary("", "ns", …)`).
+pub const NS: &str = "ns";
 
 /// Options of `spinlab run floor`.
 #[derive(Args, Clone, Debug, Default)]
@@ -46,11 +50,11 @@ pub struct Floor {
 }
 
 const COLUMNS: &[Column] = &[
-    col("measure", "measure"),
-    col("wait", "wait"),
-    col("placement", "placement"),
+    col(MEASURE, "measure"),
+    col(WAIT, "wait"),
+    col(PLACEMENT, "placement"),
     col("cpus", "cpus"),
-    col("ns", "ns (mean)"),
+    col(NS, "ns (mean)"),
     col("median_ns", "median"),
     col("ci95_ns", "±95%"),
     col("min_ns", "min"),
@@ -279,7 +283,7 @@ fn median_batch(clock: &Clock, n: u64, mut run: impl FnMut(u64) -> u64) -> f64 {
 
 /// A row for a measure with its repetitions' summary under `ns`.
 fn measured(measure: &str, series: &Series) -> Row {
-    let row = Row::new().with("measure", measure);
+    let row = Row::new().with(MEASURE, measure);
     match Summary::of(&series.samples) {
         Some(s) => row.summary("", "ns", &s).with("stop", series.verdict),
         None => row.skipped("no repetition produced a value"),
@@ -338,7 +342,7 @@ fn wait_periods(
     let mut rows = Vec::new();
     let mut timed: Vec<(&Probe, u64)> = Vec::new();
     for p in probes {
-        let row = Row::new().with("measure", "wait-period").with("wait", p.name).with("cpus", home.to_string());
+        let row = Row::new().with(MEASURE, "wait-period").with(WAIT, p.name).with("cpus", home.to_string());
         if let Err(e) = p.availability {
             rows.push(row.skipped(e.to_string()));
             continue;
@@ -362,10 +366,10 @@ fn wait_periods(
         }))
     })?;
     for (i, (p, _)) in timed.iter().enumerate() {
-        let mut row = measured("wait-period", &series[i]).with("wait", p.name).with("cpus", home.to_string());
+        let mut row = measured("wait-period", &series[i]).with(WAIT, p.name).with("cpus", home.to_string());
         let (iterations, phases_ended) = phases[i];
         if phases_ended > 0 {
-            if let Some(period) = row.number("ns") {
+            if let Some(period) = row.number(NS) {
                 row.set("spin_phase_ns", period * iterations as f64 / phases_ended as f64);
             }
         }
@@ -373,7 +377,7 @@ fn wait_periods(
         rows.push(row);
     }
     let order: Vec<&str> = probes.iter().map(|p| p.name).collect();
-    rows.sort_by_key(|r| order.iter().position(|n| Some(*n) == r.get("wait").and_then(|w| w.as_str())));
+    rows.sort_by_key(|r| order.iter().position(|n| Some(*n) == r.text(WAIT)));
     Ok(rows)
 }
 
@@ -430,14 +434,14 @@ fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: 
     for (p, result) in pairs {
         match result {
             Err(why) => {
-                rows.push(Row::new().with("measure", "ping-pong").with("placement", p.name()).skipped(why.clone()))
+                rows.push(Row::new().with(MEASURE, "ping-pong").with(PLACEMENT, p.name()).skipped(why.clone()))
             }
             Ok(_) => {
                 for (i, &(q, a, b)) in flat.iter().enumerate() {
                     if q == *p {
                         rows.push(
                             measured("ping-pong", &series[i])
-                                .with("placement", p.name())
+                                .with(PLACEMENT, p.name())
                                 .with("cpus", format!("{a},{b}")),
                         );
                     }
@@ -517,7 +521,7 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError
 }
 
 fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Row, LabError> {
-    let base = Row::new().with("measure", "futex-wake-to-run").with("placement", placement.name());
+    let base = Row::new().with(MEASURE, "futex-wake-to-run").with(PLACEMENT, placement.name());
     let (a, b) = match lab.topology.pair(placement) {
         Ok(pair) => pair,
         Err(why) => return Ok(base.skipped(why)),
@@ -539,7 +543,7 @@ fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progres
         Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64))
     })?;
     let mut row =
-        measured("futex-wake-to-run", &series).with("placement", placement.name()).with("cpus", format!("{a},{b}"));
+        measured("futex-wake-to-run", &series).with(PLACEMENT, placement.name()).with("cpus", format!("{a},{b}"));
     all.sort_unstable();
     if let Some(&max) = all.last() {
         row.set("max_wakeup_ns", clock.ns(max as f64));
@@ -556,15 +560,15 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let mut bars: Vec<Bar> = Vec::new();
     let mut pairs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for row in &rows {
-        let Some(ns) = row.number("ns") else { continue };
-        let measure = row.text("measure").unwrap_or("?");
+        let Some(ns) = row.number(NS) else { continue };
+        let measure = row.text(MEASURE).unwrap_or("?");
         let (label, color) = match measure {
-            "wait-period" => (format!("wait period: {}", row.text("wait").unwrap_or("?")), 1),
+            "wait-period" => (format!("wait period: {}", row.text(WAIT).unwrap_or("?")), 1),
             "ping-pong" => {
-                pairs.entry(row.text("placement").unwrap_or("?").to_string()).or_default().push(ns);
+                pairs.entry(row.text(PLACEMENT).unwrap_or("?").to_string()).or_default().push(ns);
                 continue;
             }
-            "futex-wake-to-run" => (format!("futex wake-to-run: {}", row.text("placement").unwrap_or("?")), 2),
+            "futex-wake-to-run" => (format!("futex wake-to-run: {}", row.text(PLACEMENT).unwrap_or("?")), 2),
             other => (other.to_string(), 0),
         };
         bars.push(Bar { label, value: ns, color });

@@ -38,6 +38,15 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Barrier;
 use std::time::Instant;
+use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, WAIT};
+
+/// How long the releasing thread held the lock (the option's bounds are [`HOLD_NS`]).
+pub const KEY_HOLD_NS: &str = "hold_ns";
+
+/// Lock hand-off latency.
+pub const HANDOFF_NS: &str = "handoff_ns";
+/// [`HANDOFF_NS`] over the cache-line ping-pong floor.
+pub const RATIO_TO_FLOOR: &str = "ratio_to_floor";
 
 /// The locks measured when neither `--locks` nor `--waits` is given: TTAS over every policy
 /// of seed 000 and the sleeping ones, spinlab's default, and the references.
@@ -98,12 +107,12 @@ pub struct Handoff {
 }
 
 const COLUMNS: &[Column] = &[
-    col("lock", "lock"),
-    col("placement", "placement"),
-    col("hold_ns", "hold ns"),
-    col("handoff_ns", "hand-off ns"),
+    col(LOCK, "lock"),
+    col(PLACEMENT, "placement"),
+    col(KEY_HOLD_NS, "hold ns"),
+    col(HANDOFF_NS, "hand-off ns"),
     col("handoff_ci95_ns", "±95%"),
-    col("ratio_to_floor", "x floor"),
+    col(RATIO_TO_FLOOR, "x floor"),
     col("p99_handoff_ns", "p99 ns"),
     col("reps", "reps"),
 ];
@@ -231,7 +240,7 @@ impl Experiment for Handoff {
             .iter()
             .filter(|l| match l.unavailable() {
                 Some(why) => {
-                    rows.push(Row::new().with("lock", l.name()).skipped(why));
+                    rows.push(Row::new().with(LOCK, l.name()).skipped(why));
                     false
                 }
                 None => true,
@@ -247,7 +256,7 @@ impl Experiment for Handoff {
             let (a, b) = match lab.topology.pair(placement) {
                 Ok(pair) => pair,
                 Err(why) => {
-                    rows.push(Row::new().with("placement", placement.name()).skipped(why));
+                    rows.push(Row::new().with(PLACEMENT, placement.name()).skipped(why));
                     continue;
                 }
             };
@@ -279,30 +288,30 @@ impl Experiment for Handoff {
                 })?;
                 let floor = Summary::of(&series[0].samples);
                 let mut floor_row = Row::new()
-                    .with("lock", "floor: ping-pong")
-                    .with("placement", placement.name())
+                    .with(LOCK, "floor: ping-pong")
+                    .with(PLACEMENT, placement.name())
                     .with("cpus", format!("{a},{b}"))
-                    .with("hold_ns", hold);
+                    .with(KEY_HOLD_NS, hold);
                 match floor {
-                    Some(s) => floor_row = floor_row.summary("handoff", "ns", &s).with("ratio_to_floor", 1.0),
+                    Some(s) => floor_row = floor_row.summary("handoff", "ns", &s).with(RATIO_TO_FLOOR, 1.0),
                     None => floor_row = floor_row.skipped("no cache line moves between two threads on one CPU"),
                 }
                 rows.push(floor_row);
                 for (k, lock) in available.iter().enumerate() {
                     let mut row = Row::new()
-                        .with("lock", lock.name())
-                        .with("origin", lock.origin())
-                        .with("wait", lock.entry.policy)
-                        .with("placement", placement.name())
+                        .with(LOCK, lock.name())
+                        .with(ORIGIN, lock.origin())
+                        .with(WAIT, lock.entry.policy)
+                        .with(PLACEMENT, placement.name())
                         .with("cpus", format!("{a},{b}"))
-                        .with("hold_ns", hold);
+                        .with(KEY_HOLD_NS, hold);
                     let Some(s) = Summary::of(&series[k + 1].samples) else {
                         rows.push(row.skipped("no repetition produced a value"));
                         continue;
                     };
                     row = row.summary("handoff", "ns", &s).with("stop", series[k + 1].verdict);
                     if let Some(f) = floor.filter(|f| f.mean > 0.0) {
-                        row.set("ratio_to_floor", s.mean / f.mean);
+                        row.set(RATIO_TO_FLOOR, s.mean / f.mean);
                     }
                     let mut lat = std::mem::take(&mut all[k]);
                     lat.sort_unstable();
@@ -341,21 +350,21 @@ impl Experiment for Handoff {
 
 fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows = measured(rows.iter().copied());
-    let placements = distinct(&rows, "placement");
-    let holds = distinct(&rows, "hold_ns");
+    let placements = distinct(&rows, PLACEMENT);
+    let holds = distinct(&rows, KEY_HOLD_NS);
     let bars: Vec<Bar> = rows
         .iter()
         .filter_map(|r| {
-            let name = r.text("lock").or_else(|| r.text("wait"))?;
-            let placement = r.text("placement");
-            let ratio = r.number("ratio_to_floor").map_or(String::new(), |x| format!(" (x{} floor)", number(x)));
+            let name = r.text(LOCK).or_else(|| r.text(WAIT))?;
+            let placement = r.text(PLACEMENT);
+            let ratio = r.number(RATIO_TO_FLOOR).map_or(String::new(), |x| format!(" (x{} floor)", number(x)));
             let hold = r
-                .number("hold_ns")
+                .number(KEY_HOLD_NS)
                 .filter(|_| holds.len() > 1)
                 .map_or(String::new(), |h| format!(", hold {}", duration_words(h)));
             Some(Bar {
                 label: format!("{name}{}{hold}{ratio}", placement.map_or(String::new(), |p| format!(", {p}"))),
-                value: r.number("handoff_ns")?,
+                value: r.number(HANDOFF_NS)?,
                 color: placement.and_then(|p| placements.iter().position(|q| q == p)).unwrap_or(0),
             })
         })

@@ -26,6 +26,12 @@ use clap::Args;
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::Instant;
+use crate::results::keys::{LOCK, ORIGIN, THREADS};
+
+/// Wall time of one herd repetition (`Row::summary("wall", "s", …)`).
+pub const WALL_S: &str = "wall_s";
+/// System CPU time of one herd repetition.
+pub const SYS_S: &str = "sys_s";
 
 /// The locks measured when `--locks` is not given (seed 004's spin lock, its backoff
 /// variant, a sleeping lock, spinlab's default, and std).
@@ -55,12 +61,12 @@ pub struct Herd {
 }
 
 const COLUMNS: &[Column] = &[
-    col("lock", "lock"),
-    col("threads", "threads"),
-    col("wall_s", "wall s"),
+    col(LOCK, "lock"),
+    col(THREADS, "threads"),
+    col(WALL_S, "wall s"),
     col("wall_ci95_s", "±95%"),
     col("user_s", "user s"),
-    col("sys_s", "sys s"),
+    col(SYS_S, "sys s"),
     col("wall_vs_best_reference", "wall vs best ref"),
     col("reps", "reps"),
 ];
@@ -223,11 +229,11 @@ impl Experiment for Herd {
             let mut config_rows = Vec::new();
             let mut next = 0;
             for lock in &locks {
-                let mut row = Row::new().with("lock", lock.name()).with("origin", lock.origin());
+                let mut row = Row::new().with(LOCK, lock.name()).with(ORIGIN, lock.origin());
                 if lock.via_alias {
                     row.set("alias", select::DEFAULT_ALIAS);
                 }
-                row.set("threads", n);
+                row.set(THREADS, n);
                 if let Some(why) = lock.unavailable() {
                     config_rows.push(row.skipped(why));
                     continue;
@@ -239,7 +245,7 @@ impl Experiment for Herd {
                 }
                 row.set("stop", series[i].verdict);
                 row.set("user_s", Summary::of(&cpu_times[i].0).map(|s| s.mean));
-                row.set("sys_s", Summary::of(&cpu_times[i].1).map(|s| s.mean));
+                row.set(SYS_S, Summary::of(&cpu_times[i].1).map(|s| s.mean));
                 row.set("acquisitions_per_rep", n * self.rounds * self.per_round);
                 row.set("lost_updates", lost[i]);
                 if lost[i] > 0 {
@@ -253,12 +259,12 @@ impl Experiment for Herd {
             }
             let best_ref = config_rows
                 .iter()
-                .filter(|r| r.get("origin").and_then(|o| o.as_str()) == Some("reference"))
-                .filter_map(|r| r.number("wall_s"))
+                .filter(|r| r.text(ORIGIN) == Some("reference"))
+                .filter_map(|r| r.number(WALL_S))
                 .fold(f64::NAN, f64::min);
             if best_ref.is_finite() && best_ref > 0.0 {
                 for row in config_rows.iter_mut() {
-                    if let Some(w) = row.number("wall_s") {
+                    if let Some(w) = row.number(WALL_S) {
                         row.set("wall_vs_best_reference", w / best_ref);
                     }
                 }
@@ -296,7 +302,7 @@ impl Experiment for Herd {
 
 fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows = measured(rows.iter().copied());
-    let locks = distinct(&rows, "lock");
+    let locks = distinct(&rows, LOCK);
     let by_lock = |key: &str| -> Vec<Series> {
         locks
             .iter()
@@ -305,15 +311,15 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
                 name: lock.clone(),
                 points: rows
                     .iter()
-                    .filter(|r| r.text("lock") == Some(lock.as_str()))
-                    .filter_map(|r| Some((r.number("threads")?, r.number(key)?)))
+                    .filter(|r| r.text(LOCK) == Some(lock.as_str()))
+                    .filter_map(|r| Some((r.number(THREADS)?, r.number(key)?)))
                     .collect(),
                 color: i,
             })
             .filter(|s| !s.points.is_empty())
             .collect()
     };
-    let threads: Vec<f64> = rows.iter().filter_map(|r| r.number("threads")).collect();
+    let threads: Vec<f64> = rows.iter().filter_map(|r| r.number(THREADS)).collect();
     let x = Axis::log_at("threads (log scale)", &threads);
     let band = Band { from: ctx.cpus as f64, label: format!("oversubscribed: threads > {} CPUs", ctx.cpus) };
     let mut out = Vec::new();
@@ -347,26 +353,26 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
 fn quickest(ctx: &Context<'_>) -> Advice {
     let situation = "many threads released at once (a herd), oversubscribed";
     let rows: Vec<&Row> =
-        ctx.rows_of("herd").into_iter().filter(|r| !r.is_skipped() && r.number("wall_s").is_some()).collect();
-    let Some(n) = rows.iter().filter_map(|r| r.number("threads")).reduce(f64::max) else {
+        ctx.rows_of("herd").into_iter().filter(|r| !r.is_skipped() && r.number(WALL_S).is_some()).collect();
+    let Some(n) = rows.iter().filter_map(|r| r.number(THREADS)).reduce(f64::max) else {
         return Advice::missing(situation, missing_reason(ctx, "herd"));
     };
-    let mut at: Vec<&Row> = rows.into_iter().filter(|r| r.number("threads") == Some(n)).collect();
-    at.sort_by(|a, b| a.number("wall_s").unwrap_or(f64::MAX).total_cmp(&b.number("wall_s").unwrap_or(f64::MAX)));
+    let mut at: Vec<&Row> = rows.into_iter().filter(|r| r.number(THREADS) == Some(n)).collect();
+    at.sort_by(|a, b| a.number(WALL_S).unwrap_or(f64::MAX).total_cmp(&b.number(WALL_S).unwrap_or(f64::MAX)));
     let best = at[0];
     let worst = at[at.len() - 1];
-    let wall = best.number("wall_s").unwrap_or(0.0);
+    let wall = best.number(WALL_S).unwrap_or(0.0);
     let mut why = format!("{} s wall at {n} threads", number(wall));
-    if let Some(sys) = best.number("sys_s") {
+    if let Some(sys) = best.number(SYS_S) {
         why.push_str(&format!(" ({} s system time)", number(sys)));
     }
     if !std::ptr::eq(best, worst) {
         why.push_str(&format!(
             "; {} took {} s ({:.1}x)",
-            worst.text("lock").unwrap_or("?"),
-            number(worst.number("wall_s").unwrap_or(0.0)),
-            worst.number("wall_s").unwrap_or(0.0) / wall.max(1e-12)
+            worst.text(LOCK).unwrap_or("?"),
+            number(worst.number(WALL_S).unwrap_or(0.0)),
+            worst.number(WALL_S).unwrap_or(0.0) / wall.max(1e-12)
         ));
     }
-    Advice { situation: situation.to_string(), choice: best.text("lock").unwrap_or("?").to_string(), why }
+    Advice { situation: situation.to_string(), choice: best.text(LOCK).unwrap_or("?").to_string(), why }
 }

@@ -44,6 +44,12 @@ use spinlab::CachePadded;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::time::{Duration, Instant};
+use crate::results::keys::{LOCK, PLACEMENT, WAIT};
+
+/// Slowdown of the active workload vs isolation (`Row::summary("slowdown", "pct", …)`).
+pub const SLOWDOWN_PCT: &str = "slowdown_pct";
+/// The active workload.
+pub const ACTIVE: &str = "active";
 
 /// The active workloads when `--active` is not given (the closing note's three: the lowest
 /// CPI, a memory-bound one, and one of each kind).
@@ -124,11 +130,11 @@ pub struct Interference {
 }
 
 const COLUMNS: &[Column] = &[
-    col("active", "active"),
-    col("wait", "wait"),
+    col(ACTIVE, "active"),
+    col(WAIT, "wait"),
     col("waiters", "waiters"),
-    col("placement", "placement"),
-    col("slowdown_pct", "slowdown %"),
+    col(PLACEMENT, "placement"),
+    col(SLOWDOWN_PCT, "slowdown %"),
     col("slowdown_ci95_pct", "±95%"),
     col("isolated_s", "isolated s"),
     col("cpu_slowdown_pct", "CPU-time slowdown %"),
@@ -333,7 +339,7 @@ impl Experiment for Interference {
         for name in &wait_names {
             if let Some(p) = chosen.iter().find(|p| p.name == *name) {
                 if let Err(e) = p.availability {
-                    rows.push(Row::new().with("wait", *name).skipped(e.to_string()));
+                    rows.push(Row::new().with(WAIT, *name).skipped(e.to_string()));
                 }
             }
         }
@@ -344,7 +350,7 @@ impl Experiment for Interference {
             .filter(|&p| match lab.topology.placement_cpus(p) {
                 Ok(_) => true,
                 Err(why) => {
-                    rows.push(Row::new().with("placement", p.name()).skipped(why));
+                    rows.push(Row::new().with(PLACEMENT, p.name()).skipped(why));
                     false
                 }
             })
@@ -421,12 +427,12 @@ impl Experiment for Interference {
                             )));
                         }
                         let mut row = Row::new()
-                            .with("active", workload.name())
+                            .with(ACTIVE, workload.name())
                             .with("behaviour", workload.behaviour())
-                            .with("wait", policy.name)
-                            .with("lock", format!("ttas:{}", policy.name))
+                            .with(WAIT, policy.name)
+                            .with(LOCK, format!("ttas:{}", policy.name))
                             .with("waiters", n)
-                            .with("placement", placement.name())
+                            .with(PLACEMENT, placement.name())
                             .with("active_cpu", active_cpu)
                             .with("waiter_cpus", cpu_list(&waiter_cpus));
                         let (iso, co) = (&series[0].samples, &series[1].samples);
@@ -510,18 +516,18 @@ impl Experiment for Interference {
 
 fn heatmaps(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows: Vec<&Row> =
-        measured(rows.iter().copied()).into_iter().filter(|r| r.number("slowdown_pct").is_some()).collect();
+        measured(rows.iter().copied()).into_iter().filter(|r| r.number(SLOWDOWN_PCT).is_some()).collect();
     // With several waiter counts, the heat maps show the largest.
     let waiters = rows.iter().filter_map(|r| r.number("waiters")).fold(f64::NAN, f64::max);
     let rows: Vec<&Row> =
         rows.into_iter().filter(|r| waiters.is_nan() || r.number("waiters") == Some(waiters)).collect();
-    let actives = distinct(&rows, "active");
-    let waits = distinct(&rows, "wait");
-    let placements = distinct(&rows, "placement");
+    let actives = distinct(&rows, ACTIVE);
+    let waits = distinct(&rows, WAIT);
+    let placements = distinct(&rows, PLACEMENT);
     if actives.is_empty() || waits.is_empty() || placements.is_empty() {
         return Vec::new();
     }
-    let max = rows.iter().filter_map(|r| r.number("slowdown_pct")).fold(5.0f64, |a, b| a.max(b.abs()));
+    let max = rows.iter().filter_map(|r| r.number(SLOWDOWN_PCT)).fold(5.0f64, |a, b| a.max(b.abs()));
     let waiter_words = if waiters.is_nan() { String::new() } else { format!(" with {waiters} waiter(s)") };
     actives
         .iter()
@@ -534,11 +540,11 @@ fn heatmaps(rows: &[&Row]) -> Vec<Result<Panel, String>> {
                         .map(|p| {
                             rows.iter()
                                 .find(|r| {
-                                    r.text("active") == Some(active.as_str())
-                                        && r.text("wait") == Some(w.as_str())
-                                        && r.text("placement") == Some(p.as_str())
+                                    r.text(ACTIVE) == Some(active.as_str())
+                                        && r.text(WAIT) == Some(w.as_str())
+                                        && r.text(PLACEMENT) == Some(p.as_str())
                                 })
-                                .and_then(|r| r.number("slowdown_pct"))
+                                .and_then(|r| r.number(SLOWDOWN_PCT))
                         })
                         .collect()
                 })

@@ -41,7 +41,18 @@ use spinlab::{CachePadded, Event};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::time::Instant;
-use tradeoff::{long_computation, tradeoff};
+use tradeoff::{long_computation, tradeoff, PolicyPoint, Tradeoff};
+use crate::results::keys::{PLACEMENT, WAIT};
+
+/// The worker's matrix size, the computation's length (the option's bounds are [`MATRIX_N`]).
+pub const KEY_MATRIX_N: &str = "matrix_n";
+
+/// Seed 001's Twakeup: from the notify call to the waiter running again.
+pub const TWAKEUP_NS: &str = "twakeup_ns";
+/// Seed 001's Tcall: what the notify call costs the notifier.
+pub const TCALL_NS: &str = "tcall_ns";
+/// The worker's computation while the waiter waits, vs alone.
+pub const TWORK_VS_ALONE_PCT: &str = "twork_vs_alone_pct";
 
 /// The policies measured when `--waits` is not given: seed 001's spin-loops (`pause`), its
 /// kernel-sleeping primitive without the mutex (`futex`), the plain spinner and `yield` for
@@ -87,15 +98,15 @@ pub struct Wakeup {
 }
 
 const COLUMNS: &[Column] = &[
-    col("wait", "wait"),
-    col("placement", "placement"),
-    col("matrix_n", "N"),
+    col(WAIT, "wait"),
+    col(PLACEMENT, "placement"),
+    col(KEY_MATRIX_N, "N"),
     col("twork_s", "Twork s"),
     col("twork_sd_s", "±sd"),
-    col("twork_vs_alone_pct", "vs alone %"),
-    col("twakeup_ns", "Twakeup ns"),
+    col(TWORK_VS_ALONE_PCT, "vs alone %"),
+    col(TWAKEUP_NS, "Twakeup ns"),
     col("twakeup_sd_ns", "±sd"),
-    col("tcall_ns", "Tcall ns"),
+    col(TCALL_NS, "Tcall ns"),
     col("tcall_sd_ns", "±sd"),
     col("reps", "reps"),
 ];
@@ -468,7 +479,7 @@ impl Experiment for Wakeup {
             for &n in &sizes {
                 progress.step(&format!("{placement}, {n}x{n}"));
                 let base =
-                    |name: &str| Row::new().with("wait", name).with("placement", placement.name()).with("matrix_n", n);
+                    |name: &str| Row::new().with(WAIT, name).with(PLACEMENT, placement.name()).with(KEY_MATRIX_N, n);
                 let cpus = match pair {
                     Ok(cpus) => *cpus,
                     Err(why) => {
@@ -515,12 +526,12 @@ impl Experiment for Wakeup {
                 }
                 let alone = config_rows
                     .iter()
-                    .find(|r| r.get("wait").and_then(|w| w.as_str()) == Some(NONE))
+                    .find(|r| r.text(WAIT) == Some(NONE))
                     .and_then(|r| r.number("twork_s"));
                 if let Some(alone) = alone.filter(|a| *a > 0.0) {
                     for row in config_rows.iter_mut() {
                         if let Some(w) = row.number("twork_s") {
-                            row.set("twork_vs_alone_pct", 100.0 * (w / alone - 1.0));
+                            row.set(TWORK_VS_ALONE_PCT, 100.0 * (w / alone - 1.0));
                         }
                     }
                 }
@@ -556,17 +567,17 @@ impl Experiment for Wakeup {
 fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows = long_computation(rows);
     let mut out = Vec::new();
-    for placement in distinct(&rows, "placement") {
-        let at: Vec<&Row> = rows.iter().copied().filter(|r| r.text("placement") == Some(placement.as_str())).collect();
+    for placement in distinct(&rows, PLACEMENT) {
+        let at: Vec<&Row> = rows.iter().copied().filter(|r| r.text(PLACEMENT) == Some(placement.as_str())).collect();
         let at: Vec<&Row> =
-            at.into_iter().filter(|r| r.number("twakeup_ns").is_some() || r.number("tcall_ns").is_some()).collect();
+            at.into_iter().filter(|r| r.number(TWAKEUP_NS).is_some() || r.number(TCALL_NS).is_some()).collect();
         if at.is_empty() {
             continue;
         }
-        let categories: Vec<String> = at.iter().map(|r| r.text("wait").unwrap_or("?").to_string()).collect();
+        let categories: Vec<String> = at.iter().map(|r| r.text(WAIT).unwrap_or("?").to_string()).collect();
         let groups = vec![
-            ("Twakeup: notify to waiter running".to_string(), at.iter().map(|r| r.number("twakeup_ns")).collect()),
-            ("Tcall: the notify call itself".to_string(), at.iter().map(|r| r.number("tcall_ns")).collect::<Vec<_>>()),
+            ("Twakeup: notify to waiter running".to_string(), at.iter().map(|r| r.number(TWAKEUP_NS)).collect()),
+            ("Tcall: the notify call itself".to_string(), at.iter().map(|r| r.number(TCALL_NS)).collect::<Vec<_>>()),
         ];
         let values = groups.iter().flat_map(|g: &(String, Vec<Option<f64>>)| g.1.iter().flatten().copied());
         let y = Axis::numeric("nanoseconds (log scale)", Scale::Log, values, false);
@@ -588,8 +599,9 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
             }),
         );
     }
-    if let Some((placement, points, what)) = tradeoff(ctx) {
-        let pts: Vec<Point> = points.iter().map(|(w, x, y)| Point { label: w.clone(), x: *x, y: *y }).collect();
+    if let Some(Tradeoff { placement, points, interference: what }) = tradeoff(ctx) {
+        let pts: Vec<Point> =
+            points.iter().map(|p| Point { label: p.wait.clone(), x: p.interference_pct, y: p.wakeup_ns }).collect();
         let x = Axis::numeric(&format!("{what} (%)"), Scale::Linear, pts.iter().map(|p| p.x), true);
         let y = Axis::numeric("wake-up latency Twakeup (ns, log scale)", Scale::Log, pts.iter().map(|p| p.y), false);
         out.push(
@@ -611,7 +623,7 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
 fn co_runners(ctx: &Context<'_>) -> Vec<Advice> {
     let sensitive = "co-runners sensitive (waiters share a core or CPU with threads doing work)";
     let not_sensitive = "co-runners not sensitive, wake-up latency matters";
-    let Some((placement, points, what)) = tradeoff(ctx) else {
+    let Some(Tradeoff { placement, points, interference: what }) = tradeoff(ctx) else {
         let why = format!(
             "not measured: no placement had two or more wait policies with both a wake-up latency and an \
              interference figure ({}; {})",
@@ -621,29 +633,29 @@ fn co_runners(ctx: &Context<'_>) -> Vec<Advice> {
         return vec![Advice::missing(sensitive, why.clone()), Advice::missing(not_sensitive, why)];
     };
     // The kindest policy; among those within one percentage point of it, the quickest.
-    let least = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let least = points.iter().map(|p| p.interference_pct).fold(f64::INFINITY, f64::min);
     let kind = points
         .iter()
-        .filter(|p| p.1 <= least + 1.0)
-        .min_by(|a, b| a.2.total_cmp(&b.2))
+        .filter(|p| p.interference_pct <= least + 1.0)
+        .min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns))
         .expect("tradeoff returns at least two points");
-    let quick = points.iter().min_by(|a, b| a.2.total_cmp(&b.2)).expect("tradeoff returns at least two points");
+    let quick = points.iter().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("tradeoff returns at least two points");
     let describe =
-        |p: &(String, f64, f64)| format!("{:.1}% {what}, wake-up {}, at {placement}", p.1, duration_words(p.2));
-    let worst = points.iter().max_by(|a, b| a.1.total_cmp(&b.1)).expect("at least two points");
+        |p: &PolicyPoint| format!("{:.1}% {what}, wake-up {}, at {placement}", p.interference_pct, duration_words(p.wakeup_ns));
+    let worst = points.iter().max_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("at least two points");
     vec![
         Advice {
             situation: sensitive.to_string(),
-            choice: format!("wait policy {}", kind.0),
-            why: format!("{}; the worst here, {}, costs {:.1}%", describe(kind), worst.0, worst.1),
+            choice: format!("wait policy {}", kind.wait),
+            why: format!("{}; the worst here, {}, costs {:.1}%", describe(kind), worst.wait, worst.interference_pct),
         },
         Advice {
             situation: not_sensitive.to_string(),
-            choice: format!("wait policy {}", quick.0),
-            why: if quick.0 == kind.0 {
+            choice: format!("wait policy {}", quick.wait),
+            why: if quick.wait == kind.wait {
                 format!("{}; also the kindest to co-runners here", describe(quick))
             } else {
-                format!("{}; {} wakes in {}", describe(quick), kind.0, duration_words(kind.2))
+                format!("{}; {} wakes in {}", describe(quick), kind.wait, duration_words(kind.wakeup_ns))
             },
         },
     ]

@@ -9,6 +9,7 @@
 
 pub mod csv;
 pub mod format;
+pub mod keys;
 mod load;
 pub mod output;
 pub mod table;

@@ -78,7 +78,7 @@ pub fn render(rows: &[Row], columns: &[Column]) -> String {
     for row in rows {
         let mut cells: Vec<String> = columns.iter().map(|c| format_value(row.get(c.key))).collect();
         if any_skipped {
-            cells.push(row.get("skipped").and_then(Value::as_str).map(|s| format!("skipped: {s}")).unwrap_or_default());
+            cells.push(row.text("skipped").map(|s| format!("skipped: {s}")).unwrap_or_default());
         }
         table.add_row(cells);
     }

@@ -210,12 +210,12 @@ fn tile_side(text: &str) -> Result<usize, String> {
 }
 
 const COLUMNS: &[Column] = &[
-    col("app", "app"),
-    col("barrier", "barrier"),
-    col("placement", "placement"),
+    col(APP, "app"),
+    col(BARRIER, "barrier"),
+    col(PLACEMENT, "placement"),
     col("time_s", "time s"),
     col("time_sd_s", "±sd"),
-    col("speedup", "speedup"),
+    col(SPEEDUP, "speedup"),
     col("worker_sync_pct", "worker sync %"),
     col("equal_to_serial", "= serial"),
     col("reps", "reps"),
@@ -240,7 +240,7 @@ fn measure_app<K: Kernel>(
     for (placement, pair) in pairs {
         progress.step(&format!("{app}, {placement}"));
         let base =
-            |barrier: &str| Row::new().with("app", app).with("barrier", barrier).with("placement", placement.name());
+            |barrier: &str| Row::new().with(APP, app).with(BARRIER, barrier).with(PLACEMENT, placement.name());
         let cpus = match pair {
             Ok(c) => *c,
             Err(why) => {
@@ -274,7 +274,7 @@ fn measure_app<K: Kernel>(
         let serial_s = crate::measure::Summary::of(&series[0].samples).map(|s| s.mean);
         let cpu_text = format!("{},{}", cpus.0, cpus.1);
         let mut row = add_summary(base(SERIAL).with("cpus", cpu_text.as_str()), "time", "s", &series[0].samples);
-        row.set("speedup", 1.0);
+        row.set(SPEEDUP, 1.0);
         row.set("worker_sync_pct", 0.0);
         row.set("equal_to_serial", true);
         rows.push(row);
@@ -289,7 +289,7 @@ fn measure_app<K: Kernel>(
             next += 1;
             let mut row = add_summary(row, "time", "s", &series[i + 1].samples);
             if let (Some(serial_s), Some(t)) = (serial_s, row.number("time_s")) {
-                row.set("speedup", serial_s / t);
+                row.set(SPEEDUP, serial_s / t);
             }
             row.set("worker_sync_pct", crate::measure::Summary::of(&sync[i]).map(|s| s.mean));
             row.set("equal_to_serial", equal[i]);
@@ -435,12 +435,18 @@ impl Experiment for Spr {
 
 use spmv::Spmv;
 use tc::Closure;
+use crate::results::keys::{BARRIER, PLACEMENT};
+
+/// The worker's speedup with the helper over the worker alone.
+pub const SPEEDUP: &str = "speedup";
+/// The application (`spmv`, `tc`).
+pub const APP: &str = "app";
 
 fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows: Vec<&Row> =
-        measured(rows.iter().copied()).into_iter().filter(|r| r.number("speedup").is_some()).collect();
-    let apps = distinct(&rows, "app");
-    let barriers = distinct(&rows, "barrier");
+        measured(rows.iter().copied()).into_iter().filter(|r| r.number(SPEEDUP).is_some()).collect();
+    let apps = distinct(&rows, APP);
+    let barriers = distinct(&rows, BARRIER);
     if apps.is_empty() || barriers.is_empty() {
         return Vec::new();
     }
@@ -452,8 +458,8 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
                 apps.iter()
                     .map(|a| {
                         rows.iter()
-                            .find(|r| r.text("app") == Some(a.as_str()) && r.text("barrier") == Some(b.as_str()))
-                            .and_then(|r| r.number("speedup"))
+                            .find(|r| r.text(APP) == Some(a.as_str()) && r.text(BARRIER) == Some(b.as_str()))
+                            .and_then(|r| r.number(SPEEDUP))
                     })
                     .collect(),
             )

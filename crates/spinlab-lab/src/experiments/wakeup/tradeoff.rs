@@ -3,7 +3,10 @@
 //! the interference experiment's slowdowns where it measured the same policies there. The
 //! wake-up figure draws it; the recommendation picks its kindest and its quickest policy.
 
+use super::{KEY_MATRIX_N, TWAKEUP_NS, TWORK_VS_ALONE_PCT};
+use crate::experiments::interference::SLOWDOWN_PCT;
 use crate::reading::{measured, Context};
+use crate::results::keys::{PLACEMENT, WAIT};
 use crate::results::Row;
 
 /// The placements in closeness order, for charts that pick the most telling one.
@@ -12,15 +15,35 @@ pub const PLACEMENT_ORDER: [&str; 5] = ["smt", "same-cpu", "core", "llc", "node"
 /// The wake-up rows of the long computation (the one whose Twork shows interference).
 pub fn long_computation<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
     let rows = measured(rows.iter().copied());
-    let largest = rows.iter().filter_map(|r| r.number("matrix_n")).fold(f64::NAN, f64::max);
-    rows.into_iter().filter(|r| largest.is_nan() || r.number("matrix_n") == Some(largest)).collect()
+    let largest = rows.iter().filter_map(|r| r.number(KEY_MATRIX_N)).fold(f64::NAN, f64::max);
+    rows.into_iter().filter(|r| largest.is_nan() || r.number(KEY_MATRIX_N) == Some(largest)).collect()
 }
 
-/// A wait policy's (name, interference %, wake-up ns).
-pub type PolicyPoint = (String, f64, f64);
+/// One wait policy on the trade-off.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyPoint {
+    /// The policy's name.
+    pub wait: String,
+    /// What it costs the thread doing work, in percent ([`Tradeoff::interference`] says which
+    /// slowdown).
+    pub interference_pct: f64,
+    /// Its wake-up latency, Twakeup.
+    pub wakeup_ns: f64,
+}
 
-/// Per wait policy at one placement: (interference %, wake-up ns, what the interference is).
-pub fn tradeoff(ctx: &Context<'_>) -> Option<(String, Vec<PolicyPoint>, &'static str)> {
+/// The trade-off at one placement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tradeoff {
+    /// Where the waiter runs relative to the worker.
+    pub placement: String,
+    /// Two or more policies.
+    pub points: Vec<PolicyPoint>,
+    /// What the interference figure is.
+    pub interference: &'static str,
+}
+
+/// The trade-off at the closest placement where two or more policies have both figures.
+pub fn tradeoff(ctx: &Context<'_>) -> Option<Tradeoff> {
     let wake = ctx.rows_of("wakeup");
     let wake = long_computation(&wake);
     let inter = measured(ctx.rows_of("interference"));
@@ -29,34 +52,31 @@ pub fn tradeoff(ctx: &Context<'_>) -> Option<(String, Vec<PolicyPoint>, &'static
         // worker's slowdown in the wake-up experiment. Never a mix of the two.
         let mut from_interference = Vec::new();
         let mut from_wakeup = Vec::new();
-        for row in wake.iter().filter(|r| r.text("placement") == Some(placement)) {
-            let Some(wait) = row.text("wait") else { continue };
-            let Some(latency) = row.number("twakeup_ns") else { continue };
+        for row in wake.iter().filter(|r| r.text(PLACEMENT) == Some(placement)) {
+            let Some(wait) = row.text(WAIT) else { continue };
+            let Some(wakeup_ns) = row.number(TWAKEUP_NS) else { continue };
             let slowdowns: Vec<f64> = inter
                 .iter()
-                .filter(|r| r.text("wait") == Some(wait) && r.text("placement") == Some(placement))
-                .filter_map(|r| r.number("slowdown_pct"))
+                .filter(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(placement))
+                .filter_map(|r| r.number(SLOWDOWN_PCT))
                 .collect();
             if !slowdowns.is_empty() {
-                from_interference.push((
-                    wait.to_string(),
-                    slowdowns.iter().sum::<f64>() / slowdowns.len() as f64,
-                    latency,
-                ));
+                from_interference.push(PolicyPoint {
+                    wait: wait.to_string(),
+                    interference_pct: slowdowns.iter().sum::<f64>() / slowdowns.len() as f64,
+                    wakeup_ns,
+                });
             }
-            if let Some(pct) = row.number("twork_vs_alone_pct") {
-                from_wakeup.push((wait.to_string(), pct, latency));
+            if let Some(pct) = row.number(TWORK_VS_ALONE_PCT) {
+                from_wakeup.push(PolicyPoint { wait: wait.to_string(), interference_pct: pct, wakeup_ns });
             }
         }
+        let found = |points, interference| Some(Tradeoff { placement: placement.to_string(), points, interference });
         if from_interference.len() >= 2 {
-            return Some((placement.to_string(), from_interference, "mean slowdown of the interference workloads"));
+            return found(from_interference, "mean slowdown of the interference workloads");
         }
         if from_wakeup.len() >= 2 {
-            return Some((
-                placement.to_string(),
-                from_wakeup,
-                "slowdown of the worker's computation while the waiter waits (Twork vs alone)",
-            ));
+            return found(from_wakeup, "slowdown of the worker's computation while the waiter waits (Twork vs alone)");
         }
     }
     None
