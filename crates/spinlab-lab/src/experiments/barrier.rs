@@ -17,7 +17,7 @@ use super::settings::{Length, Step};
 use super::wakeup::{
     add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, KEY_MATRIX_N, MATRIX_N, WORK_MS,
 };
-use super::{Common, Experiment, Lab};
+use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::pin::{pin_or_die, with_pinned};
@@ -238,7 +238,7 @@ impl Experiment for BarrierExperiment {
         let placements =
             common.placement.as_ref().map_or_else(|| vec![Placement::Smt, Placement::Core], |p| p.0.clone());
         let loads: Vec<usize> = self.light_units.as_ref().map_or_else(|| (0..=HEAVY_UNITS).collect(), |u| u.0.clone());
-        let home = lab.topology.cpus[0].id;
+        let home = lab.home_cpu();
         let size = self.size.unwrap_or_else(|| with_pinned(home, || Matmul::size_for(self.work_ms as f64 * 1e-3)));
         let pairs = placement_pairs(lab, &placements);
         let runnable: Vec<&registry::BarrierEntry> =
@@ -371,10 +371,7 @@ impl Experiment for BarrierExperiment {
                 progress.inc();
             }
         }
-        progress.finish();
-        run.rows = rows;
-        run.elapsed_s = started.elapsed().as_secs_f64();
-        Ok(vec![run])
+        finish(&progress, run, rows, started)
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {

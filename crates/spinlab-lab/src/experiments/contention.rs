@@ -17,7 +17,7 @@
 
 use super::settings::{smoke_locks, Length, Step};
 use super::Threads;
-use super::{Common, Experiment, Lab};
+use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::topology::{format_cpu_list, Group, GroupBy, Placement, Topology};
@@ -344,9 +344,7 @@ impl Experiment for Contention {
                 groups.iter().map(|g| json!({"group": g.label, "cpus": format_cpu_list(&g.cpus)})).collect::<Vec<_>>(),
             )
             .param("baseline", self.baseline.name())
-            .param("maiv_pct", rule.maiv_pct)
-            .param("min_reps", rule.min_reps)
-            .param("max_reps", rule.max_reps)
+            .stopping_rule(&rule)
             .param("uncontended_batch_ops", UNCONTENDED_BATCH)
             .param("uncontended_batches_per_rep", UNCONTENDED_BATCHES)
             .param("default_lock", select::DEFAULT_LOCK);
@@ -356,7 +354,7 @@ impl Experiment for Contention {
 
         // Table 3: one thread, no contention.
         progress.step("uncontended lock/unlock");
-        let home = lab.topology.cpus[0].id;
+        let home = lab.home_cpu();
         let instances: Vec<LockBox> = available
             .iter()
             .map(|l| LockBox::new(l.entry).map_err(|e| LabError::failed(e.to_string())))
@@ -491,10 +489,7 @@ impl Experiment for Contention {
                 rows.extend(config_rows);
             }
         }
-        progress.finish();
-        run.rows = rows;
-        run.elapsed_s = started.elapsed().as_secs_f64();
-        Ok(vec![run])
+        finish(&progress, run, rows, started)
     }
 
     fn report_steps(&self, length: Length, cpus: usize) -> Vec<Step> {

@@ -14,7 +14,7 @@
 //! - `sched-yield`: `sched_yield` with nobody else to run.
 
 use super::settings::{self, Length};
-use super::{Common, Experiment, Lab};
+use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::{now, read_pair_ticks};
@@ -102,9 +102,7 @@ impl Experiment for Floor {
         let pairs = self.pairs(lab, &placements);
 
         let mut run = Run::new(self.name());
-        run.param("maiv_pct", rule.maiv_pct)
-            .param("min_reps", rule.min_reps)
-            .param("max_reps", rule.max_reps)
+        run.stopping_rule(&rule)
             .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
             .param("waits", policies.iter().map(|p| p.name).collect::<Vec<_>>())
             .param("loop_batch_s", BATCH_SECONDS)
@@ -117,7 +115,7 @@ impl Experiment for Floor {
 
         let steps = 8 + placements.len() as u64 * 2;
         let progress = lab.progress("floor", steps);
-        let home = lab.topology.cpus[0].id;
+        let home = lab.home_cpu();
         let clock = lab.clock;
 
         let mut rows = Vec::new();
@@ -217,10 +215,7 @@ impl Experiment for Floor {
             rows.push(wake_to_run_row(placement, &rule, &progress, lab)?);
             progress.inc();
         }
-        progress.finish();
-        run.rows = rows;
-        run.elapsed_s = started.elapsed().as_secs_f64();
-        Ok(vec![run])
+        finish(&progress, run, rows, started)
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<settings::Step> {

@@ -17,7 +17,7 @@
 
 use super::floor::{ping_pong_batches, BATCH, BATCHES};
 use super::settings::{smoke_locks, Length, Step};
-use super::{Common, Experiment, Lab};
+use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::Placement;
@@ -231,9 +231,7 @@ impl Experiment for Handoff {
             .param("floor", "one-way ping-pong (floor's code), interleaved with the locks")
             .param("ping_pong_batch_round_trips", BATCH)
             .param("ping_pong_batches_per_rep", BATCHES)
-            .param("maiv_pct", rule.maiv_pct)
-            .param("min_reps", rule.min_reps)
-            .param("max_reps", rule.max_reps);
+            .stopping_rule(&rule);
 
         let mut rows = Vec::new();
         let available: Vec<&LockChoice> = locks
@@ -324,10 +322,7 @@ impl Experiment for Handoff {
                 progress.inc();
             }
         }
-        progress.finish();
-        run.rows = rows;
-        run.elapsed_s = started.elapsed().as_secs_f64();
-        Ok(vec![run])
+        finish(&progress, run, rows, started)
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {

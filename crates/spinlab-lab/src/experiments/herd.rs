@@ -7,7 +7,7 @@
 
 use super::settings::{smoke_locks, Length, Step};
 use super::Threads;
-use super::{Common, Experiment, Lab};
+use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::experiments::contention::WORK_NS;
 use crate::lockbox::LockBox;
@@ -186,9 +186,7 @@ impl Experiment for Herd {
             .param("cs_ns", self.cs_ns)
             .param("cs_iterations", cs_iterations)
             .param("barrier", "std::sync::Barrier")
-            .param("maiv_pct", rule.maiv_pct)
-            .param("min_reps", rule.min_reps)
-            .param("max_reps", rule.max_reps)
+            .stopping_rule(&rule)
             .param("default_lock", select::DEFAULT_LOCK);
 
         let available: Vec<&LockChoice> = locks.iter().filter(|l| l.unavailable().is_none()).collect();
@@ -271,10 +269,7 @@ impl Experiment for Herd {
             }
             rows.extend(config_rows);
         }
-        progress.finish();
-        run.rows = rows;
-        run.elapsed_s = started.elapsed().as_secs_f64();
-        Ok(vec![run])
+        finish(&progress, run, rows, started)
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {

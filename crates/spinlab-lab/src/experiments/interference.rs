@@ -22,7 +22,7 @@
 
 use super::settings::{Length, Step};
 use super::Waits;
-use super::{Common, Experiment, Lab};
+use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;
@@ -307,7 +307,7 @@ impl Experiment for Interference {
         let all_policies = policies();
         let chosen: Vec<&Policy> =
             wait_names.iter().filter_map(|n| all_policies.iter().find(|p| p.name == *n)).collect();
-        let home = lab.topology.cpus[0].id;
+        let home = lab.home_cpu();
         let (caches, assumed) = match self.cache_sizes {
             Some(c) => (c, Vec::new()),
             None => CacheSizes::read(Path::new("/sys"), home),
@@ -327,9 +327,7 @@ impl Experiment for Interference {
             .param("caches_assumed", &assumed)
             .param("settle_ms", SETTLE.as_secs_f64() * 1e3)
             .param("waiting", "as in ttas:POLICY: Wait::spin on a word held locked, then mark and sleep")
-            .param("maiv_pct", rule.maiv_pct)
-            .param("min_reps", rule.min_reps)
-            .param("max_reps", rule.max_reps);
+            .stopping_rule(&rule);
         if let Err(why) = &ipc {
             run.param("active_ipc", format!("not measured: {why}"));
         }
@@ -484,10 +482,7 @@ impl Experiment for Interference {
                 }
             }
         }
-        progress.finish();
-        run.rows = rows;
-        run.elapsed_s = started.elapsed().as_secs_f64();
-        Ok(vec![run])
+        finish(&progress, run, rows, started)
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {

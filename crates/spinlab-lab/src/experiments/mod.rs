@@ -19,12 +19,12 @@ use crate::measure::{pin, Clock, Progress, StoppingRule, Work};
 use crate::reading::advice::Contribution;
 use crate::reading::{Context, Panel};
 use crate::results::table::{self, Column};
-use crate::results::Run;
+use crate::results::{Row, Run};
 use crate::select::{self, LockChoice, ThreadCount};
 use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
 use settings::{Length, Step};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One experiment.
 pub trait Experiment {
@@ -96,6 +96,11 @@ impl Lab {
         let first = topology.cpus[0].id;
         let (clock, work) = pin::with_pinned(first, || (Clock::calibrate(), Work::calibrate()));
         Ok(Lab { topology, machine, clock, work, show_progress })
+    }
+
+    /// The first usable CPU: where one-thread measurements and calibrations run.
+    pub fn home_cpu(&self) -> usize {
+        self.topology.cpus[0].id
     }
 
     /// Usable CPUs.
@@ -373,6 +378,15 @@ impl Common {
     pub fn placements_or_all(&self) -> Vec<Placement> {
         self.placement.as_ref().map_or_else(|| Placement::ALL.to_vec(), |p| p.0.clone())
     }
+}
+
+/// The end of an experiment's `run` that makes one run: the progress bar removed, the run
+/// given its rows and the time since `started`.
+pub fn finish(progress: &Progress, mut run: Run, rows: Vec<Row>, started: Instant) -> Result<Vec<Run>, LabError> {
+    progress.finish();
+    run.rows = rows;
+    run.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(vec![run])
 }
 
 /// Checks that `experiment` uses every option given.

@@ -20,7 +20,7 @@
 pub mod tradeoff;
 
 use super::settings::{Length, Step};
-use super::{Common, Experiment, Lab};
+use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;
@@ -454,7 +454,7 @@ impl Experiment for Wakeup {
             .placement
             .as_ref()
             .map_or_else(|| vec![Placement::SameCpu, Placement::Smt, Placement::Core], |p| p.0.clone());
-        let home = lab.topology.cpus[0].id;
+        let home = lab.home_cpu();
         let long = self.size.unwrap_or_else(|| with_pinned(home, || Matmul::size_for(self.work_ms as f64 * 1e-3)));
         let sizes: Vec<usize> = if self.short_size > 0 { vec![long, self.short_size] } else { vec![long] };
         let list = primitives(&waits);
@@ -468,9 +468,7 @@ impl Experiment for Wakeup {
             .param("ticks_per_second", lab.clock.ticks_per_second)
             .param("timer_overhead_ns", lab.clock.overhead_ns())
             .param("fenced_timer_overhead_ns", lab.clock.ns(fenced_overhead() as f64))
-            .param("maiv_pct", rule.maiv_pct)
-            .param("min_reps", rule.min_reps)
-            .param("max_reps", rule.max_reps)
+            .stopping_rule(&rule)
             .param("rule_watches", "twork_s");
 
         let progress = lab.progress("wakeup", (pairs.len() * sizes.len()) as u64);
@@ -539,10 +537,7 @@ impl Experiment for Wakeup {
                 progress.inc();
             }
         }
-        progress.finish();
-        run.rows = rows;
-        run.elapsed_s = started.elapsed().as_secs_f64();
-        Ok(vec![run])
+        finish(&progress, run, rows, started)
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {

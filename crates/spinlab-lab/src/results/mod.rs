@@ -17,6 +17,7 @@ pub mod table;
 pub use load::load;
 
 use crate::measure::stats::Summary;
+use crate::measure::StoppingRule;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -77,6 +78,11 @@ impl Run {
     pub fn param(&mut self, key: &str, value: impl Serialize) -> &mut Self {
         self.params.insert(key.to_string(), to_value(value));
         self
+    }
+
+    /// Adds the stopping rule's parameters: `maiv_pct`, `min_reps`, `max_reps`.
+    pub fn stopping_rule(&mut self, rule: &StoppingRule) -> &mut Self {
+        self.param("maiv_pct", rule.maiv_pct).param("min_reps", rule.min_reps).param("max_reps", rule.max_reps)
     }
 }
 

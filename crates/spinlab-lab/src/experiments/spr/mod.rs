@@ -369,9 +369,7 @@ impl Experiment for Spr {
         run.param("barriers", &names)
             .param("apps", &apps)
             .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
-            .param("maiv_pct", rule.maiv_pct)
-            .param("min_reps", rule.min_reps)
-            .param("max_reps", rule.max_reps)
+            .stopping_rule(&rule)
             .param("helper", "one unit ahead, throttled by the barrier after every unit");
         let mut rows = Vec::new();
         for app in apps {
