@@ -126,6 +126,20 @@ fn oversubscribed_behaviour(e: &registry::LockEntry) -> &'static str {
     }
 }
 
+/// The row of a barrier or an event: the two kinds carry the same facts.
+fn waiting_row(
+    kind: &str,
+    name: &str,
+    policy: Option<&'static str>,
+    from: Origin,
+    may_sleep: bool,
+    availability: Result<(), Unavailable>,
+) -> Row {
+    let row =
+        Row::new().with(kind, name).with("wait", policy).with("origin", origin(from)).with("may_sleep", may_sleep);
+    with_availability(row, availability)
+}
+
 fn fairness(f: RwFairness) -> &'static str {
     match f {
         RwFairness::WriterPreferring => "writer-preferring",
@@ -160,25 +174,11 @@ impl Listing {
             .collect();
         let barriers = registry::barriers()
             .iter()
-            .map(|e| {
-                let row = Row::new()
-                    .with("barrier", &e.name)
-                    .with("wait", e.policy)
-                    .with("origin", origin(e.origin))
-                    .with("may_sleep", e.may_sleep);
-                with_availability(row, e.availability)
-            })
+            .map(|e| waiting_row("barrier", &e.name, e.policy, e.origin, e.may_sleep, e.availability))
             .collect();
         let events = registry::events()
             .iter()
-            .map(|e| {
-                let row = Row::new()
-                    .with("event", &e.name)
-                    .with("wait", e.policy)
-                    .with("origin", origin(e.origin))
-                    .with("may_sleep", e.may_sleep);
-                with_availability(row, e.availability)
-            })
+            .map(|e| waiting_row("event", &e.name, e.policy, e.origin, e.may_sleep, e.availability))
             .collect();
         let rwlocks = registry::rwlocks()
             .iter()
