@@ -24,8 +24,8 @@ use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::team;
 use crate::measure::{interleave, Rep};
 use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
-use crate::reading::plot::{self, Axis, Scale, Series};
-use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::reading::plot::{self, Axis, Scale};
+use crate::reading::{measured, rows_of, series_per, Context, Panel};
 use crate::results::format::number;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
@@ -401,21 +401,7 @@ impl Experiment for BarrierExperiment {
 fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows: Vec<&Row> =
         measured(rows.iter().copied()).into_iter().filter(|r| r.number(COMPLETION_S).is_some()).collect();
-    let barriers = distinct(&rows, BARRIER);
-    let series: Vec<Series> = barriers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| Series {
-            name: b.clone(),
-            points: rows
-                .iter()
-                .filter(|r| r.text(BARRIER) == Some(b.as_str()))
-                .filter_map(|r| Some((r.number(LIGHT_UNITS)?, r.number(COMPLETION_S)?)))
-                .collect(),
-            color: i,
-        })
-        .filter(|s| !s.points.is_empty())
-        .collect();
+    let series = series_per(&rows, BARRIER, LIGHT_UNITS, COMPLETION_S);
     if series.is_empty() {
         return Vec::new();
     }

@@ -16,8 +16,8 @@ use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave, Rep, Summary};
 use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
-use crate::reading::plot::{self, Axis, Band, Scale, Series};
-use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::reading::plot::{self, Axis, Band, Scale};
+use crate::reading::{measured, rows_of, series_per, Context, Panel};
 use crate::results::format::number;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
@@ -297,23 +297,7 @@ impl Experiment for Herd {
 
 fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows = measured(rows.iter().copied());
-    let locks = distinct(&rows, LOCK);
-    let by_lock = |key: &str| -> Vec<Series> {
-        locks
-            .iter()
-            .enumerate()
-            .map(|(i, lock)| Series {
-                name: lock.clone(),
-                points: rows
-                    .iter()
-                    .filter(|r| r.text(LOCK) == Some(lock.as_str()))
-                    .filter_map(|r| Some((r.number(THREADS)?, r.number(key)?)))
-                    .collect(),
-                color: i,
-            })
-            .filter(|s| !s.points.is_empty())
-            .collect()
-    };
+    let by_lock = |key: &str| series_per(&rows, LOCK, THREADS, key);
     let threads: Vec<f64> = rows.iter().filter_map(|r| r.number(THREADS)).collect();
     let x = Axis::log_at("threads (log scale)", &threads);
     let band = Band { from: ctx.cpus as f64, label: format!("oversubscribed: threads > {} CPUs", ctx.cpus) };

@@ -91,6 +91,25 @@ pub fn distinct(rows: &[&Row], key: &str) -> Vec<String> {
     seen
 }
 
+/// One line per distinct text value of `group` (first-seen order, coloured by that order),
+/// its points (`x`, `y`) from the rows that have both; lines without a point are left out.
+pub fn series_per(rows: &[&Row], group: &str, x: &str, y: &str) -> Vec<plot::Series> {
+    distinct(rows, group)
+        .into_iter()
+        .enumerate()
+        .map(|(color, name)| plot::Series {
+            points: rows
+                .iter()
+                .filter(|r| r.text(group) == Some(name.as_str()))
+                .filter_map(|r| Some((r.number(x)?, r.number(y)?)))
+                .collect(),
+            name,
+            color,
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect()
+}
+
 /// The value under `key` as text (a number as JSON writes it), if set.
 pub fn value_string(row: &Row, key: &str) -> Option<String> {
     match row.get(key)? {
