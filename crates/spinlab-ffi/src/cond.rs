@@ -16,12 +16,12 @@
 
 use crate::mutex::{parts as mutex_parts, spinlab_mutex_t};
 use crate::names::{lookup, DEFAULT_COND};
-use crate::shared::clock::Abstime;
-use crate::shared::condvar::{cond_ops, CondCore, CondOps};
 use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT};
 use core::mem::MaybeUninit;
 use core::ptr::{addr_of, addr_of_mut};
 use libc::{c_char, c_int, clockid_t, timespec};
+use spinlab_c_shared::clock::Abstime;
+use spinlab_c_shared::condvar::{cond_ops, CondCore, CondOps};
 use std::sync::OnceLock;
 
 /// Bytes of a `spinlab_cond_t`.

@@ -26,7 +26,6 @@ mod cond;
 mod mutex;
 mod names;
 mod rwlock;
-mod shared;
 mod status;
 
 pub use barrier::*;

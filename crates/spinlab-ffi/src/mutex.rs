@@ -21,12 +21,13 @@
 //! test checks that every lock fits.
 
 use crate::names::{lookup, mutex_kinds, MutexKind, DEFAULT_MUTEX};
-use crate::shared::clock::Abstime;
 use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT, SPINLAB_TOO_LARGE};
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
 use libc::{c_char, c_int, clockid_t, timespec};
 use spinlab::registry::RawLockOps;
+use spinlab_c_shared::clock::Abstime;
+use spinlab_c_shared::timed::lock_by;
 use std::sync::OnceLock;
 
 /// Bytes of a `spinlab_mutex_t`.
@@ -186,23 +187,11 @@ pub unsafe extern "C" fn spinlab_mutex_clocklock(
     if unsafe { (ops.try_lock)(at) } {
         return SPINLAB_OK; // a free lock costs no clock reads
     }
-    loop {
-        let acquired = match abstime.deadline() {
-            // SAFETY: as above.
-            Some(deadline) => unsafe { (ops.try_lock_until)(at, deadline) },
-            None => {
-                // SAFETY: as above.
-                unsafe { (ops.lock)(at) };
-                true
-            }
-        };
-        if acquired {
-            return SPINLAB_OK;
-        }
-        // The wait ended on the monotonic clock; `clock` may have been stepped back since.
-        if abstime.reached() {
-            return SPINLAB_TIMEDOUT;
-        }
+    // SAFETY: as above; this thread does not hold the lock (it would be a deadlock).
+    if unsafe { lock_by(ops, at, &abstime) } {
+        SPINLAB_OK
+    } else {
+        SPINLAB_TIMEDOUT
     }
 }
 

@@ -3,10 +3,10 @@
 //! `rw-phase:spin-park`, …; the wait policies for condition variables), so the C side, the
 //! preload library and the lab agree.
 
-use crate::shared::condvar::{cond_ops, CondOps};
 use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
 use libc::{c_char, c_int, size_t};
 use spinlab::registry::{barriers, locks, rwlocks, BarrierEntry, LockEntry, RwLockEntry};
+use spinlab_c_shared::condvar::{cond_ops, CondOps};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 

@@ -20,12 +20,12 @@
 //! | 24..32| `writer`: `pthread_self()` of the exclusive holder, 0 when none          |
 
 use crate::names::{lookup, rwlock_kinds, RwLockKind, DEFAULT_RWLOCK};
-use crate::shared::clock::Abstime;
 use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT};
 use core::ptr::{addr_of, addr_of_mut, null};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use libc::{c_char, c_int, clockid_t, timespec};
 use spinlab::registry::DynRwLock;
+use spinlab_c_shared::clock::Abstime;
 use std::time::Duration;
 
 /// Bytes of a `spinlab_rwlock_t`.

@@ -2,9 +2,7 @@
 //! -Werror`) against include/spinlab.h and libspinlab, run, and checked; once more under
 //! ThreadSanitizer; and linked the two ways spinlab.pc describes.
 
-mod common;
-
-use common::{compile, ffi_c_dir, include_dir, libraries, link_shared, run, scratch_dir};
+use spinlab_c_tests::{compile, ffi_c_dir, include_dir, libraries, link_shared, run, scratch_dir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -175,7 +173,7 @@ fn spinlab_pc_links_the_shared_and_the_static_library() {
 
 /// Runs a ThreadSanitizer program; if this kernel randomises mmap more than gcc's
 /// ThreadSanitizer can map around, runs it again without address randomisation.
-fn run_tsan(program: &std::path::Path, args: &[&str]) -> common::Ran {
+fn run_tsan(program: &std::path::Path, args: &[&str]) -> spinlab_c_tests::Ran {
     let options = [("TSAN_OPTIONS", "halt_on_error=1 exitcode=66")];
     let ran = run(program, args, &options, LIMIT);
     if !ran.stderr.contains("unexpected memory mapping") {

@@ -1,44 +1,19 @@
 //! `spinlab app`: a program under each lock through the preload library.
 //!
 //! The preload library is a cdylib, which cargo does not build before this crate's tests, so
-//! the positive test builds it with this test's profile and target directory first (as the
-//! spinlab-ffi tests do, see crates/spinlab-ffi/tests/common/mod.rs).
+//! the positive tests build it with this test's profile and target directory first, as the
+//! C libraries' own tests do (`spinlab_c_tests::libraries`).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 const SPINLAB: &str = env!("CARGO_BIN_EXE_spinlab");
 
-/// Builds libspinlab_preload.so next to the spinlab binary (once per test process).
-fn preload() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let dir = Path::new(SPINLAB).parent().expect("the binary has a folder").to_path_buf();
-        let target_dir = dir.parent().expect("<target>/<profile> has a parent");
-        let profile = match dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => "test",
-            Some(other) => other,
-            None => panic!("no profile directory in {}", dir.display()),
-        };
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(cargo)
-            .args(["build", "--quiet", "--profile", profile, "-p", "spinlab-preload"])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("cargo runs");
-        assert!(
-            output.status.success(),
-            "building the preload library failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let library = dir.join("libspinlab_preload.so");
-        assert!(library.exists(), "{} was not built", library.display());
-        library
-    })
+/// Builds libspinlab_preload.so next to the spinlab binary (once per test process), where
+/// `spinlab app` looks for it.
+fn preload() -> PathBuf {
+    spinlab_c_tests::libraries().join("libspinlab_preload.so")
 }
 
 fn spinlab(args: &[&str]) -> Output {

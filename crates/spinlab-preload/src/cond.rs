@@ -19,11 +19,11 @@
 use crate::config::Mutexes;
 use crate::glibc::{cond_flags, cond_flags_for, COND_GLIBC_SHARED, COND_MONOTONIC};
 use crate::mutex::{lock, unlock};
-use crate::shared::clock::Abstime;
-use crate::shared::condvar::CondCore;
 use crate::{state, State};
 use core::sync::atomic::Ordering::Relaxed;
 use libc::{c_int, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, timespec, EINVAL, ETIMEDOUT};
+use spinlab_c_shared::clock::Abstime;
+use spinlab_c_shared::condvar::CondCore;
 
 extern "C-unwind" {
     /// Acts on a pending cancellation request: unwinds the thread, running its cleanup

@@ -4,8 +4,8 @@
 //! message is one line naming the variable, why, and every value that would work.
 
 use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM};
-use crate::shared::condvar::{cond_ops, cond_ops_named, CondOps};
 use spinlab::registry::{lock_info, locks, LockEntry, RawLockOps, RegistryError};
+use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
 
 /// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.
 pub const DEFAULT_LOCK: &str = "mcs:spin-yield-park";

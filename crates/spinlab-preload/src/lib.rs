@@ -27,8 +27,6 @@ mod cond;
 mod config;
 mod glibc;
 mod mutex;
-#[path = "../../spinlab-ffi/src/shared/mod.rs"]
-mod shared;
 mod stats;
 
 use config::{Config, Mutexes};
@@ -96,7 +94,7 @@ fn warm_up(config: &Config) {
     let mut core = [0u64; 2];
     // SAFETY: all-zero bytes are a new `CondCore` (12 bytes), used with one policy only.
     let _ = unsafe {
-        shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), config.cond, Some(soon()), || Ok(()), || 0)
+        spinlab_c_shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), config.cond, Some(soon()), || Ok(()), || 0)
     };
 }
 

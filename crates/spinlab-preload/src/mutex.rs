@@ -11,12 +11,13 @@
 
 use crate::config::Mutexes;
 use crate::glibc::{mutex_kind, replaced_kind, replaced_kind_for};
-use crate::shared::clock::Abstime;
 use crate::stats::{self, Waiting, OURS};
 use crate::{state, State};
 use core::sync::atomic::Ordering::Relaxed;
 use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, EBUSY, EINVAL, EOWNERDEAD, ETIMEDOUT};
 use spinlab::registry::RawLockOps;
+use spinlab_c_shared::clock::Abstime;
+use spinlab_c_shared::timed::lock_by;
 
 /// The spinlab lock in `mutex`, if the mutex is one the library replaced.
 ///
@@ -270,24 +271,12 @@ unsafe fn timed(
             return EINVAL;
         };
         let waiting = counting.then(Waiting::start);
-        loop {
-            let acquired = match deadline.deadline() {
-                Some(instant) => (ops.try_lock_until)(at, instant),
-                None => {
-                    (ops.lock)(at);
-                    true
-                }
-            };
-            if acquired {
-                if let Some(waiting) = waiting {
-                    stats::acquired(mutex as usize, OURS, Some(waiting));
-                }
-                return 0;
-            }
-            // The wait ended on the monotonic clock; `clock` may have been stepped back.
-            if deadline.reached() {
-                return ETIMEDOUT;
-            }
+        if !lock_by(ops, at, &deadline) {
+            return ETIMEDOUT;
         }
+        if let Some(waiting) = waiting {
+            stats::acquired(mutex as usize, OURS, Some(waiting));
+        }
+        0
     }
 }

@@ -14,10 +14,7 @@
 //! Needs a `python3` with CPython's test package (`SPINLAB_PYTHON` names one explicitly);
 //! Debian and Ubuntu ship it as `libpython3.X-testsuite`.
 
-#[path = "../../spinlab-ffi/tests/common/mod.rs"]
-mod common;
-
-use common::{libraries, run, scratch_dir};
+use spinlab_c_tests::{libraries, run, scratch_dir};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,10 +5,7 @@
 //! mutex was locked by glibc or holds a spinlab lock, so a run that silently was not
 //! preloaded fails.
 
-#[path = "../../spinlab-ffi/tests/common/mod.rs"]
-mod common;
-
-use common::{compile, libraries, run, Ran};
+use spinlab_c_tests::{compile, libraries, run, Ran};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

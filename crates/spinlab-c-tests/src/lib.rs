@@ -1,5 +1,5 @@
-//! Building the C libraries and running C programs against them, for the tests of
-//! spinlab-ffi and spinlab-preload (which includes this file with `#[path]`).
+//! Building the C libraries and running C programs against them: the test support that
+//! spinlab-ffi's and spinlab-preload's integration tests share (a dev-dependency of both).
 //!
 //! Why the tests build the libraries themselves: cargo builds a package's library before its
 //! integration tests only when the library has a crate type Rust can link (rlib); these have
@@ -8,7 +8,6 @@
 //! So the first test that needs them runs `cargo build` for both packages, with this test
 //! executable's profile and target directory (cargo holds no lock on it while tests run);
 //! an up-to-date build costs a fraction of a second.
-#![allow(dead_code)] // each test file uses part of this
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
