@@ -253,13 +253,13 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
 fn uncontended_rep(lock: &LockBox, lab: &Lab) -> f64 {
     let mut batches: Vec<u64> = (0..UNCONTENDED_BATCHES)
         .map(|_| {
-            let t0 = now();
+            let batch_started = now();
             for _ in 0..UNCONTENDED_BATCH {
                 lock.lock();
                 // SAFETY: acquired just above.
                 unsafe { lock.unlock() };
             }
-            now().wrapping_sub(t0).saturating_sub(lab.clock.overhead_ticks)
+            now().wrapping_sub(batch_started).saturating_sub(lab.clock.overhead_ticks)
         })
         .collect();
     batches.sort_unstable();

@@ -127,11 +127,9 @@ impl Experiment for Floor {
 
             progress.step("instant-now");
             let instant_loop = |n: u64| {
-                let t0 = now();
-                for _ in 0..n {
+                ticks_for(n, || {
                     black_box(Instant::now());
-                }
-                now() - t0
+                })
             };
             let n = ops_for(&clock, instant_loop);
             let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, instant_loop)))?;
@@ -142,16 +140,14 @@ impl Experiment for Floor {
             let word = CachePadded::new(AtomicU32::new(0));
             let pair_loop = |swap: bool, n: u64| {
                 let w = black_box(&*word);
-                let t0 = now();
-                for _ in 0..n {
+                ticks_for(n, || {
                     let _ = w.compare_exchange(0, 1, Acquire, Relaxed);
                     if swap {
                         w.swap(0, Release);
                     } else {
                         w.store(0, Release);
                     }
-                }
-                now() - t0
+                })
             };
             let ns = [ops_for(&clock, |n| pair_loop(false, n)), ops_for(&clock, |n| pair_loop(true, n))];
             let both = interleave(2, &rule, Some(&progress), |i, _| {
@@ -162,13 +158,7 @@ impl Experiment for Floor {
             progress.inc();
 
             progress.step("spin-hint");
-            let hint_loop = |n: u64| {
-                let t0 = now();
-                for _ in 0..n {
-                    std::hint::spin_loop();
-                }
-                now() - t0
-            };
+            let hint_loop = |n: u64| ticks_for(n, std::hint::spin_loop);
             let n = ops_for(&clock, hint_loop);
             let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, hint_loop)))?;
             rows.push(measured("spin-hint", &s).with("cpus", home.to_string()));
@@ -181,11 +171,9 @@ impl Experiment for Floor {
             progress.step("futex-wake-no-waiter");
             let word = AtomicU32::new(0);
             let wake_loop = |n: u64| {
-                let t0 = now();
-                for _ in 0..n {
+                ticks_for(n, || {
                     futex::wake_one(&word);
-                }
-                now() - t0
+                })
             };
             let n = ops_for(&clock, wake_loop);
             let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, wake_loop)))?;
@@ -193,13 +181,7 @@ impl Experiment for Floor {
             progress.inc();
 
             progress.step("sched-yield");
-            let yield_loop = |n: u64| {
-                let t0 = now();
-                for _ in 0..n {
-                    std::thread::yield_now();
-                }
-                now() - t0
-            };
+            let yield_loop = |n: u64| ticks_for(n, std::thread::yield_now);
             let n = ops_for(&clock, yield_loop);
             let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, yield_loop)))?;
             rows.push(measured("sched-yield", &s).with("cpus", home.to_string()));
@@ -259,6 +241,17 @@ impl Floor {
     }
 }
 
+/// Ticks for `n` calls of `op` back to back. Inlined, so the loop timed is the one written
+/// out at each call.
+#[inline(always)]
+fn ticks_for(n: u64, mut op: impl FnMut()) -> u64 {
+    let started = now();
+    for _ in 0..n {
+        op();
+    }
+    now() - started
+}
+
 /// Operations that take about `BATCH_SECONDS` in `run(n)` (which returns ticks for `n`
 /// operations), from two trials: the first pays for any lazy initialisation (a policy's
 /// calibration, page faults), the second is timed.
@@ -297,7 +290,7 @@ fn time_policy<W: Wait>(iterations: u64) -> (u64, u64) {
     let word = AtomicU32::new(0);
     let mut episode = Episode::new(None);
     let mut exhausted = 0;
-    let t0 = now();
+    let started = now();
     for _ in 0..iterations {
         if black_box(&word).load(Relaxed) != 0 {
             break;
@@ -311,7 +304,7 @@ fn time_policy<W: Wait>(iterations: u64) -> (u64, u64) {
             Step::TimedOut => break,
         }
     }
-    (now() - t0, exhausted)
+    (now() - started, exhausted)
 }
 
 fn probes() -> Vec<Probe> {
@@ -399,12 +392,12 @@ pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Result<Vec<
             start.wait();
             let mut ticks = Vec::with_capacity(batches as usize);
             for batch in 0..batches {
-                let t0 = now();
+                let batch_started = now();
                 for i in batch * BATCH..(batch + 1) * BATCH {
                     line.store(2 * i + 1, Release);
                     while line.load(Acquire) != 2 * i + 2 {}
                 }
-                ticks.push(now() - t0);
+                ticks.push(now() - batch_started);
             }
             ticks
         }))
@@ -462,7 +455,7 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError
     let word = CachePadded::new(AtomicU32::new(0));
     let ready = CachePadded::new(AtomicU32::new(0));
     let ack = CachePadded::new(AtomicU32::new(0));
-    let stamp = CachePadded::new(AtomicU64::new(0));
+    let woken_at = CachePadded::new(AtomicU64::new(0));
     let tid = AtomicU64::new(0);
     std::thread::scope(|s| {
         let sleeper = team::spawn(s, || {
@@ -476,8 +469,8 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError
                 while word.load(Acquire) == i {
                     slept |= futex::wait(&word, i, None) == FutexWait::Woken;
                 }
-                let t1 = now();
-                latencies.push(if slept { Some(t1.wrapping_sub(stamp.load(Acquire))) } else { None });
+                let running = now();
+                latencies.push(if slept { Some(running.wrapping_sub(woken_at.load(Acquire))) } else { None });
                 ack.store(i + 1, Release);
             }
             latencies
@@ -495,7 +488,7 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError
             while (ready.load(Acquire) != i + 1 || !asleep(tid)) && Instant::now() < deadline {
                 std::thread::yield_now();
             }
-            stamp.store(now(), Release);
+            woken_at.store(now(), Release);
             word.store(i + 1, Release);
             woke.push(futex::wake_one(&word) == 1);
             while ack.load(Acquire) != i + 1 {

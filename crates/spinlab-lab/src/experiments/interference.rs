@@ -206,9 +206,9 @@ fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Ve
     let waiter = |i: usize| {
         pin_or_die(waiter_cpus[i]);
         arrived.fetch_add(1, Release);
-        let t0 = now();
+        let wait_began = now();
         let (iterations, sleeps) = wait_like_ttas::<W>(&word);
-        WaiterReport { waited_ticks: released_at.load(Acquire).saturating_sub(t0), iterations, sleeps }
+        WaiterReport { waited_ticks: released_at.load(Acquire).saturating_sub(wait_began), iterations, sleeps }
     };
     std::thread::scope(|s| {
         let mut handles = Vec::with_capacity(waiter_cpus.len());
@@ -388,14 +388,14 @@ impl Experiment for Interference {
                                 let mut cpu = 0.0;
                                 let mut ipc = None;
                                 let mut timed = || {
-                                    let c0 = thread_cpu_s();
-                                    let t0 = now();
+                                    let cpu_before = thread_cpu_s();
+                                    let call_started = now();
                                     let (sum, measured) = match &counters {
                                         Some(c) => c.measure(|| active.run()),
                                         None => (active.run(), None),
                                     };
-                                    seconds = clock.ns(clock.corrected(t0, now()) as f64) * 1e-9;
-                                    cpu = thread_cpu_s() - c0;
+                                    seconds = clock.ns(clock.corrected(call_started, now()) as f64) * 1e-9;
+                                    cpu = thread_cpu_s() - cpu_before;
                                     ipc = measured;
                                     if sum != expected {
                                         bad_checksum = Some(sum);

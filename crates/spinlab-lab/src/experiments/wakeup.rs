@@ -160,9 +160,9 @@ impl Matmul {
         m.run();
         let best = (0..5)
             .map(|_| {
-                let t = Instant::now();
+                let started = Instant::now();
                 m.run();
-                t.elapsed().as_secs_f64()
+                started.elapsed().as_secs_f64()
             })
             .fold(f64::MAX, f64::min)
             .max(1e-9);
@@ -293,9 +293,9 @@ pub fn episodes<R: Rendezvous + ?Sized>(
         return Ok(with_pinned(cpus.0, || {
             (0..rounds)
                 .map(|_| {
-                    let t = now();
+                    let work_started = now();
                     work.run();
-                    Stamps { work: clock.corrected(t, now()), wakeup: None, call: None }
+                    Stamps { work: clock.corrected(work_started, now()), wakeup: None, call: None }
                 })
                 .collect()
         }));
@@ -317,12 +317,12 @@ pub fn episodes<R: Rendezvous + ?Sized>(
             (0..rounds)
                 .map(|r| {
                     await_flag(&armed, r + 1, cpus.0 != cpus.1);
-                    let t = now();
+                    let work_started = now();
                     work.run();
-                    let t0 = fenced_now();
+                    let notify_called = fenced_now();
                     rv.notify();
-                    let t1 = fenced_now();
-                    (clock.corrected(t, t0), t0, fenced_interval(t0, t1))
+                    let notify_returned = fenced_now();
+                    (clock.corrected(work_started, notify_called), notify_called, fenced_interval(notify_called, notify_returned))
                 })
                 .collect()
         });
@@ -330,7 +330,11 @@ pub fn episodes<R: Rendezvous + ?Sized>(
         Ok(worker
             .iter()
             .zip(woke)
-            .map(|(&(work, t0, call), t2)| Stamps { work, wakeup: Some(fenced_interval(t0, t2)), call: Some(call) })
+            .map(|(&(work, notify_called, call), waiter_running)| Stamps {
+                work,
+                wakeup: Some(fenced_interval(notify_called, waiter_running)),
+                call: Some(call),
+            })
             .collect())
     })
 }
@@ -489,9 +493,9 @@ impl Experiment for Wakeup {
                 let runnable: Vec<&Primitive> = list.iter().filter(|p| p.unavailable.is_none()).collect();
                 let mut work = Matmul::new(n);
                 let per_episode = with_pinned(cpus.0, || {
-                    let t = Instant::now();
+                    let started = Instant::now();
                     work.run();
-                    t.elapsed().as_secs_f64()
+                    started.elapsed().as_secs_f64()
                 });
                 let rounds = rounds_for(per_episode);
                 let mut figures: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); runnable.len()];

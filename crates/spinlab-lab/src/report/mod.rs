@@ -115,7 +115,7 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
         }
         check_options(step.experiment.as_ref(), &step.common)?;
         let load_before = crate::machine::load_average();
-        let t0 = Instant::now();
+        let step_started = Instant::now();
         let mut runs = match step.experiment.run(&lab, &step.common) {
             Ok(runs) => runs,
             // One experiment failing leaves the others' results standing; the report says why.
@@ -123,7 +123,7 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
                 eprintln!("warning: {} failed: {e}", step.experiment.name());
                 let mut run = Run::new(step.experiment.name());
                 run.rows.push(Row::new().skipped(format!("the experiment failed: {e}")));
-                run.elapsed_s = t0.elapsed().as_secs_f64();
+                run.elapsed_s = step_started.elapsed().as_secs_f64();
                 vec![run]
             }
         };

@@ -323,9 +323,9 @@ impl Active {
         std::hint::black_box(self.run());
         let best = (0..3)
             .map(|_| {
-                let t0 = Instant::now();
+                let call_started = Instant::now();
                 std::hint::black_box(self.run());
-                t0.elapsed()
+                call_started.elapsed()
             })
             .min()
             .unwrap_or(Duration::ZERO);

@@ -95,15 +95,15 @@ pub fn spr<K: Kernel>(
         })?;
         Ok(with_pinned(cpus.0, || {
             start.wait();
-            let t = Instant::now();
+            let started = Instant::now();
             let mut in_barrier = 0u64;
             for u in 0..units {
                 kernel.compute(&mut out, u);
-                let t0 = now();
+                let arrived = now();
                 barrier.wait();
-                in_barrier += clock.corrected(t0, now());
+                in_barrier += clock.corrected(arrived, now());
             }
-            let seconds = t.elapsed().as_secs_f64();
+            let seconds = started.elapsed().as_secs_f64();
             let sync_pct = 100.0 * clock.ns(in_barrier as f64) * 1e-9 / seconds.max(1e-12);
             (seconds, sync_pct, out)
         }))
