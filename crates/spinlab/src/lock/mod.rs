@@ -59,9 +59,10 @@ pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
 pub use gated::Gated;
 pub use mcs::{Mcs, McsGuard};
-pub use tas::Tas;
+pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;
-pub use ttas::Ttas;
+pub use ttas::{TestAndTestAndSet, Ttas};
+pub use word::{Probe, WordLock};
 
 use std::time::{Duration, Instant};
 

@@ -2,12 +2,12 @@
 //! between attempts. The classic way *not* to spin (each failed attempt takes the lock's line
 //! exclusive), kept as the baseline the other algorithms improve on.
 
-use super::word::{LockWord, Parked, LOCKED, LOCKED_SLEEPERS};
+use super::word::{sealed, Parked, Probe, WordLock, LOCKED, LOCKED_SLEEPERS};
 use crate::wait::{Episode, Step, Wait};
-use lock_api::{GuardSend, RawMutex};
 use std::time::Instant;
 
-/// Test-and-set lock waiting with policy `W`. Same word and states as [`super::Ttas`].
+/// Test-and-set lock waiting with policy `W`. Same word and states as [`super::Ttas`]
+/// (`word.rs`); only the wait differs.
 ///
 /// ```
 /// use spinlab::{lock::Tas, wait::Spin};
@@ -15,38 +15,28 @@ use std::time::Instant;
 /// *m.lock() += 5;
 /// assert_eq!(*m.lock(), 5);
 /// ```
-pub struct Tas<W: Wait> {
-    word: LockWord<W>,
-}
+pub type Tas<W> = WordLock<W, TestAndSet>;
 
-impl<W: Wait> Tas<W> {
-    crate::sync::loom_const_fn! {
-        /// A new, unlocked lock.
-        pub fn new() -> Self {
-            Tas { word: LockWord::new() }
-        }
-    }
+/// [`Tas`]'s wait: an atomic attempt at every step of the policy.
+pub enum TestAndSet {}
 
-    /// Acquires the lock, giving up at `deadline` (`None`: never).
-    #[inline]
-    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
-        let acquired = self.word.try_acquire(LOCKED).is_ok() || self.lock_contended(deadline);
-        acquired.then(GuardSend::new)
-    }
+impl sealed::Sealed for TestAndSet {}
 
+impl Probe for TestAndSet {
     #[cold]
-    fn lock_contended(&self, deadline: Option<Instant>) -> bool {
+    fn lock_contended<W: Wait>(lock: &WordLock<W, Self>, deadline: Option<Instant>) -> bool {
+        let word = &lock.word;
         let mut episode = Episode::new(deadline);
         let mut acquire_as = LOCKED;
         loop {
-            let seen = match self.word.try_acquire(acquire_as) {
+            let seen = match word.try_acquire(acquire_as) {
                 Ok(()) => return true,
                 Err(seen) => seen,
             };
-            match W::step(&self.word.state, seen, &mut episode) {
+            match W::step(&word.state, seen, &mut episode) {
                 Step::Continue => {}
                 Step::TimedOut => return false,
-                Step::Exhausted => match self.word.park(deadline) {
+                Step::Exhausted => match word.park(deadline) {
                     Parked::Acquired => return true,
                     Parked::TimedOut => return false,
                     Parked::Retry => {
@@ -58,40 +48,3 @@ impl<W: Wait> Tas<W> {
         }
     }
 }
-
-impl<W: Wait> Default for Tas<W> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-// SAFETY: see `Ttas`; the word and its transitions are the same.
-unsafe impl<W: Wait> RawMutex for Tas<W> {
-    crate::sync::raw_init!();
-    type Guard = GuardSend;
-
-    #[inline]
-    fn lock(&self) -> GuardSend {
-        if self.word.try_acquire(LOCKED).is_err() {
-            self.lock_contended(None);
-        }
-        GuardSend::new()
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<GuardSend> {
-        self.word.try_acquire(LOCKED).ok().map(|()| GuardSend::new())
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, _: GuardSend) {
-        self.word.unlock();
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.word.is_locked()
-    }
-}
-
-super::timed_via_lock_until!(Tas);

@@ -5,10 +5,9 @@
 //! atomic again. The policy's loop body runs between the re-reads, where seed 000 inserted
 //! its long-latency instructions (between lines 13 and 14 of Fig. 1).
 
-use super::word::{LockWord, Parked, LOCKED, LOCKED_SLEEPERS, UNLOCKED};
+use super::word::{sealed, Parked, Probe, WordLock, LOCKED, LOCKED_SLEEPERS, UNLOCKED};
 use crate::sync::Ordering::Relaxed;
 use crate::wait::{Episode, Spun, Wait};
-use lock_api::{GuardSend, RawMutex};
 use std::time::Instant;
 
 /// Test-and-test-and-set lock waiting with policy `W`. One 32-bit word; the state table is in
@@ -20,43 +19,32 @@ use std::time::Instant;
 /// *m.lock() += 1;
 /// assert_eq!(*m.lock(), 2);
 /// ```
-pub struct Ttas<W: Wait> {
-    word: LockWord<W>,
-}
+pub type Ttas<W> = WordLock<W, TestAndTestAndSet>;
 
-impl<W: Wait> Ttas<W> {
-    crate::sync::loom_const_fn! {
-        /// A new, unlocked lock.
-        pub fn new() -> Self {
-            Ttas { word: LockWord::new() }
-        }
-    }
+/// [`Ttas`]'s wait: re-read the word until it changes, and attempt only when it reads free.
+pub enum TestAndTestAndSet {}
 
-    /// Acquires the lock, giving up at `deadline` (`None`: never).
-    #[inline]
-    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
-        let acquired = self.word.try_acquire(LOCKED).is_ok() || self.lock_contended(deadline);
-        acquired.then(GuardSend::new)
-    }
+impl sealed::Sealed for TestAndTestAndSet {}
 
+impl Probe for TestAndTestAndSet {
     #[cold]
-    fn lock_contended(&self, deadline: Option<Instant>) -> bool {
-        let state = &self.word.state;
+    fn lock_contended<W: Wait>(lock: &WordLock<W, Self>, deadline: Option<Instant>) -> bool {
+        let word = &lock.word;
         let mut episode = Episode::new(deadline);
         // Once this thread has slept it acquires as LOCKED_SLEEPERS: others may still sleep.
         let mut acquire_as = LOCKED;
         loop {
-            let seen = state.load(Relaxed);
+            let seen = word.state.load(Relaxed);
             if seen == UNLOCKED {
-                if self.word.try_acquire(acquire_as).is_ok() {
+                if word.try_acquire(acquire_as).is_ok() {
                     return true;
                 }
                 continue;
             }
-            match W::spin(state, seen, &mut episode) {
+            match W::spin(&word.state, seen, &mut episode) {
                 Spun::Changed => continue,
                 Spun::TimedOut => return false,
-                Spun::Exhausted => match self.word.park(deadline) {
+                Spun::Exhausted => match word.park(deadline) {
                     Parked::Acquired => return true,
                     Parked::TimedOut => return false,
                     Parked::Retry => {
@@ -68,42 +56,3 @@ impl<W: Wait> Ttas<W> {
         }
     }
 }
-
-impl<W: Wait> Default for Ttas<W> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-// SAFETY: the lock word admits one holder at a time: every acquisition is an atomic
-// transition from UNLOCKED made with Acquire ordering, and only the holder releases it with
-// Release ordering.
-unsafe impl<W: Wait> RawMutex for Ttas<W> {
-    crate::sync::raw_init!();
-    type Guard = GuardSend;
-
-    #[inline]
-    fn lock(&self) -> GuardSend {
-        if self.word.try_acquire(LOCKED).is_err() {
-            self.lock_contended(None);
-        }
-        GuardSend::new()
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<GuardSend> {
-        self.word.try_acquire(LOCKED).ok().map(|()| GuardSend::new())
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, _: GuardSend) {
-        self.word.unlock();
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.word.is_locked()
-    }
-}
-
-super::timed_via_lock_until!(Ttas);

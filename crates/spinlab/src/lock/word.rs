@@ -1,5 +1,7 @@
-//! The one-word lock state that [`Tas`](super::Tas) and [`Ttas`](super::Ttas) share; they
-//! differ only in how a waiter spins.
+//! The one-word lock that [`Tas`](super::Tas) and [`Ttas`](super::Ttas) are: the same word,
+//! the same acquisition, release and sleep, written once here as [`WordLock`]. They differ
+//! only in how a waiter spins between attempts, which each states in its own file as a
+//! [`Probe`].
 //!
 //! | value | name              | meaning                                                     |
 //! |-------|-------------------|-------------------------------------------------------------|
@@ -16,6 +18,7 @@ use crate::sync::{AtomicU32, Ordering::*};
 use crate::sys::futex::FutexWait;
 use crate::wait::Wait;
 use core::marker::PhantomData;
+use lock_api::{GuardSend, RawMutex};
 use std::time::Instant;
 
 pub(crate) const UNLOCKED: u32 = 0;
@@ -93,5 +96,97 @@ impl<W: Wait> LockWord<W> {
     #[inline]
     pub(crate) fn is_locked(&self) -> bool {
         self.state.load(Relaxed) != UNLOCKED
+    }
+}
+
+/// A lock of one 32-bit word (the states above) whose waiters spin as `P` says, waiting with
+/// policy `W`: [`Tas`](super::Tas) and [`Ttas`](super::Ttas) are its two instances.
+pub struct WordLock<W: Wait, P: Probe> {
+    pub(super) word: LockWord<W>,
+    probe: PhantomData<fn() -> P>,
+}
+
+/// How a waiter on a [`WordLock`] spins between its attempts to take the word. Sealed: an
+/// implementation decides when the lock is acquired, which the lock's safety rests on.
+pub trait Probe: sealed::Sealed + Sized + 'static {
+    /// Waits for the lock, which was found held, and takes it; `false` once `deadline` has
+    /// passed without it.
+    #[doc(hidden)]
+    fn lock_contended<W: Wait>(lock: &WordLock<W, Self>, deadline: Option<Instant>) -> bool;
+}
+
+pub(super) mod sealed {
+    /// Only this crate's probes implement [`Probe`](super::Probe).
+    pub trait Sealed {}
+}
+
+impl<W: Wait, P: Probe> WordLock<W, P> {
+    crate::sync::loom_const_fn! {
+        /// A new, unlocked lock.
+        pub fn new() -> Self {
+            WordLock { word: LockWord::new(), probe: PhantomData }
+        }
+    }
+
+    /// Acquires the lock, giving up at `deadline` (`None`: never).
+    #[inline]
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
+        let acquired = self.word.try_acquire(LOCKED).is_ok() || P::lock_contended(self, deadline);
+        acquired.then(GuardSend::new)
+    }
+}
+
+impl<W: Wait, P: Probe> Default for WordLock<W, P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: the lock word admits one holder at a time: every acquisition is an atomic
+// transition from UNLOCKED made with Acquire ordering (`try_acquire`, or `park`'s swap), a
+// probe returns `true` only after one of them succeeded, and only the holder releases the
+// word, with Release ordering.
+unsafe impl<W: Wait, P: Probe> RawMutex for WordLock<W, P> {
+    crate::sync::raw_init!();
+    type Guard = GuardSend;
+
+    #[inline]
+    fn lock(&self) -> GuardSend {
+        if self.word.try_acquire(LOCKED).is_err() {
+            P::lock_contended(self, None);
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<GuardSend> {
+        self.word.try_acquire(LOCKED).ok().map(|()| GuardSend::new())
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, _: GuardSend) {
+        self.word.unlock();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.word.is_locked()
+    }
+}
+
+// SAFETY: `lock_until` acquires exactly as `lock` does, or returns `None` having changed the
+// word at most to LOCKED_SLEEPERS while it was held, which only costs its holder a wake-up.
+unsafe impl<W: Wait, P: Probe> lock_api::RawMutexTimed for WordLock<W, P> {
+    type Duration = std::time::Duration;
+    type Instant = Instant;
+
+    #[inline]
+    fn try_lock_for(&self, timeout: std::time::Duration) -> Option<GuardSend> {
+        self.lock_until(super::deadline_after(timeout))
+    }
+
+    #[inline]
+    fn try_lock_until(&self, deadline: Instant) -> Option<GuardSend> {
+        self.lock_until(Some(deadline))
     }
 }
