@@ -8,7 +8,7 @@ use crate::results::table::{self, col, Column};
 use crate::results::Row;
 use crate::select::DEFAULT_LOCK;
 use serde_json::{json, Value};
-use spinlab::registry::{self, Origin, RwFairness};
+use spinlab::registry::{self, Entry, Origin, RwFairness};
 use spinlab::wait::Unavailable;
 
 /// The registry, one list of rows per kind of name.
@@ -126,18 +126,14 @@ fn oversubscribed_behaviour(e: &registry::LockEntry) -> &'static str {
     }
 }
 
-/// The row of a barrier or an event: the two kinds carry the same facts.
-fn waiting_row(
-    kind: &str,
-    name: &str,
-    policy: Option<&'static str>,
-    from: Origin,
-    may_sleep: bool,
-    availability: Result<(), Unavailable>,
-) -> Row {
-    let row =
-        Row::new().with(kind, name).with("wait", policy).with("origin", origin(from)).with("may_sleep", may_sleep);
-    with_availability(row, availability)
+/// The row of a barrier or an event: the facts every registry entry carries.
+fn waiting_row(kind: &str, e: &impl Entry) -> Row {
+    let row = Row::new()
+        .with(kind, e.name())
+        .with("wait", e.policy())
+        .with("origin", origin(e.origin()))
+        .with("may_sleep", e.may_sleep());
+    with_availability(row, e.availability())
 }
 
 fn fairness(f: RwFairness) -> &'static str {
@@ -174,11 +170,11 @@ impl Listing {
             .collect();
         let barriers = registry::barriers()
             .iter()
-            .map(|e| waiting_row("barrier", &e.name, e.policy, e.origin, e.may_sleep, e.availability))
+            .map(|e| waiting_row("barrier", e))
             .collect();
         let events = registry::events()
             .iter()
-            .map(|e| waiting_row("event", &e.name, e.policy, e.origin, e.may_sleep, e.availability))
+            .map(|e| waiting_row("event", e))
             .collect();
         let rwlocks = registry::rwlocks()
             .iter()

@@ -1,10 +1,10 @@
 //! The lock table: every algorithm over every policy, and the reference locks.
 
 use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
+use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
 use crate::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
@@ -43,12 +43,12 @@ pub struct LockEntry {
 impl LockEntry {
     /// A new, unlocked instance, or the reason this CPU cannot run it.
     pub fn build(&self) -> Result<Box<dyn DynMutex>, RegistryError> {
-        match self.availability {
-            Ok(()) => Ok((self.make)()),
-            Err(reason) => Err(RegistryError::Unavailable { name: self.name.clone(), reason }),
-        }
+        self.check()?;
+        Ok((self.make)())
     }
 }
+
+entry_fields!(LockEntry);
 
 /// A lock algorithm, as the registry sees it: a name and a type per policy. `With<W>` is the
 /// lock built for a pure spin policy, `Sleeping<W>` the one built for a policy that may sleep.
@@ -149,10 +149,8 @@ fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str) -> L
     }
 }
 
-/// Every lock, built once: the algorithms over every policy, then the references.
-pub fn locks() -> &'static [LockEntry] {
-    static TABLE: OnceLock<Vec<LockEntry>> = OnceLock::new();
-    TABLE.get_or_init(|| {
+static LOCKS: Table<LockEntry> = Table::new(
+    || {
         let mut table = Vec::new();
         // Adding an algorithm is one line here (after its file in `lock/` and its
         // `algorithm!` line above).
@@ -171,25 +169,30 @@ pub fn locks() -> &'static [LockEntry] {
         ));
         table.push(reference::<PthreadMutex>("pthread", false, "none"));
         table
-    })
-}
-
-/// Every lock name, available here or not.
-pub fn lock_names() -> Vec<&'static str> {
-    locks().iter().map(|e| e.name.as_str()).collect()
-}
-
-/// The entry called `name`, or an error that says what names are accepted.
-pub fn lock_info(name: &str) -> Result<&'static LockEntry, RegistryError> {
-    locks().iter().find(|e| e.name == name).ok_or_else(|| RegistryError::Unknown {
-        name: name.to_string(),
-        expected: format!(
+    },
+    || {
+        format!(
             "a lock is ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, or a reference lock: {}",
             ALGORITHMS.join(", "),
             policy_list(),
             REFERENCE_LOCKS.join(", ")
-        ),
-    })
+        )
+    },
+);
+
+/// Every lock: the algorithms over every policy, then the references.
+pub fn locks() -> &'static [LockEntry] {
+    LOCKS.entries()
+}
+
+/// Every lock name, available here or not.
+pub fn lock_names() -> Vec<&'static str> {
+    LOCKS.names()
+}
+
+/// The entry called `name`, or an error that says what names are accepted.
+pub fn lock_info(name: &str) -> Result<&'static LockEntry, RegistryError> {
+    LOCKS.info(name)
 }
 
 /// A new, unlocked lock by name: an error lists the valid names, or names the CPU feature an

@@ -23,20 +23,21 @@
 //! ```
 
 mod barriers;
+mod events;
 mod in_place;
 mod locks;
 mod rwlocks;
+mod table;
 
-pub use barriers::{
-    barrier_info, barrier_names, barriers, event_info, event_names, events, new_barrier, new_event, BarrierEntry,
-    DynBarrier, DynEvent, EventEntry, REFERENCE_BARRIERS, REFERENCE_EVENTS,
-};
+pub use barriers::{barrier_info, barrier_names, barriers, new_barrier, BarrierEntry, DynBarrier, REFERENCE_BARRIERS};
+pub use events::{event_info, event_names, events, new_event, DynEvent, EventEntry, REFERENCE_EVENTS};
 pub use in_place::{DynMutex, RawLockOps};
 pub use locks::{lock_info, lock_names, locks, new_lock, LockEntry, ALGORITHMS, REFERENCE_LOCKS};
 pub use rwlocks::{
     new_rwlock, rwlock_info, rwlock_names, rwlocks, DynRwLock, RwFairness, RwLockEntry, REFERENCE_RWLOCKS,
     RW_ALGORITHMS,
 };
+pub use table::{Entry, Table};
 
 use crate::wait::Unavailable;
 use std::fmt;

@@ -2,13 +2,13 @@
 //! ([`PhaseFair`]) over every policy, and the references `std` (`std::sync::RwLock`),
 //! `parking_lot` (`parking_lot::RawRwLock`) and `pthread` (a default `pthread_rwlock_t`).
 
+use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
 use crate::rwlock::{PhaseFair, WriterPref};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use core::cell::{RefCell, UnsafeCell};
 use core::marker::PhantomData;
 use lock_api::{GuardNoSend, GuardSend, RawRwLock};
-use std::sync::OnceLock;
 
 /// The reader-writer lock algorithms, in registry order.
 pub const RW_ALGORITHMS: [&str; 2] = ["rw-writer", "rw-phase"];
@@ -74,12 +74,12 @@ pub struct RwLockEntry {
 impl RwLockEntry {
     /// A new, unlocked instance, or the reason this CPU cannot run it.
     pub fn build(&self) -> Result<Box<dyn DynRwLock>, RegistryError> {
-        match self.availability {
-            Ok(()) => Ok((self.make)()),
-            Err(reason) => Err(RegistryError::Unavailable { name: self.name.clone(), reason }),
-        }
+        self.check()?;
+        Ok((self.make)())
     }
 }
+
+entry_fields!(RwLockEntry);
 
 /// A guard type that carries no state, so a holder can make the one its unlock needs again:
 /// `lock_api`'s two marker guards, which spinlab's reader-writer locks and parking_lot's use.
@@ -206,10 +206,8 @@ fn reference(name: &'static str, make: fn() -> Box<dyn DynRwLock>) -> RwLockEntr
     }
 }
 
-/// Every reader-writer lock: each algorithm over every policy, then the references.
-pub fn rwlocks() -> &'static [RwLockEntry] {
-    static TABLE: OnceLock<Vec<RwLockEntry>> = OnceLock::new();
-    TABLE.get_or_init(|| {
+static RWLOCKS: Table<RwLockEntry> = Table::new(
+    || {
         let mut table = Vec::new();
         add_algorithm::<WriterPrefAlgorithm>(&mut table);
         add_algorithm::<PhaseFairAlgorithm>(&mut table);
@@ -217,26 +215,31 @@ pub fn rwlocks() -> &'static [RwLockEntry] {
         table.push(reference("parking_lot", guardless::<parking_lot::RawRwLock>));
         table.push(reference("pthread", PthreadRwLock::boxed));
         table
-    })
-}
-
-/// Every reader-writer lock name, available here or not.
-pub fn rwlock_names() -> Vec<&'static str> {
-    rwlocks().iter().map(|e| e.name.as_str()).collect()
-}
-
-/// The reader-writer lock called `name`, or an error that says what names are accepted.
-pub fn rwlock_info(name: &str) -> Result<&'static RwLockEntry, RegistryError> {
-    rwlocks().iter().find(|e| e.name == name).ok_or_else(|| RegistryError::Unknown {
-        name: name.to_string(),
-        expected: format!(
+    },
+    || {
+        format!(
             "a reader-writer lock is ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, \
              or a reference lock: {}",
             RW_ALGORITHMS.join(", "),
             policy_list(),
             REFERENCE_RWLOCKS.join(", ")
-        ),
-    })
+        )
+    },
+);
+
+/// Every reader-writer lock: each algorithm over every policy, then the references.
+pub fn rwlocks() -> &'static [RwLockEntry] {
+    RWLOCKS.entries()
+}
+
+/// Every reader-writer lock name, available here or not.
+pub fn rwlock_names() -> Vec<&'static str> {
+    RWLOCKS.names()
+}
+
+/// The reader-writer lock called `name`, or an error that says what names are accepted.
+pub fn rwlock_info(name: &str) -> Result<&'static RwLockEntry, RegistryError> {
+    RWLOCKS.info(name)
 }
 
 /// A new, unlocked reader-writer lock by name: an error lists the valid names, or names the
