@@ -46,6 +46,7 @@
 mod bounded;
 mod clh;
 mod fair;
+mod fair_slots;
 mod gated;
 mod mcs;
 mod queue_node;
