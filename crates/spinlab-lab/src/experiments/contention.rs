@@ -27,7 +27,7 @@ use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::stats::{jain, mean, population_rsd_pct};
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
-use crate::measure::{interleave, interleave_stoppable, Rep, Summary, Taken};
+use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
 use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
@@ -266,6 +266,264 @@ fn uncontended_rep(lock: &LockBox, lab: &Lab) -> f64 {
     lab.clock.ns(batches[batches.len() / 2] as f64) / UNCONTENDED_BATCH as f64
 }
 
+/// The thread counts measured when `--threads` is not given.
+const DEFAULT_THREADS: &[ThreadCount] = &[
+    ThreadCount::Exact(1),
+    ThreadCount::Exact(2),
+    ThreadCount::PerCpu(1),
+    ThreadCount::PerCpu(2),
+    ThreadCount::PerCpu(4),
+    ThreadCount::PerCpu(8),
+];
+
+/// What one `spinlab run contention` measures: its options resolved for this machine.
+struct Plan {
+    rule: StoppingRule,
+    locks: Vec<LockChoice>,
+    threads: Vec<usize>,
+    duration: Duration,
+    groups: Vec<Group>,
+    /// `None`: spread round-robin over the groups (what no `--placement` gives).
+    placements: Vec<Option<Placement>>,
+    cs_iterations: u64,
+    ncs_iterations: u64,
+}
+
+/// One configuration: a thread count at a placement.
+struct At {
+    threads: usize,
+    placement: Option<Placement>,
+}
+
+impl At {
+    /// A row of this configuration for `lock`, before any figure.
+    fn row(&self, lock: &LockChoice) -> Row {
+        let mut row = Row::new().with(LOCK, lock.name()).with(ORIGIN, lock.origin());
+        if lock.via_alias {
+            row.set("alias", select::DEFAULT_ALIAS);
+        }
+        row.with(THREADS, self.threads).with(PLACEMENT, self.placement.map_or("spread", |p| p.name()))
+    }
+
+    /// Its progress line.
+    fn label(&self) -> String {
+        format!("{} threads{}", self.threads, self.placement.map_or(String::new(), |p| format!(", {p}")))
+    }
+}
+
+/// One lock at one configuration: its throughput per repetition and what its threads counted.
+struct Measured {
+    series: measure::Series,
+    totals: Totals,
+}
+
+impl Totals {
+    /// Adds one measured repetition; returns its throughput for the stopping rule, as the
+    /// last value once a repetition has collapsed.
+    fn add(&mut self, r: &RepResult, collapse_after_s: f64) -> Taken {
+        self.max_drain_s = self.max_drain_s.max(r.drain_s);
+        self.collapsed |= r.drain_s > collapse_after_s;
+        for (sum, c) in self.per_thread.iter_mut().zip(&r.per_thread) {
+            *sum += c;
+        }
+        let shares: Vec<f64> = r.per_thread.iter().map(|&c| c as f64).collect();
+        self.jain.push(jain(&shares));
+        self.rsd_pct.push(population_rsd_pct(&shares));
+        self.wait.merge(&r.wait);
+        self.hold.merge(&r.hold);
+        self.lost_updates += r.lost_updates;
+        let throughput = r.per_thread.iter().sum::<u64>() as f64 / r.elapsed_s;
+        if self.collapsed {
+            Taken::Last(throughput)
+        } else {
+            Taken::Value(throughput)
+        }
+    }
+}
+
+/// Table 3, on the home CPU: each lock's uncontended lock/unlock pair, in nanoseconds.
+fn measure_uncontended(
+    instances: &[LockBox],
+    rule: &StoppingRule,
+    progress: &Progress,
+    lab: &Lab,
+) -> Result<Vec<Option<Summary>>, LabError> {
+    let series = with_pinned(lab.home_cpu(), || {
+        interleave(instances.len(), rule, Some(progress), |i, _| Ok(uncontended_rep(&instances[i], lab)))
+    })?;
+    progress.inc();
+    Ok(series.iter().map(|s| Summary::of(&s.samples)).collect())
+}
+
+/// Every lock of `locks` at one setting, interleaved after one shared warm-up; a lock whose
+/// threads collapse is not repeated further.
+fn measure_contended(
+    locks: &[&LockChoice],
+    instances: &[LockBox],
+    setting: &Setting<'_>,
+    rule: &StoppingRule,
+    progress: &Progress,
+) -> Result<Vec<Measured>, LabError> {
+    let warmup = Setting { duration: (setting.duration / 4).max(Duration::from_millis(10)), ..*setting };
+    let mut totals: Vec<Totals> =
+        locks.iter().map(|_| Totals { per_thread: vec![0; setting.cpus.len()], ..Default::default() }).collect();
+    let collapse_after_s = COLLAPSE_DRAIN.max(setting.duration).as_secs_f64();
+    let series = interleave_stoppable(locks.len(), rule, Some(progress), |i, rep| {
+        progress.detail(&format!("{}, {}", locks[i].name(), rep_label(rep)));
+        let t = &mut totals[i];
+        if rep == Rep::Warmup {
+            let r = contended_rep(&instances[i], &warmup)?;
+            t.max_drain_s = t.max_drain_s.max(r.drain_s);
+            t.collapsed = r.drain_s > collapse_after_s;
+            return Ok(if t.collapsed { Taken::Last(f64::NAN) } else { Taken::Value(f64::NAN) });
+        }
+        Ok(t.add(&contended_rep(&instances[i], setting)?, collapse_after_s))
+    })?;
+    Ok(series.into_iter().zip(totals).map(|(series, totals)| Measured { series, totals }).collect())
+}
+
+impl Contention {
+    /// The options checked and resolved for this machine.
+    fn plan(&self, lab: &Lab, common: &Common) -> Result<Plan, LabError> {
+        Ok(Plan {
+            rule: common.rule(3, 10)?,
+            locks: common.locks_or(DEFAULT_LOCKS),
+            threads: common.threads_or(DEFAULT_THREADS, lab.cpus())?,
+            duration: common.duration.unwrap_or(Duration::from_millis(200)),
+            groups: lab.topology.groups(self.groups),
+            placements: match &common.placement {
+                None => vec![None],
+                Some(p) => p.0.iter().copied().map(Some).collect(),
+            },
+            cs_iterations: lab.work.iterations(self.cs_ns as f64),
+            ncs_iterations: lab.work.iterations(self.ncs_ns as f64),
+        })
+    }
+
+    /// The run, with the plan as its parameters.
+    fn describe(&self, plan: &Plan, lab: &Lab) -> Run {
+        let mut run = Run::new(self.name());
+        run.param("locks", plan.locks.iter().map(|l| l.name()).collect::<Vec<_>>())
+            .param("threads", &plan.threads)
+            .param("placements", plan.placements.iter().map(|p| p.map_or("spread", |p| p.name())).collect::<Vec<_>>())
+            .param("duration_s", plan.duration.as_secs_f64())
+            .param("cs_ns", self.cs_ns)
+            .param("cs_lines", self.cs_lines)
+            .param("ncs_ns", self.ncs_ns)
+            .param("cs_iterations", plan.cs_iterations)
+            .param("ncs_iterations", plan.ncs_iterations)
+            .param("work_ns_per_iteration", lab.work.ns_per_iteration)
+            .param("groups_by", groups_by_label(&lab.topology, self.groups))
+            .param(
+                "groups",
+                plan.groups
+                    .iter()
+                    .map(|g| json!({"group": g.label, "cpus": format_cpu_list(&g.cpus)}))
+                    .collect::<Vec<_>>(),
+            )
+            .param("baseline", self.baseline.name())
+            .stopping_rule(&plan.rule)
+            .param("uncontended_batch_ops", UNCONTENDED_BATCH)
+            .param("uncontended_batches_per_rep", UNCONTENDED_BATCHES)
+            .param("default_lock", select::DEFAULT_LOCK);
+        run
+    }
+
+    /// One configuration's rows: one per lock (skipped where it cannot run here), with the
+    /// ratios between them.
+    fn rows(
+        &self,
+        plan: &Plan,
+        lab: &Lab,
+        at: &At,
+        cpus: &[usize],
+        measured: &[Measured],
+        uncontended_ns: &[Option<Summary>],
+    ) -> Vec<Row> {
+        let mut figures = measured.iter().zip(uncontended_ns);
+        let mut rows = Vec::new();
+        for lock in &plan.locks {
+            if let Some(why) = lock.unavailable() {
+                rows.push(at.row(lock).skipped(why));
+                continue;
+            }
+            let (m, u) = figures.next().expect("one measurement per available lock");
+            let t = &m.totals;
+            let mut row = at.row(lock).with("cpus", format_cpu_list(cpus));
+            if let Some(sum) = Summary::of(&m.series.samples) {
+                row = row.summary("throughput", "ops_s", &sum);
+            }
+            row.set("stop", m.series.verdict);
+            add_drain(&mut row, lock, at, t);
+            add_counts(&mut row, &plan.groups, cpus, t);
+            add_waits(&mut row, &lab.clock, t);
+            // The algorithm's guarantee, beside the waits it shows here.
+            row.set("bound", lock.entry.bound);
+            row.set("acquisitions", t.wait.count());
+            if let Some(u) = u {
+                row.set(UNCONTENDED_NS, u.mean);
+                row.set("uncontended_ci95_ns", u.ci95);
+                row.set("uncontended_reps", u.reps);
+            }
+            if self.cs_lines > 0 {
+                add_lost_updates(&mut row, lock, at, t);
+            }
+            rows.push(row);
+        }
+        add_ratios(&mut rows, self.baseline.name());
+        rows
+    }
+}
+
+/// The longest drain after the stop, and whether the lock collapsed (also said on stderr).
+fn add_drain(row: &mut Row, lock: &LockChoice, at: &At, t: &Totals) {
+    row.set("drain_max_ms", t.max_drain_s * 1e3);
+    if t.collapsed {
+        row.set("collapsed", true);
+        eprintln!(
+            "note: {} collapsed at {} threads: its threads took {:.0} ms to finish one more acquisition each after the stop; not repeated further",
+            lock.name(),
+            at.threads,
+            t.max_drain_s * 1e3
+        );
+    }
+}
+
+/// Acquisitions per thread and per group, and how evenly they were shared.
+fn add_counts(row: &mut Row, groups: &[Group], cpus: &[usize], t: &Totals) {
+    row.set(PER_THREAD, &t.per_thread);
+    row.set("per_group", per_group(groups, cpus, &t.per_thread));
+    if let Some(ratio) = group_max_min_ratio(groups, cpus, &t.per_thread) {
+        row.set("group_max_min_ratio", ratio);
+    }
+    row.set(JAIN, mean(&t.jain));
+    row.set("jain_min", t.jain.iter().copied().fold(f64::INFINITY, f64::min));
+    row.set("rsd_pct", mean(&t.rsd_pct));
+}
+
+/// Time inside `lock()` and time holding the lock, in nanoseconds.
+fn add_waits(row: &mut Row, clock: &Clock, t: &Totals) {
+    let ns = |ticks: f64| clock.ns(ticks);
+    row.set("mean_wait_ns", t.wait.mean().map(ns));
+    row.set("p99_wait_ns", t.wait.percentile(99.0).map(|v| ns(v as f64)));
+    row.set("max_wait_ns", t.wait.max().map(|v| ns(v as f64)));
+    row.set("mean_hold_ns", t.hold.mean().map(ns));
+    row.set("max_hold_ns", t.hold.max().map(|v| ns(v as f64)));
+}
+
+/// Updates lost to a mutual-exclusion failure (a warning on stderr when there are any).
+fn add_lost_updates(row: &mut Row, lock: &LockChoice, at: &At, t: &Totals) {
+    row.set("lost_updates", t.lost_updates);
+    if t.lost_updates > 0 {
+        eprintln!(
+            "warning: {} lost {} updates at {} threads: two threads were inside its critical section at once",
+            lock.name(),
+            t.lost_updates,
+            at.threads
+        );
+    }
+}
+
 impl Experiment for Contention {
     fn name(&self) -> &'static str {
         "contention"
@@ -304,189 +562,48 @@ impl Experiment for Contention {
 
     fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
         let started = Instant::now();
-        let rule = common.rule(3, 10)?;
-        let locks = common.locks_or(DEFAULT_LOCKS);
-        let threads = common.threads_or(
-            &[
-                ThreadCount::Exact(1),
-                ThreadCount::Exact(2),
-                ThreadCount::PerCpu(1),
-                ThreadCount::PerCpu(2),
-                ThreadCount::PerCpu(4),
-                ThreadCount::PerCpu(8),
-            ],
-            lab.cpus(),
-        )?;
-        let duration = common.duration.unwrap_or(Duration::from_millis(200));
-        let groups = lab.topology.groups(self.groups);
-        let placements: Vec<Option<Placement>> = match &common.placement {
-            None => vec![None],
-            Some(p) => p.0.iter().copied().map(Some).collect(),
-        };
-        let cs_iterations = lab.work.iterations(self.cs_ns as f64);
-        let ncs_iterations = lab.work.iterations(self.ncs_ns as f64);
-        let lines = SharedLines::new(self.cs_lines as usize);
-
-        let mut run = Run::new(self.name());
-        run.param("locks", locks.iter().map(|l| l.name()).collect::<Vec<_>>())
-            .param("threads", &threads)
-            .param("placements", placements.iter().map(|p| p.map_or("spread", |p| p.name())).collect::<Vec<_>>())
-            .param("duration_s", duration.as_secs_f64())
-            .param("cs_ns", self.cs_ns)
-            .param("cs_lines", self.cs_lines)
-            .param("ncs_ns", self.ncs_ns)
-            .param("cs_iterations", cs_iterations)
-            .param("ncs_iterations", ncs_iterations)
-            .param("work_ns_per_iteration", lab.work.ns_per_iteration)
-            .param("groups_by", groups_by_label(&lab.topology, self.groups))
-            .param(
-                "groups",
-                groups.iter().map(|g| json!({"group": g.label, "cpus": format_cpu_list(&g.cpus)})).collect::<Vec<_>>(),
-            )
-            .param("baseline", self.baseline.name())
-            .stopping_rule(&rule)
-            .param("uncontended_batch_ops", UNCONTENDED_BATCH)
-            .param("uncontended_batches_per_rep", UNCONTENDED_BATCHES)
-            .param("default_lock", select::DEFAULT_LOCK);
-
-        let available: Vec<&LockChoice> = locks.iter().filter(|l| l.unavailable().is_none()).collect();
-        let progress = lab.progress("contention", 1 + (placements.len() * threads.len()) as u64);
+        let plan = self.plan(lab, common)?;
+        let run = self.describe(&plan, lab);
+        let available: Vec<&LockChoice> = plan.locks.iter().filter(|l| l.unavailable().is_none()).collect();
+        let progress = lab.progress("contention", 1 + (plan.placements.len() * plan.threads.len()) as u64);
 
         // Table 3: one thread, no contention.
         progress.step("uncontended lock/unlock");
-        let home = lab.home_cpu();
         let instances: Vec<LockBox> = available
             .iter()
             .map(|l| LockBox::new(l.entry).map_err(|e| LabError::failed(e.to_string())))
             .collect::<Result<_, _>>()?;
-        let uncontended = with_pinned(home, || {
-            interleave(available.len(), &rule, Some(&progress), |i, _| Ok(uncontended_rep(&instances[i], lab)))
-        })?;
-        let uncontended_ns: Vec<Option<Summary>> = uncontended.iter().map(|s| Summary::of(&s.samples)).collect();
-        progress.inc();
+        let uncontended_ns = measure_uncontended(&instances, &plan.rule, &progress, lab)?;
 
-        let order = Topology::spread_order(&groups);
+        let lines = SharedLines::new(self.cs_lines as usize);
+        let order = Topology::spread_order(&plan.groups);
         let mut rows = Vec::new();
-        for placement in &placements {
-            for &n in &threads {
-                let cpus: Result<Vec<usize>, String> = match placement {
-                    None => Ok((0..n).map(|i| order[i % order.len()]).collect()),
-                    Some(p) => lab.topology.cpus_for(*p, n),
-                };
-                let base = |lock: &LockChoice| {
-                    let mut row = Row::new().with(LOCK, lock.name()).with(ORIGIN, lock.origin());
-                    if lock.via_alias {
-                        row.set("alias", select::DEFAULT_ALIAS);
-                    }
-                    row.with(THREADS, n).with(PLACEMENT, placement.map_or("spread", |p| p.name()))
+        for &placement in &plan.placements {
+            for &threads in &plan.threads {
+                let at = At { threads, placement };
+                let cpus = match placement {
+                    None => Ok((0..threads).map(|i| order[i % order.len()]).collect()),
+                    Some(p) => lab.topology.cpus_for(p, threads),
                 };
                 let cpus = match cpus {
                     Ok(c) => c,
                     Err(why) => {
-                        rows.extend(locks.iter().map(|l| base(l).skipped(why.clone())));
+                        rows.extend(plan.locks.iter().map(|l| at.row(l).skipped(why.clone())));
                         continue;
                     }
                 };
-                progress.step(&format!("{n} threads{}", placement.map_or(String::new(), |p| format!(", {p}"))));
+                progress.step(&at.label());
                 let setting = Setting {
                     cpus: &cpus,
-                    duration,
-                    cs_iterations,
-                    ncs_iterations,
+                    duration: plan.duration,
+                    cs_iterations: plan.cs_iterations,
+                    ncs_iterations: plan.ncs_iterations,
                     lines: &lines,
                     overhead_ticks: lab.clock.overhead_ticks,
                 };
-                let warmup = Setting { duration: (duration / 4).max(Duration::from_millis(10)), ..setting };
-                let mut totals: Vec<Totals> =
-                    available.iter().map(|_| Totals { per_thread: vec![0; n], ..Default::default() }).collect();
-                let collapse_after = COLLAPSE_DRAIN.max(duration).as_secs_f64();
-                let series = interleave_stoppable(available.len(), &rule, Some(&progress), |i, rep| {
-                    progress.detail(&format!("{}, {}", available[i].name(), rep_label(rep)));
-                    let lock = &instances[i];
-                    if rep == Rep::Warmup {
-                        let r = contended_rep(lock, &warmup)?;
-                        let t = &mut totals[i];
-                        t.max_drain_s = t.max_drain_s.max(r.drain_s);
-                        t.collapsed = r.drain_s > collapse_after;
-                        return Ok(if t.collapsed { Taken::Last(f64::NAN) } else { Taken::Value(f64::NAN) });
-                    }
-                    let r = contended_rep(lock, &setting)?;
-                    let t = &mut totals[i];
-                    t.max_drain_s = t.max_drain_s.max(r.drain_s);
-                    t.collapsed |= r.drain_s > collapse_after;
-                    for (sum, c) in t.per_thread.iter_mut().zip(&r.per_thread) {
-                        *sum += c;
-                    }
-                    let shares: Vec<f64> = r.per_thread.iter().map(|&c| c as f64).collect();
-                    t.jain.push(jain(&shares));
-                    t.rsd_pct.push(population_rsd_pct(&shares));
-                    t.wait.merge(&r.wait);
-                    t.hold.merge(&r.hold);
-                    t.lost_updates += r.lost_updates;
-                    let throughput = r.per_thread.iter().sum::<u64>() as f64 / r.elapsed_s;
-                    Ok(if t.collapsed { Taken::Last(throughput) } else { Taken::Value(throughput) })
-                })?;
+                let measured = measure_contended(&available, &instances, &setting, &plan.rule, &progress)?;
                 progress.inc();
-
-                let mut config_rows = Vec::new();
-                let mut next = 0;
-                for lock in &locks {
-                    if let Some(why) = lock.unavailable() {
-                        config_rows.push(base(lock).skipped(why));
-                        continue;
-                    }
-                    let (s, t, u) = (&series[next], &totals[next], &uncontended_ns[next]);
-                    next += 1;
-                    let mut row = base(lock).with("cpus", format_cpu_list(&cpus));
-                    if let Some(sum) = Summary::of(&s.samples) {
-                        row = row.summary("throughput", "ops_s", &sum);
-                    }
-                    row.set("stop", s.verdict);
-                    row.set("drain_max_ms", t.max_drain_s * 1e3);
-                    if t.collapsed {
-                        row.set("collapsed", true);
-                        eprintln!(
-                            "note: {} collapsed at {n} threads: its threads took {:.0} ms to finish one more acquisition each after the stop; not repeated further",
-                            lock.name(),
-                            t.max_drain_s * 1e3
-                        );
-                    }
-                    row.set(PER_THREAD, &t.per_thread);
-                    row.set("per_group", per_group(&groups, &cpus, &t.per_thread));
-                    if let Some(ratio) = group_max_min_ratio(&groups, &cpus, &t.per_thread) {
-                        row.set("group_max_min_ratio", ratio);
-                    }
-                    row.set(JAIN, mean(&t.jain));
-                    row.set("jain_min", t.jain.iter().copied().fold(f64::INFINITY, f64::min));
-                    row.set("rsd_pct", mean(&t.rsd_pct));
-                    let ns = |ticks: f64| lab.clock.ns(ticks);
-                    row.set("mean_wait_ns", t.wait.mean().map(ns));
-                    row.set("p99_wait_ns", t.wait.percentile(99.0).map(|v| ns(v as f64)));
-                    row.set("max_wait_ns", t.wait.max().map(|v| ns(v as f64)));
-                    row.set("mean_hold_ns", t.hold.mean().map(ns));
-                    row.set("max_hold_ns", t.hold.max().map(|v| ns(v as f64)));
-                    // The algorithm's guarantee, beside the waits it shows here.
-                    row.set("bound", lock.entry.bound);
-                    row.set("acquisitions", t.wait.count());
-                    if let Some(u) = u {
-                        row.set(UNCONTENDED_NS, u.mean);
-                        row.set("uncontended_ci95_ns", u.ci95);
-                        row.set("uncontended_reps", u.reps);
-                    }
-                    if self.cs_lines > 0 {
-                        row.set("lost_updates", t.lost_updates);
-                        if t.lost_updates > 0 {
-                            eprintln!(
-                                "warning: {} lost {} updates at {n} threads: two threads were inside its critical section at once",
-                                lock.name(),
-                                t.lost_updates
-                            );
-                        }
-                    }
-                    config_rows.push(row);
-                }
-                add_ratios(&mut config_rows, self.baseline.name());
-                rows.extend(config_rows);
+                rows.extend(self.rows(&plan, lab, &at, &cpus, &measured, &uncontended_ns));
             }
         }
         finish(&progress, run, rows, started)

@@ -29,7 +29,7 @@ use crate::measure::clock::now;
 use crate::measure::memory::check_room;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::team;
-use crate::measure::{interleave, Rep, Summary};
+use crate::measure::{interleave, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
 use crate::reading::plot;
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::table::{col, Column};
@@ -244,6 +244,7 @@ fn thread_cpu_s() -> f64 {
 }
 
 /// A policy as this experiment sees it.
+#[derive(Clone, Copy)]
 struct Policy {
     name: &'static str,
     availability: Result<(), Unavailable>,
@@ -279,6 +280,246 @@ fn cpu_list(cpus: &[usize]) -> String {
     cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
 }
 
+/// What one `spinlab run interference` measures: its options resolved for this machine.
+struct Plan {
+    rule: StoppingRule,
+    actives: Vec<Workload>,
+    waiter_counts: Vec<usize>,
+    wait_names: Vec<&'static str>,
+    placements: Vec<Placement>,
+    active_ms: usize,
+    /// The policies of `wait_names`, in its order.
+    policies: Vec<Policy>,
+    caches: CacheSizes,
+    /// The cache sizes assumed rather than read.
+    assumed: Vec<&'static str>,
+    sizes: Sizes,
+    /// Why the active thread's instructions per cycle cannot be counted, if they cannot.
+    no_ipc: Option<String>,
+}
+
+/// One co-run configuration: the active workload on its CPU, one policy's waiters on theirs.
+struct CoRunAt<'a> {
+    workload: Workload,
+    placement: Placement,
+    active_cpu: usize,
+    waiter_cpus: &'a [usize],
+    policy: &'a Policy,
+}
+
+/// The active workload, built and calibrated on its CPU, and the checksum every call must
+/// return.
+struct Calibrated {
+    active: Active,
+    checksum: u64,
+}
+
+/// One timed call of the active workload.
+struct Call {
+    seconds: f64,
+    cpu_s: f64,
+    ipc: Option<f64>,
+    checksum: u64,
+}
+
+/// The active thread on one side of the comparison (alone, or beside the waiters), one value
+/// per measured repetition.
+#[derive(Default)]
+struct Side {
+    /// Wall seconds per call.
+    seconds: Vec<f64>,
+    /// CPU seconds per call: what separates losing the CPU (time-sharing, the scheduler) from
+    /// running slower on it (shared hardware).
+    cpu_s: Vec<f64>,
+    /// Instructions per cycle, where counted.
+    ipc: Vec<f64>,
+}
+
+/// One co-run configuration's measurements.
+struct Measured {
+    isolated: Side,
+    corun: Side,
+    /// Whether the stopping rule was met on both sides.
+    converged: bool,
+    /// The waiters' reports from every measured co-run.
+    reports: Vec<WaiterReport>,
+}
+
+/// Times one call of `active` (its instructions per cycle too, with `counters`).
+fn timed_call(active: &mut Active, counters: Option<&Ipc>, clock: &Clock) -> Call {
+    let cpu_before = thread_cpu_s();
+    let call_started = now();
+    let (checksum, ipc) = match counters {
+        Some(c) => c.measure(|| active.run()),
+        None => (active.run(), None),
+    };
+    let seconds = clock.ns(clock.corrected(call_started, now()) as f64) * 1e-9;
+    Call { seconds, cpu_s: thread_cpu_s() - cpu_before, ipc, checksum }
+}
+
+/// The active workload alone and beside the waiters, interleaved round by round on its CPU.
+fn measure(
+    at: &CoRunAt<'_>,
+    calibrated: &mut Calibrated,
+    rule: &StoppingRule,
+    progress: &Progress,
+    clock: &Clock,
+) -> Result<Measured, LabError> {
+    let mut sides = [Side::default(), Side::default()];
+    let mut reports = Vec::new();
+    let mut bad_checksum = None;
+    let series = with_pinned(at.active_cpu, || {
+        let counters = Ipc::open().ok();
+        interleave(2, rule, Some(progress), |i, rep| {
+            let mut call = None;
+            let mut timed = || call = Some(timed_call(&mut calibrated.active, counters.as_ref(), clock));
+            if i == 0 {
+                timed();
+            } else {
+                let r = (at.policy.co_run)(at.waiter_cpus, &mut timed)?;
+                if rep != Rep::Warmup {
+                    reports.extend(r);
+                }
+            }
+            let call = call.expect("a co-run runs the active workload once");
+            if call.checksum != calibrated.checksum {
+                bad_checksum = Some(call.checksum);
+            }
+            if rep != Rep::Warmup {
+                sides[i].cpu_s.push(call.cpu_s);
+                sides[i].ipc.extend(call.ipc);
+            }
+            Ok(call.seconds)
+        })
+    })?;
+    if let Some(sum) = bad_checksum {
+        return Err(LabError::failed(format!(
+            "workload {} returned checksum {sum:#x}, not {:#x}: its work changed between calls",
+            at.workload, calibrated.checksum
+        )));
+    }
+    let converged = series.iter().all(|s| s.verdict == Verdict::Converged);
+    let [mut isolated, mut corun] = sides;
+    let mut samples = series.into_iter().map(|s| s.samples);
+    isolated.seconds = samples.next().unwrap_or_default();
+    corun.seconds = samples.next().unwrap_or_default();
+    Ok(Measured { isolated, corun, converged, reports })
+}
+
+/// Percent more of `with` than of `without`, pair by pair.
+fn slowdowns_pct(without: &[f64], with: &[f64]) -> Vec<f64> {
+    without.iter().zip(with).map(|(i, c)| 100.0 * (c / i - 1.0)).collect()
+}
+
+/// One co-run configuration's row.
+fn row(at: &CoRunAt<'_>, m: &Measured, clock: &Clock, units: u64) -> Row {
+    let mut row = Row::new()
+        .with(ACTIVE, at.workload.name())
+        .with("behaviour", at.workload.behaviour())
+        .with(WAIT, at.policy.name)
+        .with(LOCK, format!("ttas:{}", at.policy.name))
+        .with("waiters", at.waiter_cpus.len())
+        .with(PLACEMENT, at.placement.name())
+        .with("active_cpu", at.active_cpu)
+        .with("waiter_cpus", cpu_list(at.waiter_cpus));
+    let (iso, co) = (&m.isolated.seconds, &m.corun.seconds);
+    match Summary::of(&slowdowns_pct(iso, co)) {
+        Some(s) => {
+            row = row.summary("slowdown", "pct", &s);
+            row.set("isolated_s", Summary::of(iso).map(|s| s.mean));
+            row.set("corun_s", Summary::of(co).map(|s| s.mean));
+            row.set("stop", if m.converged { "converged" } else { "max-reps" });
+        }
+        None => row = row.skipped("no repetition produced a time"),
+    }
+    if let Some(s) = Summary::of(&slowdowns_pct(&m.isolated.cpu_s, &m.corun.cpu_s)) {
+        row.set("cpu_slowdown_pct", s.mean);
+        row.set("cpu_slowdown_ci95_pct", s.ci95);
+    }
+    let share = |side: &Side| {
+        let (cpu, wall): (f64, f64) = (side.cpu_s.iter().sum(), side.seconds.iter().sum());
+        (wall > 0.0).then(|| 100.0 * cpu / wall)
+    };
+    row.set("isolated_cpu_share_pct", share(&m.isolated));
+    row.set("corun_cpu_share_pct", share(&m.corun));
+    let waited: u64 = m.reports.iter().map(|r| r.waited_ticks).sum();
+    let iterations: u64 = m.reports.iter().map(|r| r.iterations).sum();
+    if iterations > 0 {
+        row.set("reread_ns", clock.ns(waited as f64) / iterations as f64);
+    }
+    row.set("waiter_sleeps", m.reports.iter().map(|r| r.sleeps).sum::<u64>());
+    if let Some(s) = Summary::of(&m.corun.ipc) {
+        row.set("active_ipc", s.mean);
+    }
+    if let Some(s) = Summary::of(&m.isolated.ipc) {
+        row.set("isolated_ipc", s.mean);
+    }
+    row.set("units", units);
+    row
+}
+
+impl Interference {
+    /// The options checked and resolved for this machine.
+    fn plan(&self, lab: &Lab, common: &Common) -> Result<Plan, LabError> {
+        let rule = common.rule(3, 5)?;
+        let wait_names: Vec<&'static str> =
+            common.waits.as_ref().map_or_else(|| DEFAULT_WAITS.to_vec(), |w| w.0.clone());
+        let all_policies = policies();
+        let chosen = wait_names.iter().filter_map(|n| all_policies.iter().find(|p| p.name == *n)).copied().collect();
+        let home = lab.home_cpu();
+        let (caches, assumed) = match self.cache_sizes {
+            Some(c) => (c, Vec::new()),
+            None => CacheSizes::read(Path::new("/sys"), home),
+        };
+        Ok(Plan {
+            rule,
+            actives: self.active.as_ref().map_or_else(|| DEFAULT_ACTIVE.to_vec(), |a| a.0.clone()),
+            waiter_counts: self.waiters.as_ref().map_or_else(|| DEFAULT_WAITERS.to_vec(), |w| w.0.clone()),
+            wait_names,
+            placements: common.placements_or_all(),
+            active_ms: self.active_ms.unwrap_or(10),
+            policies: chosen,
+            caches,
+            assumed,
+            sizes: Sizes::for_caches(caches),
+            no_ipc: with_pinned(home, Ipc::open).err(),
+        })
+    }
+
+    /// The run, with the plan as its parameters.
+    fn describe(&self, plan: &Plan) -> Run {
+        let mut run = Run::new(self.name());
+        run.param("active", plan.actives.iter().map(|w| w.name()).collect::<Vec<_>>())
+            .param("waits", &plan.wait_names)
+            .param("waiters", &plan.waiter_counts)
+            .param("placements", plan.placements.iter().map(|p| p.name()).collect::<Vec<_>>())
+            .param("active_ms", plan.active_ms)
+            .param("cache_l1d_bytes", plan.caches.l1d)
+            .param("cache_l2_bytes", plan.caches.l2)
+            .param("cache_llc_bytes", plan.caches.llc)
+            .param("caches_assumed", &plan.assumed)
+            .param("settle_ms", SETTLE.as_secs_f64() * 1e3)
+            .param("waiting", "as in ttas:POLICY: Wait::spin on a word held locked, then mark and sleep")
+            .stopping_rule(&plan.rule);
+        if let Some(why) = &plan.no_ipc {
+            run.param("active_ipc", format!("not measured: {why}"));
+        }
+        run
+    }
+
+    /// `workload` built and calibrated on `cpu`, so its pages are that CPU's.
+    fn calibrated(&self, workload: Workload, plan: &Plan, cpu: usize) -> Calibrated {
+        with_pinned(cpu, || {
+            let mut active = Active::new(workload, &plan.sizes, self.units.unwrap_or(1) as u64);
+            if self.units.is_none() {
+                active.calibrate(Duration::from_millis(plan.active_ms as u64));
+            }
+            let checksum = active.run();
+            Calibrated { active, checksum }
+        })
+    }
+}
+
 impl Experiment for Interference {
     fn name(&self) -> &'static str {
         "interference"
@@ -298,51 +539,16 @@ impl Experiment for Interference {
 
     fn run(&self, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
         let started = Instant::now();
-        let rule = common.rule(3, 5)?;
-        let actives = self.active.as_ref().map_or_else(|| DEFAULT_ACTIVE.to_vec(), |a| a.0.clone());
-        let waiter_counts = self.waiters.as_ref().map_or_else(|| DEFAULT_WAITERS.to_vec(), |w| w.0.clone());
-        let wait_names: Vec<&str> = common.waits.as_ref().map_or_else(|| DEFAULT_WAITS.to_vec(), |w| w.0.clone());
-        let placements = common.placements_or_all();
-        let active_ms = self.active_ms.unwrap_or(10);
-        let all_policies = policies();
-        let chosen: Vec<&Policy> =
-            wait_names.iter().filter_map(|n| all_policies.iter().find(|p| p.name == *n)).collect();
-        let home = lab.home_cpu();
-        let (caches, assumed) = match self.cache_sizes {
-            Some(c) => (c, Vec::new()),
-            None => CacheSizes::read(Path::new("/sys"), home),
-        };
-        let sizes = Sizes::for_caches(caches);
-        let ipc = with_pinned(home, Ipc::open);
-
-        let mut run = Run::new(self.name());
-        run.param("active", actives.iter().map(|w| w.name()).collect::<Vec<_>>())
-            .param("waits", &wait_names)
-            .param("waiters", &waiter_counts)
-            .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
-            .param("active_ms", active_ms)
-            .param("cache_l1d_bytes", caches.l1d)
-            .param("cache_l2_bytes", caches.l2)
-            .param("cache_llc_bytes", caches.llc)
-            .param("caches_assumed", &assumed)
-            .param("settle_ms", SETTLE.as_secs_f64() * 1e3)
-            .param("waiting", "as in ttas:POLICY: Wait::spin on a word held locked, then mark and sleep")
-            .stopping_rule(&rule);
-        if let Err(why) = &ipc {
-            run.param("active_ipc", format!("not measured: {why}"));
-        }
-        drop(ipc);
-
-        let mut rows = Vec::new();
-        for name in &wait_names {
-            if let Some(p) = chosen.iter().find(|p| p.name == *name) {
-                if let Err(e) = p.availability {
-                    rows.push(Row::new().with(WAIT, *name).skipped(e.to_string()));
-                }
-            }
-        }
-        let usable: Vec<&&Policy> = chosen.iter().filter(|p| p.availability.is_ok()).collect();
-        let offered: Vec<Placement> = placements
+        let plan = self.plan(lab, common)?;
+        let run = self.describe(&plan);
+        let mut rows: Vec<Row> = plan
+            .policies
+            .iter()
+            .filter_map(|p| p.availability.err().map(|e| Row::new().with(WAIT, p.name).skipped(e.to_string())))
+            .collect();
+        let usable: Vec<&Policy> = plan.policies.iter().filter(|p| p.availability.is_ok()).collect();
+        let offered: Vec<Placement> = plan
+            .placements
             .iter()
             .copied()
             .filter(|&p| match lab.topology.placement_cpus(p) {
@@ -354,129 +560,20 @@ impl Experiment for Interference {
             })
             .collect();
 
-        let configs = (actives.len() * offered.len() * waiter_counts.len() * usable.len()) as u64;
+        let configs = (plan.actives.len() * offered.len() * plan.waiter_counts.len() * usable.len()) as u64;
         let progress = lab.progress("interference", configs);
-        let clock = lab.clock;
-        for &workload in &actives {
+        for &workload in &plan.actives {
             for &placement in &offered {
                 let Ok((active_cpu, _)) = cpus_at(lab, placement, 1) else { continue };
-                check_room(sizes.bytes(workload), &format!("the {workload} workload's data"))?;
-                // Built and calibrated on the active CPU, so its pages are that CPU's.
-                let (mut active, expected) = with_pinned(active_cpu, || {
-                    let mut a = Active::new(workload, &sizes, self.units.unwrap_or(1) as u64);
-                    if self.units.is_none() {
-                        a.calibrate(Duration::from_millis(active_ms as u64));
-                    }
-                    let sum = a.run();
-                    (a, sum)
-                });
-                for &n in &waiter_counts {
+                check_room(plan.sizes.bytes(workload), &format!("the {workload} workload's data"))?;
+                let mut calibrated = self.calibrated(workload, &plan, active_cpu);
+                for &n in &plan.waiter_counts {
                     let (_, waiter_cpus) = cpus_at(lab, placement, n).map_err(LabError::failed)?;
-                    for policy in &usable {
+                    for &policy in &usable {
                         progress.step(&format!("{workload}, {} x{n}, {placement}", policy.name));
-                        let mut reports: Vec<WaiterReport> = Vec::new();
-                        let mut ipcs: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-                        // The active thread's CPU seconds per call, isolated and co-run: what
-                        // separates losing the CPU (time-sharing, the scheduler) from running
-                        // slower on it (shared hardware).
-                        let mut cpu_s: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-                        let mut bad_checksum = None;
-                        let series = with_pinned(active_cpu, || {
-                            let counters = Ipc::open().ok();
-                            interleave(2, &rule, Some(&progress), |i, rep| {
-                                let mut seconds = 0.0;
-                                let mut cpu = 0.0;
-                                let mut ipc = None;
-                                let mut timed = || {
-                                    let cpu_before = thread_cpu_s();
-                                    let call_started = now();
-                                    let (sum, measured) = match &counters {
-                                        Some(c) => c.measure(|| active.run()),
-                                        None => (active.run(), None),
-                                    };
-                                    seconds = clock.ns(clock.corrected(call_started, now()) as f64) * 1e-9;
-                                    cpu = thread_cpu_s() - cpu_before;
-                                    ipc = measured;
-                                    if sum != expected {
-                                        bad_checksum = Some(sum);
-                                    }
-                                };
-                                if i == 0 {
-                                    timed();
-                                } else {
-                                    let r = (policy.co_run)(&waiter_cpus, &mut timed)?;
-                                    if rep != Rep::Warmup {
-                                        reports.extend(r);
-                                    }
-                                }
-                                if rep != Rep::Warmup {
-                                    cpu_s[i].push(cpu);
-                                    if let Some(x) = ipc {
-                                        ipcs[i].push(x);
-                                    }
-                                }
-                                Ok(seconds)
-                            })
-                        })?;
-                        if let Some(sum) = bad_checksum {
-                            return Err(LabError::failed(format!(
-                                "workload {workload} returned checksum {sum:#x}, not {expected:#x}: its work changed \
-                                 between calls"
-                            )));
-                        }
-                        let mut row = Row::new()
-                            .with(ACTIVE, workload.name())
-                            .with("behaviour", workload.behaviour())
-                            .with(WAIT, policy.name)
-                            .with(LOCK, format!("ttas:{}", policy.name))
-                            .with("waiters", n)
-                            .with(PLACEMENT, placement.name())
-                            .with("active_cpu", active_cpu)
-                            .with("waiter_cpus", cpu_list(&waiter_cpus));
-                        let (iso, co) = (&series[0].samples, &series[1].samples);
-                        let slowdowns: Vec<f64> = iso.iter().zip(co).map(|(i, c)| 100.0 * (c / i - 1.0)).collect();
-                        match Summary::of(&slowdowns) {
-                            Some(s) => {
-                                row = row.summary("slowdown", "pct", &s);
-                                row.set("isolated_s", Summary::of(iso).map(|s| s.mean));
-                                row.set("corun_s", Summary::of(co).map(|s| s.mean));
-                                row.set(
-                                    "stop",
-                                    if series.iter().all(|s| s.verdict == crate::measure::Verdict::Converged) {
-                                        "converged"
-                                    } else {
-                                        "max-reps"
-                                    },
-                                );
-                            }
-                            None => row = row.skipped("no repetition produced a time"),
-                        }
-                        let cpu_slowdowns: Vec<f64> =
-                            cpu_s[0].iter().zip(&cpu_s[1]).map(|(i, c)| 100.0 * (c / i - 1.0)).collect();
-                        if let Some(s) = Summary::of(&cpu_slowdowns) {
-                            row.set("cpu_slowdown_pct", s.mean);
-                            row.set("cpu_slowdown_ci95_pct", s.ci95);
-                        }
-                        let share = |k: usize, wall: &[f64]| {
-                            let (c, w): (f64, f64) = (cpu_s[k].iter().sum(), wall.iter().sum());
-                            (w > 0.0).then(|| 100.0 * c / w)
-                        };
-                        row.set("isolated_cpu_share_pct", share(0, iso));
-                        row.set("corun_cpu_share_pct", share(1, co));
-                        let waited: u64 = reports.iter().map(|r| r.waited_ticks).sum();
-                        let iterations: u64 = reports.iter().map(|r| r.iterations).sum();
-                        if iterations > 0 {
-                            row.set("reread_ns", clock.ns(waited as f64) / iterations as f64);
-                        }
-                        row.set("waiter_sleeps", reports.iter().map(|r| r.sleeps).sum::<u64>());
-                        if let Some(s) = Summary::of(&ipcs[1]) {
-                            row.set("active_ipc", s.mean);
-                        }
-                        if let Some(s) = Summary::of(&ipcs[0]) {
-                            row.set("isolated_ipc", s.mean);
-                        }
-                        row.set("units", active.units());
-                        rows.push(row);
+                        let at = CoRunAt { workload, placement, active_cpu, waiter_cpus: &waiter_cpus, policy };
+                        let measured = measure(&at, &mut calibrated, &plan.rule, &progress, &lab.clock)?;
+                        rows.push(row(&at, &measured, &lab.clock, calibrated.active.units()));
                         progress.inc();
                     }
                 }
