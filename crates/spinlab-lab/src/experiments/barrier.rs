@@ -20,8 +20,8 @@ use super::wakeup::{
 use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
-use crate::measure::pin::{pin_or_die, with_pinned};
-use crate::measure::team;
+use crate::measure::partner::with_partner;
+use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Rep};
 use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Scale};
@@ -175,25 +175,24 @@ pub fn pseudo_benchmark(
 ) -> Result<f64, LabError> {
     let go = AtomicBool::new(false);
     let ready = std::sync::Barrier::new(2);
-    std::thread::scope(|s| {
-        team::spawn(s, || {
-            pin_or_die(cpus.1);
+    let light = || {
+        let mut unit = Matmul::new(UNIT_N);
+        ready.wait();
+        while !go.load(Acquire) {
+            std::hint::spin_loop();
+        }
+        for _ in 0..iterations {
+            for _ in 0..light_units {
+                unit.run();
+            }
+            barrier.wait();
+        }
+    };
+    let heavy = || {
+        with_pinned(cpus.0, || {
             let mut unit = Matmul::new(UNIT_N);
             ready.wait();
-            while !go.load(Acquire) {
-                std::hint::spin_loop();
-            }
-            for _ in 0..iterations {
-                for _ in 0..light_units {
-                    unit.run();
-                }
-                barrier.wait();
-            }
-        })?;
-        Ok(with_pinned(cpus.0, || {
-            let mut unit = Matmul::new(UNIT_N);
-            ready.wait();
-            let t = Instant::now();
+            let started = Instant::now();
             go.store(true, Release);
             for _ in 0..iterations {
                 for _ in 0..HEAVY_UNITS {
@@ -203,9 +202,10 @@ pub fn pseudo_benchmark(
             }
             // The light thread leaves the last barrier with the heavy one; waiting for it
             // would add the join, not the benchmark.
-            t.elapsed().as_secs_f64()
-        }))
-    })
+            started.elapsed().as_secs_f64()
+        })
+    };
+    Ok(with_partner(cpus.1, light, heavy)?.main)
 }
 
 impl Experiment for BarrierExperiment {

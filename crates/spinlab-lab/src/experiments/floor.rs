@@ -18,8 +18,8 @@ use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::{now, read_pair_ticks};
-use crate::measure::pin::{pin_or_die, with_pinned};
-use crate::measure::team;
+use crate::measure::partner::{with_partner, Announced};
+use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, repeat, Clock, Progress, Rep, Series, StoppingRule, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{self, rows_of, Context, Panel};
@@ -376,19 +376,16 @@ pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Result<Vec<
     let line = CachePadded::new(AtomicU32::new(0));
     let start = Barrier::new(2);
     let round_trips = batches * BATCH;
-    std::thread::scope(|s| {
-        // One thread started, the pinger on this one: a refusal leaves no thread at the start
-        // barrier waiting for a partner.
-        team::spawn(s, || {
-            pin_or_die(b);
-            start.wait();
-            for i in 0..round_trips {
-                let ping = 2 * i + 1;
-                while line.load(Acquire) != ping {}
-                line.store(ping + 1, Release);
-            }
-        })?;
-        Ok(with_pinned(a, || {
+    let pong = || {
+        start.wait();
+        for i in 0..round_trips {
+            let ping = 2 * i + 1;
+            while line.load(Acquire) != ping {}
+            line.store(ping + 1, Release);
+        }
+    };
+    let ping = || {
+        with_pinned(a, || {
             start.wait();
             let mut ticks = Vec::with_capacity(batches as usize);
             for batch in 0..batches {
@@ -400,8 +397,11 @@ pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Result<Vec<
                 ticks.push(now() - batch_started);
             }
             ticks
-        }))
-    })
+        })
+    };
+    // The ponger is started before the pinger runs: a refusal leaves no thread at the start
+    // barrier waiting for a partner.
+    Ok(with_partner(b, pong, ping)?.main)
 }
 
 fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Vec<Row>, LabError> {
@@ -453,28 +453,29 @@ fn asleep(tid: i64) -> bool {
 /// sleeper asleep, and how many did not (those are discarded).
 fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError> {
     let word = CachePadded::new(AtomicU32::new(0));
-    let ready = CachePadded::new(AtomicU32::new(0));
+    let ready = Announced::new();
     let ack = CachePadded::new(AtomicU32::new(0));
     let woken_at = CachePadded::new(AtomicU64::new(0));
     let tid = AtomicU64::new(0);
-    std::thread::scope(|s| {
-        let sleeper = team::spawn(s, || {
-            pin_or_die(b);
-            // SAFETY: gettid has no preconditions.
-            tid.store(unsafe { libc::syscall(libc::SYS_gettid) } as u64, Release);
-            let mut latencies = Vec::with_capacity(wakeups as usize);
-            for i in 0..wakeups {
-                ready.store(i + 1, Release);
-                let mut slept = false;
-                while word.load(Acquire) == i {
-                    slept |= futex::wait(&word, i, None) == FutexWait::Woken;
-                }
-                let running = now();
-                latencies.push(if slept { Some(running.wrapping_sub(woken_at.load(Acquire))) } else { None });
-                ack.store(i + 1, Release);
+    // Per wake-up, the ticks from the waker's stamp to the sleeper running, if it slept.
+    let sleeper = || {
+        // SAFETY: gettid has no preconditions.
+        tid.store(unsafe { libc::syscall(libc::SYS_gettid) } as u64, Release);
+        let mut latencies = Vec::with_capacity(wakeups as usize);
+        for i in 0..wakeups {
+            ready.announce();
+            let mut slept = false;
+            while word.load(Acquire) == i {
+                slept |= futex::wait(&word, i, None) == FutexWait::Woken;
             }
-            latencies
-        })?;
+            let running = now();
+            latencies.push(if slept { Some(running.wrapping_sub(woken_at.load(Acquire))) } else { None });
+            ack.store(i + 1, Release);
+        }
+        latencies
+    };
+    // Per wake-up, whether the futex call woke the sleeper.
+    let waker = || {
         let mut woke = Vec::with_capacity(wakeups as usize);
         while tid.load(Acquire) == 0 {
             std::thread::yield_now();
@@ -485,7 +486,7 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError
             // CPU gets to run and go to sleep). Bounded, so a sleeper that never shows as
             // asleep cannot hang the run; such a wake-up is discarded.
             let deadline = Instant::now() + Duration::from_millis(50);
-            while (ready.load(Acquire) != i + 1 || !asleep(tid)) && Instant::now() < deadline {
+            while (!ready.reached(i as usize + 1) || !asleep(tid)) && Instant::now() < deadline {
                 std::thread::yield_now();
             }
             woken_at.store(now(), Release);
@@ -495,17 +496,18 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError
                 std::thread::yield_now();
             }
         }
-        let latencies = sleeper.join().unwrap_or_default();
-        let mut valid = Vec::new();
-        let mut discarded = 0;
-        for (lat, woke) in latencies.into_iter().zip(woke) {
-            match (lat, woke) {
-                (Some(t), true) => valid.push(t),
-                _ => discarded += 1,
-            }
+        woke
+    };
+    let sides = with_partner(b, sleeper, waker)?;
+    let mut valid = Vec::new();
+    let mut discarded = 0;
+    for (lat, woke) in sides.partner.into_iter().zip(sides.main) {
+        match (lat, woke) {
+            (Some(t), true) => valid.push(t),
+            _ => discarded += 1,
         }
-        Ok((valid, discarded))
-    })
+    }
+    Ok((valid, discarded))
 }
 
 fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Row, LabError> {

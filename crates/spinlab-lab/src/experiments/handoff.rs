@@ -22,8 +22,8 @@ use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::Placement;
 use crate::measure::clock::now;
+use crate::measure::partner::with_partner;
 use crate::measure::pin::pin_or_die;
-use crate::measure::team;
 use crate::measure::work::spin;
 use crate::measure::{interleave, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
@@ -159,20 +159,15 @@ fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iteration
         black_box(seed);
         latencies
     };
-    std::thread::scope(|s| {
-        // Started before this thread takes the lock: a refusal leaves nothing held or waiting.
-        let other = team::spawn(s, || {
-            pin_or_die(b);
-            party(1)
-        })?;
-        let mine = {
-            pin_or_die(a);
-            party(0)
-        };
-        let mut all = other.join().expect("a hand-off thread panicked");
-        all.extend(mine);
-        Ok(all)
-    })
+    // The other party is started before this thread takes the lock: a refusal leaves nothing
+    // held or waiting.
+    let sides = with_partner(b, || party(1), || {
+        pin_or_die(a);
+        party(0)
+    })?;
+    let mut all = sides.partner;
+    all.extend(sides.main);
+    Ok(all)
 }
 
 impl Handoff {

@@ -27,8 +27,8 @@ use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;
 use crate::measure::memory::check_room;
-use crate::measure::pin::{pin_or_die, with_pinned};
-use crate::measure::team;
+use crate::measure::partner::{with_partners, Announced};
+use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
 use crate::reading::plot;
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
@@ -42,7 +42,7 @@ use spinlab::sys::futex::FutexWait;
 use spinlab::wait::{visit_policies, Episode, PolicyVisitor, Spun, Unavailable, Wait};
 use spinlab::CachePadded;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
 use crate::results::keys::{LOCK, PLACEMENT, WAIT};
 
@@ -201,37 +201,23 @@ fn release<W: Wait>(word: &AtomicU32) {
 
 fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Vec<WaiterReport>, LabError> {
     let word = CachePadded::new(AtomicU32::new(LOCKED));
-    let arrived = CachePadded::new(AtomicUsize::new(0));
+    let arrived = Announced::new();
     let released_at = CachePadded::new(AtomicU64::new(0));
-    let waiter = |i: usize| {
-        pin_or_die(waiter_cpus[i]);
-        arrived.fetch_add(1, Release);
+    let waiter = |_| {
+        arrived.announce();
         let wait_began = now();
         let (iterations, sleeps) = wait_like_ttas::<W>(&word);
         WaiterReport { waited_ticks: released_at.load(Acquire).saturating_sub(wait_began), iterations, sleeps }
     };
-    std::thread::scope(|s| {
-        let mut handles = Vec::with_capacity(waiter_cpus.len());
-        for i in 0..waiter_cpus.len() {
-            match team::spawn_nth(s, i, waiter_cpus.len(), move || waiter(i)) {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    // The waiters that started leave once the word is released; the scope
-                    // joins them.
-                    release::<W>(&word);
-                    return Err(e);
-                }
-            }
-        }
-        while arrived.load(Acquire) < waiter_cpus.len() {
-            std::thread::yield_now();
-        }
+    let harness = || {
+        arrived.wait_for(waiter_cpus.len(), false);
         std::thread::sleep(SETTLE);
         active();
         released_at.store(now(), Release);
         release::<W>(&word);
-        Ok(handles.into_iter().map(|h| h.join().expect("a waiter panicked")).collect())
-    })
+    };
+    // If a waiter cannot start, the ones that did leave once the word is released.
+    Ok(with_partners(waiter_cpus, waiter, || release::<W>(&word), harness)?.partner)
 }
 
 /// CPU time the calling thread has used, in seconds (`CLOCK_THREAD_CPUTIME_ID`).

@@ -24,8 +24,8 @@ use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;
-use crate::measure::pin::{pin_or_die, with_pinned};
-use crate::measure::team;
+use crate::measure::partner::{with_partner, Announced};
+use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep, Summary};
 use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Point, Scale};
@@ -39,7 +39,6 @@ use spinlab::registry::{self, DynEvent};
 use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use spinlab::{CachePadded, Event};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::time::Instant;
 use tradeoff::{long_computation, tradeoff, PolicyPoint, Tradeoff};
 use crate::results::keys::{PLACEMENT, WAIT};
@@ -264,19 +263,14 @@ fn fenced_interval(start: u64, end: u64) -> u64 {
     }
 }
 
-/// Waits until `flag` reaches `value`. On another CPU than the partner it spins briefly
-/// first; on the partner's CPU it yields at once, so the partner runs (and so `same-cpu`'s
-/// Twakeup is the switch to the waiter, not this loop's spin).
-fn await_flag(flag: &AtomicUsize, value: usize, spin_first: bool) {
-    let mut spins = if spin_first { 0 } else { u32::MAX };
-    while flag.load(Acquire) != value {
-        if spins < 2000 {
-            spins += 1;
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
+/// The worker's side of one episode, in counter ticks.
+struct Notified {
+    /// The computation.
+    work: u64,
+    /// Just before the notify call.
+    notify_called: u64,
+    /// The notify call.
+    call: u64,
 }
 
 /// `rounds` episodes of Fig. 2b: the waiter (pinned to `cpus.1`) says it is about to wait and
@@ -300,43 +294,48 @@ pub fn episodes<R: Rendezvous + ?Sized>(
                 .collect()
         }));
     };
-    let armed = CachePadded::new(AtomicUsize::new(0));
+    let armed = Announced::new();
     fenced_overhead();
-    std::thread::scope(|s| {
-        let waiter = team::spawn(s, || {
-            pin_or_die(cpus.1);
+    // The waiter's stamps: just after each wait returned.
+    let waiter = || {
+        (0..rounds)
+            .map(|_| {
+                armed.announce();
+                rv.wait();
+                fenced_now()
+            })
+            .collect::<Vec<u64>>()
+    };
+    let worker = || {
+        with_pinned(cpus.0, || {
             (0..rounds)
                 .map(|r| {
-                    armed.store(r + 1, Release);
-                    rv.wait();
-                    fenced_now()
-                })
-                .collect::<Vec<u64>>()
-        })?;
-        let worker: Vec<(u64, u64, u64)> = with_pinned(cpus.0, || {
-            (0..rounds)
-                .map(|r| {
-                    await_flag(&armed, r + 1, cpus.0 != cpus.1);
+                    armed.wait_for(r + 1, cpus.0 != cpus.1);
                     let work_started = now();
                     work.run();
                     let notify_called = fenced_now();
                     rv.notify();
                     let notify_returned = fenced_now();
-                    (clock.corrected(work_started, notify_called), notify_called, fenced_interval(notify_called, notify_returned))
+                    Notified {
+                        work: clock.corrected(work_started, notify_called),
+                        notify_called,
+                        call: fenced_interval(notify_called, notify_returned),
+                    }
                 })
-                .collect()
-        });
-        let woke = waiter.join().expect("the waiting thread panicked");
-        Ok(worker
-            .iter()
-            .zip(woke)
-            .map(|(&(work, notify_called, call), waiter_running)| Stamps {
-                work,
-                wakeup: Some(fenced_interval(notify_called, waiter_running)),
-                call: Some(call),
-            })
-            .collect())
-    })
+                .collect::<Vec<_>>()
+        })
+    };
+    let sides = with_partner(cpus.1, waiter, worker)?;
+    Ok(sides
+        .main
+        .iter()
+        .zip(sides.partner)
+        .map(|(worker, waiter_running)| Stamps {
+            work: worker.work,
+            wakeup: Some(fenced_interval(worker.notify_called, waiter_running)),
+            call: Some(worker.call),
+        })
+        .collect())
 }
 
 /// Per-repetition values from `rounds` episodes: the median episode of each figure (one

@@ -1,12 +1,14 @@
 //! The measurement core every experiment shares: clocks and timer-overhead correction,
 //! calibrated busy work, pinning, the FAME stopping rule, statistics, histograms, interleaved
-//! repetition, progress, and starting threads the OS may refuse.
+//! repetition, progress, starting threads the OS may refuse, and partner threads pinned to
+//! other CPUs.
 
 pub mod clock;
 pub mod fame;
 pub mod histogram;
 pub mod interleave;
 pub mod memory;
+pub mod partner;
 pub mod pin;
 pub mod progress;
 pub mod stats;

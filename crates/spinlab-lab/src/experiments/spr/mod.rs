@@ -23,8 +23,8 @@ use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;
 use crate::measure::memory::check_room;
-use crate::measure::pin::{pin_or_die, with_pinned};
-use crate::measure::team;
+use crate::measure::partner::with_partner;
+use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
@@ -80,20 +80,19 @@ pub fn spr<K: Kernel>(
     let mut out = kernel.fresh();
     let addr = K::out_addr(&out);
     let start = std::sync::Barrier::new(2);
-    std::thread::scope(|s| {
-        team::spawn(s, || {
-            pin_or_die(cpus.1);
-            let mut sink = 0u64;
-            start.wait();
-            for u in 0..units {
-                if u + 1 < units {
-                    sink = sink.wrapping_add(kernel.prefetch(addr, u + 1));
-                }
-                barrier.wait();
+    let helper = || {
+        let mut sink = 0u64;
+        start.wait();
+        for u in 0..units {
+            if u + 1 < units {
+                sink = sink.wrapping_add(kernel.prefetch(addr, u + 1));
             }
-            black_box(sink);
-        })?;
-        Ok(with_pinned(cpus.0, || {
+            barrier.wait();
+        }
+        black_box(sink);
+    };
+    let worker = || {
+        with_pinned(cpus.0, || {
             start.wait();
             let started = Instant::now();
             let mut in_barrier = 0u64;
@@ -106,8 +105,9 @@ pub fn spr<K: Kernel>(
             let seconds = started.elapsed().as_secs_f64();
             let sync_pct = 100.0 * clock.ns(in_barrier as f64) * 1e-9 / seconds.max(1e-12);
             (seconds, sync_pct, out)
-        }))
-    })
+        })
+    };
+    Ok(with_partner(cpus.1, helper, worker)?.main)
 }
 
 /// The barriers measured when `--barriers` is not given.
