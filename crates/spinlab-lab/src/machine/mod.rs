@@ -2,6 +2,7 @@
 
 pub mod info;
 pub mod perf;
+mod sysfs;
 pub mod topology;
 
 pub use info::MachineInfo;
