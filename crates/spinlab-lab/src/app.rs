@@ -184,8 +184,8 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     let load_before = crate::machine::load_average();
     let started = Instant::now();
     // One unmeasured baseline run: fills the page cache and proves the command starts.
-    let warm = run_once(&options.command, None, &preload, &stderr_path, options.timeout)?;
-    if warm.0.timed_out {
+    let warm = run_once(&options.command, None, &preload, &stderr_path, options.timeout)?.sample;
+    if warm.timed_out {
         let _ = std::fs::remove_file(&stderr_path);
         return Err(LabError::usage(format!(
             "the warm-up run of `{}` without the library did not finish within --timeout {:?}; give a longer \
@@ -196,16 +196,16 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         )));
     }
     if !options.quiet {
-        eprintln!("warm-up (baseline): {:.3} s wall, exit {}", warm.0.wall_s, warm.0.status);
+        eprintln!("warm-up (baseline): {:.3} s wall, exit {}", warm.wall_s, warm.status);
     }
     let mut round = 0;
     while treatments.iter().any(|t| !t.verdict.stop()) {
         round += 1;
         for t in treatments.iter_mut().filter(|t| !t.verdict.stop()) {
-            let (sample, stderr) =
+            let Ran { sample, first_stderr_line } =
                 run_once(&options.command, t.lock.as_ref(), &preload, &stderr_path, options.timeout)?;
             if t.first_stderr.is_none() && sample.status != "0" {
-                t.first_stderr = stderr;
+                t.first_stderr = first_stderr_line;
             }
             if sample.timed_out {
                 // A run that hangs under this lock would hang again: go on with the others.
@@ -278,16 +278,22 @@ fn preload_path() -> Result<PathBuf, LabError> {
     }
 }
 
-/// One run of `command` (under `lock` through `preload`, or plain), its figures and, when it
-/// wrote any, the first line of its stderr; with `timeout`, killed (its whole process group)
-/// once it runs past it.
+/// One run of the command.
+struct Ran {
+    sample: Sample,
+    /// The first line it wrote to stderr, if it wrote any.
+    first_stderr_line: Option<String>,
+}
+
+/// One run of `command` (under `lock` through `preload`, or plain); with `timeout`, killed
+/// (its whole process group) once it runs past it.
 fn run_once(
     command: &[String],
     lock: Option<&LockChoice>,
     preload: &Path,
     stderr_path: &Path,
     timeout: Option<Duration>,
-) -> Result<(Sample, Option<String>), LabError> {
+) -> Result<Ran, LabError> {
     let stderr =
         File::create(stderr_path).map_err(|e| LabError::failed(format!("creating {}: {e}", stderr_path.display())))?;
     let mut cmd = Command::new(&command[0]);
@@ -333,7 +339,8 @@ fn run_once(
     let reaped = reap(pid);
     RUNNING_GROUP.store(0, SeqCst);
     exited?;
-    let (status, usage) = reaped.map_err(|e| LabError::failed(format!("waiting for `{}`: {e}", command[0])))?;
+    let Reaped { status, usage } =
+        reaped.map_err(|e| LabError::failed(format!("waiting for `{}`: {e}", command[0])))?;
     let wall_s = start.elapsed().as_secs_f64();
     drop(child);
     let timed_out = watch.fired();
@@ -347,11 +354,11 @@ fn run_once(
     } else {
         format!("status {status}")
     };
-    let first_line = std::fs::read_to_string(stderr_path)
+    let first_stderr_line = std::fs::read_to_string(stderr_path)
         .ok()
         .and_then(|t| t.lines().find(|l| !l.trim().is_empty()).map(str::to_string));
     let sample = Sample { wall_s, user_s: seconds(usage.ru_utime), sys_s: seconds(usage.ru_stime), status, timed_out };
-    Ok((sample, first_line))
+    Ok(Ran { sample, first_stderr_line })
 }
 
 /// Waits until child `pid` has exited, leaving it unreaped (`WNOWAIT`): while it is a zombie
@@ -374,8 +381,16 @@ fn wait_for_exit(pid: libc::pid_t) -> std::io::Result<()> {
     }
 }
 
-/// Reaps child `pid`: its wait status and its resource usage (with its reaped descendants').
-fn reap(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
+/// A child reaped.
+struct Reaped {
+    /// Its wait status.
+    status: libc::c_int,
+    /// Its resource usage, with its reaped descendants'.
+    usage: libc::rusage,
+}
+
+/// Reaps child `pid`.
+fn reap(pid: libc::pid_t) -> std::io::Result<Reaped> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain data; zeroes are a valid value for it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -384,7 +399,7 @@ fn reap(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
         // and both pointers are to live locals.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r == pid {
-            return Ok((status, usage));
+            return Ok(Reaped { status, usage });
         }
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {

@@ -15,7 +15,7 @@
 
 use super::settings::{Length, Step};
 use super::wakeup::{
-    add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, KEY_MATRIX_N, MATRIX_N, WORK_MS,
+    add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, WakeFigures, KEY_MATRIX_N, MATRIX_N, WORK_MS,
 };
 use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
@@ -288,21 +288,20 @@ impl Experiment for BarrierExperiment {
             progress.step(&format!("3a, {placement}"));
             let mut work = Matmul::new(size);
             let per_episode = with_pinned(cpus.0, || {
-                let t = Instant::now();
+                let started = Instant::now();
                 work.run();
-                t.elapsed().as_secs_f64()
+                started.elapsed().as_secs_f64()
             });
             let rounds = rounds_for(per_episode);
-            let mut figures: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); runnable.len()];
+            let mut figures = vec![WakeFigures::default(); runnable.len()];
             let series = interleave(runnable.len(), &rule_3a, Some(&progress), |i, rep| {
                 let barrier = AtBarrier(runnable[i].build(two()).map_err(|e| LabError::failed(e.to_string()))?);
                 let stamps = episodes(Some(&barrier), cpus, rounds, &mut work, &lab.clock)?;
-                let (twork, twakeup, tcall) = medians(&stamps, &lab.clock);
+                let medians = medians(&stamps, &lab.clock);
                 if rep != Rep::Warmup {
-                    figures[i].0.push(twakeup);
-                    figures[i].1.push(tcall);
+                    figures[i].push(&medians);
                 }
-                Ok(twork)
+                Ok(medians.work_s)
             })?;
             let mut next = 0;
             for e in &entries {
@@ -313,9 +312,7 @@ impl Experiment for BarrierExperiment {
                 }
                 let i = next;
                 next += 1;
-                let mut row = add_summary(row, "twork", "s", &series[i].samples);
-                row = add_summary(row, "twakeup", "ns", &figures[i].0);
-                row = add_summary(row, "tcall", "ns", &figures[i].1);
+                let mut row = figures[i].summarized(add_summary(row, "twork", "s", &series[i].samples));
                 row.set("reps", series[i].samples.len());
                 row.set("episodes_per_rep", rounds);
                 row.set("stop", series[i].verdict);

@@ -211,7 +211,10 @@ impl Experiment for Floor {
 }
 
 /// The CPU pairs at one placement, or why it has none.
-type PairsAt = (Placement, Result<Vec<(usize, usize)>, String>);
+struct PairsAt {
+    placement: Placement,
+    pairs: Result<Vec<(usize, usize)>, String>,
+}
 
 impl Floor {
     /// The ping-pong pairs per placement (all, or a few on large machines), or why none.
@@ -222,20 +225,21 @@ impl Floor {
             .iter()
             .map(|&p| {
                 if p == Placement::SameCpu {
-                    return (
-                        p,
-                        Err("a line does not move between two threads on one CPU; their hand-off is a context switch \
-                             (see futex-wake-to-run at same-cpu)"
+                    return PairsAt {
+                        placement: p,
+                        pairs: Err("a line does not move between two threads on one CPU; their hand-off is a \
+                                    context switch (see futex-wake-to-run at same-cpu)"
                             .to_string()),
-                    );
+                    };
                 }
                 let found: Vec<(usize, usize)> =
                     all.iter().filter(|(_, _, q)| *q == p).map(|&(a, b, _)| (a, b)).take(limit).collect();
-                if found.is_empty() {
-                    (p, Err(lab.topology.pair(p).err().unwrap_or_else(|| "no such pair".to_string())))
+                let pairs = if found.is_empty() {
+                    Err(lab.topology.pair(p).err().unwrap_or_else(|| "no such pair".to_string()))
                 } else {
-                    (p, Ok(found))
-                }
+                    Ok(found)
+                };
+                PairsAt { placement: p, pairs }
             })
             .collect()
     }
@@ -282,14 +286,28 @@ fn measured(measure: &str, series: &Series) -> Row {
 struct Probe {
     name: &'static str,
     availability: Result<(), Unavailable>,
-    /// Runs `n` loop iterations alone; returns (ticks, how many times the spin phase ended).
-    time: fn(u64) -> (u64, u64),
+    /// Runs `n` loop iterations alone.
+    time: fn(u64) -> PolicyLoop,
 }
 
-fn time_policy<W: Wait>(iterations: u64) -> (u64, u64) {
+/// Iterations of a policy's loop, run alone.
+struct PolicyLoop {
+    ticks: u64,
+    /// How many times the spin phase ended (and was restarted).
+    phases_ended: u64,
+}
+
+/// How long a policy's spin phase lasts, added up over the measured repetitions.
+#[derive(Clone, Copy, Default)]
+struct SpinPhases {
+    iterations: u64,
+    ended: u64,
+}
+
+fn time_policy<W: Wait>(iterations: u64) -> PolicyLoop {
     let word = AtomicU32::new(0);
     let mut episode = Episode::new(None);
-    let mut exhausted = 0;
+    let mut phases_ended = 0;
     let started = now();
     for _ in 0..iterations {
         if black_box(&word).load(Relaxed) != 0 {
@@ -298,13 +316,13 @@ fn time_policy<W: Wait>(iterations: u64) -> (u64, u64) {
         match W::step(&word, 0, &mut episode) {
             Step::Continue => {}
             Step::Exhausted => {
-                exhausted += 1;
+                phases_ended += 1;
                 episode.restart_spinning();
             }
             Step::TimedOut => break,
         }
     }
-    (now() - started, exhausted)
+    PolicyLoop { ticks: now() - started, phases_ended }
 }
 
 fn probes() -> Vec<Probe> {
@@ -335,30 +353,30 @@ fn wait_periods(
             rows.push(row.skipped(e.to_string()));
             continue;
         }
-        if (p.time)(64).1 >= 64 {
+        if (p.time)(64).phases_ended >= 64 {
             rows.push(row.skipped("sleeps at once: no spin loop to time (see futex-wake-to-run)"));
             continue;
         }
-        timed.push((p, ops_for(&clock, |n| (p.time)(n).0)));
+        timed.push((p, ops_for(&clock, |n| (p.time)(n).ticks)));
     }
-    let mut phases: Vec<(u64, u64)> = vec![(0, 0); timed.len()];
+    let mut phases = vec![SpinPhases::default(); timed.len()];
     let series = interleave(timed.len(), rule, Some(progress), |i, rep| {
         let (p, n) = timed[i];
         Ok(median_batch(&clock, n, |n| {
-            let (ticks, exhausted) = (p.time)(n);
+            let run = (p.time)(n);
             if rep != Rep::Warmup {
-                phases[i].0 += n;
-                phases[i].1 += exhausted;
+                phases[i].iterations += n;
+                phases[i].ended += run.phases_ended;
             }
-            ticks
+            run.ticks
         }))
     })?;
     for (i, (p, _)) in timed.iter().enumerate() {
         let mut row = measured("wait-period", &series[i]).with(WAIT, p.name).with("cpus", home.to_string());
-        let (iterations, phases_ended) = phases[i];
-        if phases_ended > 0 {
+        let SpinPhases { iterations, ended } = phases[i];
+        if ended > 0 {
             if let Some(period) = row.number(NS) {
-                row.set("spin_phase_ns", period * iterations as f64 / phases_ended as f64);
+                row.set("spin_phase_ns", period * iterations as f64 / ended as f64);
             }
         }
         // Keep the registry's policy order.
@@ -409,7 +427,7 @@ fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: 
     let mut rows = Vec::new();
     let flat: Vec<(Placement, usize, usize)> = pairs
         .iter()
-        .filter_map(|(p, r)| r.as_ref().ok().map(|v| v.iter().map(|&(a, b)| (*p, a, b)).collect::<Vec<_>>()))
+        .filter_map(|at| at.pairs.as_ref().ok().map(|v| v.iter().map(|&(a, b)| (at.placement, a, b)).collect::<Vec<_>>()))
         .flatten()
         .collect();
     let series = interleave(flat.len(), rule, Some(progress), |i, _| {
@@ -419,8 +437,8 @@ fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: 
         let median = batches[batches.len() / 2];
         Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64) / (2.0 * BATCH as f64))
     })?;
-    for (p, result) in pairs {
-        match result {
+    for PairsAt { placement: p, pairs } in pairs {
+        match pairs {
             Err(why) => {
                 rows.push(Row::new().with(MEASURE, "ping-pong").with(PLACEMENT, p.name()).skipped(why.clone()))
             }
@@ -448,10 +466,17 @@ fn asleep(tid: i64) -> bool {
         .unwrap_or(false)
 }
 
+/// One repetition's wake-ups.
+struct WakeUps {
+    /// In ticks, of the wake-ups that found the sleeper asleep.
+    latencies: Vec<u64>,
+    /// How many did not (their latencies are left out).
+    discarded: u32,
+}
+
 /// One repetition of futex wake-to-run between the calling thread (the waker, pinned by the
-/// caller) and a sleeper on `b`: the latencies in ticks of the wake-ups that found the
-/// sleeper asleep, and how many did not (those are discarded).
-fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError> {
+/// caller) and a sleeper on `b`.
+fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<WakeUps, LabError> {
     let word = CachePadded::new(AtomicU32::new(0));
     let ready = Announced::new();
     let ack = CachePadded::new(AtomicU32::new(0));
@@ -499,15 +524,14 @@ fn wake_to_run_ticks(b: usize, wakeups: u32) -> Result<(Vec<u64>, u32), LabError
         woke
     };
     let sides = with_partner(b, sleeper, waker)?;
-    let mut valid = Vec::new();
-    let mut discarded = 0;
-    for (lat, woke) in sides.partner.into_iter().zip(sides.main) {
-        match (lat, woke) {
-            (Some(t), true) => valid.push(t),
-            _ => discarded += 1,
+    let mut found = WakeUps { latencies: Vec::new(), discarded: 0 };
+    for (latency, woke) in sides.partner.into_iter().zip(sides.main) {
+        match (latency, woke) {
+            (Some(t), true) => found.latencies.push(t),
+            _ => found.discarded += 1,
         }
     }
-    Ok((valid, discarded))
+    Ok(found)
 }
 
 fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Row, LabError> {
@@ -520,7 +544,7 @@ fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progres
     let mut all = Vec::new();
     let mut discarded = 0;
     let series = repeat(rule, Some(progress), |rep| {
-        let (mut valid, lost) = with_pinned(a, || wake_to_run_ticks(b, WAKEUPS))?;
+        let WakeUps { latencies: mut valid, discarded: lost } = with_pinned(a, || wake_to_run_ticks(b, WAKEUPS))?;
         if valid.is_empty() {
             return Ok(f64::NAN);
         }

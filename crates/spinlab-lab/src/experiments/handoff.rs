@@ -139,8 +139,8 @@ fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iteration
                 }
                 announced.store(r, Release);
                 lock.lock();
-                let t = now();
-                latencies.push(t.saturating_sub(released_at.load(Acquire)));
+                let acquired_at = now();
+                latencies.push(acquired_at.saturating_sub(released_at.load(Acquire)));
                 acquired.store(r, Release);
             } else {
                 while announced.load(Acquire) != r {

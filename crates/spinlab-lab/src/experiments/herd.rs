@@ -79,13 +79,34 @@ struct Times {
     lost_updates: u64,
 }
 
-fn thread_cpu_times() -> (f64, f64) {
-    // SAFETY: rusage is plain data; getrusage fills it.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD on the calling thread, `u` is valid.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    (secs(u.ru_utime), secs(u.ru_stime))
+/// CPU time of one thread, in seconds.
+#[derive(Clone, Copy)]
+struct CpuTimes {
+    user_s: f64,
+    sys_s: f64,
+}
+
+impl CpuTimes {
+    /// The calling thread's, so far.
+    fn of_this_thread() -> CpuTimes {
+        // SAFETY: rusage is plain data; getrusage fills it.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: RUSAGE_THREAD on the calling thread, `u` is valid.
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+        CpuTimes { user_s: secs(u.ru_utime), sys_s: secs(u.ru_stime) }
+    }
+
+    /// What was used between `earlier` and these.
+    fn since(self, earlier: CpuTimes) -> CpuTimes {
+        CpuTimes { user_s: self.user_s - earlier.user_s, sys_s: self.sys_s - earlier.sys_s }
+    }
+}
+
+/// What one herd thread reports: when it finished, and the CPU time it used.
+struct Finished {
+    at: Instant,
+    cpu: CpuTimes,
 }
 
 fn herd_rep(
@@ -101,7 +122,7 @@ fn herd_rep(
     lines.reset();
     let worker = |i: usize| {
         pin_or_die(cpus[i]);
-        let (u0, s0) = thread_cpu_times();
+        let cpu_at_start = CpuTimes::of_this_thread();
         let mut seed = i as u64 + 1;
         if !line.arrive() {
             return None;
@@ -117,9 +138,8 @@ fn herd_rep(
             }
         }
         black_box(seed);
-        let finished = Instant::now();
-        let (u1, s1) = thread_cpu_times();
-        Some((finished, u1 - u0, s1 - s0))
+        let at = Instant::now();
+        Some(Finished { at, cpu: CpuTimes::of_this_thread().since(cpu_at_start) })
     };
     let (started, results) = std::thread::scope(|scope| {
         // The round barrier is only reached past the start line, which a refused thread calls
@@ -127,18 +147,18 @@ fn herd_rep(
         let handles = spawn_team(scope, &line, n, &worker)?;
         line.open();
         let started = Instant::now();
-        let results: Vec<(Instant, f64, f64)> = handles
+        let results: Vec<Finished> = handles
             .into_iter()
             .map(|h| h.join().expect("a herd thread panicked").expect("the start line was opened"))
             .collect();
         Ok::<_, LabError>((started, results))
     })?;
-    let end = results.iter().map(|r| r.0).max().unwrap_or(started);
+    let end = results.iter().map(|r| r.at).max().unwrap_or(started);
     let expected = (n * herd.rounds * herd.per_round) as u64;
     Ok(Times {
         wall_s: end.saturating_duration_since(started).as_secs_f64(),
-        user_s: results.iter().map(|r| r.1).sum(),
-        sys_s: results.iter().map(|r| r.2).sum(),
+        user_s: results.iter().map(|r| r.cpu.user_s).sum(),
+        sys_s: results.iter().map(|r| r.cpu.sys_s).sum(),
         lost_updates: lines.total().map_or(0, |seen| expected.saturating_sub(seen)),
     })
 }

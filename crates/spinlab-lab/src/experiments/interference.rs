@@ -35,8 +35,8 @@ use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
-use crate::workloads::counters::Ipc;
-use crate::workloads::{Active, CacheSizes, Sizes, Workload};
+use crate::workloads::counters::{Counted, Ipc};
+use crate::workloads::{Active, CacheSizes, Caches, Sizes, Workload};
 use clap::Args;
 use spinlab::sys::futex::FutexWait;
 use spinlab::wait::{visit_policies, Episode, PolicyVisitor, Spun, Unavailable, Wait};
@@ -159,8 +159,16 @@ struct WaiterReport {
 /// `active`; then the harness releases the word and joins them.
 type CoRun = fn(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Vec<WaiterReport>, LabError>;
 
+/// What one wait on the word took.
+struct Waited {
+    /// Iterations of the policy's loop.
+    iterations: u64,
+    /// Times the waiter went to sleep.
+    sleeps: u64,
+}
+
 /// Waits as a thread blocked in `Ttas<W>` does, until the word reads `UNLOCKED`.
-fn wait_like_ttas<W: Wait>(word: &AtomicU32) -> (u64, u64) {
+fn wait_like_ttas<W: Wait>(word: &AtomicU32) -> Waited {
     let mut episode = Episode::new(None);
     let (mut iterations, mut sleeps) = (0u64, 0u64);
     loop {
@@ -188,7 +196,7 @@ fn wait_like_ttas<W: Wait>(word: &AtomicU32) -> (u64, u64) {
             }
         }
     }
-    (iterations + episode.iterations() as u64, sleeps)
+    Waited { iterations: iterations + episode.iterations() as u64, sleeps }
 }
 
 /// Releases the word as TTAS's unlock does: wakes sleepers only if one may exist (all of
@@ -206,8 +214,12 @@ fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Ve
     let waiter = |_| {
         arrived.announce();
         let wait_began = now();
-        let (iterations, sleeps) = wait_like_ttas::<W>(&word);
-        WaiterReport { waited_ticks: released_at.load(Acquire).saturating_sub(wait_began), iterations, sleeps }
+        let waited = wait_like_ttas::<W>(&word);
+        WaiterReport {
+            waited_ticks: released_at.load(Acquire).saturating_sub(wait_began),
+            iterations: waited.iterations,
+            sleeps: waited.sleeps,
+        }
     };
     let harness = || {
         arrived.wait_for(waiter_cpus.len(), false);
@@ -250,16 +262,22 @@ fn policies() -> Vec<Policy> {
 }
 
 /// Where the active thread and the waiters run at one placement.
-fn cpus_at(lab: &Lab, placement: Placement, waiters: usize) -> Result<(usize, Vec<usize>), String> {
+struct CoRunCpus {
+    active: usize,
+    waiters: Vec<usize>,
+}
+
+/// The CPUs of the active thread and of `waiters` waiters at `placement`.
+fn cpus_at(lab: &Lab, placement: Placement, waiters: usize) -> Result<CoRunCpus, String> {
     let cpus = lab.topology.placement_cpus(placement)?;
     let active = cpus[0];
     if placement == Placement::SameCpu {
-        return Ok((active, vec![active; waiters]));
+        return Ok(CoRunCpus { active, waiters: vec![active; waiters] });
     }
     // The other CPUs at this placement, round-robin: with more waiters than CPUs (three
     // waiters, one other core), waiters share a CPU, time-sliced among themselves.
     let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != active).collect();
-    Ok((active, (0..waiters).map(|i| others[i % others.len()]).collect()))
+    Ok(CoRunCpus { active, waiters: (0..waiters).map(|i| others[i % others.len()]).collect() })
 }
 
 fn cpu_list(cpus: &[usize]) -> String {
@@ -276,9 +294,7 @@ struct Plan {
     active_ms: usize,
     /// The policies of `wait_names`, in its order.
     policies: Vec<Policy>,
-    caches: CacheSizes,
-    /// The cache sizes assumed rather than read.
-    assumed: Vec<&'static str>,
+    caches: Caches,
     sizes: Sizes,
     /// Why the active thread's instructions per cycle cannot be counted, if they cannot.
     no_ipc: Option<String>,
@@ -335,9 +351,9 @@ struct Measured {
 fn timed_call(active: &mut Active, counters: Option<&Ipc>, clock: &Clock) -> Call {
     let cpu_before = thread_cpu_s();
     let call_started = now();
-    let (checksum, ipc) = match counters {
+    let Counted { value: checksum, ipc } = match counters {
         Some(c) => c.measure(|| active.run()),
-        None => (active.run(), None),
+        None => Counted { value: active.run(), ipc: None },
     };
     let seconds = clock.ns(clock.corrected(call_started, now()) as f64) * 1e-9;
     Call { seconds, cpu_s: thread_cpu_s() - cpu_before, ipc, checksum }
@@ -453,8 +469,8 @@ impl Interference {
         let all_policies = policies();
         let chosen = wait_names.iter().filter_map(|n| all_policies.iter().find(|p| p.name == *n)).copied().collect();
         let home = lab.home_cpu();
-        let (caches, assumed) = match self.cache_sizes {
-            Some(c) => (c, Vec::new()),
+        let caches = match self.cache_sizes {
+            Some(sizes) => Caches { sizes, assumed: Vec::new() },
             None => CacheSizes::read(Path::new("/sys"), home),
         };
         Ok(Plan {
@@ -465,9 +481,8 @@ impl Interference {
             placements: common.placements_or_all(),
             active_ms: self.active_ms.unwrap_or(10),
             policies: chosen,
+            sizes: Sizes::for_caches(caches.sizes),
             caches,
-            assumed,
-            sizes: Sizes::for_caches(caches),
             no_ipc: with_pinned(home, Ipc::open).err(),
         })
     }
@@ -480,10 +495,10 @@ impl Interference {
             .param("waiters", &plan.waiter_counts)
             .param("placements", plan.placements.iter().map(|p| p.name()).collect::<Vec<_>>())
             .param("active_ms", plan.active_ms)
-            .param("cache_l1d_bytes", plan.caches.l1d)
-            .param("cache_l2_bytes", plan.caches.l2)
-            .param("cache_llc_bytes", plan.caches.llc)
-            .param("caches_assumed", &plan.assumed)
+            .param("cache_l1d_bytes", plan.caches.sizes.l1d)
+            .param("cache_l2_bytes", plan.caches.sizes.l2)
+            .param("cache_llc_bytes", plan.caches.sizes.llc)
+            .param("caches_assumed", &plan.caches.assumed)
             .param("settle_ms", SETTLE.as_secs_f64() * 1e3)
             .param("waiting", "as in ttas:POLICY: Wait::spin on a word held locked, then mark and sleep")
             .stopping_rule(&plan.rule);
@@ -550,11 +565,11 @@ impl Experiment for Interference {
         let progress = lab.progress("interference", configs);
         for &workload in &plan.actives {
             for &placement in &offered {
-                let Ok((active_cpu, _)) = cpus_at(lab, placement, 1) else { continue };
+                let Ok(CoRunCpus { active: active_cpu, .. }) = cpus_at(lab, placement, 1) else { continue };
                 check_room(plan.sizes.bytes(workload), &format!("the {workload} workload's data"))?;
                 let mut calibrated = self.calibrated(workload, &plan, active_cpu);
                 for &n in &plan.waiter_counts {
-                    let (_, waiter_cpus) = cpus_at(lab, placement, n).map_err(LabError::failed)?;
+                    let waiter_cpus = cpus_at(lab, placement, n).map_err(LabError::failed)?.waiters;
                     for &policy in &usable {
                         progress.step(&format!("{workload}, {} x{n}, {placement}", policy.name));
                         let at = CoRunAt { workload, placement, active_cpu, waiter_cpus: &waiter_cpus, policy };

@@ -222,17 +222,17 @@ pub fn fenced_now() -> u64 {
         use core::arch::x86_64::_mm_lfence;
         // SAFETY: LFENCE is part of SSE2, which every x86_64 CPU has; it only orders.
         unsafe { _mm_lfence() };
-        let t = now();
+        let ticks = now();
         // SAFETY: as above.
         unsafe { _mm_lfence() };
-        t
+        ticks
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         std::sync::atomic::fence(SeqCst);
-        let t = now();
+        let ticks = now();
         std::sync::atomic::fence(SeqCst);
-        t
+        ticks
     }
 }
 
@@ -338,17 +338,50 @@ pub fn episodes<R: Rendezvous + ?Sized>(
         .collect())
 }
 
+/// One repetition's figures: the median episode of each.
+#[derive(Clone, Copy, Debug)]
+pub struct Medians {
+    /// Twork.
+    pub work_s: f64,
+    /// Twakeup (NaN without a waiter).
+    pub wakeup_ns: f64,
+    /// Tcall (NaN without a waiter).
+    pub call_ns: f64,
+}
+
 /// Per-repetition values from `rounds` episodes: the median episode of each figure (one
 /// preempted episode spoils itself, not the repetition), in seconds and nanoseconds.
-pub fn medians(stamps: &[Stamps], clock: &Clock) -> (f64, f64, f64) {
+pub fn medians(stamps: &[Stamps], clock: &Clock) -> Medians {
     fn median(mut xs: Vec<u64>) -> Option<u64> {
         xs.sort_unstable();
         xs.get(xs.len() / 2).copied()
     }
-    let work = median(stamps.iter().map(|s| s.work).collect()).map_or(f64::NAN, |t| clock.ns(t as f64) * 1e-9);
-    let wakeup = median(stamps.iter().filter_map(|s| s.wakeup).collect()).map_or(f64::NAN, |t| clock.ns(t as f64));
-    let call = median(stamps.iter().filter_map(|s| s.call).collect()).map_or(f64::NAN, |t| clock.ns(t as f64));
-    (work, wakeup, call)
+    let ns = |ticks: Option<u64>| ticks.map_or(f64::NAN, |t| clock.ns(t as f64));
+    Medians {
+        work_s: ns(median(stamps.iter().map(|s| s.work).collect())) * 1e-9,
+        wakeup_ns: ns(median(stamps.iter().filter_map(|s| s.wakeup).collect())),
+        call_ns: ns(median(stamps.iter().filter_map(|s| s.call).collect())),
+    }
+}
+
+/// One primitive's Twakeup and Tcall, one value per measured repetition.
+#[derive(Clone, Default)]
+pub struct WakeFigures {
+    wakeup_ns: Vec<f64>,
+    call_ns: Vec<f64>,
+}
+
+impl WakeFigures {
+    /// Adds one measured repetition's.
+    pub fn push(&mut self, medians: &Medians) {
+        self.wakeup_ns.push(medians.wakeup_ns);
+        self.call_ns.push(medians.call_ns);
+    }
+
+    /// `row` with their summaries (`twakeup_ns`, …, `tcall_ns`, …).
+    pub fn summarized(&self, row: Row) -> Row {
+        add_summary(add_summary(row, "twakeup", "ns", &self.wakeup_ns), "tcall", "ns", &self.call_ns)
+    }
 }
 
 /// Episodes per repetition: enough for about 30 ms of computation, at least 3, at most 50.
@@ -497,15 +530,14 @@ impl Experiment for Wakeup {
                     started.elapsed().as_secs_f64()
                 });
                 let rounds = rounds_for(per_episode);
-                let mut figures: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); runnable.len()];
+                let mut figures = vec![WakeFigures::default(); runnable.len()];
                 let series = interleave(runnable.len(), &rule, Some(&progress), |i, rep| {
                     let stamps = (runnable[i].episodes)(cpus, rounds, &mut work, &lab.clock)?;
-                    let (twork, twakeup, tcall) = medians(&stamps, &lab.clock);
+                    let medians = medians(&stamps, &lab.clock);
                     if rep != Rep::Warmup {
-                        figures[i].0.push(twakeup);
-                        figures[i].1.push(tcall);
+                        figures[i].push(&medians);
                     }
-                    Ok(twork)
+                    Ok(medians.work_s)
                 })?;
                 let mut config_rows = Vec::new();
                 let mut next = 0;
@@ -517,9 +549,7 @@ impl Experiment for Wakeup {
                     }
                     let i = next;
                     next += 1;
-                    let mut row = add_summary(row, "twork", "s", &series[i].samples);
-                    row = add_summary(row, "twakeup", "ns", &figures[i].0);
-                    row = add_summary(row, "tcall", "ns", &figures[i].1);
+                    let mut row = figures[i].summarized(add_summary(row, "twork", "s", &series[i].samples));
                     row.set("reps", series[i].samples.len());
                     row.set("episodes_per_rep", rounds);
                     row.set("stop", series[i].verdict);

@@ -150,7 +150,7 @@ impl Topology {
                 sys.read(&format!("{cpu_dir}/cpu{id}/cpu_capacity")).and_then(|c| c.parse().ok()).map(|c| (id, c))
             })
             .collect();
-        let (core_classes, core_type_source) = core_classes(&sys, &ids, &capacities)?;
+        let CoreClasses { classes: core_classes, source: core_type_source } = core_classes(&sys, &ids, &capacities)?;
 
         let cpus = ids
             .iter()
@@ -181,14 +181,19 @@ impl Topology {
     }
 }
 
+/// The core classes of a hybrid part, and where they were read from.
+struct CoreClasses {
+    /// Empty when the CPUs are all of one kind.
+    classes: Vec<CoreClass>,
+    /// Where they were read from, or why there are none.
+    source: String,
+}
+
 /// Hybrid core classes, from the first source the OS offers: the `cpu_core`/`cpu_atom` PMUs
 /// (Intel hybrid), a `devices/system/cpu/types` folder, or differing `cpu_capacity` values
 /// (Arm big.LITTLE and others).
-fn core_classes(
-    sys: &Sysfs,
-    ids: &[usize],
-    capacities: &BTreeMap<usize, u32>,
-) -> Result<(Vec<CoreClass>, String), String> {
+fn core_classes(sys: &Sysfs, ids: &[usize], capacities: &BTreeMap<usize, u32>) -> Result<CoreClasses, String> {
+    let found = |classes, source: &str| Ok(CoreClasses { classes, source: source.to_string() });
     let keep = |cpus: Vec<usize>| -> Vec<usize> { cpus.into_iter().filter(|c| ids.contains(c)).collect() };
     let mut classes = Vec::new();
     for (pmu, name) in [("cpu_core", "performance"), ("cpu_atom", "efficiency")] {
@@ -197,7 +202,7 @@ fn core_classes(
         }
     }
     if !classes.is_empty() {
-        return Ok((classes, "the cpu_core/cpu_atom PMUs (devices/cpu_core/cpus, devices/cpu_atom/cpus)".to_string()));
+        return found(classes, "the cpu_core/cpu_atom PMUs (devices/cpu_core/cpus, devices/cpu_atom/cpus)");
     }
     for ty in sys.entries("devices/system/cpu/types") {
         let Some(cpus) = sys.list(&format!("devices/system/cpu/types/{ty}/cpulist"))? else { continue };
@@ -205,7 +210,7 @@ fn core_classes(
         classes.push(CoreClass { name: name.to_string(), cpus: keep(cpus) });
     }
     if !classes.is_empty() {
-        return Ok((classes, "devices/system/cpu/types".to_string()));
+        return found(classes, "devices/system/cpu/types");
     }
     let mut distinct: Vec<u32> = capacities.values().copied().collect();
     distinct.sort_unstable();
@@ -217,13 +222,13 @@ fn core_classes(
             let name = if *cap == top { "performance".to_string() } else { format!("efficiency (capacity {cap})") };
             classes.push(CoreClass { name, cpus });
         }
-        return Ok((classes, "cpu_capacity".to_string()));
+        return found(classes, "cpu_capacity");
     }
     let why = match distinct.first() {
         Some(cap) => format!("not hybrid: every CPU has cpu_capacity {cap}, and there are no cpu_core/cpu_atom PMUs"),
         None => "not hybrid as far as the OS says: no cpu_core/cpu_atom PMUs, no cpu_capacity".to_string(),
     };
-    Ok((Vec::new(), why))
+    found(Vec::new(), &why)
 }
 
 #[cfg(test)]

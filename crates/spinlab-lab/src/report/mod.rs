@@ -67,16 +67,23 @@ pub struct ReportOptions {
     pub quiet: bool,
 }
 
+/// The three files of a report.
+struct Files {
+    json: PathBuf,
+    csv: PathBuf,
+    index: PathBuf,
+}
+
 /// The three files of a report in `dir`.
-fn paths(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    (dir.join("results.json"), dir.join("results.csv"), dir.join("index.html"))
+fn paths(dir: &Path) -> Files {
+    Files { json: dir.join("results.json"), csv: dir.join("results.csv"), index: dir.join("index.html") }
 }
 
 /// Runs `spinlab report`.
 pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> {
     std::fs::create_dir_all(&options.out)
         .map_err(|e| LabError::usage(format!("--out {}: cannot create the folder: {e}", options.out.display())))?;
-    let (json, csv, index) = paths(&options.out);
+    let Files { json, csv, index } = paths(&options.out);
     // Checked before anything runs, so a long run never ends in a failure to save it.
     let outputs = Outputs::check(Some(&json), Some(&csv))?;
     crate::results::output::Sink::check("index.html", &index)?;
@@ -159,7 +166,7 @@ pub fn summary(results: &Results, advice: &[recommend::Advice], dir: &Path) -> S
     for a in advice {
         out.push_str(&format!("  if {}:\n    use {}\n    ({})\n", a.situation, a.choice, a.why));
     }
-    let (json, csv, index) = paths(dir);
+    let Files { json, csv, index } = paths(dir);
     out.push_str(&format!("\nwrote {}\n      {}\n      {}\n", index.display(), json.display(), csv.display()));
     out
 }

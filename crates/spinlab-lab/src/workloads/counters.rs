@@ -31,9 +31,8 @@ impl Ipc {
         }
     }
 
-    /// Runs `f` with the counters on; returns its result and the IPC (`None` if a counter
-    /// could not be read or counted no cycles).
-    pub fn measure<R>(&self, f: impl FnOnce() -> R) -> (R, Option<f64>) {
+    /// Runs `f` with the counters on.
+    pub fn measure<R>(&self, f: impl FnOnce() -> R) -> Counted<R> {
         for fd in [self.instructions, self.cycles] {
             // SAFETY: `fd` is an open perf event of this thread.
             unsafe {
@@ -41,7 +40,7 @@ impl Ipc {
                 libc::ioctl(fd, IOC_ENABLE, 0);
             }
         }
-        let r = f();
+        let value = f();
         for fd in [self.instructions, self.cycles] {
             // SAFETY: as above.
             unsafe { libc::ioctl(fd, IOC_DISABLE, 0) };
@@ -50,8 +49,16 @@ impl Ipc {
             (Some(i), Some(c)) if c > 0 => Some(i as f64 / c as f64),
             _ => None,
         };
-        (r, ipc)
+        Counted { value, ipc }
     }
+}
+
+/// What a function counted with [`Ipc::measure`] returned, and its instructions per cycle.
+pub struct Counted<R> {
+    /// The function's result.
+    pub value: R,
+    /// `None` if a counter could not be read or counted no cycles.
+    pub ipc: Option<f64>,
 }
 
 impl Drop for Ipc {

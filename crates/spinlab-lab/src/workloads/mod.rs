@@ -119,14 +119,23 @@ pub struct CacheSizes {
     pub llc: u64,
 }
 
+/// The cache sizes the workloads are sized for, and which of them were assumed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caches {
+    /// The sizes.
+    pub sizes: CacheSizes,
+    /// The levels (`l1d`, `l2`, `llc`) the OS did not list, taken from a common server core.
+    pub assumed: Vec<&'static str>,
+}
+
 /// Assumed where the OS lists no cache (a common x86 server core).
 const FALLBACK: CacheSizes = CacheSizes { l1d: 32 << 10, l2: 1 << 20, llc: 32 << 20 };
 
 impl CacheSizes {
     /// The caches of `cpu` as `sys_root`'s `devices/system/cpu/cpuN/cache` lists them; a level
     /// it does not list is taken from a common server core (32 KiB, 1 MiB, 32 MiB) and named
-    /// in the second value.
-    pub fn read(sys_root: &Path, cpu: usize) -> (CacheSizes, Vec<&'static str>) {
+    /// in [`Caches::assumed`].
+    pub fn read(sys_root: &Path, cpu: usize) -> Caches {
         let dir = sys_root.join(format!("devices/system/cpu/cpu{cpu}/cache"));
         let mut found: Vec<(u32, String, u64)> = Vec::new();
         if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -154,7 +163,7 @@ impl CacheSizes {
         let l1d = pick(data(1), FALLBACK.l1d, "l1d");
         let l2 = pick(data(2), FALLBACK.l2, "l2");
         let llc = pick(top.filter(|&t| t >= 2).and_then(data), FALLBACK.llc, "llc");
-        (CacheSizes { l1d, l2, llc }, assumed)
+        Caches { sizes: CacheSizes { l1d, l2, llc }, assumed }
     }
 
     /// The size each of `--cache-sizes` may be: 1 KiB to 1 GiB. The largest workload data is
@@ -415,9 +424,9 @@ mod tests {
 
     #[test]
     fn cache_sizes_fall_back_where_sysfs_lists_none() {
-        let (c, assumed) = CacheSizes::read(Path::new("/nonexistent"), 0);
-        assert_eq!(c, FALLBACK);
-        assert_eq!(assumed, ["l1d", "l2", "llc"]);
+        let caches = CacheSizes::read(Path::new("/nonexistent"), 0);
+        assert_eq!(caches.sizes, FALLBACK);
+        assert_eq!(caches.assumed, ["l1d", "l2", "llc"]);
     }
 
     #[test]

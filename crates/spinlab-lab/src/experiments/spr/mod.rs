@@ -56,15 +56,25 @@ pub trait Kernel: Sync {
     fn equal(a: &Self::Out, b: &Self::Out) -> bool;
 }
 
-/// The serial run on `cpu`: seconds, and the result.
-pub fn serial<K: Kernel>(kernel: &K, cpu: usize) -> (f64, K::Out) {
+/// One run of a kernel: how long it took, and its result.
+pub struct Ran<Out> {
+    /// Wall seconds.
+    pub seconds: f64,
+    /// The worker's share of that time spent in the barrier, in percent (0 for a serial run).
+    pub sync_pct: f64,
+    /// The result.
+    pub out: Out,
+}
+
+/// The serial run on `cpu`.
+pub fn serial<K: Kernel>(kernel: &K, cpu: usize) -> Ran<K::Out> {
     with_pinned(cpu, || {
         let mut out = kernel.fresh();
-        let t = Instant::now();
+        let started = Instant::now();
         for u in 0..kernel.units() {
             kernel.compute(&mut out, u);
         }
-        (t.elapsed().as_secs_f64(), out)
+        Ran { seconds: started.elapsed().as_secs_f64(), sync_pct: 0.0, out }
     })
 }
 
@@ -75,7 +85,7 @@ pub fn spr<K: Kernel>(
     barrier: &dyn DynBarrier,
     cpus: (usize, usize),
     clock: &Clock,
-) -> Result<(f64, f64, K::Out), LabError> {
+) -> Result<Ran<K::Out>, LabError> {
     let units = kernel.units();
     let mut out = kernel.fresh();
     let addr = K::out_addr(&out);
@@ -104,7 +114,7 @@ pub fn spr<K: Kernel>(
             }
             let seconds = started.elapsed().as_secs_f64();
             let sync_pct = 100.0 * clock.ns(in_barrier as f64) * 1e-9 / seconds.max(1e-12);
-            (seconds, sync_pct, out)
+            Ran { seconds, sync_pct, out }
         })
     };
     Ok(with_partner(cpus.1, helper, worker)?.main)
@@ -250,7 +260,7 @@ fn measure_app<K: Kernel>(
                 continue;
             }
         };
-        let (_, reference) = serial(kernel, cpus.0);
+        let reference = serial(kernel, cpus.0).out;
         let built: Vec<Box<dyn DynBarrier>> = runnable
             .iter()
             .map(|e| e.build(NonZeroU32::new(2).expect("2 is not zero")).map_err(|e| LabError::failed(e.to_string())))
@@ -260,16 +270,16 @@ fn measure_app<K: Kernel>(
         // Treatment 0 is the serial run, 1.. the barriers.
         let series = interleave(built.len() + 1, &rule, Some(&progress), |i, rep| {
             if i == 0 {
-                return Ok(serial(kernel, cpus.0).0);
+                return Ok(serial(kernel, cpus.0).seconds);
             }
-            let (s, pct, out) = spr(kernel, &*built[i - 1], cpus, &lab.clock)?;
-            if !K::equal(&out, &reference) {
+            let ran = spr(kernel, &*built[i - 1], cpus, &lab.clock)?;
+            if !K::equal(&ran.out, &reference) {
                 equal[i - 1] = false;
             }
             if rep != Rep::Warmup {
-                sync[i - 1].push(pct);
+                sync[i - 1].push(ran.sync_pct);
             }
-            Ok(s)
+            Ok(ran.seconds)
         })?;
         let serial_s = crate::measure::Summary::of(&series[0].samples).map(|s| s.mean);
         let cpu_text = format!("{},{}", cpus.0, cpus.1);
@@ -305,6 +315,13 @@ fn measure_app<K: Kernel>(
     Ok(rows)
 }
 
+/// The spmv matrix's size.
+#[derive(Clone, Copy)]
+struct SpmvShape {
+    rows: usize,
+    cols: usize,
+}
+
 impl Spr {
     /// The spmv columns: given, or x twice the largest last-level cache (32 MiB assumed when
     /// the OS does not say).
@@ -317,7 +334,7 @@ impl Spr {
 
     /// The spmv matrix's rows and columns, or a usage error when it would hold more than
     /// [`SPMV_MAX_NONZEROES`].
-    fn spmv_shape(&self, lab: &Lab) -> Result<(usize, usize), LabError> {
+    fn spmv_shape(&self, lab: &Lab) -> Result<SpmvShape, LabError> {
         let cols = self.spmv_cols(lab);
         let rows = self.spmv_rows.unwrap_or((cols / 16).max(1));
         let nonzeroes = (rows as u64).saturating_mul(self.spmv_per_row as u64);
@@ -329,7 +346,7 @@ impl Spr {
                 self.spmv_per_row
             )));
         }
-        Ok((rows, cols))
+        Ok(SpmvShape { rows, cols })
     }
 }
 
@@ -374,7 +391,7 @@ impl Experiment for Spr {
         let mut rows = Vec::new();
         for app in apps {
             match (app, spmv_shape) {
-                ("spmv", Some((rows_n, cols))) => {
+                ("spmv", Some(SpmvShape { rows: rows_n, cols })) => {
                     let nonzeroes = rows_n as u64 * self.spmv_per_row as u64;
                     // Row starts, column indices, values, x, and the worker's y.
                     let bytes = (rows_n as u64 + 1) * 8 + nonzeroes * 12 + cols as u64 * 8 + rows_n as u64 * 8;
@@ -493,13 +510,13 @@ mod tests {
     fn spr_equals_serial<K: Kernel>(kernel: &K) {
         let cpus = crate::measure::pin::allowed_cpus();
         let pair = (cpus[0], *cpus.last().unwrap());
-        let (_, reference) = serial(kernel, pair.0);
+        let reference = serial(kernel, pair.0).out;
         let clock = Clock::calibrate();
         for name in ["barrier:spin", "barrier:futex", "pthread"] {
             let barrier = registry::new_barrier(name, NonZeroU32::new(2).unwrap()).unwrap();
-            let (_, pct, out) = spr(kernel, &*barrier, pair, &clock).unwrap();
-            assert!(K::equal(&out, &reference), "{name}: SPR result differs from the serial one");
-            assert!((0.0..=100.0).contains(&pct), "{pct}");
+            let ran = spr(kernel, &*barrier, pair, &clock).unwrap();
+            assert!(K::equal(&ran.out, &reference), "{name}: SPR result differs from the serial one");
+            assert!((0.0..=100.0).contains(&ran.sync_pct), "{}", ran.sync_pct);
         }
     }
 
