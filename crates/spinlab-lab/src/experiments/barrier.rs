@@ -15,7 +15,8 @@
 
 use super::settings::{Length, Step};
 use super::wakeup::{
-    add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, WakeFigures, KEY_MATRIX_N, MATRIX_N, WORK_MS,
+    add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, WakeFigures, KEY_MATRIX_N,
+    MATRIX_N, WORK_MS,
 };
 use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
@@ -27,6 +28,7 @@ use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
 use crate::results::format::number;
+use crate::results::keys::{BARRIER, PLACEMENT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
@@ -35,7 +37,6 @@ use spinlab::registry::{self, DynBarrier};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::time::Instant;
-use crate::results::keys::{BARRIER, PLACEMENT};
 
 /// Completion time of the heavy/light pseudo-benchmark.
 pub const COMPLETION_S: &str = "completion_s";
@@ -335,8 +336,7 @@ impl Experiment for BarrierExperiment {
                 let mut config_rows = Vec::new();
                 let mut next = 0;
                 for e in &entries {
-                    let row =
-                        skipped_row("3b", e, placement).with(LIGHT_UNITS, light).with("cpus", cpu_text.as_str());
+                    let row = skipped_row("3b", e, placement).with(LIGHT_UNITS, light).with("cpus", cpu_text.as_str());
                     if let Err(why) = e.availability {
                         config_rows.push(row.skipped(why.to_string()));
                         continue;

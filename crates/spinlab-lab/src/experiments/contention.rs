@@ -32,6 +32,7 @@ use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
 use crate::results::format::{duration_words, number};
+use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, THREADS};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
@@ -41,7 +42,6 @@ use spinlab::CachePadded;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
-use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, THREADS};
 
 /// Acquisitions per second of all threads (mean over repetitions; `Row::summary("throughput", "ops_s", …)`).
 pub const THROUGHPUT_OPS_S: &str = "throughput_ops_s";
@@ -698,10 +698,7 @@ fn add_ratios(rows: &mut [Row], baseline: &str) {
         .filter(|r| r.text(ORIGIN) == Some("reference"))
         .filter_map(|r| r.number(UNCONTENDED_NS))
         .fold(f64::NAN, f64::min);
-    let base = rows
-        .iter()
-        .find(|r| r.text(LOCK) == Some(baseline))
-        .and_then(|r| r.number(THROUGHPUT_OPS_S));
+    let base = rows.iter().find(|r| r.text(LOCK) == Some(baseline)).and_then(|r| r.number(THROUGHPUT_OPS_S));
     for row in rows.iter_mut() {
         let Some(t) = row.number(THROUGHPUT_OPS_S) else { continue };
         if best_ref.is_finite() && best_ref > 0.0 {
@@ -789,11 +786,8 @@ fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, Stri
         .copied()
         .find(|w| (2..=8).contains(w) && counts.contains(w))
         .or_else(|| counts.iter().rev().copied().find(|c| (2..=8).contains(c)))?;
-    let at: Vec<&Row> = rows
-        .iter()
-        .copied()
-        .filter(|r| r.number(THREADS) == Some(n as f64) && r.get(PER_THREAD).is_some())
-        .collect();
+    let at: Vec<&Row> =
+        rows.iter().copied().filter(|r| r.number(THREADS) == Some(n as f64) && r.get(PER_THREAD).is_some()).collect();
     if at.is_empty() {
         return None;
     }
@@ -873,8 +867,7 @@ fn ci(row: &Row) -> f64 {
 }
 
 fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool) -> Advice {
-    let rows: Vec<&Row> =
-        run.rows.iter().filter(|r| !r.is_skipped() && r.number(THROUGHPUT_OPS_S).is_some()).collect();
+    let rows: Vec<&Row> = run.rows.iter().filter(|r| !r.is_skipped() && r.number(THROUGHPUT_OPS_S).is_some()).collect();
     let counts: Vec<f64> = {
         let mut c: Vec<f64> = rows.iter().filter_map(|r| r.number(THREADS)).collect();
         c.sort_by(f64::total_cmp);
@@ -900,9 +893,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
         );
     };
     let mut at: Vec<&Row> = rows.iter().copied().filter(|r| r.number(THREADS) == Some(n)).collect();
-    at.sort_by(|a, b| {
-        b.number(THROUGHPUT_OPS_S).unwrap_or(0.0).total_cmp(&a.number(THROUGHPUT_OPS_S).unwrap_or(0.0))
-    });
+    at.sort_by(|a, b| b.number(THROUGHPUT_OPS_S).unwrap_or(0.0).total_cmp(&a.number(THROUGHPUT_OPS_S).unwrap_or(0.0)));
     let Some(best) = at.first() else {
         return Advice::missing(situation, "not measured".to_string());
     };

@@ -23,6 +23,7 @@ use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, repeat, Clock, Progress, Rep, Series, StoppingRule, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{self, rows_of, Context, Panel};
+use crate::results::keys::{MEASURE, PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use clap::Args;
@@ -34,7 +35,6 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
-use crate::results::keys::{MEASURE, PLACEMENT, WAIT};
 
 /// Nanoseconds per operation (`Row::summary("", "ns", …)`).
 pub const NS: &str = "ns";
@@ -427,7 +427,9 @@ fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: 
     let mut rows = Vec::new();
     let flat: Vec<(Placement, usize, usize)> = pairs
         .iter()
-        .filter_map(|at| at.pairs.as_ref().ok().map(|v| v.iter().map(|&(a, b)| (at.placement, a, b)).collect::<Vec<_>>()))
+        .filter_map(|at| {
+            at.pairs.as_ref().ok().map(|v| v.iter().map(|&(a, b)| (at.placement, a, b)).collect::<Vec<_>>())
+        })
         .flatten()
         .collect();
     let series = interleave(flat.len(), rule, Some(progress), |i, _| {
@@ -439,9 +441,7 @@ fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: 
     })?;
     for PairsAt { placement: p, pairs } in pairs {
         match pairs {
-            Err(why) => {
-                rows.push(Row::new().with(MEASURE, "ping-pong").with(PLACEMENT, p.name()).skipped(why.clone()))
-            }
+            Err(why) => rows.push(Row::new().with(MEASURE, "ping-pong").with(PLACEMENT, p.name()).skipped(why.clone())),
             Ok(_) => {
                 for (i, &(q, a, b)) in flat.iter().enumerate() {
                     if q == *p {

@@ -29,6 +29,7 @@ use crate::measure::{interleave, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::format::{duration_words, number};
+use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice};
@@ -38,7 +39,6 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Barrier;
 use std::time::Instant;
-use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, WAIT};
 
 /// How long the releasing thread held the lock (the option's bounds are [`HOLD_NS`]).
 pub const KEY_HOLD_NS: &str = "hold_ns";
@@ -161,10 +161,14 @@ fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iteration
     };
     // The other party is started before this thread takes the lock: a refusal leaves nothing
     // held or waiting.
-    let sides = with_partner(b, || party(1), || {
-        pin_or_die(a);
-        party(0)
-    })?;
+    let sides = with_partner(
+        b,
+        || party(1),
+        || {
+            pin_or_die(a);
+            party(0)
+        },
+    )?;
     let mut all = sides.partner;
     all.extend(sides.main);
     Ok(all)

@@ -19,6 +19,7 @@ use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
 use crate::results::format::number;
+use crate::results::keys::{LOCK, ORIGIN, THREADS};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
@@ -26,7 +27,6 @@ use clap::Args;
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::Instant;
-use crate::results::keys::{LOCK, ORIGIN, THREADS};
 
 /// Wall time of one herd repetition (`Row::summary("wall", "s", …)`).
 pub const WALL_S: &str = "wall_s";

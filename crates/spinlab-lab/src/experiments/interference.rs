@@ -32,6 +32,7 @@ use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
 use crate::reading::plot;
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::results::keys::{LOCK, PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
@@ -44,7 +45,6 @@ use spinlab::CachePadded;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
-use crate::results::keys::{LOCK, PLACEMENT, WAIT};
 
 /// Slowdown of the active workload vs isolation (`Row::summary("slowdown", "pct", …)`).
 pub const SLOWDOWN_PCT: &str = "slowdown_pct";

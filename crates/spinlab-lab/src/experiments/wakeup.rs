@@ -31,6 +31,7 @@ use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Point, Scale};
 use crate::reading::{distinct, rows_of, Context, Panel};
 use crate::results::format::duration_words;
+use crate::results::keys::{PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::Bounds;
@@ -41,7 +42,6 @@ use spinlab::{CachePadded, Event};
 use std::hint::black_box;
 use std::time::Instant;
 use tradeoff::{long_computation, tradeoff, PolicyPoint, Tradeoff};
-use crate::results::keys::{PLACEMENT, WAIT};
 
 /// The worker's matrix size, the computation's length (the option's bounds are [`MATRIX_N`]).
 pub const KEY_MATRIX_N: &str = "matrix_n";
@@ -555,10 +555,7 @@ impl Experiment for Wakeup {
                     row.set("stop", series[i].verdict);
                     config_rows.push(row);
                 }
-                let alone = config_rows
-                    .iter()
-                    .find(|r| r.text(WAIT) == Some(NONE))
-                    .and_then(|r| r.number("twork_s"));
+                let alone = config_rows.iter().find(|r| r.text(WAIT) == Some(NONE)).and_then(|r| r.number("twork_s"));
                 if let Some(alone) = alone.filter(|a| *a > 0.0) {
                     for row in config_rows.iter_mut() {
                         if let Some(w) = row.number("twork_s") {
@@ -667,10 +664,13 @@ fn co_runners(ctx: &Context<'_>) -> Vec<Advice> {
         .filter(|p| p.interference_pct <= least + 1.0)
         .min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns))
         .expect("tradeoff returns at least two points");
-    let quick = points.iter().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("tradeoff returns at least two points");
-    let describe =
-        |p: &PolicyPoint| format!("{:.1}% {what}, wake-up {}, at {placement}", p.interference_pct, duration_words(p.wakeup_ns));
-    let worst = points.iter().max_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("at least two points");
+    let quick =
+        points.iter().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("tradeoff returns at least two points");
+    let describe = |p: &PolicyPoint| {
+        format!("{:.1}% {what}, wake-up {}, at {placement}", p.interference_pct, duration_words(p.wakeup_ns))
+    };
+    let worst =
+        points.iter().max_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("at least two points");
     vec![
         Advice {
             situation: sensitive.to_string(),

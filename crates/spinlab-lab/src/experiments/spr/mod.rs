@@ -249,8 +249,7 @@ fn measure_app<K: Kernel>(
     let mut rows = Vec::new();
     for (placement, pair) in pairs {
         progress.step(&format!("{app}, {placement}"));
-        let base =
-            |barrier: &str| Row::new().with(APP, app).with(BARRIER, barrier).with(PLACEMENT, placement.name());
+        let base = |barrier: &str| Row::new().with(APP, app).with(BARRIER, barrier).with(PLACEMENT, placement.name());
         let cpus = match pair {
             Ok(c) => *c,
             Err(why) => {
@@ -448,9 +447,9 @@ impl Experiment for Spr {
     }
 }
 
+use crate::results::keys::{BARRIER, PLACEMENT};
 use spmv::Spmv;
 use tc::Closure;
-use crate::results::keys::{BARRIER, PLACEMENT};
 
 /// The worker's speedup with the helper over the worker alone.
 pub const SPEEDUP: &str = "speedup";
@@ -458,8 +457,7 @@ pub const SPEEDUP: &str = "speedup";
 pub const APP: &str = "app";
 
 fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
-    let rows: Vec<&Row> =
-        measured(rows.iter().copied()).into_iter().filter(|r| r.number(SPEEDUP).is_some()).collect();
+    let rows: Vec<&Row> = measured(rows.iter().copied()).into_iter().filter(|r| r.number(SPEEDUP).is_some()).collect();
     let apps = distinct(&rows, APP);
     let barriers = distinct(&rows, BARRIER);
     if apps.is_empty() || barriers.is_empty() {
