@@ -168,14 +168,8 @@ impl Listing {
             .iter()
             .map(|p| with_availability(Row::new().with("wait", p.name).with("may_sleep", p.may_sleep), p.availability))
             .collect();
-        let barriers = registry::barriers()
-            .iter()
-            .map(|e| waiting_row("barrier", e))
-            .collect();
-        let events = registry::events()
-            .iter()
-            .map(|e| waiting_row("event", e))
-            .collect();
+        let barriers = registry::barriers().iter().map(|e| waiting_row("barrier", e)).collect();
+        let events = registry::events().iter().map(|e| waiting_row("event", e)).collect();
         let rwlocks = registry::rwlocks()
             .iter()
             .map(|e| {
