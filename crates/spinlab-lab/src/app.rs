@@ -10,7 +10,7 @@
 //! is not run again. See docs/app.md.
 
 use crate::error::LabError;
-use crate::experiments::Common;
+use crate::experiments::{Output, Repetition};
 use crate::machine::{MachineInfo, Topology};
 use crate::measure::fame::{StoppingRule, Verdict};
 use crate::measure::stats::Summary;
@@ -74,6 +74,14 @@ pub const TIMEOUT: TimeBounds = TimeBounds { min: Duration::from_millis(1), max:
 
 /// `spinlab app`'s options.
 #[derive(Args, Clone, Debug)]
+// The shared repetition and output options, in the words of a program's runs.
+#[command(
+    mut_arg("maiv", |a| a.help(format!("FAME: stop repeating when another run would move the mean wall time by \
+                                        less than PCT percent; accepted: {}", select::MAIV_ACCEPTED))),
+    mut_arg("min_reps", |a| a.help(select::REPS.help("At least this many runs per lock (default 3)"))),
+    mut_arg("max_reps", |a| a.help(select::REPS.help("At most this many runs per lock (default 10)"))),
+    mut_arg("quiet", |a| a.help("No progress lines on stderr")),
+)]
 pub struct AppOptions {
     /// Locks to run the program under, comma-separated: ALGORITHM:POLICY (tas, ttas, ticket,
     /// mcs, fair, bounded; clh with a policy that may sleep), parking_lot, pthread (glibc's
@@ -86,34 +94,18 @@ pub struct AppOptions {
           allow_hyphen_values = true,
           help = select::REPS.help("Exactly N runs per lock and of the baseline (instead of the FAME rule)"))]
     pub reps: Option<usize>,
-    /// FAME: stop repeating when another run would move the mean wall time by less than PCT percent
-    #[arg(long, value_name = "PCT", default_value = "1", value_parser = select::maiv, allow_hyphen_values = true,
-          help = format!("FAME: stop repeating when another run would move the mean wall time by less than PCT \
-                          percent; accepted: {}", select::MAIV_ACCEPTED))]
-    pub maiv: f64,
-    /// At least this many runs per lock (default 3), within [`select::REPS`]
-    #[arg(long, value_name = "N", value_parser = select::reps, allow_hyphen_values = true,
-          help = select::REPS.help("At least this many runs per lock (default 3)"))]
-    pub min_reps: Option<usize>,
-    /// At most this many runs per lock (default 10), within [`select::REPS`]
-    #[arg(long, value_name = "N", value_parser = select::reps, allow_hyphen_values = true,
-          help = select::REPS.help("At most this many runs per lock (default 10)"))]
-    pub max_reps: Option<usize>,
+    /// How many runs (the FAME rule).
+    #[command(flatten)]
+    pub repetition: Repetition,
     /// Kill a run that takes longer than this, with everything it started (its process
     /// group); its row says `timed_out` and that lock is not run again; within [`TIMEOUT`]
     #[arg(long, value_name = "TIME", value_parser = |s: &str| TIMEOUT.parse(s), allow_hyphen_values = true,
           help = TIMEOUT.help("Kill a run that takes longer than this, with everything it started (its process \
                                group); its row says timed_out and that lock is not run again (default: no limit)"))]
     pub timeout: Option<Duration>,
-    /// Write the results document (spinlab.results/1) to FILE (`-`: stdout, tables go to stderr)
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the rows as CSV to FILE (`-`: stdout)
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// No progress lines on stderr
-    #[arg(long)]
-    pub quiet: bool,
+    /// Where the results go.
+    #[command(flatten)]
+    pub output: Output,
     /// The program and its arguments, after `--`
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -122,10 +114,9 @@ pub struct AppOptions {
 impl AppOptions {
     fn rule(&self) -> Result<StoppingRule, LabError> {
         if let Some(n) = self.reps {
-            return Ok(StoppingRule { maiv_pct: self.maiv, min_reps: n, max_reps: n });
+            return Ok(StoppingRule { maiv_pct: self.repetition.maiv, min_reps: n, max_reps: n });
         }
-        let common = Common { maiv: self.maiv, min_reps: self.min_reps, max_reps: self.max_reps, ..Common::default() };
-        common.rule(3, 10)
+        self.repetition.rule(3, 10)
     }
 }
 
@@ -167,7 +158,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         ));
     }
     let rule = options.rule()?;
-    let outputs = Outputs::check(options.json.as_deref(), options.csv.as_deref())?;
+    let outputs = Outputs::check(options.output.json.as_deref(), options.output.csv.as_deref())?;
     let preload = preload_path()?;
     let topology = Topology::read(sys_root).map_err(|e| LabError::failed(format!("reading the topology: {e}")))?;
     let machine = MachineInfo::gather(sys_root, &topology);
@@ -195,7 +186,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
             TIMEOUT.accepted()
         )));
     }
-    if !options.quiet {
+    if !options.output.quiet {
         eprintln!("warm-up (baseline): {:.3} s wall, exit {}", warm.wall_s, warm.status);
     }
     let mut round = 0;
@@ -217,7 +208,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
             let walls: Vec<f64> = t.samples.iter().map(|s| s.wall_s).collect();
             t.verdict = rule.verdict(&walls);
         }
-        if !options.quiet {
+        if !options.output.quiet {
             let line: Vec<String> = treatments
                 .iter()
                 .map(|t| match t.samples.last() {

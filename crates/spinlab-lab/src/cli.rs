@@ -140,8 +140,8 @@ fn list(json: bool) {
 fn run(sys_root: &Path, experiment: &dyn Experiment, common: &Common) -> Result<(), LabError> {
     check_options(experiment, common)?;
     // Before anything runs: a results path that cannot be written fails now, not after.
-    let outputs = Outputs::check(common.json.as_deref(), common.csv.as_deref())?;
-    let lab = Lab::new(sys_root, !common.quiet)?;
+    let outputs = Outputs::check(common.output.json.as_deref(), common.output.csv.as_deref())?;
+    let lab = Lab::new(sys_root, !common.output.quiet)?;
     let load_before = crate::machine::load_average();
     let mut runs = experiment.run(&lab, common)?;
     let load_after = crate::machine::load_average();

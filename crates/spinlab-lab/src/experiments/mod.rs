@@ -142,7 +142,7 @@ fn parse_placements(s: &str) -> Result<Placements, String> {
 
 /// Options every experiment understands (each uses those it lists in [`Experiment::uses`]).
 /// `Common::default()` is what an empty command line gives (`--maiv 1`, nothing else set).
-#[derive(Args, Clone, Debug)]
+#[derive(Args, Clone, Debug, Default)]
 pub struct Common {
     /// Locks, comma-separated: ALGORITHM:POLICY (e.g. ttas:spin, mcs:spin-park), a reference
     /// lock (std, parking_lot, pthread), or `default` (spinlab's default lock); `spinlab list`
@@ -165,6 +165,18 @@ pub struct Common {
     #[arg(long, value_name = "TIME", value_parser = select::duration, allow_hyphen_values = true,
           help = select::DURATION.help("Length of one repetition"))]
     pub duration: Option<Duration>,
+    /// How many runs (the FAME rule).
+    #[command(flatten)]
+    pub repetition: Repetition,
+    /// Where the results go.
+    #[command(flatten)]
+    pub output: Output,
+}
+
+/// How many times to measure: the FAME rule's options, the same for `spinlab run` and
+/// `spinlab app` (where a repetition is one run of the program).
+#[derive(Args, Clone, Debug)]
+pub struct Repetition {
     /// FAME: stop repeating when another repetition would move the mean by less than PCT percent
     #[arg(long, value_name = "PCT", default_value = "1", value_parser = select::maiv, allow_hyphen_values = true,
           help = format!("FAME: stop repeating when another repetition would move the mean by less than PCT \
@@ -178,6 +190,35 @@ pub struct Common {
     #[arg(long, value_name = "N", value_parser = select::reps, allow_hyphen_values = true,
           help = select::REPS.help("At most this many measured repetitions"))]
     pub max_reps: Option<usize>,
+}
+
+impl Default for Repetition {
+    fn default() -> Self {
+        Repetition { maiv: 1.0, min_reps: None, max_reps: None }
+    }
+}
+
+impl Repetition {
+    /// The stopping rule, with the measurement's default counts where none were given.
+    pub fn rule(&self, default_min: usize, default_max: usize) -> Result<StoppingRule, LabError> {
+        // A bound given alone moves the other default out of its way.
+        let min_reps = self.min_reps.unwrap_or(match self.max_reps {
+            Some(max) => default_min.min(max),
+            None => default_min,
+        });
+        let max_reps = self.max_reps.unwrap_or(default_max.max(min_reps));
+        if min_reps > max_reps {
+            return Err(LabError::usage(format!(
+                "--min-reps {min_reps} is above --max-reps {max_reps}; the minimum cannot exceed the maximum"
+            )));
+        }
+        Ok(StoppingRule { maiv_pct: self.maiv, min_reps, max_reps })
+    }
+}
+
+/// Where the results go, the same for `spinlab run` and `spinlab app`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct Output {
     /// Write the results document (spinlab.results/1) to FILE (`-`: stdout, tables go to stderr)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -187,24 +228,6 @@ pub struct Common {
     /// No progress bar
     #[arg(long)]
     pub quiet: bool,
-}
-
-impl Default for Common {
-    fn default() -> Self {
-        Common {
-            locks: None,
-            waits: None,
-            threads: None,
-            placement: None,
-            duration: None,
-            maiv: 1.0,
-            min_reps: None,
-            max_reps: None,
-            json: None,
-            csv: None,
-            quiet: false,
-        }
-    }
 }
 
 /// An experiment's options as `spinlab run NAME` with no options gives them (its documented
@@ -319,18 +342,7 @@ impl Subcommand for RunCommand {
 impl Common {
     /// The stopping rule, with the experiment's default counts where none were given.
     pub fn rule(&self, default_min: usize, default_max: usize) -> Result<StoppingRule, LabError> {
-        // A bound given alone moves the other default out of its way.
-        let min_reps = self.min_reps.unwrap_or(match self.max_reps {
-            Some(max) => default_min.min(max),
-            None => default_min,
-        });
-        let max_reps = self.max_reps.unwrap_or(default_max.max(min_reps));
-        if min_reps > max_reps {
-            return Err(LabError::usage(format!(
-                "--min-reps {min_reps} is above --max-reps {max_reps}; the minimum cannot exceed the maximum"
-            )));
-        }
-        Ok(StoppingRule { maiv_pct: self.maiv, min_reps, max_reps })
+        self.repetition.rule(default_min, default_max)
     }
 
     /// The names of the experiment-selectable options that were given.
@@ -422,14 +434,19 @@ mod tests {
     fn default_common_options_are_what_an_empty_command_line_gives() {
         let parsed = Parse::parse_from(["x"]).common;
         let default = Common::default();
-        assert_eq!(parsed.maiv, default.maiv);
+        assert_eq!(parsed.repetition.maiv, default.repetition.maiv);
         assert_eq!(parsed.given(), default.given());
         assert_eq!(default.rule(3, 10).unwrap(), StoppingRule { maiv_pct: 1.0, min_reps: 3, max_reps: 10 });
-        let only_max = Common { max_reps: Some(2), ..Common::default() };
+        let only_max =
+            Common { repetition: Repetition { max_reps: Some(2), ..Repetition::default() }, ..Common::default() };
         assert_eq!(only_max.rule(3, 10).unwrap(), StoppingRule { maiv_pct: 1.0, min_reps: 2, max_reps: 2 });
-        let only_min = Common { min_reps: Some(20), ..Common::default() };
+        let only_min =
+            Common { repetition: Repetition { min_reps: Some(20), ..Repetition::default() }, ..Common::default() };
         assert_eq!(only_min.rule(3, 10).unwrap(), StoppingRule { maiv_pct: 1.0, min_reps: 20, max_reps: 20 });
-        let both = Common { min_reps: Some(5), max_reps: Some(2), ..Common::default() };
+        let both = Common {
+            repetition: Repetition { min_reps: Some(5), max_reps: Some(2), ..Repetition::default() },
+            ..Common::default()
+        };
         assert!(both.rule(3, 10).is_err());
         // The floors first: every other figure is read against them. Names are unique, since
         // `spinlab run NAME` and `report --only` find an experiment by its name.

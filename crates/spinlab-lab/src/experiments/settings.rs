@@ -34,19 +34,19 @@ impl Length {
     /// `Full`; `min`..`max` repetitions of `duration_ms` (where it takes `--duration`) when
     /// `Short`; one or two of 5 ms when `Smoke`.
     pub fn common(self, experiment: &dyn Experiment, min: usize, max: usize, duration_ms: u64) -> Common {
-        let mut c = Common { quiet: false, ..Common::default() };
+        let mut c = Common::default();
         match self {
             Length::Full => {}
             Length::Short => {
-                c.min_reps = Some(min);
-                c.max_reps = Some(max);
+                c.repetition.min_reps = Some(min);
+                c.repetition.max_reps = Some(max);
                 if experiment.uses().contains(&"duration") {
                     c.duration = Some(Duration::from_millis(duration_ms));
                 }
             }
             Length::Smoke => {
-                c.min_reps = Some(1);
-                c.max_reps = Some(2);
+                c.repetition.min_reps = Some(1);
+                c.repetition.max_reps = Some(2);
                 if experiment.uses().contains(&"duration") {
                     c.duration = Some(Duration::from_millis(5));
                 }
