@@ -123,7 +123,7 @@ fn handoff_on_tiny_settings_yields_rows_with_every_key() {
         return;
     }
     let locks: Vec<&Value> =
-        rows.iter().filter(|r| r.get("skipped").is_none() && r["lock"] != "floor: ping-pong").collect();
+        rows.iter().filter(|r| r.get("skipped").is_none() && r["lock"] != "floor: bare line").collect();
     let names: Vec<&str> = locks.iter().map(|r| r["lock"].as_str().unwrap()).collect();
     assert!(names.contains(&"ttas:spin") && names.contains(&"ttas:futex") && names.contains(&"std"));
     assert!(names.contains(&"mcs:spin-park"));
@@ -131,8 +131,21 @@ fn handoff_on_tiny_settings_yields_rows_with_every_key() {
         assert_keys(row, &["lock", "placement", "hold_ns", "handoff_ns", "ratio_to_floor", "reps"]);
         assert!(row["handoff_ns"].as_f64().unwrap() > 0.0, "{row}");
     }
-    let floors = rows.iter().filter(|r| r["lock"] == "floor: ping-pong" && r.get("handoff_ns").is_some()).count();
+    let floors = rows.iter().filter(|r| r["lock"] == "floor: bare line" && r.get("handoff_ns").is_some()).count();
     assert!(floors >= 2, "one floor per hold time, measured in the same run");
+    // The automatic check: a lock row is flagged exactly when it is below its floor by more
+    // than both 95% intervals.
+    for row in &locks {
+        let floor = rows
+            .iter()
+            .find(|r| {
+                r["lock"] == "floor: bare line" && r["hold_ns"] == row["hold_ns"] && r["placement"] == row["placement"]
+            })
+            .expect("a floor per hold time and placement");
+        let ci = |r: &Value| r.get("handoff_ci95_ns").and_then(Value::as_f64).unwrap_or(0.0);
+        let below = row["handoff_ns"].as_f64().unwrap() + ci(row) + ci(floor) < floor["handoff_ns"].as_f64().unwrap();
+        assert_eq!(row.get("below_floor").is_some(), below, "{row}");
+    }
     assert!(rows.iter().any(|r| r["placement"] == "smt"), "smt is a row: measured or skipped");
 }
 

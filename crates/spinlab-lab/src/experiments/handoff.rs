@@ -2,8 +2,11 @@
 //! pass a lock back and forth: each time, one holds it while the other is waiting in
 //! `lock()`, releases it, and the other acquires it. `handoff_ns` is the time from the
 //! release to the acquisition, per lock (and so per wait policy), read against the floor for
-//! any hand-off between the same two CPUs: the one-way cache-line ping-pong of `spinlab run
-//! floor`, measured by the same code, interleaved with the locks in the same invocation.
+//! any hand-off between the same two CPUs: the hand-off of a bare cache line (a
+//! test-and-test-and-set with nothing between its re-reads), which moves the line as often as
+//! any lock's hand-off must, measured by the same code and stamps, interleaved with the locks
+//! in the same invocation. A lock row below the floor by more than both intervals carries
+//! `below_floor` (and the report says so under the figure).
 //!
 //! One hand-off, with the lock held by H and W about to wait:
 //! 1. W waits until H has acquired the previous hand-off (so W cannot take the lock before it
@@ -12,24 +15,27 @@
 //!    loop, or asleep, when the release comes), stamps the counter, and unlocks.
 //! 3. W returns from `lock()`, stamps the counter: one `handoff_ns`; the roles swap.
 //!
+//! Both stamps are fenced counter reads, and the two directions are kept apart: W's and H's
+//! counters may be offset by some nanoseconds, which adds to one direction what it takes from
+//! the other, so a repetition's value is the mean of the two directions' medians.
+//!
 //! The hold time decides what is measured: a short one catches a spin-then-park policy still
 //! spinning, a long one catches it asleep. Both are run by default.
 
-use super::floor::{ping_pong_batches, BATCH, BATCHES};
 use super::settings::{smoke_locks, Length, Step};
 use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::Placement;
-use crate::measure::clock::now;
+use crate::measure::clock::{fenced_now, fenced_overhead};
 use crate::measure::partner::with_partner;
 use crate::measure::pin::pin_or_die;
 use crate::measure::work::spin;
-use crate::measure::{interleave, Summary};
+use crate::measure::{interleave, Clock, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::format::{duration_words, number};
-use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, WAIT};
+use crate::results::keys::{BELOW_FLOOR, LOCK, ORIGIN, PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice};
@@ -45,7 +51,9 @@ pub const KEY_HOLD_NS: &str = "hold_ns";
 
 /// Lock hand-off latency.
 pub const HANDOFF_NS: &str = "handoff_ns";
-/// [`HANDOFF_NS`] over the cache-line ping-pong floor.
+/// The floor row's `lock`.
+pub const FLOOR_LOCK: &str = "floor: bare line";
+/// [`HANDOFF_NS`] over the floor's (a bare cache line handed over the same way).
 pub const RATIO_TO_FLOOR: &str = "ratio_to_floor";
 
 /// The locks measured when neither `--locks` nor `--waits` is given: TTAS over every policy
@@ -117,18 +125,122 @@ const COLUMNS: &[Column] = &[
     col("reps", "reps"),
 ];
 
-/// One repetition: `handoffs` hand-offs of `lock` between threads pinned to `a` and `b`;
-/// returns each one's latency in ticks (release stamp to acquisition stamp).
-fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iterations: u64) -> Result<Vec<u64>, LabError> {
-    // Hand-off r (from 1) goes to thread r % 2; thread 0 holds the lock first.
+/// What the two threads pass back and forth: a registry lock, or the bare line that is the
+/// floor of every hand-off.
+trait Pass: Sync {
+    /// Waits for it and takes it.
+    fn acquire(&self);
+    /// Gives it up.
+    ///
+    /// # Safety
+    /// The calling thread holds it.
+    unsafe fn release(&self);
+}
+
+impl Pass for LockBox {
+    #[inline]
+    fn acquire(&self) {
+        self.lock();
+    }
+    #[inline]
+    unsafe fn release(&self) {
+        // SAFETY: forwarded from the caller, who holds the lock.
+        unsafe { self.unlock() };
+    }
+}
+
+/// The floor of any lock hand-off: a test-and-test-and-set on a bare cache line with nothing
+/// between its re-reads, called directly. It moves the line as often as any lock's hand-off
+/// must: the release store takes it from the waiter's cache, the waiter's re-read brings it
+/// back, and the waiter's acquiring atomic takes it exclusive. The one-way ping-pong of
+/// `spinlab run floor` moves it one time fewer (no atomic), so it is not the floor here.
+struct BareLine(CachePadded<AtomicU32>);
+
+impl Pass for BareLine {
+    #[inline]
+    fn acquire(&self) {
+        loop {
+            while self.0.load(Relaxed) != 0 {}
+            if self.0.swap(1, Acquire) == 0 {
+                return;
+            }
+        }
+    }
+    #[inline]
+    unsafe fn release(&self) {
+        self.0.store(0, Release);
+    }
+}
+
+/// One repetition's hand-offs, in counter ticks from the releaser's stamp to the acquirer's,
+/// each way. The two threads read different CPUs' counters, so each direction carries their
+/// offset once, with opposite signs: hence signed, and kept apart.
+#[derive(Clone, Debug, Default)]
+struct Directions {
+    /// Hand-offs from the thread on CPU `a` to the one on `b`.
+    a_to_b: Vec<i64>,
+    /// From `b` to `a`.
+    b_to_a: Vec<i64>,
+}
+
+impl Directions {
+    /// The mean of the two directions' medians, in ticks: the counters' offset cancels.
+    fn value(&self) -> f64 {
+        (median(&self.a_to_b) + median(&self.b_to_a)) / 2.0
+    }
+
+    /// Half the difference of the directions' medians: the offset of `b`'s counter over `a`'s
+    /// where the two directions take equally long (the floor's do).
+    fn offset(&self) -> f64 {
+        (median(&self.a_to_b) - median(&self.b_to_a)) / 2.0
+    }
+
+    fn extend(&mut self, other: Directions) {
+        self.a_to_b.extend(other.a_to_b);
+        self.b_to_a.extend(other.b_to_a);
+    }
+
+    /// Every hand-off with `offset` taken out of it, sorted.
+    fn corrected(&self, offset: f64) -> Vec<f64> {
+        let mut all: Vec<f64> = self.a_to_b.iter().map(|&t| t as f64 - offset).collect();
+        all.extend(self.b_to_a.iter().map(|&t| t as f64 + offset));
+        all.sort_unstable_by(f64::total_cmp);
+        all
+    }
+}
+
+/// The median of `ticks` (0 for none).
+fn median(ticks: &[i64]) -> f64 {
+    let mut sorted = ticks.to_vec();
+    sorted.sort_unstable();
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2] as f64,
+        n => (sorted[n / 2 - 1] as f64 + sorted[n / 2] as f64) / 2.0,
+    }
+}
+
+/// One repetition: `handoffs` hand-offs of `pass` between threads pinned to `a` and `b`. Both
+/// stamps are fenced reads ([`fenced_now`]): a plain read after `lock()` may be taken before
+/// the acquiring atomic has finished, which made hand-offs come out shorter than the line
+/// transfers they contain.
+fn handoff_rep<P: Pass>(
+    pass: &P,
+    a: usize,
+    b: usize,
+    handoffs: u32,
+    hold_iterations: u64,
+) -> Result<Directions, LabError> {
+    // Hand-off r (from 1) goes to thread r % 2; thread 0 holds it first.
     let announced = CachePadded::new(AtomicU32::new(0));
     let acquired = CachePadded::new(AtomicU32::new(0));
     let released_at = CachePadded::new(AtomicU64::new(0));
     let start = Barrier::new(2);
+    let overhead = fenced_overhead() as i64;
     let party = |me: u32| {
         let mut latencies = Vec::with_capacity(handoffs as usize / 2 + 1);
         if me == 0 {
-            lock.lock();
+            pass.acquire();
         }
         start.wait();
         let mut seed = me as u64 + 1;
@@ -138,23 +250,23 @@ fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iteration
                     std::hint::spin_loop();
                 }
                 announced.store(r, Release);
-                lock.lock();
-                let acquired_at = now();
-                latencies.push(acquired_at.saturating_sub(released_at.load(Acquire)));
+                pass.acquire();
+                let acquired_at = fenced_now();
+                latencies.push(acquired_at.wrapping_sub(released_at.load(Acquire)) as i64 - overhead);
                 acquired.store(r, Release);
             } else {
                 while announced.load(Acquire) != r {
                     std::hint::spin_loop();
                 }
                 seed = spin(hold_iterations, seed);
-                released_at.store(now(), Release);
-                // SAFETY: this thread acquired the lock (before the start, or in hand-off r - 1).
-                unsafe { lock.unlock() };
+                released_at.store(fenced_now(), Release);
+                // SAFETY: this thread acquired it (before the start, or in hand-off r - 1).
+                unsafe { pass.release() };
             }
         }
         if handoffs % 2 == me {
-            // SAFETY: this thread took the last hand-off and still holds the lock.
-            unsafe { lock.unlock() };
+            // SAFETY: this thread took the last hand-off and still holds it.
+            unsafe { pass.release() };
         }
         black_box(seed);
         latencies
@@ -169,9 +281,30 @@ fn handoff_rep(lock: &LockBox, a: usize, b: usize, handoffs: u32, hold_iteration
             party(0)
         },
     )?;
-    let mut all = sides.partner;
-    all.extend(sides.main);
-    Ok(all)
+    Ok(Directions { a_to_b: sides.partner, b_to_a: sides.main })
+}
+
+/// `p99_handoff_ns` and `max_handoff_ns`, over every measured hand-off (in ticks).
+fn add_tail(row: &mut Row, sorted_ticks: &[f64], clock: &Clock) {
+    if let Some(&max) = sorted_ticks.last() {
+        let p99 = sorted_ticks[(sorted_ticks.len() * 99 / 100).min(sorted_ticks.len() - 1)];
+        row.set("p99_handoff_ns", clock.ns(p99));
+        row.set("max_handoff_ns", clock.ns(max));
+    }
+}
+
+/// Why `lock`'s hand-off is below the floor's, when it is by more than both intervals: a
+/// hand-off cannot move its cache line fewer times than the floor does, so such a figure
+/// measures something else (a timer read taken early, a clock offset) and must not be read
+/// as a latency.
+fn below_floor(lock: &Summary, floor: &Summary) -> Option<String> {
+    let margin = lock.ci95.unwrap_or(0.0) + floor.ci95.unwrap_or(0.0);
+    (lock.mean + margin < floor.mean).then(|| {
+        format!(
+            "{:.1} ns is below the floor's {:.1} ns (beyond both 95% intervals): not a latency this lock can have",
+            lock.mean, floor.mean
+        )
+    })
 }
 
 impl Handoff {
@@ -202,7 +335,7 @@ impl Experiment for Handoff {
     }
 
     fn about(&self) -> &'static str {
-        "Lock hand-off latency between two threads, as a ratio to the ping-pong floor (seed 000)"
+        "Lock hand-off latency between two threads, as a ratio to a bare cache line's hand-off (seed 000)"
     }
 
     fn uses(&self) -> &'static [&'static str] {
@@ -227,9 +360,11 @@ impl Experiment for Handoff {
             .param("hold_ns", &holds)
             .param("handoffs_per_rep", handoffs)
             .param("placements", placements.iter().map(|p| p.name()).collect::<Vec<_>>())
-            .param("floor", "one-way ping-pong (floor's code), interleaved with the locks")
-            .param("ping_pong_batch_round_trips", BATCH)
-            .param("ping_pong_batches_per_rep", BATCHES)
+            .param(
+                "floor",
+                "hand-off of a bare cache line (test-and-test-and-set, nothing between re-reads), \
+                 by the same code and stamps, interleaved with the locks",
+            )
             .stopping_rule(&rule);
 
         let mut rows = Vec::new();
@@ -260,37 +395,41 @@ impl Experiment for Handoff {
             for &hold in &holds {
                 progress.step(&format!("{placement}, hold {hold} ns"));
                 let hold_iterations = lab.work.iterations(hold as f64);
-                let mut all: Vec<Vec<u64>> = vec![Vec::new(); instances.len()];
-                // Treatment 0 is the floor; 1.. are the locks.
+                let floor_line = BareLine(CachePadded::new(AtomicU32::new(0)));
+                // Treatment 0 is the floor; 1.. are the locks. Every hand-off of the measured
+                // repetitions is kept, per direction, for the tail figures.
+                let mut all: Vec<Directions> = vec![Directions::default(); instances.len() + 1];
                 let series = interleave(instances.len() + 1, &rule, Some(&progress), |i, rep| {
-                    if i == 0 {
-                        if a == b {
-                            return Ok(f64::NAN);
-                        }
-                        let mut batches = ping_pong_batches(a, b, BATCHES)?;
-                        batches.sort_unstable();
-                        let median = batches[batches.len() / 2];
-                        return Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64) / (2.0 * BATCH as f64));
+                    if a == b && i == 0 {
+                        return Ok(f64::NAN);
                     }
-                    let mut ticks = handoff_rep(&instances[i - 1], a, b, handoffs, hold_iterations)?;
-                    for t in ticks.iter_mut() {
-                        *t = t.saturating_sub(clock.overhead_ticks);
-                    }
-                    ticks.sort_unstable();
-                    let median = ticks[ticks.len() / 2];
+                    let directions = match i {
+                        0 => handoff_rep(&floor_line, a, b, handoffs, hold_iterations)?,
+                        _ => handoff_rep(&instances[i - 1], a, b, handoffs, hold_iterations)?,
+                    };
+                    let value = clock.ns(directions.value());
                     if rep != crate::measure::Rep::Warmup {
-                        all[i - 1].extend(ticks);
+                        all[i].extend(directions);
                     }
-                    Ok(clock.ns(median as f64))
+                    Ok(value)
                 })?;
                 let floor = Summary::of(&series[0].samples);
+                // The counters' offset, from the floor's hand-offs, which take equally long
+                // both ways: taken out of every single hand-off before its tail is read.
+                let offset = all[0].offset();
                 let mut floor_row = Row::new()
-                    .with(LOCK, "floor: ping-pong")
+                    .with(LOCK, FLOOR_LOCK)
                     .with(PLACEMENT, placement.name())
                     .with("cpus", format!("{a},{b}"))
                     .with(KEY_HOLD_NS, hold);
                 match floor {
-                    Some(s) => floor_row = floor_row.summary("handoff", "ns", &s).with(RATIO_TO_FLOOR, 1.0),
+                    Some(s) => {
+                        floor_row = floor_row
+                            .summary("handoff", "ns", &s)
+                            .with(RATIO_TO_FLOOR, 1.0)
+                            .with("counter_offset_ns", clock.ns(offset));
+                        add_tail(&mut floor_row, &all[0].corrected(offset), &clock);
+                    }
                     None => floor_row = floor_row.skipped("no cache line moves between two threads on one CPU"),
                 }
                 rows.push(floor_row);
@@ -309,13 +448,12 @@ impl Experiment for Handoff {
                     row = row.summary("handoff", "ns", &s).with("stop", series[k + 1].verdict);
                     if let Some(f) = floor.filter(|f| f.mean > 0.0) {
                         row.set(RATIO_TO_FLOOR, s.mean / f.mean);
+                        if let Some(why) = below_floor(&s, &f) {
+                            eprintln!("warning: handoff: {} at {placement}, hold {hold} ns: {why}", lock.name());
+                            row.set(BELOW_FLOOR, why);
+                        }
                     }
-                    let mut lat = std::mem::take(&mut all[k]);
-                    lat.sort_unstable();
-                    if let Some(&max) = lat.last() {
-                        row.set("p99_handoff_ns", clock.ns(lat[(lat.len() * 99 / 100).min(lat.len() - 1)] as f64));
-                        row.set("max_handoff_ns", clock.ns(max as f64));
-                    }
+                    add_tail(&mut row, &all[k + 1].corrected(offset), &clock);
                     rows.push(row);
                 }
                 progress.inc();
@@ -371,8 +509,56 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     vec![plot::hbars("Lock hand-off latency", &x, &bars, &legend).map(|svg| Panel {
         svg,
         caption: "Time from one thread releasing the lock to the waiting thread holding it, per wait policy (and \
-                  placement), with its ratio to the cache-line ping-pong floor: the responsiveness a policy pays for \
+                  placement), with its ratio to the floor (a bare cache line handed over the same way): the \
+                  responsiveness a policy pays for \
                   what it saves its neighbours."
             .to_string(),
     })]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(mean: f64, ci95: f64) -> Summary {
+        Summary { mean, median: mean, sd: 0.0, ci95: Some(ci95), min: mean, max: mean, reps: 3 }
+    }
+
+    #[test]
+    fn a_counter_offset_cancels_between_the_two_directions() {
+        // True hand-off 100 ticks each way; b's counter runs 30 ahead of a's.
+        let d = Directions { a_to_b: vec![130, 131, 129], b_to_a: vec![70, 69, 71] };
+        assert_eq!(d.value(), 100.0);
+        assert_eq!(d.offset(), 30.0);
+        assert_eq!(d.corrected(d.offset()), vec![99.0, 99.0, 100.0, 100.0, 101.0, 101.0]);
+    }
+
+    #[test]
+    fn only_a_figure_below_the_floor_by_more_than_both_intervals_is_flagged() {
+        let floor = summary(70.0, 2.0);
+        assert!(below_floor(&summary(35.0, 3.0), &floor).is_some());
+        assert!(below_floor(&summary(66.0, 3.0), &floor).is_none(), "within the intervals");
+        assert!(below_floor(&summary(90.0, 3.0), &floor).is_none());
+    }
+
+    #[test]
+    fn the_bare_line_passes_between_threads_exclusively() {
+        let line = BareLine(CachePadded::new(AtomicU32::new(0)));
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..10_000 {
+                        line.acquire();
+                        // A split read-modify-write: a second holder would lose updates.
+                        let seen = counter.load(Relaxed);
+                        counter.store(seen + 1, Relaxed);
+                        // SAFETY: acquired just above.
+                        unsafe { line.release() };
+                    }
+                });
+            }
+        });
+        assert_eq!(counter.load(Relaxed), 40_000);
+    }
 }

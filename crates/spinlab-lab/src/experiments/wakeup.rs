@@ -23,7 +23,7 @@ use super::settings::{Length, Step};
 use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
-use crate::measure::clock::now;
+use crate::measure::clock::{fenced_interval, fenced_now, fenced_overhead, now};
 use crate::measure::partner::{with_partner, Announced};
 use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep, Summary};
@@ -209,58 +209,6 @@ pub struct Stamps {
     pub wakeup: Option<u64>,
     /// The notify call (`None` without a waiter).
     pub call: Option<u64>,
-}
-
-/// The cycle counter, read only once every earlier instruction has completed and before any
-/// later one starts (`lfence` on both sides, as AMD and Intel document for `rdtsc`). A plain
-/// read may be taken before a notify's atomic write has finished, which would make a
-/// one-write Tcall come out as zero.
-#[inline(always)]
-pub fn fenced_now() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use core::arch::x86_64::_mm_lfence;
-        // SAFETY: LFENCE is part of SSE2, which every x86_64 CPU has; it only orders.
-        unsafe { _mm_lfence() };
-        let ticks = now();
-        // SAFETY: as above.
-        unsafe { _mm_lfence() };
-        ticks
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        std::sync::atomic::fence(SeqCst);
-        let ticks = now();
-        std::sync::atomic::fence(SeqCst);
-        ticks
-    }
-}
-
-/// The smallest interval two [`fenced_now`] reads can show: the median of many back-to-back
-/// pairs, measured once, subtracted from every fenced interval.
-pub fn fenced_overhead() -> u64 {
-    static OVERHEAD: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *OVERHEAD.get_or_init(|| {
-        let mut gaps: Vec<u64> = (0..10_001)
-            .map(|_| {
-                let a = fenced_now();
-                fenced_now().wrapping_sub(a)
-            })
-            .collect();
-        gaps.sort_unstable();
-        gaps[gaps.len() / 2]
-    })
-}
-
-/// A fenced interval less the fenced reads' own cost; a negative gap (two CPUs' counters a
-/// little apart) counts as zero rather than wrapping.
-fn fenced_interval(start: u64, end: u64) -> u64 {
-    let gap = end.wrapping_sub(start);
-    if gap > u64::MAX / 2 {
-        0
-    } else {
-        gap.saturating_sub(fenced_overhead())
-    }
 }
 
 /// The worker's side of one episode, in counter ticks.

@@ -65,3 +65,57 @@ pub fn read_pair_ticks(pairs: usize) -> u64 {
 pub fn now() -> u64 {
     tsc::now()
 }
+
+/// The cycle counter, read only once every earlier instruction has completed and before any
+/// later one starts (`lfence` on both sides, as AMD and Intel document for `rdtsc`). A plain
+/// read may be taken before an atomic write or read-modify-write before it has finished (a
+/// notify's write, a lock's acquiring CAS), which makes an interval ending there too short.
+/// Intervals between two CPUs' reads also carry any offset between their counters: measure
+/// both directions and average them, which cancels it.
+#[inline(always)]
+pub fn fenced_now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::_mm_lfence;
+        // SAFETY: LFENCE is part of SSE2, which every x86_64 CPU has; it only orders.
+        unsafe { _mm_lfence() };
+        let ticks = tsc::now();
+        // SAFETY: as above.
+        unsafe { _mm_lfence() };
+        ticks
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let ticks = tsc::now();
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        ticks
+    }
+}
+
+/// The smallest interval two [`fenced_now`] reads can show: the median of many back-to-back
+/// pairs, measured once, subtracted from every fenced interval.
+pub fn fenced_overhead() -> u64 {
+    static OVERHEAD: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *OVERHEAD.get_or_init(|| {
+        let mut gaps: Vec<u64> = (0..10_001)
+            .map(|_| {
+                let a = fenced_now();
+                fenced_now().wrapping_sub(a)
+            })
+            .collect();
+        gaps.sort_unstable();
+        gaps[gaps.len() / 2]
+    })
+}
+
+/// A fenced interval less the fenced reads' own cost; a negative gap (two CPUs' counters a
+/// little apart) counts as zero rather than wrapping.
+pub fn fenced_interval(start: u64, end: u64) -> u64 {
+    let gap = end.wrapping_sub(start);
+    if gap > u64::MAX / 2 {
+        0
+    } else {
+        gap.saturating_sub(fenced_overhead())
+    }
+}

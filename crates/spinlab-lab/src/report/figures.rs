@@ -6,6 +6,7 @@
 use crate::experiments::{self, Experiment};
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{measured, Context, Panel};
+use crate::results::keys::BELOW_FLOOR;
 use crate::results::{Row, Run};
 use std::collections::BTreeMap;
 
@@ -75,6 +76,16 @@ fn skipped_notes(rows: &[&Row]) -> Vec<String> {
         .collect()
 }
 
+/// Notes for the rows whose figure fell below its physical floor (`below_floor`), one each: a
+/// number no lock or wait can have, shown so that nobody reads it as a measurement.
+fn below_floor_notes(rows: &[&Row]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|row| {
+            row.text(BELOW_FLOOR).map(|why| format!("Below its floor, not a latency: {} ({why})", label(row)))
+        })
+        .collect()
+}
+
 /// The figure for every experiment in the document, in run order (one per experiment name).
 pub fn all(ctx: &Context<'_>) -> Vec<Figure> {
     let mut names: Vec<&str> = Vec::new();
@@ -118,6 +129,7 @@ fn figure(ctx: &Context<'_>, experiment: Option<&dyn Experiment>, name: &str, ru
             Err(why) => fig.notes.push(why),
         }
     }
+    fig.notes.extend(below_floor_notes(&rows));
     fig.notes.extend(skipped_notes(&rows));
     fig
 }
@@ -168,5 +180,25 @@ mod tests {
         assert_eq!(figures.len(), 1);
         assert!(figures[0].panels.is_empty());
         assert!(figures[0].notes.iter().any(|n| n.contains("no SMT siblings")), "{:?}", figures[0].notes);
+    }
+
+    #[test]
+    fn a_figure_below_its_floor_is_named_under_its_chart() {
+        let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        let mut run = Run::new("handoff");
+        run.rows.push(Row::new().with("lock", "floor: bare line").with("placement", "core").with("handoff_ns", 70.0));
+        run.rows.push(Row::new().with("lock", "ttas:spin").with("placement", "core").with("handoff_ns", 90.0));
+        run.rows.push(
+            Row::new()
+                .with("lock", "ttas:cas")
+                .with("placement", "core")
+                .with("handoff_ns", 35.0)
+                .with(BELOW_FLOOR, "35.0 ns is below the floor's 70.0 ns"),
+        );
+        results.runs.push(run);
+        let figures = all(&Context::new(&results));
+        let below: Vec<&String> = figures[0].notes.iter().filter(|n| n.starts_with("Below its floor")).collect();
+        assert_eq!(below.len(), 1, "{:?}", figures[0].notes);
+        assert!(below[0].contains("ttas:cas, core") && below[0].contains("below the floor's 70.0 ns"), "{}", below[0]);
     }
 }

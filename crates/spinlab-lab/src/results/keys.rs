@@ -15,3 +15,7 @@ pub const PLACEMENT: &str = "placement";
 pub const ORIGIN: &str = "origin";
 /// What a floor row measures (`ping-pong`, `wait-period`, …).
 pub const MEASURE: &str = "measure";
+
+/// Set on a row whose figure is below its physical floor by more than both intervals: why, in
+/// words. The report lists every such row under its figure.
+pub const BELOW_FLOOR: &str = "below_floor";
