@@ -41,7 +41,7 @@ use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use spinlab::{CachePadded, Event};
 use std::hint::black_box;
 use std::time::Instant;
-use tradeoff::{long_computation, tradeoff, PolicyPoint, Tradeoff};
+use tradeoff::{long_computation, tradeoff, wakeups_apart, Tradeoff, Wakeups};
 
 /// The worker's matrix size, the computation's length (the option's bounds are [`MATRIX_N`]).
 pub const KEY_MATRIX_N: &str = "matrix_n";
@@ -593,48 +593,74 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
     out
 }
 
+const SENSITIVE: &str = "co-runners sensitive (waiters share a core or CPU with threads doing work)";
+const NOT_SENSITIVE: &str = "co-runners not sensitive, wake-up latency matters";
+
 fn co_runners(ctx: &Context<'_>) -> Vec<Advice> {
-    let sensitive = "co-runners sensitive (waiters share a core or CPU with threads doing work)";
-    let not_sensitive = "co-runners not sensitive, wake-up latency matters";
+    vec![kindest(ctx), quickest(ctx)]
+}
+
+/// For waiters beside sensitive work: the kindest policy on the trade-off at the closest
+/// placement measured, and among those within one percentage point of it, the quickest.
+fn kindest(ctx: &Context<'_>) -> Advice {
     let Some(Tradeoff { placement, points, interference: what }) = tradeoff(ctx) else {
-        let why = format!(
-            "not measured: no placement had two or more wait policies with both a wake-up latency and an \
-             interference figure ({}; {})",
-            missing_reason(ctx, "wakeup"),
-            missing_reason(ctx, "interference")
+        return Advice::missing(
+            SENSITIVE,
+            format!(
+                "not measured: no placement had two or more wait policies with both a wake-up latency and an \
+                 interference figure ({}; {})",
+                missing_reason(ctx, "wakeup"),
+                missing_reason(ctx, "interference")
+            ),
         );
-        return vec![Advice::missing(sensitive, why.clone()), Advice::missing(not_sensitive, why)];
     };
-    // The kindest policy; among those within one percentage point of it, the quickest.
     let least = points.iter().map(|p| p.interference_pct).fold(f64::INFINITY, f64::min);
     let kind = points
         .iter()
         .filter(|p| p.interference_pct <= least + 1.0)
         .min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns))
         .expect("tradeoff returns at least two points");
-    let quick =
-        points.iter().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("tradeoff returns at least two points");
-    let describe = |p: &PolicyPoint| {
-        format!("{:.1}% {what}, wake-up {}, at {placement}", p.interference_pct, duration_words(p.wakeup_ns))
-    };
     let worst =
         points.iter().max_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("at least two points");
-    vec![
-        Advice {
-            situation: sensitive.to_string(),
-            choice: format!("wait policy {}", kind.wait),
-            why: format!("{}; the worst here, {}, costs {:.1}%", describe(kind), worst.wait, worst.interference_pct),
-        },
-        Advice {
-            situation: not_sensitive.to_string(),
-            choice: format!("wait policy {}", quick.wait),
-            why: if quick.wait == kind.wait {
-                format!("{}; also the kindest to co-runners here", describe(quick))
-            } else {
-                format!("{}; {} wakes in {}", describe(quick), kind.wait, duration_words(kind.wakeup_ns))
-            },
-        },
-    ]
+    Advice {
+        situation: SENSITIVE.to_string(),
+        choice: format!("wait policy {}", kind.wait),
+        why: format!(
+            "{:.1}% {what}, wake-up {}, at {placement}; the worst here, {}, costs {:.1}%",
+            kind.interference_pct,
+            duration_words(kind.wakeup_ns),
+            worst.wait,
+            worst.interference_pct
+        ),
+    }
+}
+
+/// For waiters whose co-runners do not mind them: the quickest to wake, where the waiter has a
+/// CPU of its own (a spinner on its notifier's CPU holds the CPU the notifier needs).
+fn quickest(ctx: &Context<'_>) -> Advice {
+    let Some(Wakeups { placement, points }) = wakeups_apart(ctx) else {
+        return Advice::missing(
+            NOT_SENSITIVE,
+            format!(
+                "not measured: no placement where the waiter has a CPU of its own had two or more wait policies \
+                 with a wake-up latency ({})",
+                missing_reason(ctx, "wakeup")
+            ),
+        );
+    };
+    let quick = points.iter().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
+    let slowest = points.iter().max_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
+    Advice {
+        situation: NOT_SENSITIVE.to_string(),
+        choice: format!("wait policy {}", quick.wait),
+        why: format!(
+            "wake-up {} with the waiter on its own CPU (wakeup rows at {placement}, long computation); the slowest \
+             there, {}, {}",
+            duration_words(quick.wakeup_ns),
+            slowest.wait,
+            duration_words(slowest.wakeup_ns)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -662,5 +688,35 @@ mod tests {
         assert!(!event.try_wait(), "every notification was taken by its own wait");
         let alone = episodes::<Event>(None, (cpu, cpu), 2, &mut Matmul::new(8), &clock).unwrap();
         assert!(alone.iter().all(|s| s.wakeup.is_none()));
+    }
+
+    #[test]
+    fn the_quickest_policy_comes_from_a_placement_where_the_waiter_has_its_own_cpu() {
+        let mut results = crate::results::Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        let mut run = Run::new("wakeup");
+        let row = |placement: &str, wait: &str, twakeup: f64, slowdown: f64| {
+            Row::new()
+                .with(PLACEMENT, placement)
+                .with(WAIT, wait)
+                .with(KEY_MATRIX_N, 512)
+                .with(TWAKEUP_NS, twakeup)
+                .with(TWORK_VS_ALONE_PCT, slowdown)
+        };
+        // On a shared CPU the spinners wait out their time slices; `yield` wakes quickest.
+        run.rows.push(row("same-cpu", "spin", 900_000.0, 90.0));
+        run.rows.push(row("same-cpu", "yield", 5_010.0, 40.0));
+        run.rows.push(row("core", "spin", 45.0, 1.0));
+        run.rows.push(row("core", "spin-park", 53.0, 0.5));
+        run.rows.push(row("core", "yield", 6_000.0, 0.4));
+        results.runs.push(run);
+        let ctx = Context::new(&results);
+        let advice = co_runners(&ctx);
+        let quick = advice.iter().find(|a| a.situation == NOT_SENSITIVE).unwrap();
+        assert_eq!(quick.choice, "wait policy spin", "{quick:?}");
+        assert!(quick.why.contains("at core") && quick.why.contains("yield"), "{quick:?}");
+        // The kindest comes from the closest placement measured, where sharing is what hurts.
+        let kind = advice.iter().find(|a| a.situation == SENSITIVE).unwrap();
+        assert_eq!(kind.choice, "wait policy yield", "{kind:?}");
+        assert!(kind.why.contains("at same-cpu"), "{kind:?}");
     }
 }

@@ -81,3 +81,38 @@ pub fn tradeoff(ctx: &Context<'_>) -> Option<Tradeoff> {
     }
     None
 }
+
+/// One wait policy's wake-up latency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WakeupPoint {
+    /// The policy's name.
+    pub wait: String,
+    /// Its wake-up latency, Twakeup.
+    pub wakeup_ns: f64,
+}
+
+/// The wake-up latencies at one placement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wakeups {
+    /// Where the waiter ran relative to the worker.
+    pub placement: String,
+    /// Two or more policies.
+    pub points: Vec<WakeupPoint>,
+}
+
+/// The wake-up latencies (long computation) at the closest placement where the waiter has a
+/// CPU of its own (not `same-cpu`) and two or more policies were measured: what a waiter
+/// whose co-runners do not mind it costs to wake. On a shared CPU a spinning waiter holds the
+/// CPU its notifier needs, so its wake-up there says nothing about this case.
+pub fn wakeups_apart(ctx: &Context<'_>) -> Option<Wakeups> {
+    let wake = ctx.rows_of("wakeup");
+    let wake = long_computation(&wake);
+    PLACEMENT_ORDER.iter().filter(|&&p| p != "same-cpu").find_map(|&placement| {
+        let points: Vec<WakeupPoint> = wake
+            .iter()
+            .filter(|r| r.text(PLACEMENT) == Some(placement))
+            .filter_map(|r| Some(WakeupPoint { wait: r.text(WAIT)?.to_string(), wakeup_ns: r.number(TWAKEUP_NS)? }))
+            .collect();
+        (points.len() >= 2).then(|| Wakeups { placement: placement.to_string(), points })
+    })
+}
