@@ -13,6 +13,8 @@ use crate::error::LabError;
 use crate::experiments::{Output, Repetition};
 use crate::machine::{MachineInfo, Topology};
 use crate::measure::fame::{StoppingRule, Verdict};
+use crate::measure::load::Meter;
+use crate::measure::pin::allowed_cpus;
 use crate::measure::stats::Summary;
 use crate::measure::team;
 use crate::results::output::Outputs;
@@ -172,7 +174,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     if options.timeout.is_some() {
         kill_the_group_on_termination();
     }
-    let load_before = crate::machine::load_average();
+    let meter = Meter::start(&allowed_cpus());
     let started = Instant::now();
     // One unmeasured baseline run: fills the page cache and proves the command starts.
     let warm = run_once(&options.command, None, &preload, &stderr_path, options.timeout)?.sample;
@@ -220,7 +222,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         }
     }
     let _ = std::fs::remove_file(&stderr_path);
-    let load_after = crate::machine::load_average();
+    let load = meter.finish();
 
     let mut run = Run::new("app");
     run.param("command", &options.command)
@@ -230,8 +232,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         .param("fixed_reps", options.reps)
         .param("timeout_s", options.timeout.map(|t| t.as_secs_f64()))
         .param("warmup_runs", 1)
-        .param("load_average_start", load_before)
-        .param("load_average_end", load_after);
+        .stamp_load(&load);
     run.rows = rows(&treatments, options.timeout);
     run.elapsed_s = started.elapsed().as_secs_f64();
     for row in &run.rows {

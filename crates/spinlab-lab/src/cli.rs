@@ -3,6 +3,8 @@
 use crate::error::LabError;
 use crate::experiments::{check_options, Common, Experiment, Lab, RunCommand};
 use crate::machine::{MachineInfo, Topology};
+use crate::measure::load::Meter;
+use crate::measure::pin::allowed_cpus;
 use crate::results::output::Outputs;
 use crate::results::Results;
 use clap::{Parser, Subcommand};
@@ -142,17 +144,20 @@ fn run(sys_root: &Path, experiment: &dyn Experiment, common: &Common) -> Result<
     // Before anything runs: a results path that cannot be written fails now, not after.
     let outputs = Outputs::check(common.output.json.as_deref(), common.output.csv.as_deref())?;
     let lab = Lab::new(sys_root, !common.output.quiet)?;
-    let load_before = crate::machine::load_average();
+    let meter = Meter::start(&allowed_cpus());
     let mut runs = experiment.run(&lab, common)?;
-    let load_after = crate::machine::load_average();
+    let load = meter.finish();
     for run in runs.iter_mut() {
-        run.param("load_average_start", load_before).param("load_average_end", load_after);
+        run.stamp_load(&load);
     }
     let mut results = Results::new(&lab.machine);
     let mut text = String::new();
     for run in &runs {
         text.push_str(&format!("{} ({:.1} s)\n", run.experiment, run.elapsed_s));
         text.push_str(&experiment.render(run));
+        if let Some(why) = run.under_load() {
+            text.push_str(&format!("under load: {why}; these figures may not hold\n"));
+        }
         text.push('\n');
     }
     if outputs.uses_stdout() {

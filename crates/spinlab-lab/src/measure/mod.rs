@@ -1,12 +1,13 @@
 //! The measurement core every experiment shares: clocks and timer-overhead correction,
 //! calibrated busy work, pinning, the FAME stopping rule, statistics, histograms, interleaved
-//! repetition, progress, starting threads the OS may refuse, and partner threads pinned to
-//! other CPUs.
+//! repetition, progress, starting threads the OS may refuse, partner threads pinned to other
+//! CPUs, and the other load on the CPUs while something is measured.
 
 pub mod clock;
 pub mod fame;
 pub mod histogram;
 pub mod interleave;
+pub mod load;
 pub mod memory;
 pub mod partner;
 pub mod pin;

@@ -130,8 +130,17 @@ fn figure(ctx: &Context<'_>, experiment: Option<&dyn Experiment>, name: &str, ru
         }
     }
     fig.notes.extend(below_floor_notes(&rows));
+    fig.notes.extend(under_load_notes(runs));
     fig.notes.extend(skipped_notes(&rows));
     fig
+}
+
+/// A note per run taken while other work held the CPUs (`under_load`).
+fn under_load_notes(runs: &[&Run]) -> Vec<String> {
+    runs.iter()
+        .filter_map(|run| run.under_load())
+        .map(|why| format!("Taken under load: {why}. These figures may not hold on an idle machine."))
+        .collect()
 }
 
 /// The first figure key of the rows (a number with a unit suffix), drawn as bars per row.
@@ -196,7 +205,9 @@ mod tests {
                 .with(BELOW_FLOOR, "35.0 ns is below the floor's 70.0 ns"),
         );
         results.runs.push(run);
+        results.runs[0].param("under_load", "other processes used 23% of the measured CPUs' time");
         let figures = all(&Context::new(&results));
+        assert!(figures[0].notes.iter().any(|n| n.starts_with("Taken under load: other processes used 23%")));
         let below: Vec<&String> = figures[0].notes.iter().filter(|n| n.starts_with("Below its floor")).collect();
         assert_eq!(below.len(), 1, "{:?}", figures[0].notes);
         assert!(below[0].contains("ttas:cas, core") && below[0].contains("below the floor's 70.0 ns"), "{}", below[0]);

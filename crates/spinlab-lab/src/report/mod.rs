@@ -17,6 +17,8 @@ pub mod settings;
 use crate::error::LabError;
 use crate::experiments::settings::{Length, Step};
 use crate::experiments::{self, check_options, Lab};
+use crate::measure::load::Meter;
+use crate::measure::pin::allowed_cpus;
 use crate::results::output::Outputs;
 use crate::results::{Results, Row, Run};
 use clap::Args;
@@ -121,7 +123,7 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
             eprintln!("[{}/{}] {} ({:.0} s so far)", i + 1, steps.len(), step.label, started.elapsed().as_secs_f64());
         }
         check_options(step.experiment.as_ref(), &step.common)?;
-        let load_before = crate::machine::load_average();
+        let meter = Meter::start(&allowed_cpus());
         let step_started = Instant::now();
         let mut runs = match step.experiment.run(&lab, &step.common) {
             Ok(runs) => runs,
@@ -134,9 +136,9 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
                 vec![run]
             }
         };
-        let load_after = crate::machine::load_average();
+        let load = meter.finish();
         for run in runs.iter_mut() {
-            run.param("load_average_start", load_before).param("load_average_end", load_after);
+            run.stamp_load(&load);
             run.param("report_length", length.name());
         }
         results.runs.extend(runs);
@@ -160,6 +162,9 @@ pub fn summary(results: &Results, advice: &[recommend::Advice], dir: &Path) -> S
             run.rows.len() - skipped,
             if skipped > 0 { format!(", {skipped} skipped") } else { String::new() }
         ));
+        if let Some(why) = run.under_load() {
+            out.push_str(&format!("  {:<13} under load: {why}\n", ""));
+        }
     }
     let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
     out.push_str(&format!("  {:<13} {:>6.1} s\n\nrecommendation (from this run's numbers):\n", "total", total));

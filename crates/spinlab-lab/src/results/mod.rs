@@ -16,10 +16,15 @@ pub mod table;
 
 pub use load::load;
 
+use crate::measure::load::Load;
 use crate::measure::stats::Summary;
 use crate::measure::StoppingRule;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// The run parameter that says, in words, that other work took a share of the CPUs while the
+/// run measured.
+pub const UNDER_LOAD: &str = "under_load";
 
 /// The schema name every document carries.
 pub const SCHEMA: &str = "spinlab.results/1";
@@ -72,6 +77,25 @@ impl Run {
     /// An empty run of `experiment`.
     pub fn new(experiment: &str) -> Run {
         Run { experiment: experiment.to_string(), params: Map::new(), elapsed_s: 0.0, rows: Vec::new() }
+    }
+
+    /// Records what else ran on the CPUs while this run measured: `load_average_start`,
+    /// `load_average_end`, `other_load_pct`, `steal_pct`, and `under_load` (in words) when
+    /// either share reached [`UNDER_LOAD_PCT`](crate::measure::load::UNDER_LOAD_PCT).
+    pub fn stamp_load(&mut self, load: &Load) -> &mut Self {
+        self.param("load_average_start", load.load_average_start)
+            .param("load_average_end", load.load_average_end)
+            .param("other_load_pct", load.other_pct)
+            .param("steal_pct", load.steal_pct);
+        if let Some(words) = load.under_load() {
+            self.param(UNDER_LOAD, words);
+        }
+        self
+    }
+
+    /// Why this run's figures may not hold (`under_load`), if they may not.
+    pub fn under_load(&self) -> Option<&str> {
+        self.params.get(UNDER_LOAD).and_then(|v| v.as_str())
     }
 
     /// Adds a parameter.
