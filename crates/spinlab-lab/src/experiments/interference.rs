@@ -5,10 +5,9 @@
 //! workload, policy, waiter count and placement: the slowdown, the isolated time, and the
 //! waiters' re-read interval (000's responsiveness: the time between two reads of the lock).
 //!
-//! The isolated run and the co-run alternate round by round (the interleaved core's A B B A
-//! order after one shared warm-up), and each round's co-run is divided by the same round's
-//! isolated run, so drift in the machine's speed cancels in each ratio. The FAME rule watches
-//! the active thread's time in both.
+//! The isolated run and the co-run are measured as pairs, back to back (A B, then B A, after
+//! one warm-up pair), and each pair's co-run is divided by the same pair's isolated run, so
+//! drift in the machine's speed cancels in each ratio. The FAME rule watches that ratio.
 //!
 //! How the waiters wait: exactly as a thread blocked in the library's TTAS lock
 //! (`ttas:POLICY`), whose contended path is `Wait::spin` on the lock word until it changes,
@@ -29,7 +28,7 @@ use crate::measure::clock::now;
 use crate::measure::memory::check_room;
 use crate::measure::partner::{with_partners, Announced};
 use crate::measure::pin::with_pinned;
-use crate::measure::{interleave, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
+use crate::measure::{repeat, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
 use crate::reading::plot;
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::keys::{LOCK, PLACEMENT, WAIT};
@@ -341,7 +340,7 @@ struct Side {
 struct Measured {
     isolated: Side,
     corun: Side,
-    /// Whether the stopping rule was met on both sides.
+    /// Whether the stopping rule was met on the pairs' ratio.
     converged: bool,
     /// The waiters' reports from every measured co-run.
     reports: Vec<WaiterReport>,
@@ -360,6 +359,10 @@ fn timed_call(active: &mut Active, counters: Option<&Ipc>, clock: &Clock) -> Cal
 }
 
 /// The active workload alone and beside the waiters, interleaved round by round on its CPU.
+/// Measures the active workload alone and beside the waiters, as pairs: each repetition runs
+/// both, back to back (alone first in even repetitions, beside the waiters first in odd ones,
+/// so a steady drift favours neither), and the stopping rule watches the pair's ratio, the
+/// figure the row reports, rather than either time alone.
 fn measure(
     at: &CoRunAt<'_>,
     calibrated: &mut Calibrated,
@@ -372,26 +375,32 @@ fn measure(
     let mut bad_checksum = None;
     let series = with_pinned(at.active_cpu, || {
         let counters = Ipc::open().ok();
-        interleave(2, rule, Some(progress), |i, rep| {
-            let mut call = None;
-            let mut timed = || call = Some(timed_call(&mut calibrated.active, counters.as_ref(), clock));
-            if i == 0 {
-                timed();
-            } else {
-                let r = (at.policy.co_run)(at.waiter_cpus, &mut timed)?;
-                if rep != Rep::Warmup {
-                    reports.extend(r);
+        repeat(rule, Some(progress), |rep| {
+            let alone_first = !matches!(rep, Rep::Measured(n) if n % 2 == 1);
+            let mut seconds = [0.0; 2];
+            for side in if alone_first { [0, 1] } else { [1, 0] } {
+                let mut call = None;
+                let mut timed = || call = Some(timed_call(&mut calibrated.active, counters.as_ref(), clock));
+                if side == 0 {
+                    timed();
+                } else {
+                    let r = (at.policy.co_run)(at.waiter_cpus, &mut timed)?;
+                    if rep != Rep::Warmup {
+                        reports.extend(r);
+                    }
                 }
+                let call = call.expect("a co-run runs the active workload once");
+                if call.checksum != calibrated.checksum {
+                    bad_checksum = Some(call.checksum);
+                }
+                if rep != Rep::Warmup {
+                    sides[side].seconds.push(call.seconds);
+                    sides[side].cpu_s.push(call.cpu_s);
+                    sides[side].ipc.extend(call.ipc);
+                }
+                seconds[side] = call.seconds;
             }
-            let call = call.expect("a co-run runs the active workload once");
-            if call.checksum != calibrated.checksum {
-                bad_checksum = Some(call.checksum);
-            }
-            if rep != Rep::Warmup {
-                sides[i].cpu_s.push(call.cpu_s);
-                sides[i].ipc.extend(call.ipc);
-            }
-            Ok(call.seconds)
+            Ok(seconds[1] / seconds[0])
         })
     })?;
     if let Some(sum) = bad_checksum {
@@ -400,15 +409,10 @@ fn measure(
             at.workload, calibrated.checksum
         )));
     }
-    let converged = series.iter().all(|s| s.verdict == Verdict::Converged);
-    let [mut isolated, mut corun] = sides;
-    let mut samples = series.into_iter().map(|s| s.samples);
-    isolated.seconds = samples.next().unwrap_or_default();
-    corun.seconds = samples.next().unwrap_or_default();
-    Ok(Measured { isolated, corun, converged, reports })
+    let [isolated, corun] = sides;
+    Ok(Measured { isolated, corun, converged: series.verdict == Verdict::Converged, reports })
 }
 
-/// Percent more of `with` than of `without`, pair by pair.
 fn slowdowns_pct(without: &[f64], with: &[f64]) -> Vec<f64> {
     without.iter().zip(with).map(|(i, c)| 100.0 * (c / i - 1.0)).collect()
 }
