@@ -1,6 +1,7 @@
 //! The environment, read once before `main`: which lock replaces the program's mutexes
-//! (`SPINLAB_LOCK`), how its condition variables wait (`SPINLAB_COND`), and whether to count
-//! (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
+//! (`SPINLAB_LOCK`), how its condition variables wait (`SPINLAB_COND`), which lock replaces
+//! its spin locks (`SPINLAB_SPIN`), and whether to count (`SPINLAB_STATS`,
+//! `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
 //! message is one line naming the variable, why, and every value that would work.
 
 use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM};
@@ -12,6 +13,11 @@ pub const DEFAULT_LOCK: &str = "mcs:spin-yield-park";
 /// The reference lock that means "keep glibc's mutexes and condition variables" (and count,
 /// with `SPINLAB_STATS`).
 pub const GLIBC: &str = "pthread";
+/// The lock in each `pthread_spinlock_t` when `SPINLAB_SPIN` is unset: a test-and-test-and-set
+/// spinning with the CPU's hint, which is what glibc's spin lock does.
+pub const DEFAULT_SPIN: &str = "ttas:pause";
+/// Bytes of a `pthread_spinlock_t` (an `int`), and its alignment.
+const SPIN_ROOM: usize = 4;
 /// The condition variables' policy when the lock has none (the `parking_lot` reference).
 const DEFAULT_COND: &str = "spin-park";
 /// Rows of the statistics table unless `SPINLAB_STATS_TOP` says otherwise.
@@ -31,9 +37,35 @@ pub enum Mutexes {
     Glibc,
 }
 
+/// What replaces the program's spin locks.
+#[derive(Clone, Copy)]
+pub enum Spins {
+    /// A spinlab lock in each `pthread_spinlock_t`.
+    Replaced {
+        /// Its registry name.
+        name: &'static str,
+        /// Its verbs.
+        ops: &'static RawLockOps,
+    },
+    /// glibc's own (`SPINLAB_SPIN=pthread`).
+    Glibc,
+}
+
+impl Spins {
+    /// The lock's name as the user would write it.
+    pub fn name(&self) -> &'static str {
+        match *self {
+            Spins::Replaced { name, .. } => name,
+            Spins::Glibc => GLIBC,
+        }
+    }
+}
+
 /// Everything the environment decides.
 pub struct Config {
     pub mutexes: Mutexes,
+    /// What replaces the spin locks.
+    pub spins: Spins,
     /// The policy of the replacement condition variables (unused with [`Mutexes::Glibc`]).
     pub cond: &'static CondOps,
     /// Rows of the statistics table printed at exit; `None` when not counting.
@@ -53,12 +85,63 @@ impl Config {
 /// Reads the configuration from the environment.
 pub fn from_env() -> Result<Config, String> {
     let var = |name| std::env::var(name).ok().filter(|value| !value.is_empty());
-    parse(
+    let mut config = parse(
         var("SPINLAB_LOCK").as_deref(),
         var("SPINLAB_COND").as_deref(),
         var("SPINLAB_STATS").as_deref(),
         var("SPINLAB_STATS_TOP").as_deref(),
-    )
+    )?;
+    config.spins = spins(var("SPINLAB_SPIN").as_deref())?;
+    Ok(config)
+}
+
+/// What `SPINLAB_SPIN=name` (`None`: unset) replaces spin locks with: a lock that fits in a
+/// `pthread_spinlock_t` and whose waiters never sleep. A spin lock's users expect spinning,
+/// and may share one between processes (`PTHREAD_PROCESS_SHARED`), which only a lock without
+/// a process-private futex serves; `pthread` keeps glibc's.
+pub fn spins(name: Option<&str>) -> Result<Spins, String> {
+    let name = match name {
+        None | Some("default") => DEFAULT_SPIN,
+        Some(GLIBC) => return Ok(Spins::Glibc),
+        Some(name) => name,
+    };
+    let valid = || {
+        let names: Vec<&str> = locks().iter().filter(|e| spin_usable(e)).map(|e| e.name.as_str()).collect();
+        format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_SPIN})", names.join(", "))
+    };
+    match lock_info(name) {
+        Ok(entry) if spin_usable(entry) => Ok(Spins::Replaced { name: entry.name.as_str(), ops: &entry.ops }),
+        Ok(entry) if entry.availability.is_err() => Err(format!(
+            "SPINLAB_SPIN={name} is unavailable here ({}); valid values: {}",
+            entry.availability.err().map(|r| r.to_string()).unwrap_or_default(),
+            valid()
+        )),
+        Ok(entry) => Err(format!(
+            "SPINLAB_SPIN={name} cannot replace pthread spin locks: {}; valid values: {}",
+            if entry.policy.is_none() {
+                "it is a reference lock, which does not live in memory the program owns".to_string()
+            } else if entry.may_sleep {
+                "its waiters may sleep, where a spin lock's waiters spin (and the lock may be shared between processes)"
+                    .to_string()
+            } else {
+                format!(
+                    "it takes {} bytes aligned to {}, and a pthread_spinlock_t has {SPIN_ROOM}",
+                    entry.ops.size, entry.ops.align
+                )
+            },
+            valid()
+        )),
+        Err(_) => Err(format!("SPINLAB_SPIN={name} is not a lock name; valid values: {}", valid())),
+    }
+}
+
+/// Whether a lock can replace a `pthread_spinlock_t` here.
+fn spin_usable(entry: &LockEntry) -> bool {
+    entry.availability.is_ok()
+        && !entry.may_sleep
+        && entry.policy.is_some()
+        && entry.ops.size <= SPIN_ROOM
+        && entry.ops.align <= SPIN_ROOM
 }
 
 /// The configuration for these values of the variables (`None`: unset or empty).
@@ -97,7 +180,7 @@ pub fn parse(lock: Option<&str>, cond: Option<&str>, stats: Option<&str>, top: O
                 ))
             }
         };
-    Ok(Config { mutexes, cond, stats_top })
+    Ok(Config { mutexes, spins: spins(None)?, cond, stats_top })
 }
 
 /// What `SPINLAB_LOCK=name` replaces mutexes with.

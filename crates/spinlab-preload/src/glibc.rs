@@ -17,7 +17,7 @@
 
 use core::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
 use libc::{c_char, c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
-use libc::{pthread_mutexattr_t, timespec};
+use libc::{pthread_mutexattr_t, pthread_spinlock_t, timespec};
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu", any(target_arch = "x86_64", target_arch = "aarch64"))))]
 compile_error!("spinlab-preload knows the pthread layouts of glibc on x86_64 and aarch64 only");
@@ -174,6 +174,8 @@ type CondFn = unsafe extern "C" fn(*mut pthread_cond_t) -> c_int;
 type CondWaitFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int;
 type CondTimedFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, *const timespec) -> c_int;
 type CondClockFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, clockid_t, *const timespec) -> c_int;
+type SpinInitFn = unsafe extern "C" fn(*mut pthread_spinlock_t, c_int) -> c_int;
+type SpinFn = unsafe extern "C" fn(*mut pthread_spinlock_t) -> c_int;
 
 /// glibc's own functions, which the replacements call for what they do not replace.
 pub struct Real {
@@ -191,6 +193,11 @@ pub struct Real {
     pub cond_wait: CondWaitFn,
     pub cond_timedwait: CondTimedFn,
     pub cond_clockwait: CondClockFn,
+    pub spin_init: SpinInitFn,
+    pub spin_destroy: SpinFn,
+    pub spin_lock: SpinFn,
+    pub spin_trylock: SpinFn,
+    pub spin_unlock: SpinFn,
 }
 
 /// The version of the condition-variable functions programs link against. x86_64 also keeps
@@ -245,6 +252,11 @@ impl Real {
             cond_wait: real!(c"pthread_cond_wait", COND_VERSION, CondWaitFn),
             cond_timedwait: real!(c"pthread_cond_timedwait", COND_VERSION, CondTimedFn),
             cond_clockwait: real!(c"pthread_cond_clockwait", None, CondClockFn),
+            spin_init: real!(c"pthread_spin_init", None, SpinInitFn),
+            spin_destroy: real!(c"pthread_spin_destroy", None, SpinFn),
+            spin_lock: real!(c"pthread_spin_lock", None, SpinFn),
+            spin_trylock: real!(c"pthread_spin_trylock", None, SpinFn),
+            spin_unlock: real!(c"pthread_spin_unlock", None, SpinFn),
         })
     }
 

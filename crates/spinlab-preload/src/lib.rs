@@ -1,5 +1,5 @@
 //! `libspinlab_preload.so`: run an unmodified program with spinlab's locks in place of its
-//! pthread mutexes and condition variables, and count its locking.
+//! pthread mutexes, condition variables and spin locks, and count its locking.
 //!
 //! ```text
 //! LD_PRELOAD=target/release/libspinlab_preload.so SPINLAB_LOCK=mcs:spin-park SPINLAB_STATS=1 ./program
@@ -9,6 +9,8 @@
 //!   default); `pthread` keeps glibc's mutexes and condition variables (to count them alone).
 //!   A lock must fit before `__kind` in a `pthread_mutex_t` and be unlocked when all-zero.
 //! - `SPINLAB_COND`: the wait policy of the condition variables (default: the lock's policy).
+//! - `SPINLAB_SPIN`: the lock in each `pthread_spinlock_t` (default `ttas:pause`); it must fit
+//!   in 4 bytes and never sleep; `pthread` keeps glibc's (see `spin`).
 //! - `SPINLAB_STATS=1`: at exit, a table on stderr of the mutexes with the most waiting;
 //!   `SPINLAB_STATS_TOP` rows (default 20).
 //!
@@ -27,6 +29,7 @@ mod cond;
 mod config;
 mod glibc;
 mod mutex;
+mod spin;
 mod stats;
 
 use config::{Config, Mutexes};
@@ -42,6 +45,8 @@ struct State {
     real: Real,
     /// The lock's name, for `spinlab_preload_lock`.
     lock_name: CString,
+    /// The spin locks' lock's name, for `spinlab_preload_spin`.
+    spin_name: CString,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -69,7 +74,8 @@ fn set_up() -> Result<State, String> {
     let config = config::from_env()?;
     warm_up(&config);
     let lock_name = CString::new(config.lock_name()).expect("lock names contain no NUL");
-    Ok(State { config, real, lock_name })
+    let spin_name = CString::new(config.spins.name()).expect("lock names contain no NUL");
+    Ok(State { config, real, lock_name, spin_name })
 }
 
 /// Runs the chosen lock and condition variable once, through a short wait that times out,
@@ -127,6 +133,13 @@ pub extern "C" fn spinlab_preload_lock() -> *const c_char {
     state().lock_name.as_ptr()
 }
 
+/// The registry name of the lock in the program's spin locks (`"pthread"` when glibc's are
+/// kept). A static string.
+#[no_mangle]
+pub extern "C" fn spinlab_preload_spin() -> *const c_char {
+    state().spin_name.as_ptr()
+}
+
 /// Runs before `main` (and before the constructors of libraries loaded after this one):
 /// checks the environment, exiting with status 2 on a bad value, and arranges for the
 /// statistics.
@@ -149,8 +162,11 @@ static CONSTRUCTOR: extern "C" fn() = constructor;
 extern "C" fn report_at_exit() {
     let state = state();
     let Some(top) = state.config.stats_top else { return };
-    let (rows, untracked) =
-        stats::snapshot(|kind| if kind == stats::OURS { "spinlab" } else { glibc::kind_name(kind) });
+    let (rows, untracked) = stats::snapshot(|kind| match kind {
+        stats::OURS => "spinlab",
+        stats::SPIN => "spin",
+        kind => glibc::kind_name(kind),
+    });
     if rows.is_empty() && untracked == 0 {
         return;
     }

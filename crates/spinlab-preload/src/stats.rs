@@ -55,6 +55,8 @@ static UNTRACKED: AtomicU64 = AtomicU64::new(0);
 
 /// The `kind` of a mutex the preload library replaced (glibc's kinds are small and >= -1).
 pub const OURS: c_int = c_int::MIN;
+/// The `kind` of a spin lock, replaced or glibc's.
+pub const SPIN: c_int = c_int::MIN + 1;
 
 /// The row of the mutex at `address`, claimed if new; `None` if its probe window is full.
 fn row(address: usize) -> Option<&'static Row> {

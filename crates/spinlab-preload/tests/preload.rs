@@ -91,6 +91,62 @@ fn fork_sixty_four_nested_locks_and_hand_over_hand() {
     everywhere("p_fork_nested");
 }
 
+#[test]
+fn spin_locks_exclude_between_threads_and_between_processes_under_every_setting() {
+    for (_, ran) in everywhere("p_spin") {
+        assert!(ran.stdout.contains("spin: ttas:pause\n"), "the default spin lock: {}", ran.stdout);
+    }
+    let program = program("p_spin");
+    assert!(run(&program, &[], &[], LIMIT).stdout.contains("spin: none\n"));
+    for spin in ["ttas:spin", "tas:pause", "bounded:spin", "ttas:backoff", "default", "pthread"] {
+        let ran = preloaded(&program, None, &[("SPINLAB_SPIN", spin)]);
+        ran.assert_success(&format!("p_spin with SPINLAB_SPIN={spin}"));
+        let expected = if spin == "default" { "ttas:pause" } else { spin };
+        assert!(ran.stdout.contains(&format!("spin: {expected}\n")), "{spin}: {}", ran.stdout);
+        assert!(ran.stdout.ends_with("ok\n"), "{spin}: {}", ran.stdout);
+    }
+}
+
+#[test]
+fn a_spin_lock_that_does_not_fit_or_may_sleep_is_refused_before_main() {
+    let program = program("p_spin");
+    for (spin, why) in [
+        ("mcs:spin", "a pthread_spinlock_t has 4"),
+        ("ttas:futex", "may sleep"),
+        ("std", "reference lock"),
+        ("nope", "not a lock name"),
+    ] {
+        let ran = preloaded(&program, None, &[("SPINLAB_SPIN", spin)]);
+        assert_eq!(ran.code(), Some(2), "{spin}: {}", ran.stderr);
+        assert!(ran.stdout.is_empty(), "{spin}: main must not run: {}", ran.stdout);
+        let lines: Vec<&str> = ran.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{spin}: one line: {}", ran.stderr);
+        assert!(lines[0].starts_with(&format!("spinlab-preload: SPINLAB_SPIN={spin} ")), "{}", lines[0]);
+        assert!(
+            lines[0].contains(why) && lines[0].contains("valid values: ") && lines[0].contains("ttas:pause"),
+            "{}",
+            lines[0]
+        );
+    }
+}
+
+#[test]
+fn statistics_count_every_acquisition_of_a_spin_lock() {
+    let program = program("p_spin");
+    for spin in ["ttas:pause", "pthread"] {
+        let ran = preloaded(&program, None, &[("SPINLAB_SPIN", spin), ("SPINLAB_STATS", "1")]);
+        ran.assert_success("p_spin with statistics");
+        // "counted spin lock 0x55d0c8a4e040 acquired 80002 times"
+        let line =
+            ran.stdout.lines().find(|l| l.starts_with("counted spin lock ")).expect("the program reports its lock");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (address, acquired) = (words[3], words[5]);
+        let row = stats_row(&ran.stderr, address);
+        assert_eq!(row[1], "spin", "{spin}: {row:?}");
+        assert_eq!(row[2], acquired, "{spin}: every acquisition is counted, once: {row:?}");
+    }
+}
+
 /// The row of the statistics table for the mutex at `address`: its columns.
 fn stats_row<'a>(stderr: &'a str, address: &str) -> Vec<&'a str> {
     stderr
