@@ -9,6 +9,7 @@
 //! executable's profile and target directory (cargo holds no lock on it while tests run);
 //! an up-to-date build costs a fraction of a second.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -133,6 +134,28 @@ impl Ran {
 /// One program at a time per test binary: each sizes its thread count to the CPUs, and
 /// two at once would oversubscribe them (see check.h's `cpus_at_most`).
 pub fn run(program: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Ran {
+    match try_run(program, args, env, limit) {
+        Ok(ran) => ran,
+        Err(hung) => panic!(
+            "{} {args:?} {env:?} did not finish within {limit:?} (a deadlock?)\n--- stdout\n{}\n--- stderr\n{}",
+            program.display(),
+            hung.stdout,
+            hung.stderr
+        ),
+    }
+}
+
+/// What a program that was killed at its watchdog had said.
+pub struct Hung {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// [`run`], returning what a program killed at `limit` had said instead of panicking. The
+/// program runs in a process group of its own, and the watchdog kills the whole group: a
+/// program's own children (a test driver's subprocesses) hold its output pipes too, and left
+/// running they would keep the run from ever ending.
+pub fn try_run(program: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Result<Ran, Hung> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let mut child = Command::new(program)
@@ -140,6 +163,7 @@ pub fn run(program: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("{} could not be started: {e}", program.display()));
     // Drained by threads, so that a chatty child never blocks on a full pipe.
@@ -160,18 +184,48 @@ pub fn run(program: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration)
             break Some(status);
         }
         if started.elapsed() > limit {
-            let _ = child.kill();
+            kill_group(child.id());
             let _ = child.wait();
             break None;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // A program that exited may have left children in its group holding the pipes.
+    kill_group(child.id());
     let (stdout, stderr) = (stdout.join().expect("stdout drained"), stderr.join().expect("stderr drained"));
-    let Some(status) = status else {
-        panic!(
-            "{} {args:?} {env:?} did not finish within {limit:?} (a deadlock?)\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
-            program.display()
-        );
-    };
-    Ran { status, stdout, stderr }
+    match status {
+        Some(status) => Ok(Ran { status, stdout, stderr }),
+        None => Err(Hung { stdout, stderr }),
+    }
+}
+
+/// Sends SIGKILL to every process of the group `leader` leads (nothing if none is left).
+fn kill_group(leader: u32) {
+    let Ok(group) = libc::pid_t::try_from(leader) else { return };
+    // SAFETY: kill has no memory effects; a negative pid names the process group, which is
+    // the test's own child's (it was started with `process_group(0)`).
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watchdog_kills_a_hung_program_with_the_children_that_hold_its_pipes() {
+        // Without the group kill, the background `sleep` keeps stdout open and `try_run`
+        // never returns.
+        let script = "sleep 100000 & echo $!; wait";
+        let hung = try_run(Path::new("/bin/sh"), &["-c", script], &[], Duration::from_millis(300))
+            .err()
+            .expect("killed at the watchdog");
+        let grandchild = hung.stdout.trim();
+        assert!(grandchild.parse::<u32>().is_ok(), "{:?}", hung.stdout);
+        // Gone, or a zombie waiting for whoever adopted it to reap it.
+        let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        let running = state.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+        assert!(matches!(running, None | Some("Z") | Some("X")), "the background child survived: {state}");
+        let ran = try_run(Path::new("/bin/sh"), &["-c", "echo fine"], &[], Duration::from_secs(60)).ok().unwrap();
+        assert_eq!((ran.code(), ran.stdout.as_str()), (Some(0), "fine\n"));
+    }
 }
