@@ -5,7 +5,9 @@
 //! message is one line naming the variable, why, and every value that would work.
 
 use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM};
-use spinlab::registry::{lock_info, locks, LockEntry, RawLockOps, RegistryError};
+use spinlab::registry::{
+    barrier_info, barriers as registry_barriers, lock_info, locks, BarrierEntry, LockEntry, RawLockOps, RegistryError,
+};
 use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
 
 /// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.
@@ -16,6 +18,8 @@ pub const GLIBC: &str = "pthread";
 /// The lock in each `pthread_spinlock_t` when `SPINLAB_SPIN` is unset: a test-and-test-and-set
 /// spinning with the CPU's hint, which is what glibc's spin lock does.
 pub const DEFAULT_SPIN: &str = "ttas:pause";
+/// The barrier in each `pthread_barrier_t` when `SPINLAB_BARRIER` is unset, as in the C API.
+pub const DEFAULT_BARRIER: &str = "barrier:spin-park";
 /// Bytes of a `pthread_spinlock_t` (an `int`), and its alignment.
 const SPIN_ROOM: usize = 4;
 /// The condition variables' policy when the lock has none (the `parking_lot` reference).
@@ -61,8 +65,59 @@ impl Spins {
     }
 }
 
+/// What replaces the program's barriers.
+#[derive(Clone, Copy)]
+pub enum Barriers {
+    /// A registry barrier, allocated by `pthread_barrier_init`.
+    Replaced(&'static BarrierEntry),
+    /// glibc's own (`SPINLAB_BARRIER=pthread`).
+    Glibc,
+}
+
+impl Barriers {
+    /// The barrier's name as the user would write it.
+    pub fn name(&self) -> &'static str {
+        match *self {
+            Barriers::Replaced(entry) => entry.name.as_str(),
+            Barriers::Glibc => GLIBC,
+        }
+    }
+}
+
+/// What `SPINLAB_BARRIER=name` (`None`: unset) replaces barriers with: `barrier:POLICY`, `std`,
+/// or `pthread` (glibc's). The registry's own `pthread` reference would call the replaced
+/// `pthread_barrier_init` again, so under this library `pthread` means glibc's, untouched.
+pub fn barriers(name: Option<&str>) -> Result<Barriers, String> {
+    let name = match name {
+        None | Some("default") => DEFAULT_BARRIER,
+        Some(GLIBC) => return Ok(Barriers::Glibc),
+        Some(name) => name,
+    };
+    let valid = || {
+        let names: Vec<&str> =
+            barrier_list().iter().filter(|e| e.availability.is_ok()).map(|e| e.name.as_str()).collect();
+        format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_BARRIER})", names.join(", "))
+    };
+    match barrier_info(name) {
+        Ok(entry) => match entry.availability {
+            Ok(()) => Ok(Barriers::Replaced(entry)),
+            Err(reason) => {
+                Err(format!("SPINLAB_BARRIER={name} is unavailable here ({reason}); valid values: {}", valid()))
+            }
+        },
+        Err(_) => Err(format!("SPINLAB_BARRIER={name} is not a barrier name; valid values: {}", valid())),
+    }
+}
+
+/// The registry's barriers this library can build (all but its `pthread` reference).
+fn barrier_list() -> Vec<&'static BarrierEntry> {
+    registry_barriers().iter().filter(|e| e.name != GLIBC).collect()
+}
+
 /// Everything the environment decides.
 pub struct Config {
+    /// What replaces the barriers.
+    pub barriers: Barriers,
     pub mutexes: Mutexes,
     /// What replaces the spin locks.
     pub spins: Spins,
@@ -92,6 +147,7 @@ pub fn from_env() -> Result<Config, String> {
         var("SPINLAB_STATS_TOP").as_deref(),
     )?;
     config.spins = spins(var("SPINLAB_SPIN").as_deref())?;
+    config.barriers = barriers(var("SPINLAB_BARRIER").as_deref())?;
     Ok(config)
 }
 
@@ -180,7 +236,7 @@ pub fn parse(lock: Option<&str>, cond: Option<&str>, stats: Option<&str>, top: O
                 ))
             }
         };
-    Ok(Config { mutexes, spins: spins(None)?, cond, stats_top })
+    Ok(Config { mutexes, spins: spins(None)?, barriers: barriers(None)?, cond, stats_top })
 }
 
 /// What `SPINLAB_LOCK=name` replaces mutexes with.

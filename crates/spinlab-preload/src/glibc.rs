@@ -17,7 +17,7 @@
 
 use core::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
 use libc::{c_char, c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
-use libc::{pthread_mutexattr_t, pthread_spinlock_t, timespec};
+use libc::{pthread_barrier_t, pthread_barrierattr_t, pthread_mutexattr_t, pthread_spinlock_t, timespec};
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu", any(target_arch = "x86_64", target_arch = "aarch64"))))]
 compile_error!("spinlab-preload knows the pthread layouts of glibc on x86_64 and aarch64 only");
@@ -174,6 +174,8 @@ type CondFn = unsafe extern "C" fn(*mut pthread_cond_t) -> c_int;
 type CondWaitFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int;
 type CondTimedFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, *const timespec) -> c_int;
 type CondClockFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, clockid_t, *const timespec) -> c_int;
+type BarrierInitFn = unsafe extern "C" fn(*mut pthread_barrier_t, *const pthread_barrierattr_t, libc::c_uint) -> c_int;
+type BarrierFn = unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int;
 type SpinInitFn = unsafe extern "C" fn(*mut pthread_spinlock_t, c_int) -> c_int;
 type SpinFn = unsafe extern "C" fn(*mut pthread_spinlock_t) -> c_int;
 
@@ -198,6 +200,9 @@ pub struct Real {
     pub spin_lock: SpinFn,
     pub spin_trylock: SpinFn,
     pub spin_unlock: SpinFn,
+    pub barrier_init: BarrierInitFn,
+    pub barrier_destroy: BarrierFn,
+    pub barrier_wait: BarrierFn,
 }
 
 /// The version of the condition-variable functions programs link against. x86_64 also keeps
@@ -257,6 +262,9 @@ impl Real {
             spin_lock: real!(c"pthread_spin_lock", None, SpinFn),
             spin_trylock: real!(c"pthread_spin_trylock", None, SpinFn),
             spin_unlock: real!(c"pthread_spin_unlock", None, SpinFn),
+            barrier_init: real!(c"pthread_barrier_init", None, BarrierInitFn),
+            barrier_destroy: real!(c"pthread_barrier_destroy", None, BarrierFn),
+            barrier_wait: real!(c"pthread_barrier_wait", None, BarrierFn),
         })
     }
 

@@ -1,5 +1,5 @@
 //! `libspinlab_preload.so`: run an unmodified program with spinlab's locks in place of its
-//! pthread mutexes, condition variables and spin locks, and count its locking.
+//! pthread mutexes, condition variables, spin locks and barriers, and count its locking.
 //!
 //! ```text
 //! LD_PRELOAD=target/release/libspinlab_preload.so SPINLAB_LOCK=mcs:spin-park SPINLAB_STATS=1 ./program
@@ -9,6 +9,8 @@
 //!   default); `pthread` keeps glibc's mutexes and condition variables (to count them alone).
 //!   A lock must fit before `__kind` in a `pthread_mutex_t` and be unlocked when all-zero.
 //! - `SPINLAB_COND`: the wait policy of the condition variables (default: the lock's policy).
+//! - `SPINLAB_BARRIER`: the barrier in each `pthread_barrier_t` (default `barrier:spin-park`);
+//!   `pthread` keeps glibc's, as does every process-shared barrier (see `barrier`).
 //! - `SPINLAB_SPIN`: the lock in each `pthread_spinlock_t` (default `ttas:pause`); it must fit
 //!   in 4 bytes and never sleep; `pthread` keeps glibc's (see `spin`).
 //! - `SPINLAB_STATS=1`: at exit, a table on stderr of the mutexes with the most waiting;
@@ -25,6 +27,7 @@
 //! are plain atomics, glibc's allocator and dynamic linker use glibc-internal locks).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod barrier;
 mod cond;
 mod config;
 mod glibc;
@@ -47,6 +50,8 @@ struct State {
     lock_name: CString,
     /// The spin locks' lock's name, for `spinlab_preload_spin`.
     spin_name: CString,
+    /// The barriers' name, for `spinlab_preload_barrier`.
+    barrier_name: CString,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -75,7 +80,8 @@ fn set_up() -> Result<State, String> {
     warm_up(&config);
     let lock_name = CString::new(config.lock_name()).expect("lock names contain no NUL");
     let spin_name = CString::new(config.spins.name()).expect("lock names contain no NUL");
-    Ok(State { config, real, lock_name, spin_name })
+    let barrier_name = CString::new(config.barriers.name()).expect("barrier names contain no NUL");
+    Ok(State { config, real, lock_name, spin_name, barrier_name })
 }
 
 /// Runs the chosen lock and condition variable once, through a short wait that times out,
@@ -131,6 +137,13 @@ fn write_stderr(text: &str) {
 #[no_mangle]
 pub extern "C" fn spinlab_preload_lock() -> *const c_char {
     state().lock_name.as_ptr()
+}
+
+/// The registry name of the barrier in the program's barriers (`"pthread"` when glibc's are
+/// kept). A static string.
+#[no_mangle]
+pub extern "C" fn spinlab_preload_barrier() -> *const c_char {
+    state().barrier_name.as_ptr()
 }
 
 /// The registry name of the lock in the program's spin locks (`"pthread"` when glibc's are

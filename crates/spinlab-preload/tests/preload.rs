@@ -107,6 +107,37 @@ fn spin_locks_exclude_between_threads_and_between_processes_under_every_setting(
     }
 }
 
+/// Checks that `program` with `variable=value` exits with status 2 before `main`, with one line
+/// that names the setting, says `why`, and lists valid values including `valid`.
+fn assert_refused(program: &Path, variable: &str, value: &str, why: &str, valid: &str) {
+    let ran = preloaded(program, None, &[(variable, value)]);
+    assert_eq!(ran.code(), Some(2), "{variable}={value}: {}", ran.stderr);
+    assert!(ran.stdout.is_empty(), "{variable}={value}: main must not run: {}", ran.stdout);
+    let lines: Vec<&str> = ran.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{variable}={value}: one line: {}", ran.stderr);
+    assert!(lines[0].starts_with(&format!("spinlab-preload: {variable}={value} ")), "{}", lines[0]);
+    assert!(lines[0].contains(why) && lines[0].contains("valid values: ") && lines[0].contains(valid), "{}", lines[0]);
+}
+
+#[test]
+fn barriers_keep_their_phases_and_one_serial_thread_under_every_setting() {
+    for (_, ran) in everywhere("p_barrier") {
+        assert!(ran.stdout.contains("barrier: barrier:spin-park\n"), "the default barrier: {}", ran.stdout);
+    }
+    let program = program("p_barrier");
+    assert!(run(&program, &[], &[], LIMIT).stdout.contains("barrier: none\n"));
+    for barrier in ["barrier:futex", "barrier:spin-yield-park", "barrier:pause", "std", "default", "pthread"] {
+        let ran = preloaded(&program, None, &[("SPINLAB_BARRIER", barrier)]);
+        ran.assert_success(&format!("p_barrier with SPINLAB_BARRIER={barrier}"));
+        let expected = if barrier == "default" { "barrier:spin-park" } else { barrier };
+        assert!(ran.stdout.contains(&format!("barrier: {expected}\n")), "{barrier}: {}", ran.stdout);
+        assert!(ran.stdout.ends_with("ok\n"), "{barrier}: {}", ran.stdout);
+    }
+    for barrier in ["nope", "barrier:nap"] {
+        assert_refused(&program, "SPINLAB_BARRIER", barrier, "is not a barrier name", "barrier:futex");
+    }
+}
+
 #[test]
 fn a_spin_lock_that_does_not_fit_or_may_sleep_is_refused_before_main() {
     let program = program("p_spin");
@@ -116,17 +147,7 @@ fn a_spin_lock_that_does_not_fit_or_may_sleep_is_refused_before_main() {
         ("std", "reference lock"),
         ("nope", "not a lock name"),
     ] {
-        let ran = preloaded(&program, None, &[("SPINLAB_SPIN", spin)]);
-        assert_eq!(ran.code(), Some(2), "{spin}: {}", ran.stderr);
-        assert!(ran.stdout.is_empty(), "{spin}: main must not run: {}", ran.stdout);
-        let lines: Vec<&str> = ran.stderr.lines().collect();
-        assert_eq!(lines.len(), 1, "{spin}: one line: {}", ran.stderr);
-        assert!(lines[0].starts_with(&format!("spinlab-preload: SPINLAB_SPIN={spin} ")), "{}", lines[0]);
-        assert!(
-            lines[0].contains(why) && lines[0].contains("valid values: ") && lines[0].contains("ttas:pause"),
-            "{}",
-            lines[0]
-        );
+        assert_refused(&program, "SPINLAB_SPIN", spin, why, "ttas:pause");
     }
 }
 

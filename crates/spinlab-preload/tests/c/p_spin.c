@@ -12,12 +12,6 @@ enum { MOST_THREADS = 4, ROUNDS = 20000, SHARED_ROUNDS = 20000 };
 static pthread_spinlock_t lock;
 static long counter;
 
-/* Which lock the preload library put in the program's spin locks, or "none". */
-static const char *preloaded_spin(void) {
-  const char *(*spin)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "spinlab_preload_spin");
-  return spin ? spin() : "none";
-}
-
 static void *hammer(void *arg) {
   (void)arg;
   for (int i = 0; i < ROUNDS; i++) {
@@ -53,7 +47,7 @@ static void take_turns(struct shared *shared) {
 
 int main(void) {
   say_preloaded();
-  printf("spin: %s\n", preloaded_spin());
+  printf("spin: %s\n", preloaded_name("spinlab_preload_spin"));
 
   CHECK_EQ(pthread_spin_init(&lock, PTHREAD_PROCESS_PRIVATE), 0);
   int threads = cpus_at_most(MOST_THREADS);

@@ -14,6 +14,13 @@ static inline const char *preloaded_lock(void) {
   return lock ? lock() : "none";
 }
 
+/* What the preload library's `symbol` function (`spinlab_preload_spin`, …) names, or "none"
+ * when the library is not loaded. */
+static inline const char *preloaded_name(const char *symbol) {
+  const char *(*name)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, symbol);
+  return name ? name() : "none";
+}
+
 /* Prints the line the test harness checks first: which lock this run uses. */
 static inline void say_preloaded(void) {
   printf("preload: %s\n", preloaded_lock());
