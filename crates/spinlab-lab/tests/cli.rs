@@ -574,7 +574,7 @@ fn every_numeric_option_states_and_enforces_its_limits() {
         (&["run", "interference"], "--active-ms", "10001", "10000", "1 to 10000 ms"),
         (&["run", "interference"], "--cache-sizes", "32K,512K,2G", "1K,1K,1G", "each from 1K to 1G"),
         (&["run", "handoff"], "--hold-ns", "1000,10000001", "0,10000000", "0 to 10000000 ns"),
-        (&["run", "handoff"], "--handoffs", "1000001", "1000000", "1 to 1000000"),
+        (&["run", "handoff"], "--handoffs", "1", "1000000", "2 to 1000000"),
         (&["run", "wakeup"], "--size", "2049", "2048", "1 to 2048"),
         (&["run", "wakeup"], "--work-ms", "1001", "1000", "1 to 1000 ms"),
         (&["run", "wakeup"], "--short-size", "2049", "0", "0 to 2048"),

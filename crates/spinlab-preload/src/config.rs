@@ -1,7 +1,7 @@
 //! The environment, read once before `main`: which lock replaces the program's mutexes
 //! (`SPINLAB_LOCK`), how its condition variables wait (`SPINLAB_COND`), which lock replaces
-//! its spin locks (`SPINLAB_SPIN`), and whether to count (`SPINLAB_STATS`,
-//! `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
+//! its spin locks (`SPINLAB_SPIN`) and which barrier its barriers (`SPINLAB_BARRIER`), and
+//! whether to count (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
 //! message is one line naming the variable, why, and every value that would work.
 
 use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM};

@@ -81,8 +81,9 @@ pub struct Holds(pub Vec<u64>);
 
 /// `--hold-ns`: each hold up to 10 ms, paid once per hand-off.
 pub const HOLD_NS: Bounds = Bounds::new(0, 10_000_000).unit(" ns (10 ms)");
-/// `--handoffs`: up to a million hand-offs per repetition.
-pub const HANDOFFS: Bounds = Bounds::new(1, 1_000_000);
+/// `--handoffs`: at least one each way (a repetition's value averages the two directions,
+/// which cancels the two CPUs' counter offset), up to a million per repetition.
+pub const HANDOFFS: Bounds = Bounds::new(2, 1_000_000);
 
 fn parse_holds(s: &str) -> Result<Holds, String> {
     let mut out = Vec::new();
