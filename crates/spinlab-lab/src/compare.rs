@@ -5,8 +5,14 @@
 //! `measure`, and counts such as `threads`). For every figure measured over repetitions (a key
 //! with a `_ci95_` sibling) the table shows A and B with their 95% intervals, B/A, and a `*`
 //! where the difference exceeds both runs' intervals: a change the repetitions do not explain.
+//!
+//! The seeds' claims are checked against both documents, and the scorecard's figures and
+//! verdicts are set side by side the same way: a `*` where a figure moved beyond both
+//! intervals or the verdict changed.
 
 use crate::error::LabError;
+use crate::reading::Context;
+use crate::report::scorecard::findings;
 use crate::results::format::number;
 pub use crate::results::load;
 use crate::results::{table, Results, Row};
@@ -177,12 +183,63 @@ pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparis
         ));
         out.push('\n');
     }
+    out.push_str(&scorecard(a, b));
     let marked = c.lines.iter().filter(|l| l.marked).count();
     out.push_str(&format!(
         "\n{} figures compared; {marked} marked * (the difference exceeds both runs' 95% intervals). Rows only in A: {}; only in B: {}.\n",
         c.lines.len(),
         c.only_a,
         c.only_b
+    ));
+    out
+}
+
+/// The scorecards of `a` and `b` side by side.
+fn scorecard(a: &Results, b: &Results) -> String {
+    let card_a = findings(&Context::new(a));
+    let card_b = findings(&Context::new(b));
+    let mut marked = 0;
+    let rows: Vec<Row> = card_a
+        .iter()
+        .filter_map(|fa| Some((fa, card_b.iter().find(|fb| fb.claim.id == fa.claim.id)?)))
+        .map(|(fa, fb)| {
+            let moved = match (fa.here, fb.here) {
+                (Some(ea), Some(eb)) => {
+                    let diff = (eb.value - ea.value).abs();
+                    diff > ea.ci95 && diff > eb.ci95
+                }
+                (None, None) => false,
+                _ => true,
+            };
+            let mark = moved || fa.verdict.name() != fb.verdict.name();
+            marked += usize::from(mark);
+            Row::new()
+                .with("claim", fa.claim.id)
+                .with("a", fa.figure_text())
+                .with("a_verdict", fa.verdict.name())
+                .with("b", fb.figure_text())
+                .with("b_verdict", fb.verdict.name())
+                .with("mark", if mark { "*" } else { "" })
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nscorecard (the seeds' claims, docs/scorecard.md)\n");
+    out.push_str(&table::render(
+        &rows,
+        &[
+            table::col("claim", "claim"),
+            table::col("a", "A"),
+            table::col("a_verdict", "A verdict"),
+            table::col("b", "B"),
+            table::col("b_verdict", "B verdict"),
+            table::col("mark", ""),
+        ],
+    ));
+    out.push_str(&format!(
+        "\n{} claims compared; {marked} marked * (a figure moved beyond both intervals, or the verdict changed).\n",
+        rows.len()
     ));
     out
 }

@@ -30,6 +30,7 @@ use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
 use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
+use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
 use crate::results::format::{duration_words, number};
 use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, THREADS};
@@ -637,6 +638,196 @@ impl Experiment for Contention {
     fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
         Some(Contribution { topic: Topic::Locks, lines: best_locks(ctx) })
     }
+
+    fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
+        fairlock_claims(ctx)
+    }
+}
+
+const FAIR_UNCONTENDED: Claim = Claim {
+    id: "003-fairlock-uncontended-cost",
+    seed: "003",
+    source: "§6.2, Table 3",
+    claim: "uncontended, the fairlock costs about twice a spinlock",
+    paper: "5 910 851 µs against 2 937 928 µs for 10^8 lock/unlock pairs by one thread (2.01x)",
+};
+
+const FAIR_THROUGHPUT: Claim = Claim {
+    id: "003-fairlock-throughput",
+    seed: "003",
+    source: "§6.2, Fig. 8",
+    claim: "under contention the fairlock keeps most of a spinlock's throughput",
+    paper: "64% of the spinlock's throughput on average, 2 to 8 threads pinned one per CPU (2-quad 8-way NUMA-Q)",
+};
+
+const SPINLOCK_FAVOURS_NODE: Claim = Claim {
+    id: "003-spinlock-favours-node",
+    seed: "003",
+    source: "§6.1, Table 1",
+    claim: "a spinlock favours the CPUs of one node",
+    paper: "quad 0's two threads acquired it 30 times as often as quad 1's (4 threads, two per quad; 4x with 8)",
+};
+
+const MAX_WAIT_RATIO: Claim = Claim {
+    id: "003-max-wait-spinlock-vs-fairlock",
+    seed: "003",
+    source: "§6.3, Table 4",
+    claim: "a spinlock's longest wait is far longer than the fairlock's",
+    paper: "two thousand times longer (the kernel's runqueue_lock under the Reflex benchmark, lockmeter)",
+};
+
+const FAIR_WAIT_VS_HOLD: Claim = Claim {
+    id: "003-fairlock-max-wait-vs-hold",
+    seed: "003",
+    source: "§6.3",
+    claim: "the fairlock's longest wait stays a small multiple of its longest hold",
+    paper: "a little more than three times the longest hold (runqueue_lock, Reflex)",
+};
+
+/// The spinlock seed 003 measured against (Linux's spinlock: test and test-and-set).
+const SPINLOCK: &str = "ttas:spin";
+
+/// One contention run, read at one thread per CPU (every CPU contending, as in seed 003's
+/// measurements).
+struct OnePerCpu<'a> {
+    run: Option<&'a Run>,
+    threads: String,
+}
+
+impl<'a> OnePerCpu<'a> {
+    fn cs_ns(run: &Run) -> f64 {
+        run.params.get("cs_ns").and_then(|v| v.as_f64()).unwrap_or(0.0)
+    }
+
+    /// The run with the shortest (`longest == false`) or longest critical section.
+    fn pick(ctx: &Context<'a>, longest: bool) -> OnePerCpu<'a> {
+        let runs = ctx.runs_of("contention");
+        let by_cs = |a: &&&Run, b: &&&Run| Self::cs_ns(a).total_cmp(&Self::cs_ns(b));
+        let run = if longest { runs.iter().max_by(by_cs) } else { runs.iter().min_by(by_cs) };
+        OnePerCpu { run: run.copied(), threads: ctx.cpus.to_string() }
+    }
+
+    fn row(&self, lock: &str) -> Option<&'a Row> {
+        self.run?.rows.iter().find(|r| {
+            !r.is_skipped() && r.text(LOCK) == Some(lock) && value_string(r, THREADS).as_deref() == Some(&self.threads)
+        })
+    }
+
+    /// The first `fair:POLICY` lock measured.
+    fn fairlock(&self) -> Option<&'a Row> {
+        let name = self.run?.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| l.starts_with("fair:"))?;
+        self.row(name)
+    }
+
+    fn words(&self, figure: &str) -> String {
+        let ns = self.run.map_or(0.0, Self::cs_ns);
+        format!(
+            "contention, {SPINLOCK} and the fairlock, {} threads (one per CPU), critical section {}: {figure}",
+            self.threads,
+            duration_words(ns)
+        )
+    }
+}
+
+/// `key` of the fairlock over the spinlock's (or the spinlock's over the fairlock's).
+fn fair_vs_spin(
+    ctx: &Context<'_>,
+    claim: &Claim,
+    at: &OnePerCpu<'_>,
+    key: &str,
+    fair_over_spin: bool,
+    range: (f64, f64),
+    reason: &str,
+) -> Finding {
+    let rows = at.words(key);
+    let (Some(fair), Some(spin)) = (at.fairlock(), at.row(SPINLOCK)) else {
+        return Finding::without(claim, &rows, Judged::NotMeasured(missing_reason(ctx, "contention")));
+    };
+    let (Some(f), Some(s)) = (Estimate::of(fair, key), Estimate::of(spin, key)) else {
+        return Finding::without(claim, &rows, Judged::NotMeasured(missing_reason(ctx, "contention")));
+    };
+    let Some(here) = (if fair_over_spin { f.ratio(&s) } else { s.ratio(&f) }) else {
+        return Finding::without(claim, &rows, Judged::NotMeasured(format!("a {key} of zero")));
+    };
+    let detail = format!("{} {}, {SPINLOCK} {}", fair.text(LOCK).unwrap_or("fair"), words(&f, ""), words(&s, ""));
+    Finding::judged(claim, ctx, "contention", Observed { here, unit: "x", detail, rows }, range, reason)
+}
+
+/// The spinlock's busiest group of CPUs over its idlest, where the groups are NUMA nodes.
+fn node_favoured(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
+    let rows = at.words("group_max_min_ratio of the spinlock, threads grouped by node");
+    let by_node = at.run.and_then(|r| r.params.get("groups_by")).and_then(|v| v.as_str()) == Some("node");
+    if at.run.is_some() && !by_node {
+        let why = "one NUMA node: there is no second node to be favoured over".to_string();
+        return Finding::without(&SPINLOCK_FAVOURS_NODE, &rows, Judged::CannotTest(why));
+    }
+    let Some(value) = at.row(SPINLOCK).and_then(|r| r.number("group_max_min_ratio")) else {
+        return Finding::without(&SPINLOCK_FAVOURS_NODE, &rows, Judged::NotMeasured(missing_reason(ctx, "contention")));
+    };
+    let here = Estimate { value, ci95: 0.0 };
+    let reason = "today's interconnects hand a line to a remote node at a smaller multiple of a local hand-off";
+    let observed = Observed { here, unit: "x", detail: String::new(), rows };
+    Finding::judged(&SPINLOCK_FAVOURS_NODE, ctx, "contention", observed, (10.0, f64::INFINITY), reason)
+}
+
+/// The fairlock's longest wait over its longest hold.
+fn fair_wait_vs_hold(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
+    let rows = at.words("max_wait_ns over max_hold_ns of the fairlock");
+    let maxima = at.fairlock().and_then(|r| Some((r.number("max_wait_ns")?, r.number("max_hold_ns")?)));
+    let Some((wait, hold)) = maxima.filter(|(_, hold)| *hold > 0.0) else {
+        return Finding::without(&FAIR_WAIT_VS_HOLD, &rows, Judged::NotMeasured(missing_reason(ctx, "contention")));
+    };
+    // Maxima have no interval: one preemption sets either.
+    let here = Estimate { value: wait / hold, ci95: 0.0 };
+    let detail = format!("max wait {}, max hold {}", duration_words(wait), duration_words(hold));
+    let reason = "a thread preempted while it holds or waits for the lock (other work on these CPUs, or more \
+                  threads than CPUs) sets both maxima, not the hand-over order";
+    Finding::judged(
+        &FAIR_WAIT_VS_HOLD,
+        ctx,
+        "contention",
+        Observed { here, unit: "x", detail, rows },
+        (1.5, 6.0),
+        reason,
+    )
+}
+
+/// Seed 003's claims: cost and throughput from the run with the shortest critical section,
+/// waits and holds from the one with the longest.
+fn fairlock_claims(ctx: &Context<'_>) -> Vec<Finding> {
+    let short = OnePerCpu::pick(ctx, false);
+    let long = OnePerCpu::pick(ctx, true);
+    vec![
+        fair_vs_spin(
+            ctx,
+            &FAIR_UNCONTENDED,
+            &short,
+            UNCONTENDED_NS,
+            true,
+            (1.5, 3.0),
+            "an uncontended lock is one atomic read-modify-write on today's cores, whatever else it does",
+        ),
+        fair_vs_spin(
+            ctx,
+            &FAIR_THROUGHPUT,
+            &short,
+            THROUGHPUT_OPS_S,
+            true,
+            (0.45, 0.9),
+            "with few CPUs the round-robin hand-over moves the line between as few caches as the spinlock's",
+        ),
+        node_favoured(ctx, &short),
+        fair_vs_spin(
+            ctx,
+            &MAX_WAIT_RATIO,
+            &long,
+            "max_wait_ns",
+            false,
+            (200.0, 20000.0),
+            "with one thread per CPU on few CPUs a spinlock has few rivals to lose to; preemption sets both maxima",
+        ),
+        fair_wait_vs_hold(ctx, &long),
+    ]
 }
 
 fn rep_label(rep: Rep) -> String {

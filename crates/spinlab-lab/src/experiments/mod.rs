@@ -5,8 +5,9 @@
 //! every experiment of an invocation, so `spinlab report` calibrates once) and the
 //! [`Common`] options every experiment understands, and returns runs of rows. The same impl
 //! declares what `spinlab report` does with it: its report settings
-//! ([`Experiment::report_steps`]), its charts ([`Experiment::figures`]) and its part of the
-//! recommendation ([`Experiment::advice`]).
+//! ([`Experiment::report_steps`]), its charts ([`Experiment::figures`]), its part of the
+//! recommendation ([`Experiment::advice`]) and the seeds' claims it checks
+//! ([`Experiment::scorecard`]).
 //!
 //! Adding one: a file here and its line in the `experiments!` list below (which declares the
 //! module and makes it a `spinlab run` subcommand and a report step), and a page in docs/.
@@ -17,6 +18,7 @@ use crate::error::LabError;
 use crate::machine::{MachineInfo, Placement, Topology};
 use crate::measure::{pin, Clock, Progress, StoppingRule, Work};
 use crate::reading::advice::Contribution;
+use crate::reading::scorecard::Finding;
 use crate::reading::{Context, Panel};
 use crate::results::table::{self, Column};
 use crate::results::{Row, Run};
@@ -62,6 +64,12 @@ pub trait Experiment {
     /// Its part of the recommendation, if it has one.
     fn advice(&self, _ctx: &Context<'_>) -> Option<Contribution> {
         None
+    }
+
+    /// The seeds' claims its rows speak to, each checked against the document behind `ctx`
+    /// (every claim it owns, also when its rows are missing: the finding then says why).
+    fn scorecard(&self, _ctx: &Context<'_>) -> Vec<Finding> {
+        Vec::new()
     }
 }
 

@@ -1,12 +1,13 @@
 //! How a results document is read for people: the [`Context`] of a document, the
-//! [`Panel`]s an experiment draws from its rows (with [`plot`]), and the [`advice`] it adds to
-//! the recommendation.
+//! [`Panel`]s an experiment draws from its rows (with [`plot`]), the [`advice`] it adds to
+//! the recommendation, and the [`scorecard`] lines it checks against the seeds.
 //!
 //! This sits below the experiments, which declare their figures and advice with it, and below
 //! the report, which lays them out; it knows no experiment.
 
 pub mod advice;
 pub mod plot;
+pub mod scorecard;
 
 use crate::results::{Results, Row, Run};
 
@@ -26,9 +27,9 @@ pub struct Context<'a> {
     pub cpus: usize,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
     /// The context of `results`, its CPU count read from the machine's allowed CPU list.
-    pub fn new(results: &Results) -> Context<'_> {
+    pub fn new(results: &'a Results) -> Context<'a> {
         let cpus = results
             .machine
             .get("allowed_cpus")
@@ -41,12 +42,12 @@ impl Context<'_> {
     }
 
     /// The runs of `experiment`, in document order.
-    pub fn runs_of(&self, experiment: &str) -> Vec<&Run> {
+    pub fn runs_of(&self, experiment: &str) -> Vec<&'a Run> {
         self.results.runs.iter().filter(|r| r.experiment == experiment).collect()
     }
 
     /// Every row of every run of `experiment`.
-    pub fn rows_of(&self, experiment: &str) -> Vec<&Row> {
+    pub fn rows_of(&self, experiment: &str) -> Vec<&'a Row> {
         self.results.runs.iter().filter(|r| r.experiment == experiment).flat_map(|r| r.rows.iter()).collect()
     }
 }

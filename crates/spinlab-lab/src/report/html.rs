@@ -1,9 +1,10 @@
 //! `index.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched; a
-//! content security policy forbids anything else) showing the machine, the recommendation and
-//! one figure per experiment.
+//! content security policy forbids anything else) showing the scorecard, the recommendation,
+//! the machine and one figure per experiment.
 
 use super::figures::{self, Figure};
 use super::recommend::Advice;
+use super::scorecard::{self, Scorecard};
 use crate::reading::Context;
 use crate::results::Results;
 use serde_json::Value;
@@ -32,6 +33,8 @@ table { border-collapse: collapse; margin: 8px 0; font-size: 14px; }
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 table.advice td:nth-child(2) { font-weight: bold; white-space: nowrap; }
+td.verdict-reproduced { background: #e8f5e9; } td.verdict-differs { background: #fdecea; }
+td.verdict-unsettled { background: #fff7e6; } td.verdict-cannot-test-here, td.verdict-not-measured { color: #777; }
 figure { margin: 12px 0; }
 figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { color: #333; font-size: 14px; margin: 4px 0 18px 0; }
@@ -45,7 +48,7 @@ nav a { margin-right: 12px; }
 ";
 
 /// The whole page.
-pub fn page(results: &Results, advice: &[Advice]) -> String {
+pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
     let ctx = Context::new(results);
     let figures = figures::all(&ctx);
     let machine = &results.machine;
@@ -66,11 +69,15 @@ pub fn page(results: &Results, advice: &[Advice]) -> String {
         total,
         escape(&results.command.join(" "))
     ));
-    out.push_str("<nav><a href=\"#recommendation\">recommendation</a><a href=\"#machine\">machine</a>");
+    out.push_str(
+        "<nav><a href=\"#scorecard\">scorecard</a><a href=\"#recommendation\">recommendation</a><a href=\"#machine\">machine</a>",
+    );
     for f in &figures {
         out.push_str(&format!("<a href=\"#exp-{0}\">{0}</a>", escape(&f.experiment)));
     }
     out.push_str("</nav>\n");
+
+    out.push_str(&scorecard::html(card));
 
     out.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
     out.push_str(

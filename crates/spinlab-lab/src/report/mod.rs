@@ -7,11 +7,13 @@
 //!   `--full`).
 //! - [`figures`] and [`plot`]: the charts, from the rows' keys.
 //! - [`recommend`]: the recommendation, from the numbers.
+//! - [`scorecard`]: the seeds' claims against this run (and other machines' committed runs).
 //! - [`html`]: the page.
 
 pub mod figures;
 pub mod html;
 pub mod recommend;
+pub mod scorecard;
 pub mod settings;
 
 use crate::error::LabError;
@@ -22,6 +24,7 @@ use crate::measure::pin::allowed_cpus;
 use crate::results::output::Outputs;
 use crate::results::{Results, Row, Run};
 use clap::Args;
+use scorecard::Scorecard;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -64,6 +67,12 @@ pub struct ReportOptions {
     /// The least measuring that still exercises every experiment (for tests; numbers are noise)
     #[arg(long, hide = true, conflicts_with = "full")]
     pub smoke: bool,
+    /// Another machine's results.json (e.g. docs/machines/NAME/results.json), shown as a
+    /// column of the scorecard; repeatable
+    #[arg(long, value_name = "FILE",
+          help = format!("Another machine's results.json (e.g. docs/machines/NAME/results.json), shown as a column \
+                          of the scorecard; repeatable, at most {}", scorecard::MAX_BESIDE))]
+    pub beside: Vec<PathBuf>,
     /// No progress bars
     #[arg(long)]
     pub quiet: bool,
@@ -89,17 +98,21 @@ pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> 
     // Checked before anything runs, so a long run never ends in a failure to save it.
     let outputs = Outputs::check(Some(&json), Some(&csv))?;
     crate::results::output::Sink::check("index.html", &index)?;
+    // Read before anything runs, so a bad path fails at once rather than after the run.
+    let beside = scorecard::beside(&options.beside)?;
 
-    let results = match &options.from {
+    let mut results = match &options.from {
         Some(file) => crate::results::load(file)?,
         None => measure(sys_root, options)?,
     };
+    let card = Scorecard::new(&crate::reading::Context::new(&results), beside);
+    results.scorecard = card.lines();
     outputs.write(&results)?;
     let ctx = crate::reading::Context::new(&results);
     let advice = recommend::recommend(&ctx);
-    let page = html::page(&results, &advice);
+    let page = html::page(&results, &advice, &card);
     std::fs::write(&index, page).map_err(|e| LabError::failed(format!("writing {}: {e}", index.display())))?;
-    print!("{}", summary(&results, &advice, &options.out));
+    print!("{}", summary(&results, &advice, &card, &options.out));
     Ok(())
 }
 
@@ -146,8 +159,8 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
     Ok(results)
 }
 
-/// The terminal summary: a line per run, then the recommendation.
-pub fn summary(results: &Results, advice: &[recommend::Advice], dir: &Path) -> String {
+/// The terminal summary: a line per run, the scorecard, then the recommendation.
+pub fn summary(results: &Results, advice: &[recommend::Advice], card: &Scorecard, dir: &Path) -> String {
     let mut out = String::from("\nspinlab report\n");
     for run in &results.runs {
         let skipped = run.rows.iter().filter(|r| r.is_skipped()).count();
@@ -167,7 +180,9 @@ pub fn summary(results: &Results, advice: &[recommend::Advice], dir: &Path) -> S
         }
     }
     let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
-    out.push_str(&format!("  {:<13} {:>6.1} s\n\nrecommendation (from this run's numbers):\n", "total", total));
+    out.push_str(&format!("  {:<13} {:>6.1} s\n", "total", total));
+    out.push_str(&scorecard::terminal(card));
+    out.push_str("\nrecommendation (from this run's numbers):\n");
     for a in advice {
         out.push_str(&format!("  if {}:\n    use {}\n    ({})\n", a.situation, a.choice, a.why));
     }

@@ -42,6 +42,10 @@ pub struct Results {
     pub machine: Value,
     /// The runs, in the order they were made.
     pub runs: Vec<Run>,
+    /// `spinlab report` only: the seeds' claims against these runs (empty elsewhere, and
+    /// recomputed from the runs whenever a report is drawn).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scorecard: Vec<ScorecardLine>,
 }
 
 impl Results {
@@ -56,8 +60,41 @@ impl Results {
                 .unwrap_or(0),
             machine: serde_json::to_value(machine).unwrap_or(Value::Null),
             runs: Vec::new(),
+            scorecard: Vec::new(),
         }
     }
+}
+
+/// One scorecard line in results.json (`scorecard[]`, docs/results.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScorecardLine {
+    /// The claim's key ([`Claim::id`](crate::reading::scorecard::Claim::id)).
+    pub id: String,
+    /// The seed.
+    pub seed: String,
+    /// Where in the seed.
+    pub source: String,
+    /// The claim in words.
+    pub claim: String,
+    /// The seed's figure.
+    pub paper: String,
+    /// The figure compared with the claim, when there is one.
+    pub value: Option<f64>,
+    /// Its 95% half-width.
+    pub ci95: Option<f64>,
+    /// Its unit in words.
+    pub unit: String,
+    /// The figure in words, with what it was computed from.
+    pub here: String,
+    /// `reproduced`, `differs`, `unsettled`, `cannot test here` or `not measured`.
+    pub verdict: String,
+    /// Why (empty for `reproduced`).
+    pub why: String,
+    /// The rows the figure came from.
+    pub rows: String,
+    /// The words of `under_load` of a run behind the figure, when one ran under load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<String>,
 }
 
 /// One experiment's results.

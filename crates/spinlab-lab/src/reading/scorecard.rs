@@ -1,0 +1,387 @@
+//! The scorecard's vocabulary: a seed's headline [`Claim`], this document's [`Finding`] for
+//! it, and the [`Verdict`]. Each experiment checks the claims its rows can speak to
+//! ([`Experiment::scorecard`](crate::experiments::Experiment::scorecard)); docs/scorecard.md
+//! explains every claim, the figure compared and the rule that gives the verdict.
+//!
+//! The seeds ran on other machines (UltraSPARC T1/T2, a hyper-threaded Pentium 4, NUMA
+//! servers of the early 2000s), so a claim is checked by its *shape*: a ratio between two
+//! treatments measured in the same run, or an order, never an absolute time. A verdict is
+//! only as firm as its interval: `reproduced` and `differs` both need the interval on one
+//! side of the claim's range.
+
+use super::advice::missing_reason;
+use super::Context;
+use crate::results::{Row, ScorecardLine};
+use serde::{Deserialize, Serialize};
+
+/// A seed's headline claim, as the seed states it.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim {
+    /// Stable key (`002-linux-loop-smt`), the same in results.json and docs/scorecard.md.
+    pub id: &'static str,
+    /// The seed: `000` to `004` (docs/sources.md).
+    pub seed: &'static str,
+    /// Where in the seed: a table, figure, section or slide.
+    pub source: &'static str,
+    /// The claim, in words.
+    pub claim: &'static str,
+    /// The seed's own figure, with its unit and conditions.
+    pub paper: &'static str,
+}
+
+/// A figure measured here: its value and the half-width of its 95% interval (0 when the
+/// figure had one repetition or is exact).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The value.
+    pub value: f64,
+    /// Half-width of the 95% interval.
+    pub ci95: f64,
+}
+
+impl Estimate {
+    /// The figure `key` of `row` with its interval: `X_UNIT` and `X_ci95_UNIT` (or `ci95_UNIT`
+    /// for a bare unit key).
+    pub fn of(row: &Row, key: &str) -> Option<Estimate> {
+        let value = row.number(key).filter(|v| v.is_finite())?;
+        Some(Estimate { value, ci95: row.number(&interval_key(key)).filter(|c| c.is_finite()).unwrap_or(0.0) })
+    }
+
+    /// The interval's ends.
+    pub fn low(&self) -> f64 {
+        self.value - self.ci95
+    }
+
+    /// See [`Estimate::low`].
+    pub fn high(&self) -> f64 {
+        self.value + self.ci95
+    }
+
+    /// `self / other`, its interval from the two relative intervals (first-order propagation,
+    /// the two figures taken as independent). `None` when `other` is not positive.
+    pub fn ratio(&self, other: &Estimate) -> Option<Estimate> {
+        if other.value <= 0.0 || !other.value.is_finite() {
+            return None;
+        }
+        let value = self.value / other.value;
+        let relative = (rel(self).powi(2) + rel(other).powi(2)).sqrt();
+        Some(Estimate { value, ci95: value.abs() * relative })
+    }
+
+    /// Where the interval lies against the range `[low, high]`.
+    pub fn against(&self, low: f64, high: f64) -> Side {
+        if self.high() < low {
+            Side::Below
+        } else if self.low() > high {
+            Side::Above
+        } else if self.low() >= low && self.high() <= high {
+            Side::Inside
+        } else {
+            Side::Straddles
+        }
+    }
+}
+
+fn rel(e: &Estimate) -> f64 {
+    if e.value == 0.0 {
+        0.0
+    } else {
+        e.ci95 / e.value.abs()
+    }
+}
+
+/// Units a figure's key may end with, longest first (`ops_s` before `s`).
+const UNITS: &[&str] = &["ops_s", "ns", "pct", "hz", "s"];
+
+/// `X_ci95_UNIT` for `X_UNIT`; `ci95_UNIT` for a bare `UNIT`; `X_ci95` for a key without a
+/// unit.
+fn interval_key(key: &str) -> String {
+    for unit in UNITS {
+        if key == *unit {
+            return format!("ci95_{unit}");
+        }
+        if let Some(name) = key.strip_suffix(unit).and_then(|k| k.strip_suffix('_')) {
+            return format!("{name}_ci95_{unit}");
+        }
+    }
+    format!("{key}_ci95")
+}
+
+/// Where an interval lies against a claim's range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Wholly below the range.
+    Below,
+    /// Wholly inside it.
+    Inside,
+    /// Overlapping an end of it: the repetitions cannot tell.
+    Straddles,
+    /// Wholly above it.
+    Above,
+}
+
+/// What this document says about a claim.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// The figure falls in the claim's range.
+    Reproduced,
+    /// The figure falls outside it: by how much, and the likely reason.
+    Differs(String),
+    /// The figure's interval overlaps an end of the range: more repetitions would tell.
+    Unsettled(String),
+    /// This machine lacks what the claim needs (SMT, a second NUMA node, an instruction, …).
+    CannotTest(String),
+    /// The rows the claim needs are not in this document (experiment not run, or run with
+    /// other settings).
+    NotMeasured(String),
+}
+
+impl Verdict {
+    /// Its name in results.json and the tables.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::Differs(_) => "differs",
+            Verdict::Unsettled(_) => "unsettled",
+            Verdict::CannotTest(_) => "cannot test here",
+            Verdict::NotMeasured(_) => "not measured",
+        }
+    }
+
+    /// Why, in words (empty for `Reproduced`).
+    pub fn why(&self) -> &str {
+        match self {
+            Verdict::Reproduced => "",
+            Verdict::Differs(w) | Verdict::Unsettled(w) | Verdict::CannotTest(w) | Verdict::NotMeasured(w) => w,
+        }
+    }
+
+    /// The verdict for `here` against the claim's range `[low, high]`; `differs` says which
+    /// way and gives `reason`.
+    pub fn judge(here: &Estimate, low: f64, high: f64, reason: &str) -> Verdict {
+        let range = format!("the claim's range is {} to {}", short(low), short(high));
+        match here.against(low, high) {
+            Side::Inside => Verdict::Reproduced,
+            Side::Straddles => Verdict::Unsettled(format!("the 95% interval overlaps an end of the range ({range})")),
+            Side::Below => Verdict::Differs(format!("below: {range}; {reason}")),
+            Side::Above => Verdict::Differs(format!("above: {range}; {reason}")),
+        }
+    }
+}
+
+/// A number in a few significant digits, for sentences.
+pub fn short(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() {
+        "-".to_string()
+    } else if a >= 100.0 || x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 0.1 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// What a claim's figure was computed from: the figure, its unit, the figures behind it and
+/// the rows they came from.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    /// The figure compared with the claim.
+    pub here: Estimate,
+    /// Its unit in words (`%`, `x`).
+    pub unit: &'static str,
+    /// The figures behind it.
+    pub detail: String,
+    /// The rows.
+    pub rows: String,
+}
+
+/// The mean of several figures (the seeds average over workloads), its interval from the
+/// figures' intervals taken as independent.
+pub fn mean_of(figures: &[Estimate]) -> Option<Estimate> {
+    if figures.is_empty() {
+        return None;
+    }
+    let n = figures.len() as f64;
+    let value = figures.iter().map(|e| e.value).sum::<f64>() / n;
+    let ci95 = figures.iter().map(|e| e.ci95 * e.ci95).sum::<f64>().sqrt() / n;
+    Some(Estimate { value, ci95 })
+}
+
+/// A figure with its interval, in words: `45 ± 3 ns`.
+pub fn words(e: &Estimate, unit: &str) -> String {
+    if e.ci95 > 0.0 {
+        format!("{} ± {}{unit}", short(e.value), short(e.ci95))
+    } else {
+        format!("{}{unit}", short(e.value))
+    }
+}
+
+/// One claim checked against one document.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    /// The claim.
+    pub claim: Claim,
+    /// The figure compared with the claim's range, when there is one.
+    pub here: Option<Estimate>,
+    /// The unit of `here` in words (`%`, `x`, `ns`).
+    pub unit: &'static str,
+    /// The figures behind `here`, in words (`spin 45 ± 3 ns, pthread-cond 40 ± 5 µs`).
+    pub detail: String,
+    /// Which rows: experiment and configuration.
+    pub rows: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Set when a run behind the figure ran under load (the run's `under_load` words).
+    pub under_load: Option<String>,
+}
+
+impl Finding {
+    /// A finding with no figure (the claim cannot be tested here, or was not measured).
+    pub fn without(claim: &Claim, rows: &str, verdict: Verdict) -> Finding {
+        Finding {
+            claim: *claim,
+            here: None,
+            unit: "",
+            detail: String::new(),
+            rows: rows.to_string(),
+            verdict,
+            under_load: None,
+        }
+    }
+
+    /// A finding with a figure, judged against the claim's range `[low, high]` (`reason`:
+    /// the likely reason it differs, used only when it does), marked when a run of
+    /// `experiment` ran under load.
+    pub fn judged(
+        claim: &Claim,
+        ctx: &Context<'_>,
+        experiment: &str,
+        measured: Observed,
+        range: (f64, f64),
+        reason: &str,
+    ) -> Finding {
+        Finding {
+            claim: *claim,
+            here: Some(measured.here),
+            unit: measured.unit,
+            verdict: Verdict::judge(&measured.here, range.0, range.1, reason),
+            detail: measured.detail,
+            rows: measured.rows,
+            under_load: load_of(ctx, experiment),
+        }
+    }
+
+    /// This machine's figure with its interval: `0.52 ± 0.04x`.
+    pub fn value_text(&self) -> String {
+        self.here.map_or("-".to_string(), |e| words(&e, self.unit))
+    }
+
+    /// This machine's figure in words: `0.52 ± 0.04x (spin 45 ns, …)`.
+    pub fn figure_text(&self) -> String {
+        if self.detail.is_empty() {
+            self.value_text()
+        } else {
+            format!("{} ({})", self.value_text(), self.detail)
+        }
+    }
+
+    /// The finding as a results.json entry.
+    pub fn entry(&self) -> ScorecardLine {
+        ScorecardLine {
+            id: self.claim.id.to_string(),
+            seed: self.claim.seed.to_string(),
+            source: self.claim.source.to_string(),
+            claim: self.claim.claim.to_string(),
+            paper: self.claim.paper.to_string(),
+            value: self.here.map(|e| e.value),
+            ci95: self.here.map(|e| e.ci95),
+            unit: self.unit.to_string(),
+            here: self.figure_text(),
+            verdict: self.verdict.name().to_string(),
+            why: self.verdict.why().to_string(),
+            rows: self.rows.clone(),
+            under_load: self.under_load.clone(),
+        }
+    }
+}
+
+/// The under-load words of the runs of `experiment` in `ctx`, when any ran under load.
+pub fn load_of(ctx: &Context<'_>, experiment: &str) -> Option<String> {
+    ctx.runs_of(experiment).iter().find_map(|r| r.under_load().map(str::to_string))
+}
+
+/// The reason `experiment` skipped the rows whose `key` is `value` (`placement` `smt`: `no
+/// SMT: …`), when it did.
+pub fn skipped_where(ctx: &Context<'_>, experiment: &str, key: &str, value: &str) -> Option<String> {
+    ctx.rows_of(experiment)
+        .into_iter()
+        .filter(|r| r.is_skipped() && r.text(key) == Some(value))
+        .find_map(|r| r.text("skipped").map(str::to_string))
+}
+
+/// Why a claim has no figure: the first of `needs` (`(key, value)` of the rows it needs) that
+/// `experiment` skipped, as the machine's lack; else the rows are simply not in the document.
+pub fn why_missing(ctx: &Context<'_>, experiment: &str, needs: &[(&str, &str)]) -> Verdict {
+    needs
+        .iter()
+        .find_map(|(key, value)| skipped_where(ctx, experiment, key, value))
+        .map(Verdict::CannotTest)
+        .unwrap_or_else(|| Verdict::NotMeasured(missing_reason(ctx, experiment)))
+}
+
+/// The first measured row of `experiment` whose keys have the given text values.
+pub fn row_where<'a>(ctx: &Context<'a>, experiment: &str, pairs: &[(&str, &str)]) -> Option<&'a Row> {
+    ctx.results
+        .runs
+        .iter()
+        .filter(|r| r.experiment == experiment)
+        .flat_map(|r| r.rows.iter())
+        .find(|r| !r.is_skipped() && pairs.iter().all(|(k, v)| super::value_string(r, k).as_deref() == Some(*v)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_keys_follow_the_summary_convention() {
+        assert_eq!(interval_key("slowdown_pct"), "slowdown_ci95_pct");
+        assert_eq!(interval_key("throughput_ops_s"), "throughput_ci95_ops_s");
+        assert_eq!(interval_key("twakeup_ns"), "twakeup_ci95_ns");
+        assert_eq!(interval_key("ns"), "ci95_ns");
+        let row = Row::new().with("twakeup_ns", 50.0).with("twakeup_ci95_ns", 5.0);
+        assert_eq!(Estimate::of(&row, "twakeup_ns"), Some(Estimate { value: 50.0, ci95: 5.0 }));
+    }
+
+    #[test]
+    fn a_ratio_carries_both_relative_intervals() {
+        let a = Estimate { value: 30.0, ci95: 3.0 };
+        let b = Estimate { value: 10.0, ci95: 0.0 };
+        let r = a.ratio(&b).unwrap();
+        assert!((r.value - 3.0).abs() < 1e-12 && (r.ci95 - 0.3).abs() < 1e-12);
+        let both = a.ratio(&Estimate { value: 10.0, ci95: 1.0 }).unwrap();
+        assert!((both.ci95 - 3.0 * (0.02f64).sqrt()).abs() < 1e-12);
+        assert!(a.ratio(&Estimate { value: 0.0, ci95: 0.0 }).is_none());
+    }
+
+    #[test]
+    fn a_mean_of_figures_narrows_its_interval() {
+        let m = mean_of(&[Estimate { value: 10.0, ci95: 4.0 }, Estimate { value: 20.0, ci95: 3.0 }]).unwrap();
+        assert_eq!(m, Estimate { value: 15.0, ci95: 2.5 });
+        assert!(mean_of(&[]).is_none());
+    }
+
+    #[test]
+    fn the_verdict_needs_the_whole_interval_on_one_side() {
+        let judge = |value, ci95| Verdict::judge(&Estimate { value, ci95 }, 1.5, 3.0, "why").name();
+        assert_eq!(judge(2.0, 0.1), "reproduced");
+        assert_eq!(judge(1.4, 0.2), "unsettled");
+        assert_eq!(judge(1.0, 0.2), "differs");
+        assert_eq!(judge(4.0, 0.5), "differs");
+        assert!(Verdict::judge(&Estimate { value: 1.0, ci95: 0.2 }, 1.5, 3.0, "older CPU").why().starts_with("below"));
+    }
+}
