@@ -20,7 +20,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Keys that name a row's configuration even though their values are numbers.
-const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "matrix_n", "units"];
+const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "matrix_n", "units", "hold_ns"];
 /// String keys that describe an outcome, not a configuration.
 const NOT_CONFIG: &[&str] = &["stop", "skipped", "origin", "alias", "unavailable", "cpus"];
 
@@ -215,9 +215,9 @@ fn scorecard(a: &Results, b: &Results) -> String {
             marked += usize::from(mark);
             Row::new()
                 .with("claim", fa.claim.id)
-                .with("a", fa.figure_text())
+                .with("a", fa.value_text())
                 .with("a_verdict", fa.verdict.name())
-                .with("b", fb.figure_text())
+                .with("b", fb.value_text())
                 .with("b_verdict", fb.verdict.name())
                 .with("mark", if mark { "*" } else { "" })
         })

@@ -68,3 +68,31 @@ fn bad_files_fail_with_one_line_naming_the_file_and_the_problem() {
         }
     }
 }
+
+#[test]
+fn a_report_compared_with_itself_matches_every_row_and_every_claim() {
+    // The report fixture holds hand-off rows of one lock at two hold times: they are two
+    // configurations, not one matched twice.
+    let report = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    let mut doc = load(&report).unwrap();
+    let handoff = doc.runs.iter_mut().find(|r| r.experiment == "handoff").unwrap();
+    let shorter: Vec<_> = handoff
+        .rows
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.set("hold_ns", 0);
+            r.set("handoff_ns", 2.0 * r.number("handoff_ns").unwrap());
+            r
+        })
+        .collect();
+    handoff.rows.extend(shorter);
+    let c = compare(&doc, &doc);
+    assert_eq!((c.only_a, c.only_b), (0, 0));
+    assert!(c.lines.iter().all(|l| !l.marked && l.ratio.is_none_or(|r| r == 1.0)), "{c:?}");
+    assert!(c.lines.iter().any(|l| l.config.contains("hold_ns 0")), "{c:?}");
+    let out = spinlab_compare(&report, &report);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("scorecard (the seeds' claims"), "{text}");
+    assert!(text.contains("002-linux-loop-smt") && text.contains("claims compared; 0 marked *"), "{text}");
+}

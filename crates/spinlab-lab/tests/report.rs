@@ -194,6 +194,75 @@ fn report_from_a_document_redraws_it_and_bad_options_fail_clearly() {
     assert!(err.contains("`nope` is not an experiment") && err.lines().count() == 1, "{err}");
 }
 
+#[test]
+fn the_scorecard_lists_every_claim_and_takes_another_machine_as_a_column() {
+    let dir = scratch("scorecard");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    // Another machine's document, as docs/machines/NAME/results.json holds it: the fixture on a
+    // CPU with SMT, whose interference run measured the Linux loop on the sibling.
+    let mut other = read_json(&fixture);
+    other["machine"]["cpu_model"] = Value::from("Big CPU");
+    let sibling = |active: &str, behaviour: &str, pct: f64| {
+        serde_json::json!({"lock": "ttas:spin", "wait": "spin", "active": active, "behaviour": behaviour,
+                           "placement": "smt", "waiters": 1, "cpu_slowdown_pct": pct, "cpu_slowdown_ci95_pct": 1.0})
+    };
+    let interference = other["runs"].as_array_mut().unwrap().iter_mut().find(|r| r["experiment"] == "interference");
+    let rows = interference.expect("the fixture has an interference run")["rows"].as_array_mut().unwrap();
+    rows.retain(|r| r["placement"] != "smt");
+    rows.extend([sibling("mbv-int", "multiple", 40.0), sibling("hash", "multiple", 44.0)]);
+    let big = dir.join("machines/big");
+    std::fs::create_dir_all(&big).unwrap();
+    std::fs::write(big.join("results.json"), serde_json::to_string(&other).unwrap()).unwrap();
+
+    let out = dir.join("out");
+    let run = spinlab()
+        .args(["report", "--quiet", "--from"])
+        .arg(&fixture)
+        .arg("--beside")
+        .arg(big.join("results.json"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains("machine B: big (Big CPU)"), "{stdout}");
+
+    let doc = read_json(&out.join("results.json"));
+    let card = doc["scorecard"].as_array().expect("results.json has the scorecard");
+    assert!(card.len() >= 19);
+    let verdicts = ["reproduced", "differs", "unsettled", "cannot test here", "not measured"];
+    for line in card {
+        let id = line["id"].as_str().unwrap();
+        assert!(verdicts.contains(&line["verdict"].as_str().unwrap()), "{id}: {}", line["verdict"]);
+        assert!(stdout.contains(id), "the terminal table lacks {id}");
+        for key in ["seed", "source", "claim", "paper", "here", "why", "rows"] {
+            assert!(line[key].is_string(), "{id}: no {key}");
+        }
+    }
+    let smt = card.iter().find(|l| l["id"] == "002-linux-loop-smt").unwrap();
+    assert_eq!(smt["verdict"], "cannot test here", "the fixture's guest has no SMT");
+    assert!(smt["why"].as_str().unwrap().contains("no SMT"), "{}", smt["why"]);
+
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let section =
+        html.split("id=\"scorecard\"").nth(1).expect("the page has a scorecard").split("</table>").next().unwrap();
+    assert!(section.contains("<th>big (Big CPU)</th>"));
+    let row = section.split("id=\"claim-002-linux-loop-smt\"").nth(1).unwrap().split("</tr>").next().unwrap();
+    assert!(row.contains("42 ± 0.71%") && row.contains("reproduced"), "the other machine's column: {row}");
+
+    let missing = spinlab()
+        .args(["report", "--quiet", "--from"])
+        .arg(&fixture)
+        .args(["--beside", "/nonexistent/results.json", "--out"])
+        .arg(dir.join("out2"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/results.json: cannot be read") && err.lines().count() == 1, "{err}");
+}
+
 /// Chromium's name on this machine.
 fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]

@@ -186,3 +186,145 @@ pub fn html(card: &Scorecard) -> String {
     out.push_str("</table>\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reading::scorecard::Verdict;
+    use crate::results::Run;
+    use serde_json::json;
+
+    fn document(runs: Vec<Run>) -> Results {
+        let mut results = Results::new(&json!({"allowed_cpus": "0-3", "cpu_model": "test CPU"}));
+        results.runs = runs;
+        results
+    }
+
+    fn slowdown(wait: &str, active: &str, behaviour: &str, placement: &str, pct: f64, ci: f64) -> Row {
+        Row::new()
+            .with("lock", format!("ttas:{wait}"))
+            .with("wait", wait)
+            .with("active", active)
+            .with("behaviour", behaviour)
+            .with("placement", placement)
+            .with("waiters", 1)
+            .with("cpu_slowdown_pct", pct)
+            .with("cpu_slowdown_ci95_pct", ci)
+    }
+
+    fn finding<'a>(all: &'a [Finding], id: &str) -> &'a Finding {
+        all.iter().find(|f| f.claim.id == id).unwrap_or_else(|| panic!("no claim {id}"))
+    }
+
+    #[test]
+    fn every_claim_is_listed_once_and_says_why_when_nothing_was_measured() {
+        let empty = document(Vec::new());
+        let all = findings(&Context::new(&empty));
+        assert!(all.len() >= 19, "{} claims", all.len());
+        for (i, f) in all.iter().enumerate() {
+            assert!(all[i + 1..].iter().all(|g| g.claim.id != f.claim.id), "{} twice", f.claim.id);
+            assert!(f.claim.id.starts_with(f.claim.seed), "{} is not named after its seed", f.claim.id);
+            assert_eq!(f.verdict.name(), "not measured", "{}", f.claim.id);
+            assert!(f.verdict.why().contains("was not run"), "{}: {}", f.claim.id, f.verdict.why());
+        }
+        let seeds: Vec<&str> = all.iter().map(|f| f.claim.seed).collect();
+        assert!(seeds.windows(2).all(|w| w[0] <= w[1]), "not in seed order: {seeds:?}");
+        for seed in ["000", "001", "002", "003", "004"] {
+            assert!(seeds.contains(&seed), "no claim of seed {seed}");
+        }
+    }
+
+    #[test]
+    fn a_machine_with_smt_gets_figures_and_verdicts_from_its_rows() {
+        let mut run = Run::new("interference");
+        run.rows = vec![
+            slowdown("spin", "add", "single", "smt", 10.0, 2.0),
+            slowdown("spin", "mbv-int", "multiple", "smt", 40.0, 2.0),
+            slowdown("spin", "hash", "multiple", "smt", 44.0, 2.0),
+            slowdown("miss", "mbv-int", "multiple", "smt", 1.0, 0.5),
+            slowdown("miss", "hash", "multiple", "smt", 9.0, 0.5),
+        ];
+        let results = document(vec![run]);
+        let all = findings(&Context::new(&results));
+
+        let one = finding(&all, "000-linux-loop-one-sibling");
+        let here = one.here.unwrap();
+        assert!((here.value - 94.0 / 3.0).abs() < 1e-9, "mean of all three workloads: {here:?}");
+        assert_eq!(one.verdict.name(), "differs", "31% is above 4-20%");
+        assert!(one.verdict.why().starts_with("above"), "{}", one.verdict.why());
+
+        let multiple = finding(&all, "002-linux-loop-smt");
+        assert!((multiple.here.unwrap().value - 42.0).abs() < 1e-9, "only the multiple-behaviour workloads");
+        assert_eq!(multiple.verdict, Verdict::Reproduced);
+        assert!(multiple.figure_text().contains("mbv-int 40 ± 2%"), "{}", multiple.figure_text());
+
+        let miss = finding(&all, "002-miss-loop-smt");
+        assert_eq!(miss.here.unwrap().value, 5.0);
+        assert_eq!(miss.verdict.name(), "unsettled", "5 ± 0.35 overlaps the range's end at 5");
+    }
+
+    #[test]
+    fn a_placement_the_machine_lacks_is_named_as_the_reason() {
+        let mut run = Run::new("interference");
+        run.rows = vec![
+            Row::new().with("placement", "smt").skipped("no SMT: every core has one logical CPU"),
+            slowdown("spin", "add", "single", "core", 0.5, 1.0),
+        ];
+        let results = document(vec![run]);
+        let all = findings(&Context::new(&results));
+        let f = finding(&all, "002-linux-loop-smt");
+        assert_eq!(f.verdict, Verdict::CannotTest("no SMT: every core has one logical CPU".to_string()));
+        assert!(f.here.is_none());
+        assert_eq!(finding(&all, "000-linux-loop-other-core").verdict, Verdict::Reproduced);
+    }
+
+    #[test]
+    fn the_fairlock_claims_read_one_thread_per_cpu() {
+        let mut run = Run::new("contention");
+        run.param("cs_ns", 100);
+        run.param("groups_by", "halves of the CPU list");
+        let row = |lock: &str, threads: u64, uncontended: f64, throughput: f64| {
+            Row::new()
+                .with("lock", lock)
+                .with("threads", threads)
+                .with("uncontended_ns", uncontended)
+                .with("uncontended_ci95_ns", 0.0)
+                .with("throughput_ops_s", throughput)
+                .with("throughput_ci95_ops_s", 0.0)
+                .with("max_wait_ns", 3000.0)
+                .with("max_hold_ns", 1000.0)
+        };
+        run.rows = vec![
+            row("ttas:spin", 2, 3.0, 100.0),
+            row("fair:spin", 2, 6.0, 10.0),
+            row("ttas:spin", 4, 3.0, 1000.0),
+            row("fair:spin", 4, 6.0, 640.0),
+        ];
+        let results = document(vec![run]);
+        let all = findings(&Context::new(&results));
+        let cost = finding(&all, "003-fairlock-uncontended-cost");
+        assert_eq!((cost.here.unwrap().value, cost.verdict.name()), (2.0, "reproduced"));
+        let throughput = finding(&all, "003-fairlock-throughput");
+        assert_eq!(throughput.here.unwrap().value, 0.64, "at 4 threads, the CPU count, not at 2");
+        assert_eq!(finding(&all, "003-fairlock-max-wait-vs-hold").here.unwrap().value, 3.0);
+        let node = finding(&all, "003-spinlock-favours-node");
+        assert_eq!(node.verdict.name(), "cannot test here", "threads were not grouped by node");
+    }
+
+    #[test]
+    fn the_terminal_table_and_the_page_carry_every_claim_and_the_other_machine() {
+        let empty = document(Vec::new());
+        let ctx = Context::new(&empty);
+        let beside = vec![Beside { label: "big (EPYC)".to_string(), findings: findings(&ctx) }];
+        let card = Scorecard::new(&ctx, beside);
+        let text = terminal(&card);
+        let page = html(&card);
+        for f in &card.findings {
+            assert!(text.contains(f.claim.id), "terminal lacks {}", f.claim.id);
+            assert!(page.contains(&format!("id=\"claim-{}\"", f.claim.id)), "page lacks {}", f.claim.id);
+        }
+        assert!(text.contains("machine B: big (EPYC)"));
+        assert!(page.contains("<th>big (EPYC)</th>"));
+        assert_eq!(card.lines().len(), card.findings.len());
+    }
+}
