@@ -249,7 +249,7 @@ fn the_scorecard_lists_every_claim_and_takes_another_machine_as_a_column() {
         html.split("id=\"scorecard\"").nth(1).expect("the page has a scorecard").split("</table>").next().unwrap();
     assert!(section.contains("<th>big (Big CPU)</th>"));
     let row = section.split("id=\"claim-002-linux-loop-smt\"").nth(1).unwrap().split("</tr>").next().unwrap();
-    assert!(row.contains("42 ± 0.71%") && row.contains("reproduced"), "the other machine's column: {row}");
+    assert!(row.contains("42 ± 0.707%") && row.contains("reproduced"), "the other machine's column: {row}");
 
     let missing = spinlab()
         .args(["report", "--quiet", "--from"])

@@ -30,8 +30,9 @@ use crate::measure::partner::{with_partners, Announced};
 use crate::measure::pin::with_pinned;
 use crate::measure::{repeat, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
 use crate::reading::plot;
-use crate::reading::scorecard::{mean_of, short, why_missing, words, Claim, Estimate, Finding, Observed};
+use crate::reading::scorecard::{mean_of, why_missing, words, Claim, Estimate, Finding, Observed};
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::results::format::number;
 use crate::results::keys::{LOCK, PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
@@ -738,7 +739,7 @@ fn responsiveness(ctx: &Context<'_>) -> Finding {
     // The re-read interval is a mean over every loop iteration of every co-run: no interval.
     let (miss, spin) = (mean(&miss), mean(&spin));
     let here = Estimate { value: miss / spin, ci95: 0.0 };
-    let detail = format!("miss {} ns, spin {} ns per read", short(miss), short(spin));
+    let detail = format!("miss {} ns, spin {} ns per read", number(miss), number(spin));
     let reason = "today's cores re-read a cached line in a cycle or two, far faster than the T2's 10-cycle loop, \
                   while a load from memory still costs a few hundred cycles";
     Finding::judged(

@@ -29,9 +29,9 @@ use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep, Summary};
 use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Point, Scale};
-use crate::reading::scorecard::{short, why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
+use crate::reading::scorecard::{why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, rows_of, Context, Panel};
-use crate::results::format::duration_words;
+use crate::results::format::{duration_words, number};
 use crate::results::keys::{PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
@@ -632,7 +632,7 @@ fn spinner_on_sibling(ctx: &Context<'_>) -> Finding {
     };
     let others = sleepers.iter().sum::<f64>() / sleepers.len() as f64;
     let here = Estimate { value: 100.0 * ((1.0 + spin / 100.0) / (1.0 + others / 100.0) - 1.0), ci95: 0.0 };
-    let detail = format!("{SPIN} {}%, sleeping primitives {}%", short(spin), short(others));
+    let detail = format!("{SPIN} {}%, sleeping primitives {}%", number(spin), number(others));
     let reason = "a modern core shares its pipeline between two threads differently from Netburst, and a \
                   spin with PAUSE yields more of it";
     Finding::judged(

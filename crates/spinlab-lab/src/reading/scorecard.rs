@@ -11,6 +11,7 @@
 
 use super::advice::missing_reason;
 use super::Context;
+use crate::results::format::number;
 use crate::results::{Row, ScorecardLine};
 use serde::{Deserialize, Serialize};
 
@@ -159,29 +160,13 @@ impl Verdict {
     /// The verdict for `here` against the claim's range `[low, high]`; `differs` says which
     /// way and gives `reason`.
     pub fn judge(here: &Estimate, low: f64, high: f64, reason: &str) -> Verdict {
-        let range = format!("the claim's range is {} to {}", short(low), short(high));
+        let range = format!("the claim's range is {} to {}", number(low), number(high));
         match here.against(low, high) {
             Side::Inside => Verdict::Reproduced,
             Side::Straddles => Verdict::Unsettled(format!("the 95% interval overlaps an end of the range ({range})")),
             Side::Below => Verdict::Differs(format!("below: {range}; {reason}")),
             Side::Above => Verdict::Differs(format!("above: {range}; {reason}")),
         }
-    }
-}
-
-/// A number in a few significant digits, for sentences.
-pub fn short(x: f64) -> String {
-    let a = x.abs();
-    if !x.is_finite() {
-        "-".to_string()
-    } else if a >= 100.0 || x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 0.1 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
     }
 }
 
@@ -214,9 +199,9 @@ pub fn mean_of(figures: &[Estimate]) -> Option<Estimate> {
 /// A figure with its interval, in words: `45 ± 3 ns`.
 pub fn words(e: &Estimate, unit: &str) -> String {
     if e.ci95 > 0.0 {
-        format!("{} ± {}{unit}", short(e.value), short(e.ci95))
+        format!("{} ± {}{unit}", number(e.value), number(e.ci95))
     } else {
-        format!("{}{unit}", short(e.value))
+        format!("{}{unit}", number(e.value))
     }
 }
 
