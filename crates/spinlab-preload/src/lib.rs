@@ -30,6 +30,7 @@
 mod barrier;
 mod cond;
 mod config;
+mod fork;
 mod glibc;
 mod mutex;
 mod spin;
@@ -157,12 +158,10 @@ pub extern "C" fn spinlab_preload_spin() -> *const c_char {
 /// checks the environment, exiting with status 2 on a bad value, and arranges for the
 /// statistics.
 extern "C" fn constructor() {
+    fork::register_first();
     if state().config.stats_top.is_some() {
-        // SAFETY: registering plain `extern "C"` functions without arguments.
-        unsafe {
-            libc::atexit(report_at_exit);
-            libc::pthread_atfork(None, None, Some(stats::forget_all_in_child));
-        }
+        // SAFETY: registering a plain `extern "C"` function without arguments.
+        unsafe { libc::atexit(report_at_exit) };
     }
 }
 

@@ -120,11 +120,6 @@ pub fn forget_all() {
     UNTRACKED.store(0, Relaxed);
 }
 
-/// [`forget_all`] as a `pthread_atfork` child handler.
-pub extern "C" fn forget_all_in_child() {
-    forget_all();
-}
-
 /// One row as the report sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Counted {
