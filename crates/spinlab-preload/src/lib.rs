@@ -28,10 +28,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod barrier;
+mod c11;
 mod cond;
 mod config;
 mod glibc;
 mod mutex;
+mod once;
 mod spin;
 mod stats;
 
