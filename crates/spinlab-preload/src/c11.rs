@@ -9,7 +9,7 @@
 //!   size and alignment, and `mtx_init` initialises it as one). `mtx_plain` and `mtx_timed`
 //!   make a normal mutex, which holds a spinlab lock in place (see `mutex`); with
 //!   `mtx_recursive` it is a recursive pthread mutex, which glibc keeps, as it keeps every
-//!   recursive `pthread_mutex_t`. Any other type is `thrd_error`, as glibc answers.
+//!   recursive `pthread_mutex_t`. Any other type makes a normal mutex too, as in glibc.
 //! - A `cnd_t` is laid out as a `pthread_cond_t`, initialised as one without attributes (so
 //!   its timed waits are on `CLOCK_REALTIME`, C11's `TIME_UTC`).
 //! - Results: `0` is `thrd_success`, `EBUSY` `thrd_busy`, `ETIMEDOUT` `thrd_timedout`,
@@ -56,29 +56,27 @@ fn thrd(status: c_int) -> c_int {
     }
 }
 
-/// Replaces glibc's: a plain or timed mutex is a normal pthread mutex (a spinlab lock in
-/// place), a recursive one glibc's recursive pthread mutex.
+/// Replaces glibc's: a recursive type (`mtx_plain | mtx_recursive`, `mtx_timed |
+/// mtx_recursive`) makes glibc's recursive pthread mutex, and any other type a normal one (a
+/// spinlab lock in place): glibc reads no other bit of the type, and refuses none.
 ///
 /// # Safety
 /// As `mtx_init`.
 #[no_mangle]
 pub unsafe extern "C" fn mtx_init(mutex: *mut Mtx, kind: c_int) -> c_int {
-    match kind {
+    if kind != MTX_PLAIN | MTX_RECURSIVE && kind != MTX_TIMED | MTX_RECURSIVE {
         // SAFETY: the caller's contract: `mutex` is writable.
-        MTX_PLAIN | MTX_TIMED => thrd(unsafe { pthread_mutex_init(mutex, core::ptr::null()) }),
-        recursive if recursive == MTX_PLAIN | MTX_RECURSIVE || recursive == MTX_TIMED | MTX_RECURSIVE => {
-            // SAFETY: the attribute lives on this stack, initialised by glibc before use and
-            // destroyed after; `mutex` is writable (the caller's contract).
-            unsafe {
-                let mut attr: pthread_mutexattr_t = core::mem::zeroed();
-                libc::pthread_mutexattr_init(&mut attr);
-                libc::pthread_mutexattr_settype(&mut attr, PTHREAD_MUTEX_RECURSIVE);
-                let status = pthread_mutex_init(mutex, &attr);
-                libc::pthread_mutexattr_destroy(&mut attr);
-                thrd(status)
-            }
-        }
-        _ => THRD_ERROR,
+        return thrd(unsafe { pthread_mutex_init(mutex, core::ptr::null()) });
+    }
+    // SAFETY: the attribute lives on this stack, initialised by glibc before use and
+    // destroyed after; `mutex` is writable (the caller's contract).
+    unsafe {
+        let mut attr: pthread_mutexattr_t = core::mem::zeroed();
+        libc::pthread_mutexattr_init(&mut attr);
+        libc::pthread_mutexattr_settype(&mut attr, PTHREAD_MUTEX_RECURSIVE);
+        let status = pthread_mutex_init(mutex, &attr);
+        libc::pthread_mutexattr_destroy(&mut attr);
+        thrd(status)
     }
 }
 
