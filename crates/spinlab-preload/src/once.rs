@@ -18,9 +18,13 @@
 //! next caller runs the initialiser itself (glibc's `pthread_once`, which its `call_once`
 //! is, does the same).
 //!
-//! An initialiser that does not return (the thread is cancelled or exits in it, or jumps
-//! out with `longjmp`) leaves the word `RUNNING`: every later caller waits for ever. glibc
-//! resets the flag when the initialiser's thread is cancelled; C11 has no cancellation.
+//! An initialiser that does not return (its thread exits or is cancelled in it, or it jumps
+//! out with `longjmp`) leaves the word `RUNNING`: every later caller waits for ever. glibc's
+//! cleanup handler resets the flag when the thread exits or is cancelled (a forced unwind),
+//! so that the next caller runs the initialiser. Here that unwinding passes through
+//! `call_once` ("C-unwind"), which may hold nothing with a destructor while it does (a
+//! forced unwind through a Rust frame with one is undefined, RFC 2945), so it cannot reset
+//! the word on the way out. C11 itself has no cancellation.
 //!
 //! `pthread_once` stays glibc's: POSIX requires a cancelled initialiser to reset its
 //! `pthread_once_t`, which needs cleanup handlers this function does not have, and glibc
