@@ -2,12 +2,12 @@
 //! `ONCE_FLAG_INIT` zero) is the state word, and a thread that finds another running the
 //! initialiser sleeps on it until that one has finished.
 //!
-//! | word                         | meaning                                                    |
-//! |------------------------------|------------------------------------------------------------|
-//! | 0                            | new: the first caller to swap in `RUNNING` runs the initialiser |
-//! | `RUNNING \| generation`      | a thread of the process of that fork generation runs it     |
-//! | `… \| SLEEPERS`              | and a waiter may be asleep on the word                      |
-//! | `DONE`                       | finished: every call returns at once                        |
+//! | word                          | meaning                                                  |
+//! |-------------------------------|----------------------------------------------------------|
+//! | 0                             | new: the caller that swaps in `RUNNING` runs the initialiser |
+//! | `RUNNING \| generation`       | a thread of the process of that fork generation runs it   |
+//! | `RUNNING \| generation \| SLEEPERS` | and a waiter may be asleep on the word            |
+//! | `DONE`                        | finished: every call returns at once                     |
 //!
 //! The waiters sleep at once (spinlab's futex policy): an initialiser is start-up code that
 //! may take any time, and runs once, so spinning for it buys nothing. The thread that ran
