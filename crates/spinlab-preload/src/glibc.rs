@@ -202,6 +202,8 @@ type CondFn = unsafe extern "C" fn(*mut pthread_cond_t) -> c_int;
 type CondWaitFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int;
 type CondTimedFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, *const timespec) -> c_int;
 type CondClockFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, clockid_t, *const timespec) -> c_int;
+/// `call_once(once_flag *, void (*)(void))`; "C-unwind" as in `once`.
+type CallOnceFn = unsafe extern "C-unwind" fn(*mut u32, unsafe extern "C-unwind" fn());
 type BarrierInitFn = unsafe extern "C" fn(*mut pthread_barrier_t, *const pthread_barrierattr_t, libc::c_uint) -> c_int;
 type BarrierFn = unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int;
 type SpinInitFn = unsafe extern "C" fn(*mut pthread_spinlock_t, c_int) -> c_int;
@@ -223,6 +225,7 @@ pub struct Real {
     pub cond_wait: CondWaitFn,
     pub cond_timedwait: CondTimedFn,
     pub cond_clockwait: CondClockFn,
+    pub call_once: CallOnceFn,
     pub spin_init: SpinInitFn,
     pub spin_destroy: SpinFn,
     pub spin_lock: SpinFn,
@@ -285,6 +288,7 @@ impl Real {
             cond_wait: real!(c"pthread_cond_wait", COND_VERSION, CondWaitFn),
             cond_timedwait: real!(c"pthread_cond_timedwait", COND_VERSION, CondTimedFn),
             cond_clockwait: real!(c"pthread_cond_clockwait", None, CondClockFn),
+            call_once: real!(c"call_once", None, CallOnceFn),
             spin_init: real!(c"pthread_spin_init", None, SpinInitFn),
             spin_destroy: real!(c"pthread_spin_destroy", None, SpinFn),
             spin_lock: real!(c"pthread_spin_lock", None, SpinFn),

@@ -1,5 +1,6 @@
-//! Unmodified C programs under libspinlab_preload.so: tests/c/p_*.c use plain pthreads
-//! (compiled with `-Wall -Wextra -Werror`, no spinlab header), and run once without the
+//! Unmodified C programs under libspinlab_preload.so: tests/c/p_*.c use plain pthreads, or
+//! C11 `<threads.h>` (compiled as standard C11, `-std=c11 -Wall -Wextra -Werror`, no spinlab
+//! header), and run once without the
 //! library, where glibc must pass them, then under it with several locks. Each program
 //! first prints which lock the library reports, and the mutex tests print whether a normal
 //! mutex was locked by glibc or holds a spinlab lock, so a run that silently was not
@@ -25,9 +26,12 @@ const LOCKS: [Option<&str>; 7] = [
     Some("pthread"),
 ];
 
+/// Compiles `tests/c/{name}.c`. `-std=c11` (after spinlab-c-tests' `-std=gnu11`, so it wins):
+/// the programs are standard C, with POSIX and GNU declarations asked for by `_GNU_SOURCE`
+/// where they need them, and p_c11.c is what a C11 program is.
 fn program(name: &str) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(format!("{name}.c"));
-    compile(name, &[source], &["-ldl"])
+    compile(name, &[source], &["-std=c11", "-ldl"])
 }
 
 fn preload_library() -> PathBuf {
@@ -74,6 +78,19 @@ fn mutual_exclusion_trylock_and_timed_locks_with_static_and_initialised_mutexes(
     }
     let plain = run(&program(program_name), &[], &[], LIMIT);
     assert!(plain.stdout.contains("normal mutexes are glibc's\n"), "{}", plain.stdout);
+}
+
+#[test]
+fn c11_mutexes_condition_variables_and_call_once_from_threads_h() {
+    let program_name = "p_c11";
+    for (lock, ran) in everywhere(program_name) {
+        let expected = if lock == Some("pthread") { "glibc's" } else { "replaced" };
+        assert!(ran.stdout.contains(&format!("C11 mutexes are {expected}\n")), "{lock:?}: {}", ran.stdout);
+        assert!(ran.stdout.contains(&format!("once flags are {expected}\n")), "{lock:?}: {}", ran.stdout);
+    }
+    let plain = run(&program(program_name), &[], &[], LIMIT);
+    assert!(plain.stdout.contains("C11 mutexes are glibc's\n"), "{}", plain.stdout);
+    assert!(plain.stdout.contains("once flags are glibc's\n"), "{}", plain.stdout);
 }
 
 #[test]
@@ -223,6 +240,24 @@ fn statistics_count_every_acquisition_of_a_mutex() {
     // Without SPINLAB_STATS nothing is printed.
     let ran = preloaded(&program, Some("mcs:futex"), &[]);
     assert!(!ran.stderr.contains("lock statistics"), "{}", ran.stderr);
+}
+
+/// glibc's `mtx_lock` calls its pthread function internally, where no replacement sees it:
+/// the C11 mutex must be counted all the same, as the mutex it is.
+#[test]
+fn statistics_count_every_acquisition_of_a_c11_mutex() {
+    let program = program("p_c11");
+    for (lock, kind) in [(None, "spinlab"), (Some("mcs:futex"), "spinlab"), (Some("pthread"), "normal")] {
+        let ran = preloaded(&program, lock, &[("SPINLAB_STATS", "1")]);
+        ran.assert_success("p_c11 with statistics");
+        // "tallied mtx 0x55d0c8a4e040 acquired 10000 times"
+        let line = ran.stdout.lines().find(|l| l.starts_with("tallied mtx ")).expect("the program reports its mutex");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (address, acquired) = (words[2], words[4]);
+        let row = stats_row(&ran.stderr, address);
+        assert_eq!(row[1], kind, "{lock:?}: {row:?}");
+        assert_eq!(row[2], acquired, "{lock:?}: every acquisition is counted, once: {row:?}");
+    }
 }
 
 #[test]
