@@ -132,6 +132,17 @@ fn a_child_forked_while_threads_queue_releases_what_it_held_and_uses_every_lock_
 }
 
 #[test]
+fn pthread_cancel_ends_a_blocked_condition_wait_with_the_mutex_held_in_the_cleanup_handlers() {
+    everywhere("p_cancel");
+    let program = program("p_cancel");
+    for cond in ["futex", "pause", "spin-park", "yield"] {
+        let ran = preloaded(&program, None, &[("SPINLAB_COND", cond)]);
+        ran.assert_success(&format!("p_cancel with SPINLAB_COND={cond}"));
+        assert!(ran.stdout.ends_with("ok\n"), "{cond}: {}", ran.stdout);
+    }
+}
+
+#[test]
 fn spin_locks_exclude_between_threads_and_between_processes_under_every_setting() {
     for (_, ran) in everywhere("p_spin") {
         assert!(ran.stdout.contains("spin: ttas:pause\n"), "the default spin lock: {}", ran.stdout);
