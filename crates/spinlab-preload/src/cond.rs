@@ -21,6 +21,7 @@
 use crate::config::Mutexes;
 use crate::glibc::{cond_flags, cond_flags_for, COND_GLIBC_SHARED, COND_MONOTONIC};
 use crate::mutex::{lock, unlock};
+use crate::stats::{self, Waiting, COND};
 use crate::{state, State};
 use core::sync::atomic::Ordering::Relaxed;
 use libc::{
@@ -172,6 +173,25 @@ enum Deadline {
 /// # Safety
 /// As `pthread_cond_clockwait`.
 unsafe fn wait(state: &State, cond: *mut pthread_cond_t, mutex: *mut pthread_mutex_t, deadline: Deadline) -> c_int {
+    let since = state.config.stats_top.is_some().then(Waiting::start);
+    // SAFETY: the caller's contract.
+    let status = unsafe { uncounted_wait(state, cond, mutex, deadline) };
+    if let Some(since) = since {
+        stats::waited(cond as usize, COND, since, true);
+    }
+    status
+}
+
+/// [`wait`], without the statistics.
+///
+/// # Safety
+/// As [`wait`].
+unsafe fn uncounted_wait(
+    state: &State,
+    cond: *mut pthread_cond_t,
+    mutex: *mut pthread_mutex_t,
+    deadline: Deadline,
+) -> c_int {
     // SAFETY: the caller's contract.
     unsafe {
         if !replaced(state, cond) {

@@ -186,6 +186,8 @@ extern "C" fn report_at_exit() {
     let (rows, untracked) = stats::snapshot(|kind| match kind {
         stats::OURS => "spinlab",
         stats::SPIN => "spin",
+        stats::BARRIER => "barrier",
+        stats::COND => "cond",
         kind => glibc::kind_name(kind),
     });
     if rows.is_empty() && untracked == 0 {

@@ -105,6 +105,9 @@ pub(crate) unsafe fn unlock(state: &State, mutex: *mut pthread_mutex_t) -> c_int
     // SAFETY: the caller's contract; releasing a replaced mutex the caller does not hold is
     // undefined, as it is for a normal pthread mutex.
     unsafe {
+        if state.config.stats_top.is_some() {
+            stats::releasing(mutex as usize);
+        }
         match replaced(state, mutex) {
             Some(ops) => {
                 mutex_holder(mutex).store(0, Relaxed);

@@ -1,6 +1,9 @@
-//! `SPINLAB_STATS=1`: for every mutex, how often it was acquired, how often that found it held
-//! (contended), and how long those acquisitions waited; printed at exit as a table of the
-//! mutexes with the most waiting, what mutrace and lockstat give, for any lock.
+//! `SPINLAB_STATS=1`: for every mutex (and spin lock), how often it was acquired, how often
+//! that found it held (contended), how long those acquisitions waited, and how long the lock
+//! took to pass from a release to a waiting thread (the hand-over: a convoy behind a sleeping
+//! or preempted waiter shows there); for every barrier and condition variable, its waits and
+//! how long they blocked. Printed at exit as a table of the objects with the most waiting,
+//! what mutrace and lockstat give, for any lock.
 //!
 //! The rows live in a fixed table in the library's zero-initialised data, keyed by the
 //! mutex's address (open addressing), so counting never allocates or takes a lock, a fork
@@ -15,7 +18,6 @@
 use core::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use libc::c_int;
 use std::fmt::Write as _;
-use std::time::Instant;
 
 /// Rows in the table; a program with more distinct mutexes has the rest counted as untracked.
 const CAPACITY: usize = 1 << 14;
@@ -34,6 +36,13 @@ struct Row {
     contended: AtomicU64,
     wait_ns: AtomicU64,
     max_wait_ns: AtomicU64,
+    /// When the mutex was last released ([`now_ns`]), kept once it has been contended.
+    released_ns: AtomicU64,
+    /// Contended acquisitions that came after a release made while they waited, and the time
+    /// from that release to the acquisition.
+    handovers: AtomicU64,
+    handover_ns: AtomicU64,
+    max_handover_ns: AtomicU64,
 }
 
 impl Row {
@@ -45,7 +54,25 @@ impl Row {
             contended: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
             max_wait_ns: AtomicU64::new(0),
+            released_ns: AtomicU64::new(0),
+            handovers: AtomicU64::new(0),
+            handover_ns: AtomicU64::new(0),
+            max_handover_ns: AtomicU64::new(0),
         }
+    }
+
+    /// Every count, for emptying the row.
+    fn counts(&self) -> [&AtomicU64; 8] {
+        [
+            &self.acquisitions,
+            &self.contended,
+            &self.wait_ns,
+            &self.max_wait_ns,
+            &self.released_ns,
+            &self.handovers,
+            &self.handover_ns,
+            &self.max_handover_ns,
+        ]
     }
 }
 
@@ -57,6 +84,19 @@ static UNTRACKED: AtomicU64 = AtomicU64::new(0);
 pub const OURS: c_int = c_int::MIN;
 /// The `kind` of a spin lock, replaced or glibc's.
 pub const SPIN: c_int = c_int::MIN + 1;
+/// The `kind` of a barrier, replaced or glibc's: its rows count waits.
+pub const BARRIER: c_int = c_int::MIN + 2;
+/// The `kind` of a condition variable, replaced or glibc's: its rows count waits.
+pub const COND: c_int = c_int::MIN + 3;
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the vDSO's clock: no system call).
+#[inline]
+fn now_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes the current time into `now`; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
 
 /// The row of the mutex at `address`, claimed if new; `None` if its probe window is full.
 fn row(address: usize) -> Option<&'static Row> {
@@ -77,14 +117,38 @@ fn row(address: usize) -> Option<&'static Row> {
     None
 }
 
-/// When a contended acquisition started waiting.
-pub struct Waiting(Instant);
+/// The row of the mutex at `address` if it has one (no row is claimed).
+fn existing_row(address: usize) -> Option<&'static Row> {
+    let home = ((address >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CAPACITY.trailing_zeros());
+    (0..MAX_PROBES).map(|probe| &ROWS[(home as usize + probe) % CAPACITY]).find_map(|row| {
+        match row.mutex.load(Relaxed) {
+            0 => Some(None),
+            taken if taken == address => Some(Some(row)),
+            _ => None,
+        }
+    })?
+}
+
+/// When a contended acquisition started waiting ([`now_ns`]).
+pub struct Waiting(u64);
 
 impl Waiting {
     /// Starts timing a wait.
     #[inline]
     pub fn start() -> Waiting {
-        Waiting(Instant::now())
+        Waiting(now_ns())
+    }
+}
+
+/// Notes that the calling thread is about to release the mutex at `address`, which it holds:
+/// the start of the next hand-over. Only mutexes that have been contended pay the clock read.
+#[inline]
+pub fn releasing(address: usize) {
+    if let Some(row) = existing_row(address) {
+        if row.contended.load(Relaxed) != 0 {
+            // A store by the holder, read by the next holder: the mutex orders the two.
+            row.released_ns.store(now_ns(), Relaxed);
+        }
     }
 }
 
@@ -100,19 +164,49 @@ pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
     row.kind.store(kind, Relaxed);
     row.acquisitions.store(row.acquisitions.load(Relaxed) + 1, Relaxed);
     if let Some(Waiting(since)) = waited {
-        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let now = now_ns();
+        let ns = now.saturating_sub(since);
         row.contended.store(row.contended.load(Relaxed) + 1, Relaxed);
         row.wait_ns.store(row.wait_ns.load(Relaxed).saturating_add(ns), Relaxed);
         if ns > row.max_wait_ns.load(Relaxed) {
             row.max_wait_ns.store(ns, Relaxed);
         }
+        // A release while this thread waited, and then its acquisition: a hand-over. (A
+        // release before the wait began is one this thread lost to another.)
+        let released = row.released_ns.load(Relaxed);
+        if released >= since {
+            let handover = now.saturating_sub(released);
+            row.handovers.store(row.handovers.load(Relaxed) + 1, Relaxed);
+            row.handover_ns.store(row.handover_ns.load(Relaxed).saturating_add(handover), Relaxed);
+            if handover > row.max_handover_ns.load(Relaxed) {
+                row.max_handover_ns.store(handover, Relaxed);
+            }
+        }
+    }
+}
+
+/// Counts one wait at the barrier or condition variable at `address` (`kind` [`BARRIER`] or
+/// [`COND`]), which `blocked` if the thread had to wait for others. Many threads wait at once,
+/// so these counts are read-modify-writes.
+pub fn waited(address: usize, kind: c_int, since: Waiting, blocked: bool) {
+    let Some(row) = row(address) else {
+        UNTRACKED.fetch_add(1, Relaxed);
+        return;
+    };
+    let ns = now_ns().saturating_sub(since.0);
+    row.kind.store(kind, Relaxed);
+    row.acquisitions.fetch_add(1, Relaxed);
+    if blocked {
+        row.contended.fetch_add(1, Relaxed);
+        row.wait_ns.fetch_add(ns, Relaxed);
+        row.max_wait_ns.fetch_max(ns, Relaxed);
     }
 }
 
 /// Empties the table: a forked child counts its own acquisitions, not its parent's.
 pub fn forget_all() {
     for row in ROWS.iter().filter(|row| row.mutex.load(Relaxed) != 0) {
-        for count in [&row.acquisitions, &row.contended, &row.wait_ns, &row.max_wait_ns] {
+        for count in row.counts() {
             count.store(0, Relaxed);
         }
         row.mutex.store(0, Relaxed);
@@ -129,6 +223,9 @@ pub struct Counted {
     pub contended: u64,
     pub wait_ns: u64,
     pub max_wait_ns: u64,
+    pub handovers: u64,
+    pub handover_ns: u64,
+    pub max_handover_ns: u64,
 }
 
 /// Every used row, read now.
@@ -143,6 +240,9 @@ pub fn snapshot(kind_name: impl Fn(c_int) -> &'static str) -> (Vec<Counted>, u64
             contended: row.contended.load(Relaxed),
             wait_ns: row.wait_ns.load(Relaxed),
             max_wait_ns: row.max_wait_ns.load(Relaxed),
+            handovers: row.handovers.load(Relaxed),
+            handover_ns: row.handover_ns.load(Relaxed),
+            max_handover_ns: row.max_handover_ns.load(Relaxed),
         })
         .collect();
     (rows, UNTRACKED.load(Relaxed))
@@ -151,7 +251,7 @@ pub fn snapshot(kind_name: impl Fn(c_int) -> &'static str) -> (Vec<Counted>, u64
 /// The report: a heading naming the program and the lock, then the `top` mutexes with the
 /// most total waiting (then the most contended, then the most used).
 pub fn render(program: &str, lock: &str, mut rows: Vec<Counted>, untracked: u64, top: usize) -> String {
-    let mutexes = rows.len();
+    let objects = rows.len();
     let acquisitions: u64 = rows.iter().map(|r| r.acquisitions).sum();
     rows.sort_by(|a, b| {
         (b.wait_ns, b.contended, b.acquisitions, a.mutex).cmp(&(a.wait_ns, a.contended, a.acquisitions, b.mutex))
@@ -160,21 +260,33 @@ pub fn render(program: &str, lock: &str, mut rows: Vec<Counted>, untracked: u64,
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "spinlab-preload: lock statistics of {program} (pid {}), mutexes {lock}: {mutexes} mutexes, {acquisitions} acquisitions; the {} with the most waiting:",
+        "spinlab-preload: lock statistics of {program} (pid {}), mutexes {lock}: {objects} objects, {acquisitions} acquisitions; the {} with the most waiting:",
         std::process::id(),
         rows.len(),
     );
     let _ = writeln!(
         out,
-        "  {:>18}  {:<12} {:>14} {:>10} {:>11} {:>11} {:>11}",
-        "mutex", "kind", "acquisitions", "contended", "mean wait", "max wait", "total wait"
+        "  {:>18}  {:<12} {:>14} {:>10} {:>11} {:>11} {:>11} {:>13} {:>13}",
+        "mutex",
+        "kind",
+        "acquisitions",
+        "contended",
+        "mean wait",
+        "max wait",
+        "total wait",
+        "mean handover",
+        "max handover"
     );
     for row in &rows {
         let contended_pct = 100.0 * row.contended as f64 / row.acquisitions as f64;
         let mean = row.wait_ns.checked_div(row.contended).unwrap_or(0);
+        let (mean_handover, max_handover) = match row.handover_ns.checked_div(row.handovers) {
+            Some(mean) => (duration(mean), duration(row.max_handover_ns)),
+            None => ("-".to_string(), "-".to_string()),
+        };
         let _ = writeln!(
             out,
-            "  {:>#18x}  {:<12} {:>14} {:>9.2}% {:>11} {:>11} {:>11}",
+            "  {:>#18x}  {:<12} {:>14} {:>9.2}% {:>11} {:>11} {:>11} {:>13} {:>13}",
             row.mutex,
             row.kind,
             row.acquisitions,
@@ -182,9 +294,19 @@ pub fn render(program: &str, lock: &str, mut rows: Vec<Counted>, untracked: u64,
             duration(mean),
             duration(row.max_wait_ns),
             duration(row.wait_ns),
+            mean_handover,
+            max_handover,
         );
     }
     let _ = writeln!(out, "  (contended: acquisitions that found the mutex held; the waits are theirs)");
+    let _ = writeln!(
+        out,
+        "  (handover: from a release to the acquisition by a thread that was waiting for it; a convoy shows as handovers near the wake-up time)"
+    );
+    let _ = writeln!(
+        out,
+        "  (a barrier's or condition variable's acquisitions are its waits, contended those that blocked)"
+    );
     if untracked > 0 {
         let _ =
             writeln!(out, "  ({untracked} acquisitions of mutexes beyond the table's {CAPACITY} rows are not shown)");
@@ -207,7 +329,20 @@ mod tests {
     use super::*;
 
     fn counted(mutex: usize, acquisitions: u64, contended: u64, wait_ns: u64) -> Counted {
-        Counted { mutex, kind: "spinlab", acquisitions, contended, wait_ns, max_wait_ns: wait_ns / 2 }
+        let handovers = contended / 2;
+        let handover_ns = wait_ns / 4;
+        let max_handover_ns = handover_ns;
+        Counted {
+            mutex,
+            kind: "spinlab",
+            acquisitions,
+            contended,
+            wait_ns,
+            max_wait_ns: wait_ns / 2,
+            handovers,
+            handover_ns,
+            max_handover_ns,
+        }
     }
 
     #[test]
@@ -216,14 +351,40 @@ mod tests {
         let text = render("prog", "mcs:futex", rows, 0, 2);
         let lines: Vec<_> = text.lines().collect();
         assert!(
-            lines[0].contains("prog") && lines[0].contains("mcs:futex: 3 mutexes, 220 acquisitions; the 2"),
+            lines[0].contains("prog") && lines[0].contains("mcs:futex: 3 objects, 220 acquisitions; the 2"),
             "{text}"
         );
         assert!(lines[2].contains("0x30") && lines[2].contains("10.00%") && lines[2].contains("12.9 us"), "{text}");
         assert!(lines[3].contains("0x20") && lines[3].contains("20.00%") && lines[3].contains("500 ns"), "{text}");
+        // 7 contended, 3 hand-overs taking 22.5 us in all: 7.5 us each, the longest 22.5 us.
+        assert!(lines[2].ends_with("7.5 us       22.5 us"), "{text}");
+        let free = render("p", "l", vec![counted(0x40, 9, 0, 0)], 0, 1);
+        assert!(free.lines().nth(2).is_some_and(|line| line.ends_with("-             -")), "no hand-over: {free}");
         assert!(!text.contains("0x10"), "only the top 2: {text}");
         assert!(!text.contains("not shown"));
         assert!(render("p", "l", vec![], 5, 3).contains("5 acquisitions of mutexes beyond"));
+    }
+
+    #[test]
+    fn a_hand_over_is_a_release_while_the_acquirer_waited() {
+        // An address no real mutex has (the tests of this crate share the table).
+        let mutex = 0x7_0000_0100usize;
+        let row = |()| snapshot(|_| "spinlab").0.into_iter().find(|row| row.mutex == mutex).unwrap();
+        acquired(mutex, OURS, Some(Waiting::start()));
+        assert_eq!(row(()).handovers, 0, "no release yet");
+        let waiting = Waiting::start();
+        std::thread::sleep(std::time::Duration::from_micros(2)); // distinct clock readings
+        releasing(mutex);
+        acquired(mutex, OURS, Some(waiting));
+        let first = row(());
+        assert_eq!((first.contended, first.handovers), (2, 1), "released while it waited: {first:?}");
+        assert_eq!(first.handover_ns, first.max_handover_ns);
+        releasing(mutex);
+        std::thread::sleep(std::time::Duration::from_micros(2));
+        acquired(mutex, OURS, Some(Waiting::start()));
+        assert_eq!(row(()).handovers, 1, "released before it began to wait: lost to another, not handed over");
+        releasing(0x7_0000_0200); // a mutex without a row gets none
+        assert!(snapshot(|_| "x").0.iter().all(|row| row.mutex != 0x7_0000_0200));
     }
 
     #[test]

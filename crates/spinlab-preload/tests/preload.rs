@@ -219,6 +219,51 @@ fn statistics_count_every_acquisition_of_a_spin_lock() {
     }
 }
 
+#[test]
+fn statistics_count_every_wait_at_a_barrier_and_which_blocked() {
+    let program = program("p_barrier");
+    for barrier in ["barrier:spin-park", "std", "pthread"] {
+        let ran = preloaded(&program, None, &[("SPINLAB_BARRIER", barrier), ("SPINLAB_STATS", "1")]);
+        ran.assert_success("p_barrier with statistics");
+        // "counted barrier 0x55d0c8a4e040 waited 1204 times, 602 not serial"
+        let line = ran.stdout.lines().find(|l| l.starts_with("counted barrier ")).expect("the program reports it");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (address, waits, blocked) = (words[2], words[4], words[6]);
+        let row = stats_row(&ran.stderr, address);
+        assert_eq!(row[1], "barrier", "{barrier}: {row:?}");
+        assert_eq!(row[2], waits, "{barrier}: every wait is counted, once: {row:?}");
+        let contended: f64 = row[3].trim_end_matches('%').parse().unwrap();
+        let expected = 100.0 * blocked.parse::<f64>().unwrap() / waits.parse::<f64>().unwrap();
+        assert!((contended - expected).abs() < 0.01, "{barrier}: the non-serial waits blocked: {row:?}");
+    }
+}
+
+#[test]
+fn statistics_show_the_hand_over_of_a_contended_mutex() {
+    let program = program("p_exclusion");
+    for lock in ["mcs:futex", "pthread"] {
+        let ran = preloaded(&program, Some(lock), &[("SPINLAB_STATS", "1")]);
+        ran.assert_success("p_exclusion with statistics");
+        let heading = ran.stderr.lines().position(|l| l.contains("mean handover")).expect("a hand-over column");
+        // The busiest mutex: its hand-overs, when it had any, never exceed their maximum.
+        let row: Vec<&str> = ran.stderr.lines().nth(heading + 1).unwrap().split_whitespace().collect();
+        let nanoseconds = |value: &str, unit: &str| -> f64 {
+            let scale = match unit {
+                "ns" => 1.0,
+                "us" => 1e3,
+                "ms" => 1e6,
+                "s" => 1e9,
+                other => panic!("unit {other} in {row:?}"),
+            };
+            value.parse::<f64>().unwrap() * scale
+        };
+        if row[row.len() - 1] != "-" {
+            let (mean, max) = (nanoseconds(row[10], row[11]), nanoseconds(row[12], row[13]));
+            assert!(0.0 < mean && mean <= max, "{lock}: {row:?}");
+        }
+    }
+}
+
 /// The row of the statistics table for the mutex at `address`: its columns.
 fn stats_row<'a>(stderr: &'a str, address: &str) -> Vec<&'a str> {
     stderr
