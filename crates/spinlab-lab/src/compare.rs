@@ -20,7 +20,9 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Keys that name a row's configuration even though their values are numbers.
-const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "matrix_n", "units", "hold_ns"];
+/// (Not `matrix_n`: a run calibrates it to its machine's speed, so two runs of one command
+/// differ in it; wakeup rows are named by their `computation` instead.)
+const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "units", "hold_ns"];
 /// String keys that describe an outcome, not a configuration.
 const NOT_CONFIG: &[&str] = &["stop", "skipped", "origin", "alias", "unavailable", "cpus"];
 

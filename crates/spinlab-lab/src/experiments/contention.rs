@@ -144,6 +144,10 @@ struct Totals {
     rsd_pct: Vec<f64>,
     wait: Histogram,
     hold: Histogram,
+    /// Each repetition's longest wait and longest hold, in ticks: the maxima over the whole run
+    /// are one sample each, these give them an interval.
+    rep_max_wait: Vec<f64>,
+    rep_max_hold: Vec<f64>,
     lost_updates: u64,
     /// The longest drain of any repetition, and whether one of them showed a collapse.
     max_drain_s: f64,
@@ -332,6 +336,10 @@ impl Totals {
         self.rsd_pct.push(population_rsd_pct(&shares));
         self.wait.merge(&r.wait);
         self.hold.merge(&r.hold);
+        if let (Some(wait), Some(hold)) = (r.wait.max(), r.hold.max()) {
+            self.rep_max_wait.push(wait as f64);
+            self.rep_max_hold.push(hold as f64);
+        }
         self.lost_updates += r.lost_updates;
         let throughput = r.per_thread.iter().sum::<u64>() as f64 / r.elapsed_s;
         if self.collapsed {
@@ -510,6 +518,21 @@ fn add_waits(row: &mut Row, clock: &Clock, t: &Totals) {
     row.set("max_wait_ns", t.wait.max().map(|v| ns(v as f64)));
     row.set("mean_hold_ns", t.hold.mean().map(ns));
     row.set("max_hold_ns", t.hold.max().map(|v| ns(v as f64)));
+    // The longest wait and hold of a repetition, as a mean over repetitions with its interval,
+    // and their ratio per repetition: figures a rerun can be compared with.
+    let in_ns = |ticks: &[f64]| Summary::of(&ticks.iter().map(|&t| ns(t)).collect::<Vec<_>>());
+    for (key, ticks) in [("rep_max_wait", &t.rep_max_wait), ("rep_max_hold", &t.rep_max_hold)] {
+        if let Some(s) = in_ns(ticks) {
+            row.set(&format!("{key}_ns"), s.mean);
+            row.set(&format!("{key}_ci95_ns"), s.ci95);
+        }
+    }
+    let ratios: Vec<f64> =
+        t.rep_max_wait.iter().zip(&t.rep_max_hold).filter(|(_, &hold)| hold > 0.0).map(|(w, h)| w / h).collect();
+    if let Some(s) = Summary::of(&ratios) {
+        row.set("rep_max_wait_over_hold_x", s.mean);
+        row.set("rep_max_wait_over_hold_ci95_x", s.ci95);
+    }
 }
 
 /// Updates lost to a mutual-exclusion failure (a warning on stderr when there are any).
@@ -772,14 +795,17 @@ fn node_favoured(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
 
 /// The fairlock's longest wait over its longest hold.
 fn fair_wait_vs_hold(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
-    let rows = at.words("max_wait_ns over max_hold_ns of the fairlock");
-    let maxima = at.fairlock().and_then(|r| Some((r.number("max_wait_ns")?, r.number("max_hold_ns")?)));
-    let Some((wait, hold)) = maxima.filter(|(_, hold)| *hold > 0.0) else {
+    let rows =
+        at.words("rep_max_wait_over_hold_x of the fairlock (each repetition's longest wait over its longest hold)");
+    let fair = at.fairlock();
+    let figures = fair.and_then(|r| {
+        Some((Estimate::of(r, "rep_max_wait_over_hold_x")?, r.number("rep_max_wait_ns")?, r.number("rep_max_hold_ns")?))
+    });
+    let Some((here, wait, hold)) = figures else {
         return Finding::without(&FAIR_WAIT_VS_HOLD, &rows, Judged::NotMeasured(missing_reason(ctx, "contention")));
     };
-    // Maxima have no interval: one preemption sets either.
-    let here = Estimate { value: wait / hold, ci95: 0.0 };
-    let detail = format!("max wait {}, max hold {}", duration_words(wait), duration_words(hold));
+    let detail =
+        format!("longest wait {}, longest hold {} per repetition (means)", duration_words(wait), duration_words(hold));
     let reason = "a thread preempted while it holds or waits for the lock (other work on these CPUs, or more \
                   threads than CPUs) sets both maxima, not the hand-over order";
     Finding::judged(
@@ -821,7 +847,7 @@ fn fairlock_claims(ctx: &Context<'_>) -> Vec<Finding> {
             ctx,
             &MAX_WAIT_RATIO,
             &long,
-            "max_wait_ns",
+            "rep_max_wait_ns",
             false,
             (200.0, 20000.0),
             "with one thread per CPU on few CPUs a spinlock has few rivals to lose to; preemption sets both maxima",

@@ -30,7 +30,7 @@ use crate::measure::partner::{with_partners, Announced};
 use crate::measure::pin::with_pinned;
 use crate::measure::{repeat, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
 use crate::reading::plot;
-use crate::reading::scorecard::{mean_of, why_missing, words, Claim, Estimate, Finding, Observed};
+use crate::reading::scorecard::{mean_of, why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::format::number;
 use crate::results::keys::{LOCK, PLACEMENT, WAIT};
@@ -346,6 +346,8 @@ struct Measured {
     converged: bool,
     /// The waiters' reports from every measured co-run.
     reports: Vec<WaiterReport>,
+    /// Each measured co-run's mean interval between two reads of the watched word, in ticks.
+    rereads: Vec<f64>,
 }
 
 /// Times one call of `active` (its instructions per cycle too, with `counters`).
@@ -374,6 +376,7 @@ fn measure(
 ) -> Result<Measured, LabError> {
     let mut sides = [Side::default(), Side::default()];
     let mut reports = Vec::new();
+    let mut rereads = Vec::new();
     let mut bad_checksum = None;
     let series = with_pinned(at.active_cpu, || {
         let counters = Ipc::open().ok();
@@ -388,6 +391,7 @@ fn measure(
                 } else {
                     let r = (at.policy.co_run)(at.waiter_cpus, &mut timed)?;
                     if rep != Rep::Warmup {
+                        rereads.extend(reread_ticks(&r));
                         reports.extend(r);
                     }
                 }
@@ -412,7 +416,7 @@ fn measure(
         )));
     }
     let [isolated, corun] = sides;
-    Ok(Measured { isolated, corun, converged: series.verdict == Verdict::Converged, reports })
+    Ok(Measured { isolated, corun, converged: series.verdict == Verdict::Converged, reports, rereads })
 }
 
 fn slowdowns_pct(without: &[f64], with: &[f64]) -> Vec<f64> {
@@ -450,10 +454,10 @@ fn row(at: &CoRunAt<'_>, m: &Measured, clock: &Clock, units: u64) -> Row {
     };
     row.set("isolated_cpu_share_pct", share(&m.isolated));
     row.set("corun_cpu_share_pct", share(&m.corun));
-    let waited: u64 = m.reports.iter().map(|r| r.waited_ticks).sum();
-    let iterations: u64 = m.reports.iter().map(|r| r.iterations).sum();
-    if iterations > 0 {
-        row.set("reread_ns", clock.ns(waited as f64) / iterations as f64);
+    let rereads: Vec<f64> = m.rereads.iter().map(|&ticks| clock.ns(ticks)).collect();
+    if let Some(s) = Summary::of(&rereads) {
+        row.set("reread_ns", s.mean);
+        row.set("reread_ci95_ns", s.ci95);
     }
     row.set("waiter_sleeps", m.reports.iter().map(|r| r.sleeps).sum::<u64>());
     if let Some(s) = Summary::of(&m.corun.ipc) {
@@ -719,27 +723,34 @@ fn mean_slowdown(
     Finding::judged(claim, ctx, "interference", Observed { here, unit: "%", detail, rows: rows_words }, range, reason)
 }
 
+/// The mean interval between two reads of the watched word in one co-run's reports (its
+/// waiters'), in ticks; `None` if they never read it.
+fn reread_ticks(reports: &[WaiterReport]) -> Option<f64> {
+    let waited: u64 = reports.iter().map(|r| r.waited_ticks).sum();
+    let iterations: u64 = reports.iter().map(|r| r.iterations).sum();
+    (iterations > 0).then(|| waited as f64 / iterations as f64)
+}
+
 /// The miss loop's re-read interval over the Linux loop's, both at `core` (waiters alone on
 /// their CPU), averaged over the active workloads.
 fn responsiveness(ctx: &Context<'_>) -> Finding {
     let rows_words = "interference, waits miss and spin, one waiter, at core: reread_ns".to_string();
-    let reread = |wait: &str| -> Vec<f64> {
+    let reread = |wait: &str| -> Vec<Estimate> {
         measured(ctx.rows_of("interference"))
             .into_iter()
             .filter(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(Placement::Core.name()))
-            .filter_map(|r| r.number("reread_ns"))
+            .filter_map(|r| Estimate::of(r, "reread_ns"))
             .collect()
     };
-    let (miss, spin) = (reread("miss"), reread("spin"));
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    if miss.is_empty() || spin.is_empty() {
+    let (miss, spin) = (mean_of(&reread("miss")), mean_of(&reread("spin")));
+    let (Some(miss), Some(spin)) = (miss, spin) else {
         let why = why_missing(ctx, "interference", &[(PLACEMENT, Placement::Core.name())]);
         return Finding::without(&RESPONSIVENESS, &rows_words, why);
-    }
-    // The re-read interval is a mean over every loop iteration of every co-run: no interval.
-    let (miss, spin) = (mean(&miss), mean(&spin));
-    let here = Estimate { value: miss / spin, ci95: 0.0 };
-    let detail = format!("miss {} ns, spin {} ns per read", number(miss), number(spin));
+    };
+    let Some(here) = miss.ratio(&spin) else {
+        return Finding::without(&RESPONSIVENESS, &rows_words, Judged::NotMeasured("a re-read of zero".to_string()));
+    };
+    let detail = format!("miss {} ns, spin {} ns per read", number(miss.value), number(spin.value));
     let reason = "today's cores re-read a cached line in a cycle or two, far faster than the T2's 10-cycle loop, \
                   while a load from memory still costs a few hundred cycles";
     Finding::judged(

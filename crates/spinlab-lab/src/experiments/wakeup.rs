@@ -46,6 +46,8 @@ use tradeoff::{long_computation, tradeoff, wakeups_apart, Tradeoff, Wakeups};
 
 /// The worker's matrix size, the computation's length (the option's bounds are [`MATRIX_N`]).
 pub const KEY_MATRIX_N: &str = "matrix_n";
+/// Which computation a row measured: `long` (the `--work-ms` one) or `short`.
+pub const KEY_COMPUTATION: &str = "computation";
 
 /// Seed 001's Twakeup: from the notify call to the waiter running again.
 pub const TWAKEUP_NS: &str = "twakeup_ns";
@@ -459,10 +461,17 @@ impl Experiment for Wakeup {
         let progress = lab.progress("wakeup", (pairs.len() * sizes.len()) as u64);
         let mut rows = Vec::new();
         for (placement, pair) in &pairs {
-            for &n in &sizes {
+            for (i, &n) in sizes.iter().enumerate() {
                 progress.step(&format!("{placement}, {n}x{n}"));
-                let base =
-                    |name: &str| Row::new().with(WAIT, name).with(PLACEMENT, placement.name()).with(KEY_MATRIX_N, n);
+                // The size is calibrated on each run: the row is named by its role.
+                let computation = if i == 0 { "long" } else { "short" };
+                let base = |name: &str| {
+                    Row::new()
+                        .with(WAIT, name)
+                        .with(PLACEMENT, placement.name())
+                        .with(KEY_COMPUTATION, computation)
+                        .with(KEY_MATRIX_N, n)
+                };
                 let cpus = match pair {
                     Ok(cpus) => *cpus,
                     Err(why) => {

@@ -92,7 +92,7 @@ fn rel(e: &Estimate) -> f64 {
 }
 
 /// Units a figure's key may end with, longest first (`ops_s` before `s`).
-const UNITS: &[&str] = &["ops_s", "ns", "pct", "hz", "s"];
+const UNITS: &[&str] = &["ops_s", "ns", "pct", "hz", "s", "x"];
 
 /// `X_ci95_UNIT` for `X_UNIT`; `ci95_UNIT` for a bare `UNIT`; `X_ci95` for a key without a
 /// unit.
@@ -338,6 +338,7 @@ mod tests {
         assert_eq!(interval_key("throughput_ops_s"), "throughput_ci95_ops_s");
         assert_eq!(interval_key("twakeup_ns"), "twakeup_ci95_ns");
         assert_eq!(interval_key("ns"), "ci95_ns");
+        assert_eq!(interval_key("rep_max_wait_over_hold_x"), "rep_max_wait_over_hold_ci95_x");
         let row = Row::new().with("twakeup_ns", 50.0).with("twakeup_ci95_ns", 5.0);
         assert_eq!(Estimate::of(&row, "twakeup_ns"), Some(Estimate { value: 50.0, ci95: 5.0 }));
     }

@@ -291,8 +291,10 @@ mod tests {
                 .with("uncontended_ci95_ns", 0.0)
                 .with("throughput_ops_s", throughput)
                 .with("throughput_ci95_ops_s", 0.0)
-                .with("max_wait_ns", 3000.0)
-                .with("max_hold_ns", 1000.0)
+                .with("rep_max_wait_ns", 3000.0)
+                .with("rep_max_hold_ns", 1000.0)
+                .with("rep_max_wait_over_hold_x", 3.0)
+                .with("rep_max_wait_over_hold_ci95_x", 0.5)
         };
         run.rows = vec![
             row("ttas:spin", 2, 3.0, 100.0),
@@ -306,7 +308,8 @@ mod tests {
         assert_eq!((cost.here.unwrap().value, cost.verdict.name()), (2.0, "reproduced"));
         let throughput = finding(&all, "003-fairlock-throughput");
         assert_eq!(throughput.here.unwrap().value, 0.64, "at 4 threads, the CPU count, not at 2");
-        assert_eq!(finding(&all, "003-fairlock-max-wait-vs-hold").here.unwrap().value, 3.0);
+        let wait_vs_hold = finding(&all, "003-fairlock-max-wait-vs-hold").here.unwrap();
+        assert_eq!((wait_vs_hold.value, wait_vs_hold.ci95), (3.0, 0.5), "the repetitions' ratio, with its interval");
         let node = finding(&all, "003-spinlock-favours-node");
         assert_eq!(node.verdict.name(), "cannot test here", "threads were not grouped by node");
     }
