@@ -9,6 +9,9 @@
 //! mutex itself serialises the updates: plain relaxed loads and stores, no read-modify-write
 //! on the hot line. Only claiming a free row for a new address is a compare-and-swap.
 //!
+//! A reader-writer lock's readers hold it together, so its rows are counted with
+//! [`acquired_shared`], whose updates are read-modify-writes.
+//!
 //! A wait is timed only when the acquisition found the mutex held: a free mutex is taken
 //! with one `try_lock` and costs no clock read.
 
@@ -57,6 +60,10 @@ static UNTRACKED: AtomicU64 = AtomicU64::new(0);
 pub const OURS: c_int = c_int::MIN;
 /// The `kind` of a spin lock, replaced or glibc's.
 pub const SPIN: c_int = c_int::MIN + 1;
+/// The `kind` of a reader-writer lock the preload library replaced.
+pub const RWLOCK: c_int = c_int::MIN + 2;
+/// The `kind` of a reader-writer lock glibc keeps (process-shared, or `SPINLAB_RWLOCK=pthread`).
+pub const GLIBC_RWLOCK: c_int = c_int::MIN + 3;
 
 /// The row of the mutex at `address`, claimed if new; `None` if its probe window is full.
 fn row(address: usize) -> Option<&'static Row> {
@@ -106,6 +113,25 @@ pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
         if ns > row.max_wait_ns.load(Relaxed) {
             row.max_wait_ns.store(ns, Relaxed);
         }
+    }
+}
+
+/// Counts an acquisition, read or write, of the reader-writer lock at `address`, as
+/// [`acquired`] does a mutex's; the calling thread holds it, but other readers may too and
+/// count at the same time, so every update is a read-modify-write.
+#[inline]
+pub fn acquired_shared(address: usize, kind: c_int, waited: Option<Waiting>) {
+    let Some(row) = row(address) else {
+        UNTRACKED.fetch_add(1, Relaxed);
+        return;
+    };
+    row.kind.store(kind, Relaxed);
+    row.acquisitions.fetch_add(1, Relaxed);
+    if let Some(Waiting(since)) = waited {
+        let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        row.contended.fetch_add(1, Relaxed);
+        row.wait_ns.fetch_add(ns, Relaxed);
+        row.max_wait_ns.fetch_max(ns, Relaxed);
     }
 }
 
@@ -241,8 +267,12 @@ mod tests {
         assert_eq!(duration(12_340_000_000), "12.34 s");
     }
 
+    /// The table is shared: a test that empties it must not run beside one that reads it.
+    static TABLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn acquisitions_add_up_per_address_and_forget_all_empties_the_table() {
+        let _table = TABLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Addresses no real mutex has (the tests of this crate share the table).
         let (a, b) = (0x7_0000_0008usize, 0x7_0000_0010usize);
         for _ in 0..3 {
@@ -256,5 +286,24 @@ mod tests {
         assert_eq!((row_b.acquisitions, row_b.contended, row_b.kind), (1, 1, "other"));
         forget_all();
         assert!(snapshot(|_| "").0.is_empty());
+    }
+
+    #[test]
+    fn shared_acquisitions_from_many_threads_at_once_are_all_counted() {
+        let _table = TABLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let address = 0x7_0000_0018usize;
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for i in 0..10_000 {
+                        acquired_shared(address, RWLOCK, (i % 2 == 0).then(Waiting::start));
+                    }
+                });
+            }
+        });
+        let (rows, _) = snapshot(|kind| if kind == RWLOCK { "rwlock" } else { "other" });
+        let row = rows.iter().find(|r| r.mutex == address).unwrap();
+        assert_eq!((row.acquisitions, row.contended, row.kind), (40_000, 20_000, "rwlock"));
+        assert!(row.max_wait_ns <= row.wait_ns);
     }
 }
