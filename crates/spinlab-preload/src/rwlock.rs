@@ -182,7 +182,16 @@ unsafe fn glibc(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, patien
             }
         }
     };
-    if state.config.stats_top.is_none() {
+    // glibc checks a timed call's clock and deadline before the lock: so must the counting
+    // try, or it would take a free lock where glibc returns EINVAL.
+    let valid = match patience {
+        // SAFETY: `abstime` is NULL or a timespec (the caller's contract).
+        Patience::Until { clock, abstime } => unsafe { abstime.as_ref() }
+            .and_then(|at| Abstime::new(clock.unwrap_or(libc::CLOCK_REALTIME), at))
+            .is_some(),
+        _ => true,
+    };
+    if state.config.stats_top.is_none() || !valid {
         return call();
     }
     // SAFETY: as above.
