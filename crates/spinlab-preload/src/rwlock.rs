@@ -20,8 +20,8 @@
 //! counting read and write acquisitions alike: a first try, then a timed wait if that failed.
 
 use crate::config::Rwlocks;
-use crate::glibc::{rwlock_kind_for, rwlock_word, PTHREAD_RWLOCK_PREFER_READER_NP, PTHREAD_RWLOCK_PREFER_WRITER_NP};
 use crate::glibc::PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
+use crate::glibc::{rwlock_kind_for, rwlock_word, PTHREAD_RWLOCK_PREFER_READER_NP, PTHREAD_RWLOCK_PREFER_WRITER_NP};
 use crate::glibc::{RWLOCK_FLAGS_OFFSET, RWLOCK_SHARED_OFFSET, RWLOCK_WRITER_OFFSET};
 use crate::stats::{self, Waiting, GLIBC_RWLOCK, RWLOCK};
 use crate::{state, State};
@@ -59,7 +59,10 @@ unsafe fn replaced(state: &State, rwlock: *mut pthread_rwlock_t) -> Option<&'sta
     let Rwlocks::Replaced { reader, writer, .. } = state.config.rwlocks else { return None };
     // SAFETY: the caller's contract.
     let (shared, kind) = unsafe {
-        (rwlock_word(rwlock, RWLOCK_SHARED_OFFSET).load(Relaxed), rwlock_word(rwlock, RWLOCK_FLAGS_OFFSET).load(Relaxed))
+        (
+            rwlock_word(rwlock, RWLOCK_SHARED_OFFSET).load(Relaxed),
+            rwlock_word(rwlock, RWLOCK_FLAGS_OFFSET).load(Relaxed),
+        )
     };
     match (shared, kind) {
         (0, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) => Some(writer),
@@ -90,6 +93,19 @@ fn thread_number() -> i32 {
     })
 }
 
+/// A timed acquisition's deadline, checked as glibc checks it, before it looks at the lock:
+/// `Err(EINVAL)` for a NULL `abstime`, a clock other than `CLOCK_REALTIME` and
+/// `CLOCK_MONOTONIC`, or a `tv_nsec` outside `0..1_000_000_000`; `Ok(None)` when untimed.
+///
+/// # Safety
+/// The `abstime` of `patience`, if any, is NULL or points to a `timespec`.
+unsafe fn deadline(patience: Patience) -> Result<Option<Abstime>, c_int> {
+    let Patience::Until { clock, abstime } = patience else { return Ok(None) };
+    // SAFETY: the caller's contract.
+    let at = unsafe { abstime.as_ref() }.ok_or(EINVAL)?;
+    Abstime::new(clock.unwrap_or(libc::CLOCK_REALTIME), at).map(Some).ok_or(EINVAL)
+}
+
 /// Acquires `rwlock` for `side`, as `patience` allows, counting it with `SPINLAB_STATS`.
 ///
 /// # Safety
@@ -102,42 +118,36 @@ unsafe fn acquire(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, pati
         // SAFETY: the caller's contract.
         return unsafe { glibc(state, rwlock, side, patience) };
     };
-    let deadline = match patience {
-        Patience::Until { clock, abstime } => {
-            // SAFETY: `abstime` is NULL or a timespec (the caller's contract).
-            match unsafe { abstime.as_ref() }.and_then(|at| Abstime::new(clock.unwrap_or(libc::CLOCK_REALTIME), at)) {
-                Some(deadline) => Some(deadline),
-                None => return EINVAL,
-            }
-        }
-        _ => None,
+    // SAFETY: the caller's contract.
+    let deadline = match unsafe { deadline(patience) } {
+        Ok(deadline) => deadline,
+        Err(invalid) => return invalid,
     };
     let at = rwlock.cast::<u8>();
     let (try_now, wait, try_until) = match side {
         Side::Read => (ops.try_lock_shared, ops.lock_shared, ops.try_lock_shared_until),
         Side::Write => (ops.try_lock_exclusive, ops.lock_exclusive, ops.try_lock_exclusive_until),
     };
-    // SAFETY (here and below): a replaced rwlock holds its lock at its start, initialised or
-    // all zero, which the configuration checked the lock accepts.
+    // A replaced rwlock holds its lock at its start, initialised or all zero, which the
+    // configuration checked the lock accepts: what each call of `ops` below needs.
+    // SAFETY: as just said.
     let waited = if unsafe { try_now(at) } {
         None
     } else {
         // SAFETY: `__cur_writer` is an int inside the rwlock.
         let writer = unsafe { rwlock_word(rwlock, RWLOCK_WRITER_OFFSET) }.load(Relaxed);
-        match patience {
-            Patience::None => return EBUSY,
+        match (patience, &deadline) {
+            (Patience::None, _) => return EBUSY,
             _ if writer == thread_number() => return EDEADLK,
-            Patience::Forever => {
+            (_, None) => {
                 let waiting = counting.then(Waiting::start);
                 // SAFETY: as above.
                 unsafe { wait(at) };
                 waiting
             }
-            Patience::Until { .. } => {
+            (_, Some(deadline)) => {
                 let waiting = counting.then(Waiting::start);
-                let deadline = deadline.as_ref().expect("checked above");
-                // SAFETY: as above; this thread does not hold the lock for writing (checked
-                // just above), and a reader-preferring lock lets a reader in again.
+                // SAFETY: as above.
                 let acquired = acquire_by(deadline, |by| unsafe { try_until(at, by) }, || unsafe { wait(at) });
                 if !acquired {
                     return ETIMEDOUT;
@@ -184,13 +194,8 @@ unsafe fn glibc(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, patien
     };
     // glibc checks a timed call's clock and deadline before the lock: so must the counting
     // try, or it would take a free lock where glibc returns EINVAL.
-    let valid = match patience {
-        // SAFETY: `abstime` is NULL or a timespec (the caller's contract).
-        Patience::Until { clock, abstime } => unsafe { abstime.as_ref() }
-            .and_then(|at| Abstime::new(clock.unwrap_or(libc::CLOCK_REALTIME), at))
-            .is_some(),
-        _ => true,
-    };
+    // SAFETY: the caller's contract.
+    let valid = unsafe { deadline(patience) }.is_ok();
     if state.config.stats_top.is_none() || !valid {
         return call();
     }
@@ -216,7 +221,10 @@ unsafe fn glibc(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, patien
 /// # Safety
 /// As `pthread_rwlock_init`.
 #[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_init(rwlock: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) -> c_int {
+pub unsafe extern "C" fn pthread_rwlock_init(
+    rwlock: *mut pthread_rwlock_t,
+    attr: *const pthread_rwlockattr_t,
+) -> c_int {
     let state = state();
     // SAFETY: the caller's contract: `rwlock` is writable, `attr` NULL or an attribute.
     unsafe {

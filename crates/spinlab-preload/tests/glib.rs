@@ -132,7 +132,8 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
         let mut line = format!("{name}: {} cases ({:.1?} without)", baseline.len(), started.elapsed());
         for setting in SETTINGS {
             let label = format!("{name} with {setting:?}");
-            let mut env = vec![("LD_PRELOAD", library.as_str()), ("SPINLAB_STATS", "1"), ("SPINLAB_STATS_TOP", "10000")];
+            let mut env =
+                vec![("LD_PRELOAD", library.as_str()), ("SPINLAB_STATS", "1"), ("SPINLAB_STATS_TOP", "10000")];
             env.extend_from_slice(setting);
             let started = Instant::now();
             let (preloaded, ran) = run_binary(&binary, &env, &label);

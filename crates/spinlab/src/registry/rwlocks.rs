@@ -578,7 +578,9 @@ mod tests {
     #[test]
     fn unknown_names_list_what_is_accepted() {
         let text = new_rwlock("rw-fair:futex").err().unwrap().to_string();
-        for accepted in ["`rw-fair:futex`", "rw-writer", "rw-phase", "rw-reader", "spin-park", "mwaitx", "parking_lot", "pthread"] {
+        for accepted in
+            ["`rw-fair:futex`", "rw-writer", "rw-phase", "rw-reader", "spin-park", "mwaitx", "parking_lot", "pthread"]
+        {
             assert!(text.contains(accepted), "{text}");
         }
     }

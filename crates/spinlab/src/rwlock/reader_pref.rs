@@ -281,7 +281,8 @@ mod tests {
                 // SAFETY: acquired just above.
                 unsafe { lock.unlock_exclusive(writing) };
             }));
-            while lock.state.load(Relaxed) & READERS_WAITING == 0 || lock.state.load(Relaxed) & WRITERS != 2 * ONE_WRITER
+            while lock.state.load(Relaxed) & READERS_WAITING == 0
+                || lock.state.load(Relaxed) & WRITERS != 2 * ONE_WRITER
             {
                 std::thread::yield_now();
             }
