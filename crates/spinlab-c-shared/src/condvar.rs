@@ -17,6 +17,7 @@
 //! | 0..8  | `condvar` | a `spinlab::Condvar<W>`: notifiers, waiters (`W` from `CondOps`)  |
 //! | 8..12 | `users`   | waiters entering and leaving; `destroy` sets `DESTROYING`        |
 
+use crate::cancel::Cancellable;
 use core::sync::atomic::{AtomicU32, Ordering::*};
 use libc::c_int;
 use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
@@ -32,13 +33,19 @@ const CONDVAR_SIZE: usize = 8;
 /// `users` bit: a thread is in `destroy`, waiting for the count to drop to zero.
 const DESTROYING: u32 = 1 << 31;
 
+/// Waits on the condition variable at `condvar` until a notification (or a spurious wake-up,
+/// or `deadline`), calling `unlock` once it may; returns whether the deadline passed.
+type WaitFn = unsafe fn(condvar: *const u8, deadline: Option<Instant>, unlock: &mut dyn FnMut()) -> bool;
+
 /// A condition variable of one policy, as function pointers over its storage.
 pub struct CondOps {
     /// The policy's registry name, NUL-terminated for C.
     pub name: CString,
     /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
     pub availability: Result<(), Unavailable>,
-    wait: unsafe fn(condvar: *const u8, deadline: Option<Instant>, unlock: &mut dyn FnMut()) -> bool,
+    wait: WaitFn,
+    /// `wait`, as a cancellation point (see `cancel`).
+    wait_cancellable: WaitFn,
     notify_one: unsafe fn(condvar: *const u8),
     notify_all: unsafe fn(condvar: *const u8),
 }
@@ -49,6 +56,7 @@ impl CondOps {
             name: CString::new(W::NAME).expect("policy names contain no NUL"),
             availability: W::availability(),
             wait: wait::<W>,
+            wait_cancellable: wait::<Cancellable<W>>,
             notify_one: notify_one::<W>,
             notify_all: notify_all::<W>,
         }
@@ -139,6 +147,56 @@ impl CondCore {
         unlock: impl FnOnce() -> Result<(), c_int>,
         relock: impl FnOnce() -> c_int,
     ) -> Result<Waited, c_int> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::wait_by(ops.wait, core, ops, deadline, unlock, relock) }
+    }
+
+    /// [`CondCore::wait`] as a cancellation point (see `cancel`): a `pthread_cancel` request
+    /// that arrives while the thread waits, after `unlock` and before `relock`, ends the wait
+    /// by unwinding the thread. The caller registers a cleanup handler around this call that
+    /// calls [`CondCore::cancelled`] and takes the mutex again.
+    ///
+    /// # Safety
+    /// As [`CondCore::wait`]; `unlock` and `relock` hold nothing that needs dropping.
+    pub unsafe fn wait_cancellable(
+        core: *const CondCore,
+        ops: &CondOps,
+        deadline: Option<Instant>,
+        unlock: impl FnOnce() -> Result<(), c_int>,
+        relock: impl FnOnce() -> c_int,
+    ) -> Result<Waited, c_int> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::wait_by(ops.wait_cancellable, core, ops, deadline, unlock, relock) }
+    }
+
+    /// What a waiter that [`CondCore::wait_cancellable`] left by cancellation still owes: a
+    /// notification it may have taken is passed on (to one other waiter, which may see a
+    /// spurious wake-up), and the thread leaves the count of waiters, after which it must not
+    /// touch `core` again.
+    ///
+    /// # Safety
+    /// `core` is the condition variable whose cancellable wait the calling thread was just
+    /// cancelled in, used with `ops`.
+    pub unsafe fn cancelled(core: *const CondCore, ops: &CondOps) {
+        // SAFETY: the caller's contract: this thread is still counted in `users`.
+        unsafe {
+            (ops.notify_one)((*core).condvar.as_ptr() as *const u8);
+            leave(core::ptr::addr_of!((*core).users));
+        }
+    }
+
+    /// The wait of [`CondCore::wait`], by `wait`, one of `ops`'s two.
+    ///
+    /// # Safety
+    /// As [`CondCore::wait`].
+    unsafe fn wait_by(
+        wait: WaitFn,
+        core: *const CondCore,
+        ops: &CondOps,
+        deadline: Option<Instant>,
+        unlock: impl FnOnce() -> Result<(), c_int>,
+        relock: impl FnOnce() -> c_int,
+    ) -> Result<Waited, c_int> {
         // SAFETY: `core` is live until this thread leaves `users` below.
         let (condvar, users) = unsafe { ((*core).condvar.as_ptr() as *const u8, core::ptr::addr_of!((*core).users)) };
         // Relaxed: destroying a condition variable that a thread is entering is undefined; the
@@ -158,7 +216,7 @@ impl CondCore {
             }
         };
         // SAFETY: the caller's contract.
-        let timed_out = unsafe { (ops.wait)(condvar, deadline, &mut release) };
+        let timed_out = unsafe { wait(condvar, deadline, &mut release) };
         // SAFETY: this thread is still counted in `users`, so `core` is live; after `leave`
         // this function touches no part of it.
         unsafe { leave(users) };

@@ -12,6 +12,7 @@
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -79,7 +80,13 @@ pub fn scratch_dir() -> PathBuf {
 /// Compiles C `sources` into the program `name` with warnings as errors; `flags` come after
 /// the defaults (include paths, libraries). Panics with gcc's output on failure.
 pub fn compile(name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
+    // Two tests of one binary may compile the same program at once, and a program that one
+    // is still writing cannot be started by the other (ETXTBSY, "Text file busy"). So each
+    // build writes a file of its own and renames it into place: a rename replaces the name,
+    // and a copy already running keeps its own file.
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
     let out = scratch_dir().join(name);
+    let building = scratch_dir().join(format!("{name}.{}-{}", std::process::id(), BUILDS.fetch_add(1, Relaxed)));
     let mut gcc = Command::new("gcc");
     gcc.args(["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
         .arg("-I")
@@ -88,11 +95,12 @@ pub fn compile(name: &str, sources: &[PathBuf], flags: &[&str]) -> PathBuf {
         .arg(ffi_c_dir())
         .args(sources)
         .arg("-o")
-        .arg(&out)
+        .arg(&building)
         .args(flags)
         .arg("-pthread");
     let output = gcc.output().unwrap_or_else(|e| panic!("gcc could not be run ({e}): install gcc"));
     assert!(output.status.success(), "gcc {name} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    std::fs::rename(&building, &out).unwrap_or_else(|e| panic!("{} cannot be renamed: {e}", building.display()));
     out
 }
 

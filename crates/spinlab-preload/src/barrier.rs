@@ -16,6 +16,7 @@
 
 use crate::config::Barriers;
 use crate::state;
+use crate::stats::{self, Waiting, BARRIER};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_uint, pthread_barrier_t, pthread_barrierattr_t, EBUSY, EINVAL, PTHREAD_PROCESS_SHARED};
 use spinlab::registry::DynBarrier;
@@ -110,6 +111,21 @@ pub unsafe extern "C" fn pthread_barrier_init(
 /// As `pthread_barrier_wait`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_barrier_wait(barrier: *mut pthread_barrier_t) -> c_int {
+    let since = state().config.stats_top.is_some().then(Waiting::start);
+    // SAFETY: the caller's contract.
+    let status = unsafe { wait(barrier) };
+    if let Some(since) = since {
+        // The address only names the row: the barrier may be destroyed already.
+        stats::waited(barrier as usize, BARRIER, since, status != libc::PTHREAD_BARRIER_SERIAL_THREAD);
+    }
+    status
+}
+
+/// `pthread_barrier_wait`, uncounted.
+///
+/// # Safety
+/// As `pthread_barrier_wait`.
+unsafe fn wait(barrier: *mut pthread_barrier_t) -> c_int {
     // SAFETY: the caller's contract.
     let Some(held) = (unsafe { ours(barrier) }) else {
         // SAFETY: glibc's own barrier.

@@ -11,17 +11,23 @@
 //! mutex: a replaced one, or one glibc keeps (recursive, error-checking, robust …), whose
 //! errors (`EPERM` from an unlock, `EOWNERDEAD` from the relock) it returns as glibc would.
 //!
-//! The waits are cancellation points at their start and end: a pending cancellation is acted
-//! on with the mutex held, as POSIX requires. A thread blocked inside the wait is not woken by
-//! `pthread_cancel` (spinlab's futex sleep is a raw system call, not one of glibc's
-//! cancellable ones); it acts on the request when it next wakes, spuriously or not.
+//! The waits are cancellation points, as glibc's are: a request pending at the start or the
+//! end is acted on with the mutex held, and one that arrives while the thread waits ends the
+//! wait at once (`spinlab_c_shared::cancel`: asynchronous cancellation around the sleep, and a
+//! check every few spin iterations). The thread then takes the mutex again, in a cleanup
+//! handler registered around the wait, before the program's own cleanup handlers run; a
+//! notification it may have taken is passed on to another waiter.
 
 use crate::config::Mutexes;
 use crate::glibc::{cond_flags, cond_flags_for, COND_GLIBC_SHARED, COND_MONOTONIC};
 use crate::mutex::{lock, unlock};
+use crate::stats::{self, Waiting, COND};
 use crate::{state, State};
 use core::sync::atomic::Ordering::Relaxed;
-use libc::{c_int, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, timespec, EINVAL, ETIMEDOUT};
+use libc::{
+    c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, timespec, EINVAL, ETIMEDOUT,
+};
+use spinlab_c_shared::cancel::Cleanup;
 use spinlab_c_shared::clock::Abstime;
 use spinlab_c_shared::condvar::CondCore;
 
@@ -167,6 +173,25 @@ enum Deadline {
 /// # Safety
 /// As `pthread_cond_clockwait`.
 unsafe fn wait(state: &State, cond: *mut pthread_cond_t, mutex: *mut pthread_mutex_t, deadline: Deadline) -> c_int {
+    let since = state.config.stats_top.is_some().then(Waiting::start);
+    // SAFETY: the caller's contract.
+    let status = unsafe { uncounted_wait(state, cond, mutex, deadline) };
+    if let Some(since) = since {
+        stats::waited(cond as usize, COND, since, true);
+    }
+    status
+}
+
+/// [`wait`], without the statistics.
+///
+/// # Safety
+/// As [`wait`].
+unsafe fn uncounted_wait(
+    state: &State,
+    cond: *mut pthread_cond_t,
+    mutex: *mut pthread_mutex_t,
+    deadline: Deadline,
+) -> c_int {
     // SAFETY: the caller's contract.
     unsafe {
         if !replaced(state, cond) {
@@ -197,16 +222,19 @@ unsafe fn wait(state: &State, cond: *mut pthread_cond_t, mutex: *mut pthread_mut
             },
         };
         pthread_testcancel();
-        let waited = CondCore::wait(
-            cond.cast(),
-            state.config.cond,
-            deadline.and_then(|d| d.deadline()),
-            || match unlock(state, mutex) {
-                0 => Ok(()),
-                error => Err(error),
-            },
-            || lock(state, mutex),
-        );
+        let mut waiter = Waiter { cond, mutex };
+        let waited = Cleanup::around(on_cancel, (&raw mut waiter).cast(), || {
+            CondCore::wait_cancellable(
+                cond.cast(),
+                state.config.cond,
+                deadline.and_then(|d| d.deadline()),
+                || match unlock(state, mutex) {
+                    0 => Ok(()),
+                    error => Err(error),
+                },
+                || lock(state, mutex),
+            )
+        });
         let status = match waited {
             Err(unlock_error) => unlock_error,
             Ok(waited) if waited.relocked != 0 => waited.relocked,
@@ -217,6 +245,26 @@ unsafe fn wait(state: &State, cond: *mut pthread_cond_t, mutex: *mut pthread_mut
         };
         pthread_testcancel();
         status
+    }
+}
+
+/// What a waiter cancelled inside a wait must put right, for [`on_cancel`].
+struct Waiter {
+    cond: *mut pthread_cond_t,
+    mutex: *mut pthread_mutex_t,
+}
+
+/// The cleanup handler of a wait, run by glibc when the thread is cancelled inside it (after
+/// the mutex was released): passes on a notification it may have taken, leaves the condition
+/// variable, and takes the mutex again, as glibc's wait does before the program's handlers.
+extern "C" fn on_cancel(waiter: *mut c_void) {
+    let state = state();
+    // SAFETY: `waiter` is the `Waiter` of the wait being unwound, whose frame is still live;
+    // the thread was counted in the condition variable's waiters and had released the mutex.
+    unsafe {
+        let Waiter { cond, mutex } = *waiter.cast::<Waiter>();
+        CondCore::cancelled(cond.cast(), state.config.cond);
+        lock(state, mutex);
     }
 }
 

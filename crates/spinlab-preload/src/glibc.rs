@@ -8,7 +8,9 @@
 //! |-------|------------|-------------------------------------------------------------|
 //! | 0..16 | `__lock`, `__count`, `__owner`, `__nusers` | the spinlab lock, for a replaced mutex |
 //! | 16..20| `__kind`   | the type and flags; 0 (normal) or 3 (adaptive) for a replaced mutex, which is also what `PTHREAD_MUTEX_INITIALIZER` and `PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP` write; -1 once destroyed, as glibc writes |
-//! | 20..  | `__spins`, `__list`, … | untouched                                       |
+//! | 20..24| `__spins`, `__elision` | a replaced mutex's fork generation (see `fork`)  |
+//! | 24..32| `__list.__prev` | a replaced mutex's holder, by thread pointer (see `fork`)  |
+//! | 32..  | `__list.__next` | untouched                                              |
 //!
 //! glibc's `pthread_rwlock_t` on 64-bit targets (sysdeps/x86/nptl/bits/struct_rwlock.h and the
 //! generic sysdeps/nptl/bits/struct_rwlock.h, which aarch64 uses, agree on these offsets):
@@ -26,7 +28,7 @@
 //! variable with it set is glibc's own. [`check_layout`] verifies these facts on the running
 //! glibc before anything relies on them.
 
-use core::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use libc::{c_char, c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
 use libc::{pthread_barrier_t, pthread_barrierattr_t, pthread_mutexattr_t, pthread_spinlock_t, timespec};
 use libc::{pthread_rwlock_t, pthread_rwlockattr_t};
@@ -40,6 +42,10 @@ pub const MUTEX_KIND_OFFSET: usize = 16;
 pub const MUTEX_LOCK_ROOM: usize = MUTEX_KIND_OFFSET;
 /// The alignment of that room (a `pthread_mutex_t` is 8-aligned).
 pub const MUTEX_LOCK_ALIGN: usize = 8;
+/// Where a replaced mutex keeps the fork generation it was last made sound in.
+pub const MUTEX_FORK_OFFSET: usize = 20;
+/// Where a replaced mutex keeps its holder's thread pointer (0: none).
+pub const MUTEX_HOLDER_OFFSET: usize = 24;
 /// Where a glibc condition variable keeps its process-shared bit.
 pub const COND_FLAGS_OFFSET: usize = 36;
 /// Our condition variable's flags word: glibc's process-shared bit (never set by us).
@@ -66,6 +72,7 @@ const _: () = assert!(align_of::<pthread_mutex_t>() >= MUTEX_LOCK_ALIGN);
 const _: () = assert!(align_of::<pthread_rwlock_t>() >= RWLOCK_LOCK_ALIGN);
 const _: () = assert!(size_of::<pthread_rwlock_t>() >= RWLOCK_FLAGS_OFFSET + 4);
 const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_KIND_OFFSET + 4);
+const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_HOLDER_OFFSET + 8);
 const _: () = assert!(size_of::<pthread_cond_t>() >= COND_FLAGS_OFFSET + 4);
 const _: () = assert!(align_of::<pthread_cond_t>() >= 4);
 
@@ -139,6 +146,27 @@ pub unsafe fn mutex_kind<'a>(mutex: *const pthread_mutex_t) -> &'a AtomicI32 {
     // threads write the neighbouring lock bytes atomically; `__kind` itself changes only at
     // init and destroy.
     unsafe { &*(mutex.cast::<u8>().add(MUTEX_KIND_OFFSET) as *const AtomicI32) }
+}
+
+/// The fork generation word of a replaced `mutex` (see `fork`).
+///
+/// # Safety
+/// `mutex` points to a `pthread_mutex_t` that outlives the returned reference.
+#[inline(always)]
+pub unsafe fn mutex_fork_generation<'a>(mutex: *const pthread_mutex_t) -> &'a AtomicU32 {
+    // SAFETY: 4 aligned bytes inside the mutex, which glibc leaves alone for a mutex it never
+    // sees (every call on a replaced mutex comes here).
+    unsafe { &*(mutex.cast::<u8>().add(MUTEX_FORK_OFFSET) as *const AtomicU32) }
+}
+
+/// The holder word of a replaced `mutex` (see `fork`).
+///
+/// # Safety
+/// As [`mutex_fork_generation`].
+#[inline(always)]
+pub unsafe fn mutex_holder<'a>(mutex: *const pthread_mutex_t) -> &'a AtomicUsize {
+    // SAFETY: 8 aligned bytes inside the mutex, as above.
+    unsafe { &*(mutex.cast::<u8>().add(MUTEX_HOLDER_OFFSET) as *const AtomicUsize) }
 }
 
 /// Whether a mutex of this `__kind` is one the preload library replaces: a normal or adaptive
@@ -238,6 +266,8 @@ type CondFn = unsafe extern "C" fn(*mut pthread_cond_t) -> c_int;
 type CondWaitFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int;
 type CondTimedFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, *const timespec) -> c_int;
 type CondClockFn = unsafe extern "C" fn(*mut pthread_cond_t, *mut pthread_mutex_t, clockid_t, *const timespec) -> c_int;
+/// `call_once(once_flag *, void (*)(void))`; "C-unwind" as in `once`.
+type CallOnceFn = unsafe extern "C-unwind" fn(*mut u32, unsafe extern "C-unwind" fn());
 type BarrierInitFn = unsafe extern "C" fn(*mut pthread_barrier_t, *const pthread_barrierattr_t, libc::c_uint) -> c_int;
 type BarrierFn = unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int;
 type SpinInitFn = unsafe extern "C" fn(*mut pthread_spinlock_t, c_int) -> c_int;
@@ -263,6 +293,7 @@ pub struct Real {
     pub cond_wait: CondWaitFn,
     pub cond_timedwait: CondTimedFn,
     pub cond_clockwait: CondClockFn,
+    pub call_once: CallOnceFn,
     pub spin_init: SpinInitFn,
     pub spin_destroy: SpinFn,
     pub spin_lock: SpinFn,
@@ -292,7 +323,7 @@ const COND_VERSION: Option<&core::ffi::CStr> = Some(c"GLIBC_2.3.2");
 const COND_VERSION: Option<&core::ffi::CStr> = None;
 
 /// The next definition of `name` after this library's, or the name that is missing.
-fn next(name: &core::ffi::CStr, version: Option<&core::ffi::CStr>) -> Result<*mut c_void, String> {
+pub(crate) fn next(name: &core::ffi::CStr, version: Option<&core::ffi::CStr>) -> Result<*mut c_void, String> {
     // SAFETY: NUL-terminated names; RTLD_NEXT is valid from a shared object's code.
     let found = unsafe {
         match version {
@@ -336,6 +367,7 @@ impl Real {
             cond_wait: real!(c"pthread_cond_wait", COND_VERSION, CondWaitFn),
             cond_timedwait: real!(c"pthread_cond_timedwait", COND_VERSION, CondTimedFn),
             cond_clockwait: real!(c"pthread_cond_clockwait", None, CondClockFn),
+            call_once: real!(c"call_once", None, CallOnceFn),
             spin_init: real!(c"pthread_spin_init", None, SpinInitFn),
             spin_destroy: real!(c"pthread_spin_destroy", None, SpinFn),
             spin_lock: real!(c"pthread_spin_lock", None, SpinFn),

@@ -1,6 +1,6 @@
 //! `libspinlab_preload.so`: run an unmodified program with spinlab's locks in place of its
 //! pthread mutexes, condition variables, spin locks, barriers and reader-writer locks, and
-//! count its locking.
+//! of its C11 `mtx_t`, `cnd_t` and `call_once`, and count its locking.
 //!
 //! ```text
 //! LD_PRELOAD=target/release/libspinlab_preload.so SPINLAB_LOCK=mcs:spin-park SPINLAB_STATS=1 ./program
@@ -26,6 +26,12 @@
 //! `mutex` and `cond` describe how each mutex and condition variable is kept in the
 //! program's own `pthread_mutex_t` and `pthread_cond_t`, with no side table.
 //!
+//! glibc's C11 functions call its pthread functions internally, out of the replacements'
+//! reach, so they are replaced too: `c11` makes each `mtx_*`/`cnd_*` the `pthread_*`
+//! replacement it wraps (an `mtx_t` is a `pthread_mutex_t`, a `cnd_t` a `pthread_cond_t`;
+//! recursive ones stay glibc's), with its result as a `thrd_*` value, and `once` keeps
+//! `call_once`'s state in the program's `once_flag`, its waiters asleep on it.
+//!
 //! Initialisation is lazy as well as early: libraries the program loads run their
 //! constructors before this one, and may lock a mutex already. Nothing on the path of the
 //! replaced functions calls them back (Rust's own locks use futexes, the registry's locks
@@ -33,10 +39,13 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod barrier;
+mod c11;
 mod cond;
 mod config;
+mod fork;
 mod glibc;
 mod mutex;
+mod once;
 mod rwlock;
 mod spin;
 mod stats;
@@ -173,12 +182,10 @@ pub extern "C" fn spinlab_preload_rwlock() -> *const c_char {
 /// checks the environment, exiting with status 2 on a bad value, and arranges for the
 /// statistics.
 extern "C" fn constructor() {
+    fork::register_first();
     if state().config.stats_top.is_some() {
-        // SAFETY: registering plain `extern "C"` functions without arguments.
-        unsafe {
-            libc::atexit(report_at_exit);
-            libc::pthread_atfork(None, None, Some(stats::forget_all_in_child));
-        }
+        // SAFETY: registering a plain `extern "C"` function without arguments.
+        unsafe { libc::atexit(report_at_exit) };
     }
 }
 
@@ -194,6 +201,8 @@ extern "C" fn report_at_exit() {
     let (rows, untracked) = stats::snapshot(|kind| match kind {
         stats::OURS => "spinlab",
         stats::SPIN => "spin",
+        stats::BARRIER => "barrier",
+        stats::COND => "cond",
         stats::RWLOCK => "rwlock",
         stats::GLIBC_RWLOCK => "glibc-rwlock",
         kind => glibc::kind_name(kind),

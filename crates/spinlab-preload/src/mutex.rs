@@ -10,7 +10,8 @@
 //! timed (see `stats`).
 
 use crate::config::Mutexes;
-use crate::glibc::{mutex_kind, replaced_kind, replaced_kind_for};
+use crate::fork;
+use crate::glibc::{mutex_holder, mutex_kind, replaced_kind, replaced_kind_for};
 use crate::stats::{self, Waiting, OURS};
 use crate::{state, State};
 use core::sync::atomic::Ordering::Relaxed;
@@ -27,9 +28,23 @@ use spinlab_c_shared::timed::lock_by;
 unsafe fn replaced(state: &State, mutex: *mut pthread_mutex_t) -> Option<&'static RawLockOps> {
     match state.config.mutexes {
         // SAFETY: the caller's contract.
-        Mutexes::Replaced { ops, .. } if replaced_kind(unsafe { mutex_kind(mutex) }.load(Relaxed)) => Some(ops),
+        Mutexes::Replaced { ops, .. } if replaced_kind(unsafe { mutex_kind(mutex) }.load(Relaxed)) => {
+            // SAFETY: a replaced mutex, whose lock is `ops`.
+            unsafe { fork::make_current(ops, mutex) };
+            Some(ops)
+        }
         _ => None,
     }
+}
+
+/// Records that the calling thread now holds replaced `mutex` (see `fork`).
+///
+/// # Safety
+/// `mutex` points to a replaced `pthread_mutex_t` the calling thread has just acquired.
+#[inline(always)]
+unsafe fn now_held(mutex: *mut pthread_mutex_t) {
+    // SAFETY: the caller's contract.
+    unsafe { mutex_holder(mutex) }.store(fork::me(), Relaxed);
 }
 
 /// Whether a glibc call's result means the caller now holds the mutex (`EOWNERDEAD`: a robust
@@ -77,6 +92,7 @@ pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
             (ops.lock)(at);
             stats::acquired(mutex as usize, OURS, Some(waiting));
         }
+        now_held(mutex);
         0
     }
 }
@@ -89,8 +105,12 @@ pub(crate) unsafe fn unlock(state: &State, mutex: *mut pthread_mutex_t) -> c_int
     // SAFETY: the caller's contract; releasing a replaced mutex the caller does not hold is
     // undefined, as it is for a normal pthread mutex.
     unsafe {
+        if state.config.stats_top.is_some() {
+            stats::releasing(mutex as usize);
+        }
         match replaced(state, mutex) {
             Some(ops) => {
+                mutex_holder(mutex).store(0, Relaxed);
                 (ops.unlock)(mutex.cast());
                 0
             }
@@ -113,6 +133,7 @@ pub unsafe extern "C" fn pthread_mutex_init(mutex: *mut pthread_mutex_t, attr: *
             if let Some(kind) = replaced_kind_for(attr) {
                 mutex.write_bytes(0, 1);
                 (ops.init)(mutex.cast());
+                fork::stamp(mutex);
                 mutex_kind(mutex).store(kind, Relaxed);
                 return 0;
             }
@@ -169,6 +190,7 @@ pub unsafe extern "C" fn pthread_mutex_trylock(mutex: *mut pthread_mutex_t) -> c
                 if !(ops.try_lock)(mutex.cast()) {
                     return EBUSY;
                 }
+                now_held(mutex);
                 if counting {
                     stats::acquired(mutex as usize, OURS, None);
                 }
@@ -261,6 +283,7 @@ unsafe fn timed(
         let at = mutex.cast::<u8>();
         // As glibc: a free mutex is taken whatever the deadline says.
         if (ops.try_lock)(at) {
+            now_held(mutex);
             if counting {
                 stats::acquired(mutex as usize, OURS, None);
             }
@@ -274,6 +297,7 @@ unsafe fn timed(
         if !lock_by(ops, at, &deadline) {
             return ETIMEDOUT;
         }
+        now_held(mutex);
         if let Some(waiting) = waiting {
             stats::acquired(mutex as usize, OURS, Some(waiting));
         }

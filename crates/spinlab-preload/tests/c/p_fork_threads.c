@@ -1,0 +1,153 @@
+/* fork() in a multithreaded program, as programs do it: worker threads hammer a mutex and a
+ * condition variable; the main thread takes the mutex, lets the workers queue (and sleep)
+ * behind it, and forks while holding it, while the fork handlers of a library it links
+ * (p_fork_early.c) hold a second mutex across the fork and release it in parent and child. The child has one thread: it
+ * must be able to release what it held, and then use every lock and condition variable with
+ * threads of its own (exact counts), and fork again. A child that hangs is killed by its
+ * alarm, and the parent sees the signal. */
+#define _GNU_SOURCE
+#include "preloaded.h"
+#include <signal.h>
+#include <sys/wait.h>
+
+/* At most one worker per CPU: the spin-only queue locks among the settings (ticket:pause)
+ * serve one waiter per time slice once threads outnumber CPUs. */
+enum { MOST_WORKERS = 4, CHILD_ROUNDS = 20000, FORKS = 3, CHILD_SECONDS = 30 };
+static int workers;
+
+static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+extern pthread_mutex_t early_mutex; /* p_fork_early.c */
+#define around_fork early_mutex
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static long count, items, handed_over;
+static int stop;
+
+static void sleep_ns(long ns) {
+  struct timespec pause = {ns / 1000000000, ns % 1000000000};
+  CHECK_EQ(nanosleep(&pause, NULL), 0);
+}
+
+/* Until told to stop: the mutex, a short timed wait on the condition variable now and then
+ * (so some workers sleep in it at the fork), and the atfork mutex. */
+static void *parent_worker(void *unused) {
+  (void)unused;
+  for (long round = 0;; round++) {
+    CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+    int done = stop;
+    count++;
+    if (round % 16 == 0) {
+      struct timespec deadline = in_ns(CLOCK_REALTIME, 200000);
+      int status = pthread_cond_timedwait(&cond, &mutex, &deadline);
+      CHECK(status == 0 || status == ETIMEDOUT);
+    }
+    CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+    CHECK_EQ(pthread_mutex_lock(&around_fork), 0);
+    CHECK_EQ(pthread_mutex_unlock(&around_fork), 0);
+    if (done) return NULL;
+  }
+}
+
+/* The child's threads: exact counts on both mutexes. */
+static void *child_worker(void *unused) {
+  (void)unused;
+  for (int i = 0; i < CHILD_ROUNDS; i++) {
+    CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+    count++;
+    CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+    CHECK_EQ(pthread_mutex_lock(&around_fork), 0);
+    items++;
+    CHECK_EQ(pthread_mutex_unlock(&around_fork), 0);
+  }
+  return NULL;
+}
+
+/* Waits on the condition variable while `*value == unchanged`. The waits are timed: glibc's
+ * own condition variable can send a child's signal to the waiter group of threads that exist
+ * only in the parent, and its child then never wakes (seen here: glibc, no preload library). */
+static void wait_while(long *value, long unchanged) {
+  while (*value == unchanged) {
+    struct timespec deadline = in_ns(CLOCK_REALTIME, 10000000);
+    int status = pthread_cond_timedwait(&cond, &mutex, &deadline);
+    CHECK(status == 0 || status == ETIMEDOUT);
+  }
+}
+
+static void *receive(void *unused) {
+  (void)unused;
+  CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+  wait_while(&handed_over, 0);
+  handed_over++;
+  CHECK_EQ(pthread_cond_broadcast(&cond), 0);
+  CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+  return NULL;
+}
+
+static int in_child(int generation) {
+  alarm(CHILD_SECONDS);
+  CHECK_EQ(pthread_mutex_unlock(&mutex), 0); /* held by the forking thread */
+  CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+  count = 0;
+  handed_over = 0;
+  CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+  CHECK_EQ(pthread_mutex_lock(&around_fork), 0);
+  items = 0;
+  CHECK_EQ(pthread_mutex_unlock(&around_fork), 0);
+
+  pthread_t receiver = start(receive, NULL);
+  pthread_t worker[MOST_WORKERS];
+  for (int i = 0; i < workers; i++) worker[i] = start(child_worker, NULL);
+  CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+  handed_over = 1;
+  CHECK_EQ(pthread_cond_signal(&cond), 0);
+  wait_while(&handed_over, 1);
+  CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+  join(receiver);
+  for (int i = 0; i < workers; i++) join(worker[i]);
+  CHECK_EQ(count, (long)workers * CHILD_ROUNDS);
+  CHECK_EQ(items, (long)workers * CHILD_ROUNDS);
+  CHECK_EQ(handed_over, 2);
+
+  if (generation == 1) { /* the child forks in turn, holding the mutex */
+    CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) _exit(in_child(2));
+    CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+    int wstatus;
+    CHECK(waitpid(pid, &wstatus, 0) == pid);
+    CHECK(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  }
+  return 0;
+}
+
+int main(void) {
+  say_preloaded();
+  workers = cpus_at_most(MOST_WORKERS);
+  pthread_t worker[MOST_WORKERS];
+  for (int i = 0; i < workers; i++) worker[i] = start(parent_worker, NULL);
+  for (int f = 0; f < FORKS; f++) {
+    sleep_ns(20000000);
+    CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+    sleep_ns(20000000); /* the workers queue behind the held mutex, and some sleep */
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) _exit(in_child(1));
+    CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+    int wstatus;
+    CHECK(waitpid(pid, &wstatus, 0) == pid);
+    if (WIFSIGNALED(wstatus)) {
+      printf("fork %d: the child was killed by signal %d%s\n", f, WTERMSIG(wstatus),
+             WTERMSIG(wstatus) == SIGALRM ? " (it hung)" : "");
+      return 1;
+    }
+    CHECK(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  }
+  CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+  stop = 1;
+  CHECK_EQ(pthread_cond_broadcast(&cond), 0);
+  CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+  for (int i = 0; i < workers; i++) join(worker[i]);
+  CHECK(count > 0);
+  printf("ok\n");
+  return 0;
+}
