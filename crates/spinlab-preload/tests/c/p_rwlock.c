@@ -219,6 +219,9 @@ static void trylocks_timed_locks_and_errors(void) {
   CHECK_EQ(pthread_rwlock_wrlock(&tried), 0);
   CHECK_EQ(pthread_rwlock_rdlock(&tried), EDEADLK);
   CHECK_EQ(pthread_rwlock_wrlock(&tried), EDEADLK);
+  later = in_ns(CLOCK_MONOTONIC, 1000LL * 1000 * 1000);
+  CHECK_EQ(pthread_rwlock_clockwrlock(&tried, CLOCK_MONOTONIC, &later), EDEADLK);
+  CHECK_EQ(pthread_rwlock_clockrdlock(&tried, CLOCK_MONOTONIC, &later), EDEADLK);
   CHECK_EQ(pthread_rwlock_trywrlock(&tried), EBUSY);
   join(start(try_while_written, NULL));
   CHECK_EQ(pthread_rwlock_unlock(&tried), 0);
