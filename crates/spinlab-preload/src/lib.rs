@@ -95,6 +95,7 @@ fn set_up() -> Result<State, String> {
     real.check_layout().map_err(|difference| format!("unknown glibc layout: {difference}"))?;
     let config = config::from_env()?;
     warm_up(&config);
+    warm_up_rwlocks(&config);
     let lock_name = CString::new(config.lock_name()).expect("lock names contain no NUL");
     let spin_name = CString::new(config.spins.name()).expect("lock names contain no NUL");
     let barrier_name = CString::new(config.barriers.name()).expect("barrier names contain no NUL");
@@ -125,6 +126,21 @@ fn warm_up(config: &Config) {
     // SAFETY: all-zero bytes are a new `CondCore` (12 bytes), used with one policy only.
     let _ = unsafe {
         spinlab_c_shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), config.cond, Some(soon()), || Ok(()), || 0)
+    };
+}
+
+/// Runs the rwlocks' wait policy once through a short timed wait, as [`warm_up`] does the
+/// condition variables': the policy may be another (`SPINLAB_RWLOCK=rw-reader:futex`), or the
+/// mutexes glibc's, and its first contended rwlock would otherwise calibrate it.
+fn warm_up_rwlocks(config: &Config) {
+    let config::Rwlocks::Replaced { name, .. } = config.rwlocks else { return };
+    let policy = spinlab::registry::rwlock_info(name).ok().and_then(|entry| entry.policy);
+    let Some(ops) = policy.and_then(spinlab_c_shared::condvar::cond_ops_named) else { return };
+    let mut core = [0u64; 2];
+    let soon = Instant::now() + Duration::from_micros(20);
+    // SAFETY: all-zero bytes are a new `CondCore` (12 bytes), used with one policy only.
+    let _ = unsafe {
+        spinlab_c_shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), ops, Some(soon), || Ok(()), || 0)
     };
 }
 
