@@ -71,8 +71,8 @@ struct timespec;
 
 /**
  * `spinlab_list`, `spinlab_check`: reader-writer locks, named `rw-writer:policy`
- * (writer-preferring), `rw-phase:policy` (phase-fair) or after a reference lock (`std`,
- * `parking_lot`, `pthread`).
+ * (writer-preferring), `rw-phase:policy` (phase-fair), `rw-reader:policy` (reader-preferring)
+ * or after a reference lock (`std`, `parking_lot`, `pthread`).
  */
 #define SPINLAB_KIND_RWLOCK 3
 
@@ -159,8 +159,8 @@ typedef struct {
 } spinlab_mutex_t;
 
 /**
- * A reader-writer lock: writer-preferring (`"rw-writer:futex"`, …) or phase-fair
- * (`"rw-phase:spin-park"`, …) over any wait policy, or a reference (`"pthread"`, `"std"`,
+ * A reader-writer lock: writer-preferring (`"rw-writer:futex"`, …), phase-fair
+ * (`"rw-phase:spin-park"`, …) or reader-preferring (`"rw-reader:pause"`, …) over any wait policy, or a reference (`"pthread"`, `"std"`,
  * `"parking_lot"`), chosen when it is initialised. A lock is released by the thread that
  * took it. Opaque; initialise it with `spinlab_rwlock_init` and do not copy it.
  */

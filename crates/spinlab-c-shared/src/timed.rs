@@ -1,28 +1,43 @@
 //! Acquiring a registry lock by a C deadline: `spinlab_mutex_clocklock` and the preload
-//! library's `pthread_mutex_clocklock`/`timedlock` both end in [`lock_by`].
+//! library's `pthread_mutex_clocklock`/`timedlock` both end in [`lock_by`], and the preload
+//! library's timed rwlock acquisitions in [`acquire_by`], the loop under it.
 
 use crate::clock::Abstime;
 use spinlab::registry::RawLockOps;
+use std::time::Instant;
 
 /// Acquires the lock at `at` by `deadline`; returns whether it did. The caller has already
 /// tried the lock once (a free lock is taken whatever the deadline says, and costs no clock
-/// reads). A wait converted to the monotonic clock may end before `deadline`'s own clock
-/// reads the deadline, when that clock was stepped back meanwhile; the wait then starts again.
+/// reads). See [`acquire_by`].
 ///
 /// # Safety
 /// `at` holds an initialised lock of `ops`' kind, and the calling thread does not hold it.
 pub unsafe fn lock_by(ops: &RawLockOps, at: *const u8, deadline: &Abstime) -> bool {
+    acquire_by(
+        deadline,
+        // SAFETY: the caller's contract on `at`.
+        |instant| unsafe { (ops.try_lock_until)(at, instant) },
+        // SAFETY: as above.
+        || unsafe { (ops.lock)(at) },
+    )
+}
+
+/// Acquires something by `deadline` with `try_until` (acquire, or give up at an `Instant`),
+/// or with `wait` (acquire, however long it takes) when the deadline is beyond what `Instant`
+/// holds; returns whether it did. A wait converted to the monotonic clock may end before
+/// `deadline`'s own clock reads the deadline, when that clock was stepped back meanwhile; the
+/// wait then starts again.
+pub fn acquire_by(deadline: &Abstime, mut try_until: impl FnMut(Instant) -> bool, wait: impl FnOnce()) -> bool {
     loop {
         match deadline.deadline() {
             Some(instant) => {
-                // SAFETY: the caller's contract on `at`.
-                if unsafe { (ops.try_lock_until)(at, instant) } {
+                if try_until(instant) {
                     return true;
                 }
             }
             None => {
-                // SAFETY: as above. A deadline beyond what `Instant` holds is no deadline.
-                unsafe { (ops.lock)(at) };
+                // A deadline beyond what `Instant` holds is no deadline.
+                wait();
                 return true;
             }
         }

@@ -20,8 +20,8 @@ pub const SPINLAB_KIND_COND: c_int = 1;
 /// barrier (`std`, `pthread`).
 pub const SPINLAB_KIND_BARRIER: c_int = 2;
 /// `spinlab_list`, `spinlab_check`: reader-writer locks, named `rw-writer:policy`
-/// (writer-preferring), `rw-phase:policy` (phase-fair) or after a reference lock (`std`,
-/// `parking_lot`, `pthread`).
+/// (writer-preferring), `rw-phase:policy` (phase-fair), `rw-reader:policy` (reader-preferring)
+/// or after a reference lock (`std`, `parking_lot`, `pthread`).
 pub const SPINLAB_KIND_RWLOCK: c_int = 3;
 
 /// The mutex `spinlab_mutex_init` builds for a NULL name: spinlab's recommended default,

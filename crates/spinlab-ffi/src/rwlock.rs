@@ -33,8 +33,8 @@ pub const SPINLAB_RWLOCK_SIZE: usize = 32;
 /// Alignment of a `spinlab_rwlock_t`.
 pub const SPINLAB_RWLOCK_ALIGN: usize = 8;
 
-/// A reader-writer lock: writer-preferring (`"rw-writer:futex"`, …) or phase-fair
-/// (`"rw-phase:spin-park"`, …) over any wait policy, or a reference (`"pthread"`, `"std"`,
+/// A reader-writer lock: writer-preferring (`"rw-writer:futex"`, …), phase-fair
+/// (`"rw-phase:spin-park"`, …) or reader-preferring (`"rw-reader:pause"`, …) over any wait policy, or a reference (`"pthread"`, `"std"`,
 /// `"parking_lot"`), chosen when it is initialised. A lock is released by the thread that
 /// took it. Opaque; initialise it with `spinlab_rwlock_init` and do not copy it.
 #[repr(C)]

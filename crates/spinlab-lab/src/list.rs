@@ -140,6 +140,7 @@ fn fairness(f: RwFairness) -> &'static str {
     match f {
         RwFairness::WriterPreferring => "writer-preferring",
         RwFairness::PhaseFair => "phase-fair",
+        RwFairness::ReaderPreferring => "reader-preferring",
         RwFairness::Unspecified => "unspecified",
     }
 }

@@ -1,13 +1,15 @@
 //! The environment, read once before `main`: which lock replaces the program's mutexes
 //! (`SPINLAB_LOCK`), how its condition variables wait (`SPINLAB_COND`), which lock replaces
-//! its spin locks (`SPINLAB_SPIN`) and which barrier its barriers (`SPINLAB_BARRIER`), and
+//! its spin locks (`SPINLAB_SPIN`), which barrier its barriers (`SPINLAB_BARRIER`) and which
+//! reader-writer lock its rwlocks (`SPINLAB_RWLOCK`), and
 //! whether to count (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
 //! message is one line naming the variable, why, and every value that would work.
 
-use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM};
+use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM, RWLOCK_LOCK_ALIGN, RWLOCK_LOCK_ROOM};
 use spinlab::registry::{
     barrier_info, barriers as registry_barriers, lock_info, locks, BarrierEntry, LockEntry, RawLockOps, RegistryError,
 };
+use spinlab::registry::{rwlock_info, rwlocks as registry_rwlocks, RawRwLockOps, RwFairness, RwLockEntry};
 use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
 
 /// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.
@@ -20,6 +22,13 @@ pub const GLIBC: &str = "pthread";
 pub const DEFAULT_SPIN: &str = "ttas:pause";
 /// The barrier in each `pthread_barrier_t` when `SPINLAB_BARRIER` is unset, as in the C API.
 pub const DEFAULT_BARRIER: &str = "barrier:spin-park";
+/// The lock in each default-kind `pthread_rwlock_t` when `SPINLAB_RWLOCK` is unset: reader
+/// preference, which glibc's default kind promises (read locks nest), waiting as spinlab's
+/// default mutex does.
+pub const DEFAULT_RWLOCK: &str = "rw-reader:spin-yield-park";
+/// The algorithm of a `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP` rwlock, over the policy
+/// of the `SPINLAB_RWLOCK` lock: writer preference, what that kind asks for.
+const WRITER_RWLOCK: &str = "rw-writer";
 /// Bytes of a `pthread_spinlock_t` (an `int`), and its alignment.
 const SPIN_ROOM: usize = 4;
 /// The condition variables' policy when the lock has none (the `parking_lot` reference).
@@ -114,6 +123,92 @@ fn barrier_list() -> Vec<&'static BarrierEntry> {
     registry_barriers().iter().filter(|e| e.name != GLIBC).collect()
 }
 
+/// What replaces the program's reader-writer locks.
+#[derive(Clone, Copy)]
+pub enum Rwlocks {
+    /// A spinlab rwlock in each private `pthread_rwlock_t`'s first bytes.
+    Replaced {
+        /// The `SPINLAB_RWLOCK` lock's registry name.
+        name: &'static str,
+        /// Its verbs: the lock of the default kinds (reader-preferring).
+        reader: &'static RawRwLockOps,
+        /// The verbs of `rw-writer` over the same policy: the writer-preferring kind's lock.
+        writer: &'static RawRwLockOps,
+    },
+    /// glibc's own (`SPINLAB_RWLOCK=pthread`).
+    Glibc,
+}
+
+impl Rwlocks {
+    /// The lock's name as the user would write it.
+    pub fn name(&self) -> &'static str {
+        match *self {
+            Rwlocks::Replaced { name, .. } => name,
+            Rwlocks::Glibc => GLIBC,
+        }
+    }
+}
+
+/// What `SPINLAB_RWLOCK=name` (`None`: unset) replaces rwlocks with: a reader-preferring
+/// registry rwlock that fits before `__cur_writer` and is unlocked when all-zero, so that
+/// `PTHREAD_RWLOCK_INITIALIZER` works and a thread may read-lock twice while a writer waits,
+/// as glibc's default kind allows; `pthread` keeps glibc's. A writer-preferring or phase-fair
+/// lock would deadlock that second read lock, so it is refused with that reason.
+pub fn rwlocks(name: Option<&str>) -> Result<Rwlocks, String> {
+    let name = match name {
+        None | Some("default") => DEFAULT_RWLOCK,
+        Some(GLIBC) => return Ok(Rwlocks::Glibc),
+        Some(name) => name,
+    };
+    let valid = || {
+        let names: Vec<&str> =
+            registry_rwlocks().iter().filter(|e| rwlock_unusable(e).is_none()).map(|e| e.name.as_str()).collect();
+        format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_RWLOCK})", names.join(", "))
+    };
+    let refuse = |why: String| Err(format!("SPINLAB_RWLOCK={name} {why}; valid values: {}", valid()));
+    let entry = match rwlock_info(name) {
+        Ok(entry) => entry,
+        Err(_) => return refuse("is not a reader-writer lock name".to_string()),
+    };
+    if let Some(why) = rwlock_unusable(entry) {
+        return refuse(why);
+    }
+    let writer_name = format!("{WRITER_RWLOCK}:{}", entry.policy.unwrap_or_default());
+    let writer = rwlock_info(&writer_name).ok().filter(|e| rwlock_unusable_bytes(e).is_none());
+    match (&entry.ops, writer.and_then(|e| e.ops.as_ref())) {
+        (Some(reader), Some(writer)) => Ok(Rwlocks::Replaced { name: entry.name.as_str(), reader, writer }),
+        _ => refuse(format!("has no {writer_name} to put in writer-preferring rwlocks")),
+    }
+}
+
+/// Why a registry rwlock cannot replace a default `pthread_rwlock_t` here, if it cannot.
+fn rwlock_unusable(entry: &RwLockEntry) -> Option<String> {
+    if let Err(reason) = entry.availability {
+        return Some(format!("is unavailable here ({reason})"));
+    }
+    if let Some(why) = rwlock_unusable_bytes(entry) {
+        return Some(why);
+    }
+    (entry.fairness != RwFairness::ReaderPreferring).then(|| {
+        "cannot replace glibc's default rwlocks: it keeps a reader out while a writer waits, so a thread that read-locks twice (which glibc's default kind allows) would deadlock".to_string()
+    })
+}
+
+/// Why a registry rwlock does not fit in a `pthread_rwlock_t`, if it does not.
+fn rwlock_unusable_bytes(entry: &RwLockEntry) -> Option<String> {
+    match &entry.ops {
+        None => Some("does not fit in a pthread_rwlock_t: it is a reference lock that lives on the heap".to_string()),
+        Some(ops) if ops.size > RWLOCK_LOCK_ROOM || ops.align > RWLOCK_LOCK_ALIGN => Some(format!(
+            "does not fit in a pthread_rwlock_t: it takes {} bytes aligned to {}, and there are {RWLOCK_LOCK_ROOM} bytes aligned to {RWLOCK_LOCK_ALIGN} before the fields glibc must keep reading",
+            ops.size, ops.align
+        )),
+        Some(ops) if !ops.zero_is_unlocked => {
+            Some("all-zero bytes are not an unlocked one, so PTHREAD_RWLOCK_INITIALIZER would not work".to_string())
+        }
+        Some(_) => None,
+    }
+}
+
 /// Everything the environment decides.
 pub struct Config {
     /// What replaces the barriers.
@@ -121,6 +216,8 @@ pub struct Config {
     pub mutexes: Mutexes,
     /// What replaces the spin locks.
     pub spins: Spins,
+    /// What replaces the reader-writer locks.
+    pub rwlocks: Rwlocks,
     /// The policy of the replacement condition variables (unused with [`Mutexes::Glibc`]).
     pub cond: &'static CondOps,
     /// Rows of the statistics table printed at exit; `None` when not counting.
@@ -148,6 +245,7 @@ pub fn from_env() -> Result<Config, String> {
     )?;
     config.spins = spins(var("SPINLAB_SPIN").as_deref())?;
     config.barriers = barriers(var("SPINLAB_BARRIER").as_deref())?;
+    config.rwlocks = rwlocks(var("SPINLAB_RWLOCK").as_deref())?;
     Ok(config)
 }
 
@@ -236,7 +334,7 @@ pub fn parse(lock: Option<&str>, cond: Option<&str>, stats: Option<&str>, top: O
                 ))
             }
         };
-    Ok(Config { mutexes, spins: spins(None)?, barriers: barriers(None)?, cond, stats_top })
+    Ok(Config { mutexes, spins: spins(None)?, barriers: barriers(None)?, rwlocks: rwlocks(None)?, cond, stats_top })
 }
 
 /// What `SPINLAB_LOCK=name` replaces mutexes with.
@@ -375,6 +473,31 @@ mod tests {
             .err()
             .unwrap()
             .contains("SPINLAB_COND has no effect"));
+    }
+
+    #[test]
+    fn rwlocks_must_prefer_readers_and_fit_and_the_writer_kind_gets_writer_preference() {
+        let Rwlocks::Replaced { name, reader, writer } = rwlocks(None).ok().unwrap() else { panic!("the default") };
+        assert_eq!(name, DEFAULT_RWLOCK);
+        let writer_entry = rwlock_info("rw-writer:spin-yield-park").ok().unwrap();
+        assert!(core::ptr::eq(writer, writer_entry.ops.as_ref().unwrap()), "the writer kind: same policy");
+        assert!(core::ptr::eq(reader, rwlock_info(DEFAULT_RWLOCK).ok().unwrap().ops.as_ref().unwrap()));
+        assert_eq!(rwlocks(Some("default")).ok().unwrap().name(), DEFAULT_RWLOCK);
+        assert_eq!(rwlocks(Some("rw-reader:futex")).ok().unwrap().name(), "rw-reader:futex");
+        assert!(matches!(rwlocks(Some("pthread")), Ok(Rwlocks::Glibc)));
+        for (name, why) in [
+            ("rw-writer:futex", "keeps a reader out while a writer waits"),
+            ("rw-phase:pause", "keeps a reader out while a writer waits"),
+            ("parking_lot", "keeps a reader out while a writer waits"),
+            ("std", "does not fit in a pthread_rwlock_t"),
+            ("rw-nope:futex", "is not a reader-writer lock name"),
+        ] {
+            let text = rwlocks(Some(name)).err().unwrap();
+            assert!(text.starts_with(&format!("SPINLAB_RWLOCK={name} ")) && text.contains(why), "{text}");
+            let valid = text.split("valid values: ").nth(1).unwrap_or_default();
+            assert!(valid.starts_with("rw-reader:spin, rw-reader:pause"), "{text}");
+            assert!(!valid.contains("rw-writer") && !valid.contains("parking_lot") && !text.contains('\n'), "{text}");
+        }
     }
 
     #[test]

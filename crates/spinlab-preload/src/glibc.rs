@@ -12,14 +12,26 @@
 //! | 24..32| `__list.__prev` | a replaced mutex's holder, by thread pointer (see `fork`)  |
 //! | 32..  | `__list.__next` | untouched                                              |
 //!
+//! glibc's `pthread_rwlock_t` on 64-bit targets (sysdeps/x86/nptl/bits/struct_rwlock.h and the
+//! generic sysdeps/nptl/bits/struct_rwlock.h, which aarch64 uses, agree on these offsets):
+//!
+//! | bytes  | field        | here                                                        |
+//! |--------|--------------|-------------------------------------------------------------|
+//! | 0..24  | `__readers` … `__pad4` | the spinlab rwlock, for a replaced one             |
+//! | 24..28 | `__cur_writer` | the writer's id, for `EDEADLK`, as glibc keeps its tid    |
+//! | 28..32 | `__shared`   | non-zero for a process-shared rwlock: glibc's               |
+//! | 32..48 | padding      | untouched                                                   |
+//! | 48..52 | `__flags`    | the kind: 0 (`PREFER_READER`) or 1 (`PREFER_WRITER`, which glibc treats as 0), or 2 (`PREFER_WRITER_NONRECURSIVE`); `PTHREAD_RWLOCK_INITIALIZER` is all zero |
+//!
 //! glibc's `pthread_cond_t` keeps its process-shared bit in bit 0 of the word at bytes 36..40
 //! (`__wrefs`); the replacement condition variable never sets that bit, so a condition
-//! variable with it set is glibc's own. [`check_layout`] verifies both facts on the running
+//! variable with it set is glibc's own. [`check_layout`] verifies these facts on the running
 //! glibc before anything relies on them.
 
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use libc::{c_char, c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
 use libc::{pthread_barrier_t, pthread_barrierattr_t, pthread_mutexattr_t, pthread_spinlock_t, timespec};
+use libc::{pthread_rwlock_t, pthread_rwlockattr_t};
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu", any(target_arch = "x86_64", target_arch = "aarch64"))))]
 compile_error!("spinlab-preload knows the pthread layouts of glibc on x86_64 and aarch64 only");
@@ -41,7 +53,24 @@ pub const COND_GLIBC_SHARED: u32 = 1;
 /// Our condition variable's flags word: timed waits use `CLOCK_MONOTONIC`.
 pub const COND_MONOTONIC: u32 = 2;
 
+/// Bytes before `__cur_writer`: the room a replaced rwlock has for its spinlab lock.
+pub const RWLOCK_LOCK_ROOM: usize = 24;
+/// The alignment of that room (a `pthread_rwlock_t` is 8-aligned).
+pub const RWLOCK_LOCK_ALIGN: usize = 8;
+/// Where `__cur_writer` is.
+pub const RWLOCK_WRITER_OFFSET: usize = 24;
+/// Where `__shared` is.
+pub const RWLOCK_SHARED_OFFSET: usize = 28;
+/// Where `__flags`, the kind, is.
+pub const RWLOCK_FLAGS_OFFSET: usize = 48;
+/// glibc's rwlock kinds (<pthread.h>). glibc gives writers preference only for the third.
+pub const PTHREAD_RWLOCK_PREFER_READER_NP: c_int = 0;
+pub const PTHREAD_RWLOCK_PREFER_WRITER_NP: c_int = 1;
+pub const PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP: c_int = 2;
+
 const _: () = assert!(align_of::<pthread_mutex_t>() >= MUTEX_LOCK_ALIGN);
+const _: () = assert!(align_of::<pthread_rwlock_t>() >= RWLOCK_LOCK_ALIGN);
+const _: () = assert!(size_of::<pthread_rwlock_t>() >= RWLOCK_FLAGS_OFFSET + 4);
 const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_KIND_OFFSET + 4);
 const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_HOLDER_OFFSET + 8);
 const _: () = assert!(size_of::<pthread_cond_t>() >= COND_FLAGS_OFFSET + 4);
@@ -70,6 +99,41 @@ extern "C" {
     fn pthread_mutexattr_getrobust(attr: *const pthread_mutexattr_t, robust: *mut c_int) -> c_int;
     fn pthread_condattr_getpshared(attr: *const pthread_condattr_t, pshared: *mut c_int) -> c_int;
     fn pthread_condattr_getclock(attr: *const pthread_condattr_t, clock: *mut clockid_t) -> c_int;
+    fn pthread_rwlockattr_getkind_np(attr: *const pthread_rwlockattr_t, kind: *mut c_int) -> c_int;
+    fn pthread_rwlockattr_setkind_np(attr: *mut pthread_rwlockattr_t, kind: c_int) -> c_int;
+    fn pthread_rwlockattr_getpshared(attr: *const pthread_rwlockattr_t, pshared: *mut c_int) -> c_int;
+    fn pthread_rwlockattr_setpshared(attr: *mut pthread_rwlockattr_t, pshared: c_int) -> c_int;
+}
+
+/// The int at `offset` in `rwlock`.
+///
+/// # Safety
+/// `rwlock` points to a `pthread_rwlock_t` that outlives the returned reference, and `offset`
+/// is one of the 4-aligned field offsets above.
+#[inline(always)]
+pub unsafe fn rwlock_word<'a>(rwlock: *const pthread_rwlock_t, offset: usize) -> &'a AtomicI32 {
+    // SAFETY: an aligned int inside the rwlock (the asserts above). An atomic view, because
+    // other threads write the neighbouring lock bytes atomically; `__shared` and `__flags`
+    // change only at init, `__cur_writer` only under the write lock.
+    unsafe { &*(rwlock.cast::<u8>().add(offset) as *const AtomicI32) }
+}
+
+/// The kind a replaced rwlock keeps for `attr` (NULL: the default), or `None` when the
+/// attribute asks for a process-shared one (glibc's job) or the getters refuse it.
+///
+/// # Safety
+/// `attr` is NULL or points to a `pthread_rwlockattr_t`.
+pub unsafe fn rwlock_kind_for(attr: *const pthread_rwlockattr_t) -> Option<c_int> {
+    if attr.is_null() {
+        return Some(PTHREAD_RWLOCK_PREFER_READER_NP);
+    }
+    let (mut kind, mut pshared) = (-1, -1);
+    // SAFETY: `attr` points to an attribute object; the out-pointers are valid.
+    let read = unsafe {
+        pthread_rwlockattr_getkind_np(attr, &mut kind) == 0 && pthread_rwlockattr_getpshared(attr, &mut pshared) == 0
+    };
+    let known = (PTHREAD_RWLOCK_PREFER_READER_NP..=PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP).contains(&kind);
+    (read && known && pshared == PTHREAD_PROCESS_PRIVATE).then_some(kind)
 }
 
 /// The `__kind` word of `mutex`.
@@ -208,6 +272,10 @@ type BarrierInitFn = unsafe extern "C" fn(*mut pthread_barrier_t, *const pthread
 type BarrierFn = unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int;
 type SpinInitFn = unsafe extern "C" fn(*mut pthread_spinlock_t, c_int) -> c_int;
 type SpinFn = unsafe extern "C" fn(*mut pthread_spinlock_t) -> c_int;
+type RwlockInitFn = unsafe extern "C" fn(*mut pthread_rwlock_t, *const pthread_rwlockattr_t) -> c_int;
+type RwlockFn = unsafe extern "C" fn(*mut pthread_rwlock_t) -> c_int;
+type RwlockTimedFn = unsafe extern "C" fn(*mut pthread_rwlock_t, *const timespec) -> c_int;
+type RwlockClockFn = unsafe extern "C" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
 
 /// glibc's own functions, which the replacements call for what they do not replace.
 pub struct Real {
@@ -234,6 +302,17 @@ pub struct Real {
     pub barrier_init: BarrierInitFn,
     pub barrier_destroy: BarrierFn,
     pub barrier_wait: BarrierFn,
+    pub rwlock_init: RwlockInitFn,
+    pub rwlock_destroy: RwlockFn,
+    pub rwlock_rdlock: RwlockFn,
+    pub rwlock_tryrdlock: RwlockFn,
+    pub rwlock_timedrdlock: RwlockTimedFn,
+    pub rwlock_clockrdlock: RwlockClockFn,
+    pub rwlock_wrlock: RwlockFn,
+    pub rwlock_trywrlock: RwlockFn,
+    pub rwlock_timedwrlock: RwlockTimedFn,
+    pub rwlock_clockwrlock: RwlockClockFn,
+    pub rwlock_unlock: RwlockFn,
 }
 
 /// The version of the condition-variable functions programs link against. x86_64 also keeps
@@ -297,12 +376,25 @@ impl Real {
             barrier_init: real!(c"pthread_barrier_init", None, BarrierInitFn),
             barrier_destroy: real!(c"pthread_barrier_destroy", None, BarrierFn),
             barrier_wait: real!(c"pthread_barrier_wait", None, BarrierFn),
+            rwlock_init: real!(c"pthread_rwlock_init", None, RwlockInitFn),
+            rwlock_destroy: real!(c"pthread_rwlock_destroy", None, RwlockFn),
+            rwlock_rdlock: real!(c"pthread_rwlock_rdlock", None, RwlockFn),
+            rwlock_tryrdlock: real!(c"pthread_rwlock_tryrdlock", None, RwlockFn),
+            rwlock_timedrdlock: real!(c"pthread_rwlock_timedrdlock", None, RwlockTimedFn),
+            rwlock_clockrdlock: real!(c"pthread_rwlock_clockrdlock", None, RwlockClockFn),
+            rwlock_wrlock: real!(c"pthread_rwlock_wrlock", None, RwlockFn),
+            rwlock_trywrlock: real!(c"pthread_rwlock_trywrlock", None, RwlockFn),
+            rwlock_timedwrlock: real!(c"pthread_rwlock_timedwrlock", None, RwlockTimedFn),
+            rwlock_clockwrlock: real!(c"pthread_rwlock_clockwrlock", None, RwlockClockFn),
+            rwlock_unlock: real!(c"pthread_rwlock_unlock", None, RwlockFn),
         })
     }
 
-    /// Checks, on the running glibc, the two layout facts the replacement relies on: a
-    /// recursive mutex has its type in `__kind` and a process-shared condition variable has
-    /// bit 0 of the word at byte 36 set (a default one not). Names what differs.
+    /// Checks, on the running glibc, the layout facts the replacement relies on: a
+    /// recursive mutex has its type in `__kind`, a process-shared condition variable has
+    /// bit 0 of the word at byte 36 set (a default one not), and a rwlock keeps its kind in
+    /// `__flags` and process-shared in `__shared` (a default one has both zero). Names what
+    /// differs.
     pub fn check_layout(&self) -> Result<(), String> {
         // SAFETY: attribute and objects on the stack, initialised by glibc's
         // own functions before they are read, and destroyed after.
@@ -335,6 +427,31 @@ impl Real {
             if private & COND_GLIBC_SHARED != 0 || shared & COND_GLIBC_SHARED == 0 {
                 return Err(format!(
                     "a process-shared pthread_cond_t is not marked by bit 0 of byte {COND_FLAGS_OFFSET} ({private:#x} private, {shared:#x} shared)"
+                ));
+            }
+
+            // (flags, shared) of a rwlock glibc initialises with `kind` and `pshared`.
+            let made = |kind, pshared| {
+                let mut attr: pthread_rwlockattr_t = core::mem::zeroed();
+                let mut rwlock: pthread_rwlock_t = core::mem::zeroed();
+                libc::pthread_rwlockattr_init(&mut attr);
+                pthread_rwlockattr_setkind_np(&mut attr, kind);
+                pthread_rwlockattr_setpshared(&mut attr, pshared);
+                (self.rwlock_init)(&mut rwlock, &attr);
+                let words = (
+                    rwlock_word(&rwlock, RWLOCK_FLAGS_OFFSET).load(Relaxed),
+                    rwlock_word(&rwlock, RWLOCK_SHARED_OFFSET).load(Relaxed),
+                );
+                (self.rwlock_destroy)(&mut rwlock);
+                libc::pthread_rwlockattr_destroy(&mut attr);
+                words
+            };
+            let default = made(PTHREAD_RWLOCK_PREFER_READER_NP, PTHREAD_PROCESS_PRIVATE);
+            let writer = made(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP, PTHREAD_PROCESS_PRIVATE);
+            let shared = made(PTHREAD_RWLOCK_PREFER_READER_NP, PTHREAD_PROCESS_SHARED);
+            if default != (0, 0) || writer != (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP, 0) || shared.1 == 0 {
+                return Err(format!(
+                    "a pthread_rwlock_t does not keep its kind at byte {RWLOCK_FLAGS_OFFSET} and process-shared at byte {RWLOCK_SHARED_OFFSET} (default {default:?}, writer-preferring {writer:?}, shared {shared:?})"
                 ));
             }
         }

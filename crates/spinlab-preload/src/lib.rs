@@ -1,6 +1,6 @@
 //! `libspinlab_preload.so`: run an unmodified program with spinlab's locks in place of its
-//! pthread mutexes, condition variables, spin locks and barriers, and of its C11 `mtx_t`,
-//! `cnd_t` and `call_once`, and count its locking.
+//! pthread mutexes, condition variables, spin locks, barriers and reader-writer locks, and
+//! of its C11 `mtx_t`, `cnd_t` and `call_once`, and count its locking.
 //!
 //! ```text
 //! LD_PRELOAD=target/release/libspinlab_preload.so SPINLAB_LOCK=mcs:spin-park SPINLAB_STATS=1 ./program
@@ -14,6 +14,10 @@
 //!   `pthread` keeps glibc's, as does every process-shared barrier (see `barrier`).
 //! - `SPINLAB_SPIN`: the lock in each `pthread_spinlock_t` (default `ttas:pause`); it must fit
 //!   in 4 bytes and never sleep; `pthread` keeps glibc's (see `spin`).
+//! - `SPINLAB_RWLOCK`: the lock in each `pthread_rwlock_t` (default `rw-reader:spin-yield-park`);
+//!   it must prefer readers, as glibc's default kind does, and fit before `__cur_writer`;
+//!   writer-preferring rwlocks get `rw-writer` over its policy, and `pthread` keeps glibc's, as
+//!   does every process-shared rwlock (see `rwlock`).
 //! - `SPINLAB_STATS=1`: at exit, a table on stderr of the mutexes with the most waiting;
 //!   `SPINLAB_STATS_TOP` rows (default 20).
 //!
@@ -42,6 +46,7 @@ mod fork;
 mod glibc;
 mod mutex;
 mod once;
+mod rwlock;
 mod spin;
 mod stats;
 
@@ -62,6 +67,8 @@ struct State {
     spin_name: CString,
     /// The barriers' name, for `spinlab_preload_barrier`.
     barrier_name: CString,
+    /// The rwlocks' lock's name, for `spinlab_preload_rwlock`.
+    rwlock_name: CString,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -88,10 +95,12 @@ fn set_up() -> Result<State, String> {
     real.check_layout().map_err(|difference| format!("unknown glibc layout: {difference}"))?;
     let config = config::from_env()?;
     warm_up(&config);
+    warm_up_rwlocks(&config);
     let lock_name = CString::new(config.lock_name()).expect("lock names contain no NUL");
     let spin_name = CString::new(config.spins.name()).expect("lock names contain no NUL");
     let barrier_name = CString::new(config.barriers.name()).expect("barrier names contain no NUL");
-    Ok(State { config, real, lock_name, spin_name, barrier_name })
+    let rwlock_name = CString::new(config.rwlocks.name()).expect("rwlock names contain no NUL");
+    Ok(State { config, real, lock_name, spin_name, barrier_name, rwlock_name })
 }
 
 /// Runs the chosen lock and condition variable once, through a short wait that times out,
@@ -117,6 +126,21 @@ fn warm_up(config: &Config) {
     // SAFETY: all-zero bytes are a new `CondCore` (12 bytes), used with one policy only.
     let _ = unsafe {
         spinlab_c_shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), config.cond, Some(soon()), || Ok(()), || 0)
+    };
+}
+
+/// Runs the rwlocks' wait policy once through a short timed wait, as [`warm_up`] does the
+/// condition variables': the policy may be another (`SPINLAB_RWLOCK=rw-reader:futex`), or the
+/// mutexes glibc's, and its first contended rwlock would otherwise calibrate it.
+fn warm_up_rwlocks(config: &Config) {
+    let config::Rwlocks::Replaced { name, .. } = config.rwlocks else { return };
+    let policy = spinlab::registry::rwlock_info(name).ok().and_then(|entry| entry.policy);
+    let Some(ops) = policy.and_then(spinlab_c_shared::condvar::cond_ops_named) else { return };
+    let mut core = [0u64; 2];
+    let soon = Instant::now() + Duration::from_micros(20);
+    // SAFETY: all-zero bytes are a new `CondCore` (12 bytes), used with one policy only.
+    let _ = unsafe {
+        spinlab_c_shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), ops, Some(soon), || Ok(()), || 0)
     };
 }
 
@@ -163,6 +187,13 @@ pub extern "C" fn spinlab_preload_spin() -> *const c_char {
     state().spin_name.as_ptr()
 }
 
+/// The registry name of the lock in the program's default-kind rwlocks (`"pthread"` when
+/// glibc's are kept). A static string.
+#[no_mangle]
+pub extern "C" fn spinlab_preload_rwlock() -> *const c_char {
+    state().rwlock_name.as_ptr()
+}
+
 /// Runs before `main` (and before the constructors of libraries loaded after this one):
 /// checks the environment, exiting with status 2 on a bad value, and arranges for the
 /// statistics.
@@ -188,6 +219,8 @@ extern "C" fn report_at_exit() {
         stats::SPIN => "spin",
         stats::BARRIER => "barrier",
         stats::COND => "cond",
+        stats::RWLOCK => "rwlock",
+        stats::GLIBC_RWLOCK => "glibc-rwlock",
         kind => glibc::kind_name(kind),
     });
     if rows.is_empty() && untracked == 0 {

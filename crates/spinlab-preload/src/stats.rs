@@ -12,6 +12,9 @@
 //! mutex itself serialises the updates: plain relaxed loads and stores, no read-modify-write
 //! on the hot line. Only claiming a free row for a new address is a compare-and-swap.
 //!
+//! A reader-writer lock's readers hold it together, so its rows are counted with
+//! [`acquired_shared`], with read-modify-writes as for barriers and condition variables.
+//!
 //! A wait is timed only when the acquisition found the mutex held: a free mutex is taken
 //! with one `try_lock` and costs no clock read.
 
@@ -88,6 +91,10 @@ pub const SPIN: c_int = c_int::MIN + 1;
 pub const BARRIER: c_int = c_int::MIN + 2;
 /// The `kind` of a condition variable, replaced or glibc's: its rows count waits.
 pub const COND: c_int = c_int::MIN + 3;
+/// The `kind` of a reader-writer lock the preload library replaced.
+pub const RWLOCK: c_int = c_int::MIN + 4;
+/// The `kind` of a reader-writer lock glibc keeps (process-shared, or `SPINLAB_RWLOCK=pthread`).
+pub const GLIBC_RWLOCK: c_int = c_int::MIN + 5;
 
 /// `CLOCK_MONOTONIC` in nanoseconds (the vDSO's clock: no system call).
 #[inline]
@@ -186,17 +193,30 @@ pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
 }
 
 /// Counts one wait at the barrier or condition variable at `address` (`kind` [`BARRIER`] or
-/// [`COND`]), which `blocked` if the thread had to wait for others. Many threads wait at once,
-/// so these counts are read-modify-writes.
+/// [`COND`]), which `blocked` if the thread had to wait for others.
 pub fn waited(address: usize, kind: c_int, since: Waiting, blocked: bool) {
+    count_together(address, kind, blocked.then(|| now_ns().saturating_sub(since.0)));
+}
+
+/// Counts an acquisition, read or write, of the reader-writer lock at `address` by the calling
+/// thread, which holds it now; `waited` is `None` if it got in at once. No hand-over is
+/// counted: a rwlock passes from its last reader or its writer to many threads at once.
+#[inline]
+pub fn acquired_shared(address: usize, kind: c_int, waited: Option<Waiting>) {
+    count_together(address, kind, waited.map(|Waiting(since)| now_ns().saturating_sub(since)));
+}
+
+/// Counts one use of an object that many threads use at once (a barrier's or a condition
+/// variable's waiters, a rwlock's readers), so with read-modify-writes; `wait_ns` is how long
+/// it waited, `None` if it did not.
+fn count_together(address: usize, kind: c_int, wait_ns: Option<u64>) {
     let Some(row) = row(address) else {
         UNTRACKED.fetch_add(1, Relaxed);
         return;
     };
-    let ns = now_ns().saturating_sub(since.0);
     row.kind.store(kind, Relaxed);
     row.acquisitions.fetch_add(1, Relaxed);
-    if blocked {
+    if let Some(ns) = wait_ns {
         row.contended.fetch_add(1, Relaxed);
         row.wait_ns.fetch_add(ns, Relaxed);
         row.max_wait_ns.fetch_max(ns, Relaxed);
@@ -365,8 +385,12 @@ mod tests {
         assert!(render("p", "l", vec![], 5, 3).contains("5 acquisitions of mutexes beyond"));
     }
 
+    /// The table is shared: a test that empties it must not run beside one that reads it.
+    static TABLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn a_hand_over_is_a_release_while_the_acquirer_waited() {
+        let _table = TABLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // An address no real mutex has (the tests of this crate share the table).
         let mutex = 0x7_0000_0100usize;
         let row = |()| snapshot(|_| "spinlab").0.into_iter().find(|row| row.mutex == mutex).unwrap();
@@ -399,6 +423,7 @@ mod tests {
 
     #[test]
     fn acquisitions_add_up_per_address_and_forget_all_empties_the_table() {
+        let _table = TABLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Addresses no real mutex has (the tests of this crate share the table).
         let (a, b) = (0x7_0000_0008usize, 0x7_0000_0010usize);
         for _ in 0..3 {
@@ -412,5 +437,24 @@ mod tests {
         assert_eq!((row_b.acquisitions, row_b.contended, row_b.kind), (1, 1, "other"));
         forget_all();
         assert!(snapshot(|_| "").0.is_empty());
+    }
+
+    #[test]
+    fn shared_acquisitions_from_many_threads_at_once_are_all_counted() {
+        let _table = TABLE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let address = 0x7_0000_0018usize;
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for i in 0..10_000 {
+                        acquired_shared(address, RWLOCK, (i % 2 == 0).then(Waiting::start));
+                    }
+                });
+            }
+        });
+        let (rows, _) = snapshot(|kind| if kind == RWLOCK { "rwlock" } else { "other" });
+        let row = rows.iter().find(|r| r.mutex == address).unwrap();
+        assert_eq!((row.acquisitions, row.contended, row.kind), (40_000, 20_000, "rwlock"));
+        assert!(row.max_wait_ns <= row.wait_ns && row.handovers == 0);
     }
 }

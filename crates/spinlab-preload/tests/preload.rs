@@ -158,6 +158,60 @@ fn spin_locks_exclude_between_threads_and_between_processes_under_every_setting(
     }
 }
 
+#[test]
+fn rwlocks_exclude_writers_share_readers_nest_reads_and_honour_the_writer_kind_under_every_setting() {
+    for (lock, ran) in everywhere("p_rwlock") {
+        assert!(ran.stdout.contains("rwlock: rw-reader:spin-yield-park\n"), "the default rwlock: {}", ran.stdout);
+        // SPINLAB_LOCK chooses the mutexes only: the rwlocks are replaced under each setting.
+        assert!(ran.stdout.contains("default rwlocks are replaced\n"), "{lock:?}: {}", ran.stdout);
+    }
+    let program = program("p_rwlock");
+    let plain = run(&program, &[], &[], LIMIT);
+    assert!(plain.stdout.contains("rwlock: none\ndefault rwlocks are glibc's\n"), "{}", plain.stdout);
+    for rwlock in ["rw-reader:futex", "rw-reader:pause", "rw-reader:spin-park", "rw-reader:yield", "default", "pthread"]
+    {
+        let ran = preloaded(&program, None, &[("SPINLAB_RWLOCK", rwlock)]);
+        ran.assert_success(&format!("p_rwlock with SPINLAB_RWLOCK={rwlock}"));
+        let expected = if rwlock == "default" { "rw-reader:spin-yield-park" } else { rwlock };
+        assert!(ran.stdout.contains(&format!("rwlock: {expected}\n")), "{rwlock}: {}", ran.stdout);
+        let kept = if rwlock == "pthread" { "glibc's" } else { "replaced" };
+        assert!(ran.stdout.contains(&format!("default rwlocks are {kept}\n")), "{rwlock}: {}", ran.stdout);
+        assert!(ran.stdout.ends_with("ok\n"), "{rwlock}: {}", ran.stdout);
+    }
+}
+
+#[test]
+fn an_rwlock_that_would_deadlock_nested_reads_or_does_not_fit_is_refused_before_main() {
+    let program = program("p_rwlock");
+    for (rwlock, why) in [
+        ("rw-writer:futex", "keeps a reader out while a writer waits"),
+        ("rw-phase:spin-park", "keeps a reader out while a writer waits"),
+        ("std", "does not fit in a pthread_rwlock_t"),
+        ("nope", "is not a reader-writer lock name"),
+    ] {
+        assert_refused(&program, "SPINLAB_RWLOCK", rwlock, why, "rw-reader:futex");
+    }
+}
+
+#[test]
+fn statistics_count_every_acquisition_of_an_rwlock() {
+    let program = program("p_rwlock");
+    for (rwlock, kind) in [(None, "rwlock"), (Some("rw-reader:futex"), "rwlock"), (Some("pthread"), "glibc-rwlock")] {
+        let mut env = vec![("SPINLAB_STATS", "1"), ("SPINLAB_STATS_TOP", "100")];
+        env.extend(rwlock.map(|name| ("SPINLAB_RWLOCK", name)));
+        let ran = preloaded(&program, None, &env);
+        ran.assert_success("p_rwlock with statistics");
+        // "counted rwlock 0x55d0c8a4e040 acquired 80001 times"
+        let line =
+            ran.stdout.lines().find(|l| l.starts_with("counted rwlock ")).expect("the program reports its rwlock");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (address, acquired) = (words[2], words[4]);
+        let row = stats_row(&ran.stderr, address);
+        assert_eq!(row[1], kind, "{rwlock:?}: {row:?}");
+        assert_eq!(row[2], acquired, "{rwlock:?}: every read and write acquisition is counted, once: {row:?}");
+    }
+}
+
 /// Checks that `program` with `variable=value` exits with status 2 before `main`, with one line
 /// that names the setting, says `why`, and lists valid values including `valid`.
 fn assert_refused(program: &Path, variable: &str, value: &str, why: &str, valid: &str) {

@@ -488,6 +488,45 @@ fn writer_safe() -> impl Iterator<Item = &'static registry::RwLockEntry> {
     })
 }
 
+/// A reader holds the lock; a writer comes and waits; the reader takes a second read lock.
+/// A reader-preferring lock grants it (what glibc's default `pthread_rwlock_t` promises, and
+/// why the preload library uses one); a lock that kept it out would deadlock here.
+#[test]
+fn a_reader_preferring_lock_lets_a_reader_lock_again_while_a_writer_waits() {
+    let _serial = serial();
+    let reader_preferring: Vec<_> = registry::rwlocks()
+        .iter()
+        .filter(|e| e.availability.is_ok() && e.fairness == RwFairness::ReaderPreferring)
+        .collect();
+    assert!(!reader_preferring.is_empty());
+    for entry in reader_preferring {
+        let name = &entry.name;
+        let _watchdog = Watchdog::new(format!("{name}: a second read lock waited behind a waiting writer"));
+        let lock = entry.build().unwrap();
+        let writer_started = AtomicBool::new(false);
+        lock.lock_shared();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                writer_started.store(true, Relaxed);
+                lock.lock_exclusive();
+                // SAFETY: held.
+                unsafe { lock.unlock_exclusive() };
+            });
+            while !writer_started.load(Relaxed) {
+                std::thread::yield_now();
+            }
+            // Let the writer reach its wait (a correct lock passes however long this is).
+            std::thread::sleep(Duration::from_millis(5));
+            lock.lock_shared();
+            // SAFETY: both read locks were taken by this thread.
+            unsafe {
+                lock.unlock_shared();
+                lock.unlock_shared();
+            }
+        });
+    }
+}
+
 /// A reader holds the lock; a writer comes and waits; a reader that comes after the writer must
 /// not get in before it. (A reader-preferring lock lets it straight in.)
 #[test]

@@ -34,8 +34,8 @@ pub use events::{event_info, event_names, events, new_event, DynEvent, EventEntr
 pub use in_place::{DynMutex, RawLockOps};
 pub use locks::{lock_info, lock_names, locks, new_lock, LockEntry, ALGORITHMS, REFERENCE_LOCKS};
 pub use rwlocks::{
-    new_rwlock, rwlock_info, rwlock_names, rwlocks, DynRwLock, RwFairness, RwLockEntry, REFERENCE_RWLOCKS,
-    RW_ALGORITHMS,
+    new_rwlock, rwlock_info, rwlock_names, rwlocks, DynRwLock, RawRwLockOps, RwFairness, RwLockEntry,
+    REFERENCE_RWLOCKS, RW_ALGORITHMS,
 };
 pub use table::{Entry, Table};
 

@@ -1,17 +1,24 @@
-//! The reader-writer lock table: `rw-writer:POLICY` ([`WriterPref`]) and `rw-phase:POLICY`
-//! ([`PhaseFair`]) over every policy, and the references `std` (`std::sync::RwLock`),
-//! `parking_lot` (`parking_lot::RawRwLock`) and `pthread` (a default `pthread_rwlock_t`).
+//! The reader-writer lock table: `rw-writer:POLICY` ([`WriterPref`]), `rw-phase:POLICY`
+//! ([`PhaseFair`]) and `rw-reader:POLICY` ([`ReaderPref`]) over every policy, and the
+//! references `std` (`std::sync::RwLock`), `parking_lot` (`parking_lot::RawRwLock`) and
+//! `pthread` (a default `pthread_rwlock_t`).
+//!
+//! Each lock is built boxed ([`RwLockEntry::build`]); those whose state is plain memory (all but
+//! `std` and `pthread`) can also live in memory the caller owns ([`RawRwLockOps`]), which is
+//! how the preload library keeps one inside a program's `pthread_rwlock_t`.
 
+use super::in_place::poll_until;
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::rwlock::{PhaseFair, WriterPref};
+use crate::rwlock::{PhaseFair, ReaderPref, WriterPref};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use core::cell::{RefCell, UnsafeCell};
 use core::marker::PhantomData;
 use lock_api::{GuardNoSend, GuardSend, RawRwLock};
+use std::time::Instant;
 
 /// The reader-writer lock algorithms, in registry order.
-pub const RW_ALGORITHMS: [&str; 2] = ["rw-writer", "rw-phase"];
+pub const RW_ALGORITHMS: [&str; 3] = ["rw-writer", "rw-phase", "rw-reader"];
 
 /// The reference reader-writer locks, measured beside spinlab's.
 pub const REFERENCE_RWLOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
@@ -46,6 +53,9 @@ pub enum RwFairness {
     WriterPreferring,
     /// Reader and writer phases alternate: neither starves.
     PhaseFair,
+    /// Readers get in whenever no writer holds the lock, so a reader may take it again while
+    /// a writer waits (read locks nest); a stream of readers can starve writers.
+    ReaderPreferring,
     /// The implementation promises nothing (the references: std leaves it to the platform,
     /// glibc's default `pthread_rwlock_t` prefers readers).
     Unspecified,
@@ -68,7 +78,48 @@ pub struct RwLockEntry {
     pub may_sleep: bool,
     /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
     pub availability: Result<(), Unavailable>,
+    /// Its verbs in memory the caller owns; `None` for `std` and `pthread`, which must not
+    /// move or need more than their own bytes.
+    pub ops: Option<RawRwLockOps>,
     make: fn() -> Box<dyn DynRwLock>,
+}
+
+/// The verbs of a reader-writer lock stored in caller-provided memory of `size` bytes aligned
+/// to `align`. Every function's `at` must hold a lock written by `init` (or zeroed bytes, where
+/// `zero_is_unlocked`); an unlock must come from the thread that holds what it releases.
+#[derive(Clone, Copy, Debug)]
+pub struct RawRwLockOps {
+    /// Bytes of storage the lock needs.
+    pub size: usize,
+    /// Alignment the storage needs.
+    pub align: usize,
+    /// Whether all-zero bytes are already a valid unlocked lock (so a zero-initialised
+    /// `pthread_rwlock_t` needs no `init` call).
+    pub zero_is_unlocked: bool,
+    /// Writes a new unlocked lock. # Safety: `at` is valid for `size` bytes and aligned.
+    pub init: unsafe fn(at: *mut u8),
+    /// Acquires a shared lock. # Safety: `at` holds a lock (see the type's docs).
+    pub lock_shared: unsafe fn(at: *const u8),
+    /// Acquires a shared lock if possible now. # Safety: as `lock_shared`.
+    pub try_lock_shared: unsafe fn(at: *const u8) -> bool,
+    /// Acquires a shared lock or gives up at the deadline. # Safety: as `lock_shared`.
+    pub try_lock_shared_until: unsafe fn(at: *const u8, deadline: Instant) -> bool,
+    /// Releases a shared lock. # Safety: as `lock_shared`, and the caller holds one.
+    pub unlock_shared: unsafe fn(at: *const u8),
+    /// Acquires the exclusive lock. # Safety: as `lock_shared`.
+    pub lock_exclusive: unsafe fn(at: *const u8),
+    /// Acquires the exclusive lock if it is free now. # Safety: as `lock_shared`.
+    pub try_lock_exclusive: unsafe fn(at: *const u8) -> bool,
+    /// Acquires the exclusive lock or gives up at the deadline. # Safety: as `lock_shared`.
+    pub try_lock_exclusive_until: unsafe fn(at: *const u8, deadline: Instant) -> bool,
+    /// Releases the exclusive lock. # Safety: as `lock_shared`, and the caller holds it.
+    pub unlock_exclusive: unsafe fn(at: *const u8),
+    /// Whether a writer holds the lock now (a snapshot; exact for the thread that does).
+    /// # Safety: as `lock_shared`.
+    pub is_locked_exclusive: unsafe fn(at: *const u8) -> bool,
+    /// Destroys an unlocked lock. # Safety: as `lock_shared`, nobody holds or waits for it,
+    /// and `at` is not used again before another `init`.
+    pub drop: unsafe fn(at: *mut u8),
 }
 
 impl RwLockEntry {
@@ -147,11 +198,82 @@ where
     Box::new(Guardless(R::INIT))
 }
 
+/// The verbs of `Guardless<R>` in place. Timed acquisitions poll (these locks have no timed
+/// waits of their own); every `R` used here is all zero bits when unlocked (a test checks).
+fn in_place<R>() -> RawRwLockOps
+where
+    R: RawRwLock + Send + Sync + 'static,
+    R::SharedGuard: Stateless,
+    R::ExclusiveGuard: Stateless,
+{
+    RawRwLockOps {
+        size: core::mem::size_of::<Guardless<R>>(),
+        align: core::mem::align_of::<Guardless<R>>(),
+        zero_is_unlocked: true,
+        init: |at| {
+            // SAFETY: the `RawRwLockOps` contract: room for the lock at `at`.
+            unsafe { (at as *mut Guardless<R>).write(Guardless(R::INIT)) }
+        },
+        lock_shared: |at| {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`.
+            unsafe { shared::<R>(at) }.lock_shared()
+        },
+        try_lock_shared: |at| {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`.
+            unsafe { shared::<R>(at) }.try_lock_shared()
+        },
+        try_lock_shared_until: |at, deadline| {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`.
+            let lock = unsafe { shared::<R>(at) };
+            poll_until(|| lock.try_lock_shared(), deadline)
+        },
+        unlock_shared: |at| {
+            // SAFETY: the `RawRwLockOps` contract: the caller holds a shared lock.
+            unsafe { shared::<R>(at).unlock_shared() }
+        },
+        lock_exclusive: |at| {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`.
+            unsafe { shared::<R>(at) }.lock_exclusive()
+        },
+        try_lock_exclusive: |at| {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`.
+            unsafe { shared::<R>(at) }.try_lock_exclusive()
+        },
+        try_lock_exclusive_until: |at, deadline| {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`.
+            let lock = unsafe { shared::<R>(at) };
+            poll_until(|| lock.try_lock_exclusive(), deadline)
+        },
+        unlock_exclusive: |at| {
+            // SAFETY: the `RawRwLockOps` contract: the caller holds the exclusive lock.
+            unsafe { shared::<R>(at).unlock_exclusive() }
+        },
+        is_locked_exclusive: |at| {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`.
+            unsafe { shared::<R>(at) }.0.is_locked_exclusive()
+        },
+        drop: |at| {
+            // SAFETY: the `RawRwLockOps` contract: an unlocked lock nothing else uses.
+            unsafe { core::ptr::drop_in_place(at as *mut Guardless<R>) }
+        },
+    }
+}
+
+/// The lock at `at`.
+///
+/// # Safety
+/// `at` holds a live `Guardless<R>` for `'a` (the [`RawRwLockOps`] contract).
+unsafe fn shared<'a, R>(at: *const u8) -> &'a Guardless<R> {
+    // SAFETY: the caller's contract; the lock is only ever shared.
+    unsafe { &*(at as *const Guardless<R>) }
+}
+
 /// A reader-writer algorithm, as the registry sees it: a name, a promise, a type per policy.
 trait Algorithm {
     const NAME: &'static str;
     const FAIRNESS: RwFairness;
     fn make<W: Wait>() -> Box<dyn DynRwLock>;
+    fn ops<W: Wait>() -> RawRwLockOps;
 }
 
 struct WriterPrefAlgorithm;
@@ -161,6 +283,9 @@ impl Algorithm for WriterPrefAlgorithm {
     fn make<W: Wait>() -> Box<dyn DynRwLock> {
         guardless::<WriterPref<W>>()
     }
+    fn ops<W: Wait>() -> RawRwLockOps {
+        in_place::<WriterPref<W>>()
+    }
 }
 
 struct PhaseFairAlgorithm;
@@ -169,6 +294,21 @@ impl Algorithm for PhaseFairAlgorithm {
     const FAIRNESS: RwFairness = RwFairness::PhaseFair;
     fn make<W: Wait>() -> Box<dyn DynRwLock> {
         guardless::<PhaseFair<W>>()
+    }
+    fn ops<W: Wait>() -> RawRwLockOps {
+        in_place::<PhaseFair<W>>()
+    }
+}
+
+struct ReaderPrefAlgorithm;
+impl Algorithm for ReaderPrefAlgorithm {
+    const NAME: &'static str = "rw-reader";
+    const FAIRNESS: RwFairness = RwFairness::ReaderPreferring;
+    fn make<W: Wait>() -> Box<dyn DynRwLock> {
+        guardless::<ReaderPref<W>>()
+    }
+    fn ops<W: Wait>() -> RawRwLockOps {
+        in_place::<ReaderPref<W>>()
     }
 }
 
@@ -184,6 +324,7 @@ impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
             fairness: A::FAIRNESS,
             may_sleep: W::MAY_SLEEP,
             availability: W::availability(),
+            ops: Some(A::ops::<W>()),
             make: A::make::<W>,
         });
     }
@@ -193,7 +334,7 @@ fn add_algorithm<A: Algorithm>(table: &mut Vec<RwLockEntry>) {
     visit_policies(&mut AddEveryPolicy::<A>(table, PhantomData));
 }
 
-fn reference(name: &'static str, make: fn() -> Box<dyn DynRwLock>) -> RwLockEntry {
+fn reference(name: &'static str, make: fn() -> Box<dyn DynRwLock>, ops: Option<RawRwLockOps>) -> RwLockEntry {
     RwLockEntry {
         name: name.to_string(),
         algorithm: name,
@@ -202,6 +343,7 @@ fn reference(name: &'static str, make: fn() -> Box<dyn DynRwLock>) -> RwLockEntr
         fairness: RwFairness::Unspecified,
         may_sleep: true,
         availability: Ok(()),
+        ops,
         make,
     }
 }
@@ -211,9 +353,11 @@ static RWLOCKS: Table<RwLockEntry> = Table::new(
         let mut table = Vec::new();
         add_algorithm::<WriterPrefAlgorithm>(&mut table);
         add_algorithm::<PhaseFairAlgorithm>(&mut table);
-        table.push(reference("std", StdRwLock::boxed));
-        table.push(reference("parking_lot", guardless::<parking_lot::RawRwLock>));
-        table.push(reference("pthread", PthreadRwLock::boxed));
+        add_algorithm::<ReaderPrefAlgorithm>(&mut table);
+        table.push(reference("std", StdRwLock::boxed, None));
+        let parking_lot = in_place::<parking_lot::RawRwLock>();
+        table.push(reference("parking_lot", guardless::<parking_lot::RawRwLock>, Some(parking_lot)));
+        table.push(reference("pthread", PthreadRwLock::boxed, None));
         table
     },
     || {
@@ -247,7 +391,7 @@ pub fn rwlock_info(name: &str) -> Result<&'static RwLockEntry, RegistryError> {
 ///
 /// ```
 /// use spinlab::registry;
-/// for name in ["rw-phase:futex", "rw-writer:spin-park", "std", "parking_lot", "pthread"] {
+/// for name in ["rw-phase:futex", "rw-writer:spin-park", "rw-reader:pause", "std", "parking_lot", "pthread"] {
 ///     let lock = registry::new_rwlock(name).unwrap();
 ///     lock.lock_shared();
 ///     assert!(lock.try_lock_shared(), "{name}: readers share");
@@ -434,7 +578,9 @@ mod tests {
     #[test]
     fn unknown_names_list_what_is_accepted() {
         let text = new_rwlock("rw-fair:futex").err().unwrap().to_string();
-        for accepted in ["`rw-fair:futex`", "rw-writer", "rw-phase", "spin-park", "mwaitx", "parking_lot", "pthread"] {
+        for accepted in
+            ["`rw-fair:futex`", "rw-writer", "rw-phase", "rw-reader", "spin-park", "mwaitx", "parking_lot", "pthread"]
+        {
             assert!(text.contains(accepted), "{text}");
         }
     }
@@ -448,6 +594,40 @@ mod tests {
                     assert_eq!((&name, reason), (&entry.name, &said));
                 }
                 (a, b) => panic!("{}: availability {a:?} but build gave {:?}", entry.name, b.err()),
+            }
+        }
+    }
+
+    #[test]
+    fn every_in_place_lock_is_zero_bits_when_new_and_works_in_place() {
+        let in_place: Vec<_> = rwlocks().iter().filter(|e| e.availability.is_ok() && e.ops.is_some()).collect();
+        assert!(in_place.iter().any(|e| e.name == "parking_lot"));
+        assert!(rwlocks().iter().filter(|e| e.ops.is_none()).all(|e| e.name == "std" || e.name == "pthread"));
+        for entry in in_place {
+            let ops = entry.ops.unwrap();
+            let name = &entry.name;
+            assert!(ops.align <= 16, "{name}");
+            let mut storage = vec![u128::MAX; ops.size.div_ceil(16)];
+            let at = storage.as_mut_ptr().cast::<u8>();
+            // SAFETY: `storage` is aligned to 16 and holds `size` bytes; the lock is used as
+            // its contract says and dropped unlocked, then the bytes are read as bytes.
+            unsafe {
+                (ops.init)(at);
+                let bytes = core::slice::from_raw_parts(at, ops.size);
+                assert!(bytes.iter().all(|&b| b == 0), "{name}: a new lock is not all zero: {bytes:?}");
+                assert!((ops.try_lock_shared)(at) && (ops.try_lock_shared)(at), "{name}: readers share");
+                assert!(!(ops.try_lock_exclusive)(at) && !(ops.is_locked_exclusive)(at), "{name}");
+                let soon = Instant::now() + std::time::Duration::from_millis(2);
+                assert!(!(ops.try_lock_exclusive_until)(at, soon), "{name}: timed out while read-held");
+                (ops.unlock_shared)(at);
+                (ops.unlock_shared)(at);
+                (ops.lock_exclusive)(at);
+                assert!((ops.is_locked_exclusive)(at) && !(ops.try_lock_shared)(at), "{name}");
+                assert!(!(ops.try_lock_shared_until)(at, Instant::now()), "{name}");
+                (ops.unlock_exclusive)(at);
+                assert!((ops.try_lock_exclusive_until)(at, Instant::now()), "{name}: free again");
+                (ops.unlock_exclusive)(at);
+                (ops.drop)(at);
             }
         }
     }

@@ -1,13 +1,18 @@
 //! Reader-writer locks over any wait policy: seed 004's redesign, in which a contended spin lock
 //! became a reader-writer semaphore, with how the waiters wait left to the policy.
 //!
-//! Both implement [`lock_api::RawRwLock`], so `lock_api::RwLock<WriterPref<W>, T>` and
+//! All implement [`lock_api::RawRwLock`], so `lock_api::RwLock<WriterPref<W>, T>` and
 //! `lock_api::RwLock<PhaseFair<W>, T>` are ready-made reader-writer locks.
 //!
 //! | lock           | a reader waits for                 | a writer waits for                          | can starve |
 //! |----------------|------------------------------------|---------------------------------------------|------------|
+//! | [`ReaderPref`] | no writer holding                  | readers inside, a writer holding            | writers    |
 //! | [`WriterPref`] | no writer waiting or holding       | earlier writers (any order), readers inside | readers    |
 //! | [`PhaseFair`]  | the end of the writer phase it met | earlier writers (FIFO), earlier readers     | nobody     |
+//!
+//! Reader preference is what glibc's default `pthread_rwlock_t` gives: a thread holding a read
+//! lock can take it again while a writer waits (with the other two it would deadlock), which
+//! is why the preload library puts it in those.
 //!
 //! Writer preference starves readers only while writers keep coming before the count of
 //! waiting writers reaches zero.
@@ -20,11 +25,13 @@
 //! reader, and each waits at most one phase of the other kind per competitor.
 //!
 //! Uncontended, a read acquisition is one atomic increment (`PhaseFair`) or a load and a
-//! compare-and-swap (`WriterPref`), and a release one atomic decrement; no system call is made
-//! unless a thread may be asleep.
+//! compare-and-swap (`WriterPref`, `ReaderPref`), and a release one atomic decrement; no
+//! system call is made unless a thread may be asleep.
 
 mod phase_fair;
+mod reader_pref;
 mod writer_pref;
 
 pub use phase_fair::PhaseFair;
+pub use reader_pref::ReaderPref;
 pub use writer_pref::WriterPref;
