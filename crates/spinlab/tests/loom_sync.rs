@@ -23,7 +23,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use loom::sync::Arc;
 use loom::thread;
 use spinlab::lock::Ttas;
-use spinlab::rwlock::{PhaseFair, WriterPref};
+use spinlab::rwlock::{PhaseFair, ReaderPref, WriterPref};
 use spinlab::wait::{Futex, Spin, SpinPark, Wait};
 use spinlab::{Barrier, Condvar, Event};
 use std::time::Duration;
@@ -247,6 +247,12 @@ impl<W: Wait> NewLock for WriterPref<W> {
     }
 }
 
+impl<W: Wait> NewLock for ReaderPref<W> {
+    fn new_unlocked() -> Self {
+        ReaderPref::new()
+    }
+}
+
 impl<W: Wait> NewLock for PhaseFair<W> {
     fn new_unlocked() -> Self {
         PhaseFair::new()
@@ -385,6 +391,18 @@ macro_rules! one_waiter_models {
                 super::rwlock_try_write_races::<WriterPref<$policy>>(false, 3);
             }
             #[test]
+            fn reader_pref_reader_and_writer() {
+                super::rwlock_exclusion::<ReaderPref<$policy>>(1, 0, 3);
+            }
+            #[test]
+            fn reader_pref_two_writers() {
+                super::rwlock_exclusion::<ReaderPref<$policy>>(0, 1, 3);
+            }
+            #[test]
+            fn reader_pref_try_write_races_reader() {
+                super::rwlock_try_write_races::<ReaderPref<$policy>>(false, 3);
+            }
+            #[test]
             fn phase_fair_reader_and_writer() {
                 super::rwlock_exclusion::<PhaseFair<$policy>>(1, 0, 3);
             }
@@ -428,6 +446,18 @@ macro_rules! many_waiter_models {
             #[test]
             fn writer_pref_try_write_races_reader_and_writer() {
                 super::rwlock_try_write_races::<WriterPref<$policy>>(true, 2);
+            }
+            #[test]
+            fn reader_pref_reader_and_two_writers() {
+                super::rwlock_exclusion::<ReaderPref<$policy>>(1, 1, 2);
+            }
+            #[test]
+            fn reader_pref_two_readers_and_writer() {
+                super::rwlock_exclusion::<ReaderPref<$policy>>(2, 0, 2);
+            }
+            #[test]
+            fn reader_pref_try_write_races_reader_and_writer() {
+                super::rwlock_try_write_races::<ReaderPref<$policy>>(true, 2);
             }
             #[test]
             fn phase_fair_reader_and_two_writers() {
