@@ -1,42 +1,53 @@
-//! The `pthread_barrier_*` replacements. `pthread_barrier_init` builds the `SPINLAB_BARRIER`
-//! barrier (`barrier:spin-park` by default) on the heap, as the C API does (spinlab's barrier
-//! keeps its counter and release word on cache lines of their own, more than the 32 bytes of a
-//! `pthread_barrier_t`), and keeps a pointer to it in the program's object:
+//! The `pthread_barrier_*` replacements. `pthread_barrier_init` writes the `SPINLAB_BARRIER`
+//! barrier (`barrier:spin-park` by default) into the program's own `pthread_barrier_t`, as
+//! mutexes are kept: spinlab's sense-reversing barrier in its compact form
+//! (`spinlab::barrier::Compact`, its two words side by side instead of on lines of their own),
+//! beside a count of the threads inside `wait`:
 //!
-//! | bytes  | here                                                         |
-//! |--------|--------------------------------------------------------------|
-//! | 0..8   | the [`Held`] barrier, a raw `Box`                             |
-//! | 8..24  | unused                                                       |
-//! | 24..32 | [`MAGIC`]: this object is ours (glibc's barrier uses 0..20)   |
+//! | bytes  | here                                                          |
+//! |--------|---------------------------------------------------------------|
+//! | 0..16  | the barrier: arrivals (8), release word (4), parties (4)      |
+//! | 16..20 | threads inside `pthread_barrier_wait`, for `destroy`          |
+//! | 20..24 | unused                                                        |
+//! | 24..32 | [`MAGIC`]: this object is ours (glibc's barrier uses 0..20)    |
 //!
-//! A process-shared barrier (`PTHREAD_PROCESS_SHARED`), which a heap pointer cannot serve,
-//! and every barrier with `SPINLAB_BARRIER=pthread`, stay glibc's: calls on an object without
-//! the mark go to glibc. `pthread_barrier_destroy` waits until every thread has left its
-//! `wait`, as glibc's does, so the common "the serial thread destroys it" pattern is safe.
+//! A process-shared barrier (`PTHREAD_PROCESS_SHARED`), which spinlab's private futexes
+//! cannot serve, and every barrier with `SPINLAB_BARRIER=pthread`, stay glibc's: calls on an
+//! object without the mark go to glibc. `pthread_barrier_destroy` waits until every thread
+//! has left its `wait`, as glibc's does, so the common "the serial thread destroys it" pattern
+//! is safe.
 
 use crate::config::Barriers;
 use crate::state;
 use crate::stats::{self, Waiting, BARRIER};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_uint, pthread_barrier_t, pthread_barrierattr_t, EBUSY, EINVAL, PTHREAD_PROCESS_SHARED};
-use spinlab::registry::DynBarrier;
+use spinlab::registry::RawBarrierOps;
 use std::num::NonZeroU32;
 
 /// Marks a `pthread_barrier_t` that holds one of ours.
 const MAGIC: u64 = 0x7370_6e6c_6162_6272; // "spnlabbr"
 const MAGIC_OFFSET: usize = 24;
+/// Where the count of threads inside `wait` is.
+const INSIDE_OFFSET: usize = 16;
+/// Bytes before the count: the room the barrier has.
+pub const BARRIER_ROOM: usize = INSIDE_OFFSET;
 
 const _: () = assert!(size_of::<pthread_barrier_t>() >= MAGIC_OFFSET + 8);
 const _: () = assert!(align_of::<pthread_barrier_t>() >= 8);
 
-/// A barrier and the threads inside its `wait`.
-struct Held {
-    barrier: Box<dyn DynBarrier>,
-    inside: AtomicU32,
-}
-
 extern "C" {
     fn pthread_barrierattr_getpshared(attr: *const pthread_barrierattr_t, pshared: *mut c_int) -> c_int;
+}
+
+/// The word at `offset` of `barrier`.
+///
+/// # Safety
+/// `barrier` points to a `pthread_barrier_t` that outlives the reference; `offset` is inside
+/// it and aligned for `T`.
+unsafe fn word<'a, T>(barrier: *mut pthread_barrier_t, offset: usize) -> &'a T {
+    // SAFETY: the caller's contract.
+    unsafe { &*(barrier.cast::<u8>().add(offset) as *const T) }
 }
 
 /// The mark word of `barrier`.
@@ -45,25 +56,28 @@ extern "C" {
 /// `barrier` points to a `pthread_barrier_t` that outlives the reference.
 unsafe fn mark<'a>(barrier: *mut pthread_barrier_t) -> &'a AtomicU64 {
     // SAFETY: 8 aligned bytes inside the object (checked above).
-    unsafe { &*(barrier.cast::<u8>().add(MAGIC_OFFSET) as *const AtomicU64) }
+    unsafe { word(barrier, MAGIC_OFFSET) }
 }
 
-/// The pointer word of `barrier`.
+/// The count of threads inside `wait` of `barrier`.
 ///
 /// # Safety
 /// As [`mark`].
-unsafe fn slot<'a>(barrier: *mut pthread_barrier_t) -> &'a AtomicU64 {
-    // SAFETY: the first 8 bytes, aligned.
-    unsafe { &*(barrier as *const AtomicU64) }
+unsafe fn inside<'a>(barrier: *mut pthread_barrier_t) -> &'a AtomicU32 {
+    // SAFETY: 4 aligned bytes inside the object.
+    unsafe { word(barrier, INSIDE_OFFSET) }
 }
 
-/// Our barrier in `barrier`, if it holds one.
+/// The barrier's verbs if `barrier` holds one of ours.
 ///
 /// # Safety
 /// `barrier` points to a `pthread_barrier_t`.
-unsafe fn ours<'a>(barrier: *mut pthread_barrier_t) -> Option<&'a Held> {
-    // SAFETY: the caller's contract; a marked object holds a live `Held` until destroy.
-    unsafe { (mark(barrier).load(Acquire) == MAGIC).then(|| &*(slot(barrier).load(Relaxed) as *const Held)) }
+unsafe fn ours(barrier: *mut pthread_barrier_t) -> Option<&'static RawBarrierOps> {
+    match state().config.barriers {
+        // SAFETY: the caller's contract.
+        Barriers::Replaced(ops, _) if unsafe { mark(barrier) }.load(Acquire) == MAGIC => Some(ops),
+        _ => None,
+    }
 }
 
 /// Replaces glibc's: the configured barrier for `count` threads, unless `attr` asks for a
@@ -83,8 +97,8 @@ pub unsafe extern "C" fn pthread_barrier_init(
     let shared = !attr.is_null()
         && unsafe { pthread_barrierattr_getpshared(attr, &mut pshared) } == 0
         && pshared == PTHREAD_PROCESS_SHARED;
-    let entry = match state.config.barriers {
-        Barriers::Replaced(entry) if !shared => entry,
+    let ops = match state.config.barriers {
+        Barriers::Replaced(ops, _) if !shared => ops,
         // SAFETY: the caller's contract; the object is left to glibc, and unmarked.
         _ => unsafe {
             mark(barrier).store(0, Relaxed);
@@ -94,11 +108,11 @@ pub unsafe extern "C" fn pthread_barrier_init(
     let Some(parties) = NonZeroU32::new(count).filter(|n| i32::try_from(n.get()).is_ok()) else {
         return EINVAL;
     };
-    let Ok(built) = entry.build(parties) else { return EINVAL };
-    let held = Box::into_raw(Box::new(Held { barrier: built, inside: AtomicU32::new(0) }));
-    // SAFETY: `barrier` is writable (the caller's contract).
+    // SAFETY: `barrier` is writable (the caller's contract), and `config` checked that the
+    // barrier fits in its first `BARRIER_ROOM` bytes.
     unsafe {
-        slot(barrier).store(held as u64, Relaxed);
+        (ops.init)(barrier.cast(), parties);
+        inside(barrier).store(0, Relaxed);
         mark(barrier).store(MAGIC, Release);
     }
     0
@@ -127,18 +141,23 @@ pub unsafe extern "C" fn pthread_barrier_wait(barrier: *mut pthread_barrier_t) -
 /// As `pthread_barrier_wait`.
 unsafe fn wait(barrier: *mut pthread_barrier_t) -> c_int {
     // SAFETY: the caller's contract.
-    let Some(held) = (unsafe { ours(barrier) }) else {
+    let Some(ops) = (unsafe { ours(barrier) }) else {
         // SAFETY: glibc's own barrier.
         return unsafe { (state().real.barrier_wait)(barrier) };
     };
-    held.inside.fetch_add(1, Relaxed);
-    let leader = held.barrier.wait();
-    // Release: this thread's last touch of the barrier happens-before destroy frees it.
-    held.inside.fetch_sub(1, Release);
-    if leader {
-        libc::PTHREAD_BARRIER_SERIAL_THREAD
-    } else {
-        0
+    // SAFETY: a marked object holds a barrier written by `init` until `destroy`, which waits
+    // for this thread to leave.
+    unsafe {
+        let inside = inside(barrier);
+        inside.fetch_add(1, Relaxed);
+        let leader = (ops.wait)(barrier.cast());
+        // Release: this thread's last touch of the barrier happens-before destroy returns.
+        inside.fetch_sub(1, Release);
+        if leader {
+            libc::PTHREAD_BARRIER_SERIAL_THREAD
+        } else {
+            0
+        }
     }
 }
 
@@ -149,25 +168,24 @@ unsafe fn wait(barrier: *mut pthread_barrier_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn pthread_barrier_destroy(barrier: *mut pthread_barrier_t) -> c_int {
     // SAFETY: the caller's contract.
-    let Some(held) = (unsafe { ours(barrier) }) else {
+    if unsafe { ours(barrier) }.is_none() {
         // SAFETY: glibc's own barrier.
         return unsafe { (state().real.barrier_destroy)(barrier) };
-    };
+    }
     // Threads of the last phase may still be returning from `wait`; a thread waiting for a
     // phase that cannot complete is the caller's error, which POSIX lets us report.
+    // SAFETY: a marked object (the caller's contract).
+    let inside = unsafe { inside(barrier) };
     let mut spins = 0u32;
-    while held.inside.load(Acquire) != 0 {
+    while inside.load(Acquire) != 0 {
         spins += 1;
         if spins > 1_000_000 {
             return EBUSY;
         }
         std::thread::yield_now();
     }
-    // SAFETY: the object is ours and nobody is inside; unmark it, then free what init built.
-    unsafe {
-        mark(barrier).store(0, Relaxed);
-        slot(barrier).store(0, Relaxed);
-        drop(Box::from_raw(held as *const Held as *mut Held));
-    }
+    // SAFETY: the object is ours and nobody is inside: unmark it, so that later calls reach
+    // glibc (which refuses a destroyed barrier) and a new init may reuse it.
+    unsafe { mark(barrier).store(0, Relaxed) };
     0
 }

@@ -5,9 +5,11 @@
 //! whether to count (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
 //! message is one line naming the variable, why, and every value that would work.
 
+use crate::barrier::BARRIER_ROOM;
 use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM, RWLOCK_LOCK_ALIGN, RWLOCK_LOCK_ROOM};
 use spinlab::registry::{
-    barrier_info, barriers as registry_barriers, lock_info, locks, BarrierEntry, LockEntry, RawLockOps, RegistryError,
+    barrier_info, barriers as registry_barriers, lock_info, locks, BarrierEntry, LockEntry, RawBarrierOps, RawLockOps,
+    RegistryError,
 };
 use spinlab::registry::{rwlock_info, rwlocks as registry_rwlocks, RawRwLockOps, RwFairness, RwLockEntry};
 use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
@@ -77,8 +79,8 @@ impl Spins {
 /// What replaces the program's barriers.
 #[derive(Clone, Copy)]
 pub enum Barriers {
-    /// A registry barrier, allocated by `pthread_barrier_init`.
-    Replaced(&'static BarrierEntry),
+    /// A registry barrier in place, written by `pthread_barrier_init`: its verbs and entry.
+    Replaced(&'static RawBarrierOps, &'static BarrierEntry),
     /// glibc's own (`SPINLAB_BARRIER=pthread`).
     Glibc,
 }
@@ -87,14 +89,14 @@ impl Barriers {
     /// The barrier's name as the user would write it.
     pub fn name(&self) -> &'static str {
         match *self {
-            Barriers::Replaced(entry) => entry.name.as_str(),
+            Barriers::Replaced(_, entry) => entry.name.as_str(),
             Barriers::Glibc => GLIBC,
         }
     }
 }
 
-/// What `SPINLAB_BARRIER=name` (`None`: unset) replaces barriers with: `barrier:POLICY`, `std`,
-/// or `pthread` (glibc's). The registry's own `pthread` reference would call the replaced
+/// What `SPINLAB_BARRIER=name` (`None`: unset) replaces barriers with: `barrier:POLICY`, in
+/// place, or `pthread` (glibc's). The `std` reference keeps its own memory and is refused. The registry's own `pthread` reference would call the replaced
 /// `pthread_barrier_init` again, so under this library `pthread` means glibc's, untouched.
 pub fn barriers(name: Option<&str>) -> Result<Barriers, String> {
     let name = match name {
@@ -103,14 +105,27 @@ pub fn barriers(name: Option<&str>) -> Result<Barriers, String> {
         Some(name) => name,
     };
     let valid = || {
-        let names: Vec<&str> =
-            barrier_list().iter().filter(|e| e.availability.is_ok()).map(|e| e.name.as_str()).collect();
+        let names: Vec<&str> = barrier_list()
+            .iter()
+            .filter(|e| e.availability.is_ok() && e.in_place.is_some())
+            .map(|e| e.name.as_str())
+            .collect();
         format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_BARRIER})", names.join(", "))
     };
     match barrier_info(name) {
-        Ok(entry) => match entry.availability {
-            Ok(()) => Ok(Barriers::Replaced(entry)),
-            Err(reason) => {
+        Ok(entry) => match (entry.availability, &entry.in_place) {
+            (Ok(()), Some(ops)) if ops.size <= BARRIER_ROOM && ops.align <= 8 => Ok(Barriers::Replaced(ops, entry)),
+            (Ok(()), Some(ops)) => Err(format!(
+                "SPINLAB_BARRIER={name} cannot live in a pthread_barrier_t: it takes {} bytes aligned to {}, and the room is {BARRIER_ROOM} bytes aligned to 8; valid values: {}",
+                ops.size,
+                ops.align,
+                valid()
+            )),
+            (Ok(()), None) => Err(format!(
+                "SPINLAB_BARRIER={name} cannot live in a pthread_barrier_t: it keeps its own memory; valid values: {}",
+                valid()
+            )),
+            (Err(reason), _) => {
                 Err(format!("SPINLAB_BARRIER={name} is unavailable here ({reason}); valid values: {}", valid()))
             }
         },

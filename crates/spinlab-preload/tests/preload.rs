@@ -231,13 +231,16 @@ fn barriers_keep_their_phases_and_one_serial_thread_under_every_setting() {
     }
     let program = program("p_barrier");
     assert!(run(&program, &[], &[], LIMIT).stdout.contains("barrier: none\n"));
-    for barrier in ["barrier:futex", "barrier:spin-yield-park", "barrier:pause", "std", "default", "pthread"] {
+    for barrier in ["barrier:futex", "barrier:spin-yield-park", "barrier:pause", "barrier:yield", "default", "pthread"]
+    {
         let ran = preloaded(&program, None, &[("SPINLAB_BARRIER", barrier)]);
         ran.assert_success(&format!("p_barrier with SPINLAB_BARRIER={barrier}"));
         let expected = if barrier == "default" { "barrier:spin-park" } else { barrier };
         assert!(ran.stdout.contains(&format!("barrier: {expected}\n")), "{barrier}: {}", ran.stdout);
         assert!(ran.stdout.ends_with("ok\n"), "{barrier}: {}", ran.stdout);
     }
+    // std's barrier keeps its own memory: it cannot live in the program's pthread_barrier_t.
+    assert_refused(&program, "SPINLAB_BARRIER", "std", "cannot live in a pthread_barrier_t", "barrier:futex");
     for barrier in ["nope", "barrier:nap"] {
         assert_refused(&program, "SPINLAB_BARRIER", barrier, "is not a barrier name", "barrier:futex");
     }
@@ -276,7 +279,7 @@ fn statistics_count_every_acquisition_of_a_spin_lock() {
 #[test]
 fn statistics_count_every_wait_at_a_barrier_and_which_blocked() {
     let program = program("p_barrier");
-    for barrier in ["barrier:spin-park", "std", "pthread"] {
+    for barrier in ["barrier:spin-park", "barrier:futex", "pthread"] {
         let ran = preloaded(&program, None, &[("SPINLAB_BARRIER", barrier), ("SPINLAB_STATS", "1")]);
         ran.assert_success("p_barrier with statistics");
         // "counted barrier 0x55d0c8a4e040 waited 1204 times, 602 not serial"

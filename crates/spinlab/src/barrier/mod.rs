@@ -5,7 +5,9 @@
 //! barrier, with [`Futex`](crate::wait::Futex) a sleeping one (what a pthread barrier does),
 //! and with [`Umwait`](crate::wait::Umwait), [`Mwaitx`](crate::wait::Mwaitx) or
 //! [`Wfe`](crate::wait::Wfe) seed 001's monitor/mwait barrier (*mwmon*), run in user mode.
-//! The registry adds `std::sync::Barrier` and `pthread_barrier_t` as references.
+//! [`Compact`] is the same barrier with its two words side by side (16 bytes), for memory that
+//! cannot hold two cache lines, such as a `pthread_barrier_t` under the preload library. The
+//! registry adds `std::sync::Barrier` and `pthread_barrier_t` as references.
 //!
 //! Seed 001's mwmon barrier (its Listing 2) counts departures as well as arrivals, so the
 //! barrier cannot be re-entered before the last thread has left the previous phase. Sense
@@ -15,7 +17,7 @@
 
 mod sense;
 
-pub use sense::Barrier;
+pub use sense::{Barrier, Compact};
 
 use core::fmt;
 

@@ -2,7 +2,8 @@
 //! reference [7]), with the sense bit widened to a count of completed phases so that a futex
 //! can sleep on it and so that more threads than parties cannot confuse it.
 //!
-//! Two words, each on its own line:
+//! Two words, each on its own line ([`Compact`] keeps them side by side, for 16 bytes of
+//! memory the caller provides):
 //!
 //! - `arrivals` (64 bits): a ticket per arrival, never reset. Ticket `t` belongs to phase
 //!   `t / parties`; the arrival holding the last seat of a phase (`t % parties == parties - 1`)
@@ -119,6 +120,76 @@ impl<W: Wait> Barrier<W> {
     /// Arrives at the barrier and waits until every party has arrived in this phase.
     #[inline]
     pub fn wait(&self) -> BarrierWaitResult {
+        Words { arrivals: &self.arrivals, released: &self.released, parties: self.parties }.wait::<W>()
+    }
+}
+
+/// The sense-reversing barrier with its two words side by side: 16 bytes in all, for memory
+/// that cannot hold two cache lines (a `pthread_barrier_t`, 32 bytes, under the preload
+/// library). The same algorithm and guarantees as [`Barrier`], whose documentation it shares;
+/// the cost is that every arrival writes the line the waiters watch, so a monitor policy's
+/// waiters (`umwait`, `mwaitx`) wake at each arrival, not only at the release, and spinning
+/// waiters see the line move under them.
+///
+/// Layout (`repr(C)`): the arrival count (8 bytes), the release word (4), the party count (4).
+///
+/// ```
+/// use spinlab::{barrier::Compact, wait::Futex};
+/// let barrier = Compact::<Futex>::new(2).unwrap();
+/// assert_eq!(std::mem::size_of_val(&barrier), 16);
+/// let leaders: usize = std::thread::scope(|s| {
+///     let other = s.spawn(|| barrier.wait().is_leader() as usize);
+///     barrier.wait().is_leader() as usize + other.join().unwrap()
+/// });
+/// assert_eq!(leaders, 1);
+/// ```
+#[repr(C)]
+pub struct Compact<W: Wait = SpinPark> {
+    arrivals: AtomicU64,
+    released: AtomicU32,
+    parties: u32,
+    policy: PhantomData<fn() -> W>,
+}
+
+impl<W: Wait> Compact<W> {
+    /// A barrier for `parties` threads; `0` and more than `u32::MAX` are errors, as for
+    /// [`Barrier::new`].
+    pub fn new(parties: usize) -> Result<Self, InvalidParties> {
+        match u32::try_from(parties) {
+            Ok(n) if n >= 1 => Ok(Compact {
+                arrivals: AtomicU64::new(0),
+                released: AtomicU32::new(0),
+                parties: n,
+                policy: PhantomData,
+            }),
+            _ => Err(InvalidParties { parties }),
+        }
+    }
+
+    /// How many threads each phase waits for.
+    #[inline]
+    pub fn parties(&self) -> usize {
+        self.parties as usize
+    }
+
+    /// Arrives at the barrier and waits until every party has arrived in this phase.
+    #[inline]
+    pub fn wait(&self) -> BarrierWaitResult {
+        Words { arrivals: &self.arrivals, released: &self.released, parties: self.parties }.wait::<W>()
+    }
+}
+
+/// The two words of a sense-reversing barrier, wherever they are kept, and its party count:
+/// the algorithm, once for [`Barrier`] and [`Compact`].
+struct Words<'a> {
+    arrivals: &'a AtomicU64,
+    released: &'a AtomicU32,
+    parties: u32,
+}
+
+impl Words<'_> {
+    #[inline]
+    fn wait<W: Wait>(&self) -> BarrierWaitResult {
         // AcqRel: Release publishes this thread's writes before the barrier; Acquire lets the
         // leader, whose increment reads the end of the chain of increments, see every earlier
         // arrival's.
@@ -126,20 +197,20 @@ impl<W: Wait> Barrier<W> {
         let parties = u64::from(self.parties);
         let phase = ticket / parties;
         if ticket % parties == parties - 1 {
-            self.lead();
+            self.lead::<W>();
             return BarrierWaitResult { leader: true };
         }
         // Phases are counted modulo 2^31 in `released`; the truncation is that modulus.
         let target = (phase as u32).wrapping_add(1).wrapping_mul(ONE_PHASE);
         if !reached(self.released.load(Acquire), target) {
-            self.wait_for_release(target);
+            self.wait_for_release::<W>(target);
         }
         BarrierWaitResult { leader: false }
     }
 
     /// Counts one more completed phase, clearing `SLEEPERS`, and wakes any sleeper.
     #[inline]
-    fn lead(&self) {
+    fn lead<W: Wait>(&self) {
         let mut seen = self.released.load(Relaxed);
         loop {
             let next = seen.wrapping_add(ONE_PHASE) & !SLEEPERS;
@@ -153,12 +224,12 @@ impl<W: Wait> Barrier<W> {
             }
         }
         if W::MAY_SLEEP && seen & SLEEPERS != 0 {
-            W::wake_all(&self.released);
+            W::wake_all(self.released);
         }
     }
 
     #[cold]
-    fn wait_for_release(&self, target: u32) {
+    fn wait_for_release<W: Wait>(&self, target: u32) {
         let mut episode = Episode::new(None);
         loop {
             // Acquire: pairs with a leader's Release.
@@ -166,11 +237,11 @@ impl<W: Wait> Barrier<W> {
             if reached(seen, target) {
                 return;
             }
-            match W::spin(&self.released, seen, &mut episode) {
+            match W::spin(self.released, seen, &mut episode) {
                 Spun::Changed => {}
                 Spun::TimedOut => unreachable!("a barrier wait has no deadline"),
                 Spun::Exhausted => {
-                    self.sleep(seen);
+                    self.sleep::<W>(seen);
                     episode.restart_spinning();
                 }
             }
@@ -184,8 +255,8 @@ impl<W: Wait> Barrier<W> {
     /// comes first, and the mark fails (or the kernel sees the new value) and we do not sleep.
     /// Woken, changed or interrupted, the caller re-checks.
     #[cold]
-    fn sleep(&self, seen: u32) {
-        let _: FutexWait = sleep_marked::<W>(&self.released, seen, SLEEPERS, None);
+    fn sleep<W: Wait>(&self, seen: u32) {
+        let _: FutexWait = sleep_marked::<W>(self.released, seen, SLEEPERS, None);
     }
 }
 

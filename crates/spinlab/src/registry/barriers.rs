@@ -6,7 +6,7 @@
 
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::barrier::Barrier;
+use crate::barrier::{Barrier, Compact};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use core::cell::UnsafeCell;
 use std::num::NonZeroU32;
@@ -36,7 +36,41 @@ pub struct BarrierEntry {
     pub may_sleep: bool,
     /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
     pub availability: Result<(), Unavailable>,
+    /// The barrier in memory the caller provides (`barrier:POLICY` only: its [`Compact`]
+    /// form); `None` for the references, which keep their own memory.
+    pub in_place: Option<RawBarrierOps>,
     make: fn(NonZeroU32) -> Box<dyn DynBarrier>,
+}
+
+/// The verbs of a barrier stored in caller-provided memory of `size` bytes aligned to
+/// `align`: spinlab's sense-reversing barrier as [`Compact`], its two words side by side. It
+/// owns nothing, so the memory may be reused as soon as no thread is inside `wait`.
+#[derive(Clone, Copy, Debug)]
+pub struct RawBarrierOps {
+    /// Bytes of storage the barrier needs.
+    pub size: usize,
+    /// Alignment the storage needs.
+    pub align: usize,
+    /// Writes a new barrier for `parties` threads. # Safety: `at` is valid for `size` bytes and
+    /// aligned to `align`.
+    pub init: unsafe fn(at: *mut u8, parties: NonZeroU32),
+    /// Waits until every party has arrived in this phase; `true` for exactly one thread per
+    /// phase. # Safety: `at` holds a barrier written by `init`.
+    pub wait: unsafe fn(at: *const u8) -> bool,
+}
+
+fn in_place<W: Wait>() -> RawBarrierOps {
+    RawBarrierOps {
+        size: size_of::<Compact<W>>(),
+        align: align_of::<Compact<W>>(),
+        init: |at, parties| match Compact::<W>::new(parties.get() as usize) {
+            // SAFETY: the `RawBarrierOps` contract: room for the barrier at `at`.
+            Ok(barrier) => unsafe { (at as *mut Compact<W>).write(barrier) },
+            Err(e) => unreachable!("{e}: every non-zero u32 is a valid party count"),
+        },
+        // SAFETY: the `RawBarrierOps` contract: a live barrier at `at`, only ever shared.
+        wait: |at| unsafe { &*(at as *const Compact<W>) }.wait().is_leader(),
+    }
 }
 
 impl BarrierEntry {
@@ -81,6 +115,7 @@ impl PolicyVisitor for AddEveryPolicy<'_> {
             origin: Origin::Spinlab,
             may_sleep: W::MAY_SLEEP,
             availability: W::availability(),
+            in_place: Some(in_place::<W>()),
             make: spinlab_barrier::<W>,
         });
     }
@@ -93,6 +128,7 @@ fn reference(name: &str, make: fn(NonZeroU32) -> Box<dyn DynBarrier>) -> Barrier
         origin: Origin::Reference,
         may_sleep: true,
         availability: Ok(()),
+        in_place: None,
         make,
     }
 }
@@ -217,6 +253,7 @@ impl Drop for PthreadBarrier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
     #[test]
     fn every_policy_has_a_barrier_and_the_references_follow() {
@@ -235,6 +272,43 @@ mod tests {
         let text = new_barrier("barrier:nope", one).err().unwrap().to_string();
         for accepted in ["`barrier:nope`", "barrier:POLICY", "futex", "umwait", "std", "pthread"] {
             assert!(text.contains(accepted), "{text}");
+        }
+    }
+
+    #[test]
+    fn every_spinlab_barrier_runs_in_sixteen_bytes_of_the_callers_memory() {
+        const THREADS: usize = 3;
+        const PHASES: usize = 200;
+        for entry in barriers().iter().filter(|e| e.availability.is_ok()) {
+            let Some(ops) = entry.in_place else {
+                assert_eq!(entry.origin, Origin::Reference, "{} has no in-place form", entry.name);
+                continue;
+            };
+            assert_eq!((ops.size, ops.align), (16, 8), "{}", entry.name);
+            if !entry.may_sleep && entry.policy != Some("yield") {
+                continue; // pure spinners with more threads than this machine may have CPUs
+            }
+            let mut room = [0u64; 2];
+            let at = room.as_mut_ptr().cast::<u8>();
+            // SAFETY: 16 bytes aligned to 8, as the ops ask.
+            unsafe { (ops.init)(at, NonZeroU32::new(THREADS as u32).unwrap()) };
+            let at = at as usize;
+            let (arrived, leaders) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            std::thread::scope(|s| {
+                for _ in 0..THREADS {
+                    s.spawn(|| {
+                        for phase in 1..=PHASES {
+                            arrived.fetch_add(1, Relaxed);
+                            // SAFETY: the barrier written above, alive until the scope ends.
+                            if unsafe { (ops.wait)(at as *const u8) } {
+                                leaders.fetch_add(1, Relaxed);
+                            }
+                            assert!(arrived.load(Relaxed) >= THREADS * phase, "{}: left early", entry.name);
+                        }
+                    });
+                }
+            });
+            assert_eq!(leaders.into_inner(), PHASES, "{}: one leader per phase", entry.name);
         }
     }
 

@@ -29,7 +29,9 @@ mod locks;
 mod rwlocks;
 mod table;
 
-pub use barriers::{barrier_info, barrier_names, barriers, new_barrier, BarrierEntry, DynBarrier, REFERENCE_BARRIERS};
+pub use barriers::{
+    barrier_info, barrier_names, barriers, new_barrier, BarrierEntry, DynBarrier, RawBarrierOps, REFERENCE_BARRIERS,
+};
 pub use events::{event_info, event_names, events, new_event, DynEvent, EventEntry, REFERENCE_EVENTS};
 pub use in_place::{DynMutex, RawLockOps};
 pub use locks::{lock_info, lock_names, locks, new_lock, LockEntry, ALGORITHMS, REFERENCE_LOCKS};
