@@ -128,6 +128,13 @@ fn a_child_forked_while_threads_queue_releases_what_it_held_and_uses_every_lock_
         let ran = preloaded(&program, lock, &[]);
         ran.assert_success(&format!("p_fork_threads with SPINLAB_LOCK={lock:?}"));
         assert!(ran.stdout.ends_with("ok\n"), "{lock:?}: {}", ran.stdout);
+        // The rwlocks are spinlab's whatever SPINLAB_LOCK says: they were held across the forks.
+        assert!(ran.stdout.contains("rwlocks: spinlab's"), "{lock:?}: {}", ran.stdout);
+    }
+    for rwlock in ["rw-reader:futex", "rw-reader:pause", "rw-reader:yield"] {
+        let ran = preloaded(&program, None, &[("SPINLAB_RWLOCK", rwlock)]);
+        ran.assert_success(&format!("p_fork_threads with SPINLAB_RWLOCK={rwlock}"));
+        assert!(ran.stdout.contains("rwlocks: spinlab's") && ran.stdout.ends_with("ok\n"), "{rwlock}: {}", ran.stdout);
     }
 }
 

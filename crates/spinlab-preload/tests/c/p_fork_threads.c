@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "preloaded.h"
 #include <signal.h>
+#include <string.h>
 #include <sys/wait.h>
 
 /* At most one worker per CPU: the spin-only queue locks among the settings (ticket:pause)
@@ -19,12 +20,32 @@ static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 extern pthread_mutex_t early_mutex; /* p_fork_early.c */
 #define around_fork early_mutex
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_rwlock_t writers_first = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+/* Written under the write lock of rwlock and of writers_first. */
+static long written[2];
+/* Whether the rwlocks are spinlab's: glibc's own hang in a child forked while writers wait
+ * (seen here without the preload library), so the rwlock part runs only with spinlab's. */
+static int use_rwlocks;
 static long count, items, handed_over;
 static int stop;
 
 static void sleep_ns(long ns) {
   struct timespec pause = {ns / 1000000000, ns % 1000000000};
   CHECK_EQ(nanosleep(&pause, NULL), 0);
+}
+
+/* Round `round` of a worker: one of the two rwlocks, for writing every third round. */
+static void take_rwlock(long round) {
+  int which = round % 2;
+  pthread_rwlock_t *rw = which ? &writers_first : &rwlock;
+  if (round % 3 == 0) {
+    CHECK_EQ(pthread_rwlock_wrlock(rw), 0);
+    written[which]++;
+  } else {
+    CHECK_EQ(pthread_rwlock_rdlock(rw), 0);
+  }
+  CHECK_EQ(pthread_rwlock_unlock(rw), 0);
 }
 
 /* Until told to stop: the mutex, a short timed wait on the condition variable now and then
@@ -43,6 +64,7 @@ static void *parent_worker(void *unused) {
     CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
     CHECK_EQ(pthread_mutex_lock(&around_fork), 0);
     CHECK_EQ(pthread_mutex_unlock(&around_fork), 0);
+    if (use_rwlocks) take_rwlock(round);
     if (done) return NULL;
   }
 }
@@ -57,6 +79,7 @@ static void *child_worker(void *unused) {
     CHECK_EQ(pthread_mutex_lock(&around_fork), 0);
     items++;
     CHECK_EQ(pthread_mutex_unlock(&around_fork), 0);
+    if (use_rwlocks) take_rwlock(i);
   }
   return NULL;
 }
@@ -82,9 +105,26 @@ static void *receive(void *unused) {
   return NULL;
 }
 
+/* Takes (1) or releases (0) both rwlocks for writing, when they are in use. */
+static void hold_rwlocks(int take) {
+  if (!use_rwlocks) return;
+  if (take) {
+    CHECK_EQ(pthread_rwlock_wrlock(&rwlock), 0);
+    CHECK_EQ(pthread_rwlock_wrlock(&writers_first), 0);
+  } else {
+    CHECK_EQ(pthread_rwlock_unlock(&writers_first), 0);
+    CHECK_EQ(pthread_rwlock_unlock(&rwlock), 0);
+  }
+}
+
 static int in_child(int generation) {
   alarm(CHILD_SECONDS);
   CHECK_EQ(pthread_mutex_unlock(&mutex), 0); /* held by the forking thread */
+  if (use_rwlocks) {
+    CHECK_EQ(pthread_rwlock_unlock(&rwlock), 0);
+    CHECK_EQ(pthread_rwlock_unlock(&writers_first), 0);
+    written[0] = written[1] = 0;
+  }
   CHECK_EQ(pthread_mutex_lock(&mutex), 0);
   count = 0;
   handed_over = 0;
@@ -105,13 +145,19 @@ static int in_child(int generation) {
   for (int i = 0; i < workers; i++) join(worker[i]);
   CHECK_EQ(count, (long)workers * CHILD_ROUNDS);
   CHECK_EQ(items, (long)workers * CHILD_ROUNDS);
+  if (use_rwlocks) { /* rounds 0, 6, 12, ... write rwlock; 3, 9, 15, ... writers_first */
+    CHECK_EQ(written[0], (long)workers * ((CHILD_ROUNDS + 5) / 6));
+    CHECK_EQ(written[1], (long)workers * ((CHILD_ROUNDS + 2) / 6));
+  }
   CHECK_EQ(handed_over, 2);
 
-  if (generation == 1) { /* the child forks in turn, holding the mutex */
+  if (generation == 1) { /* the child forks in turn, holding the locks */
     CHECK_EQ(pthread_mutex_lock(&mutex), 0);
+    hold_rwlocks(1);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) _exit(in_child(2));
+    hold_rwlocks(0);
     CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
     int wstatus;
     CHECK(waitpid(pid, &wstatus, 0) == pid);
@@ -122,16 +168,21 @@ static int in_child(int generation) {
 
 int main(void) {
   say_preloaded();
+  const char *rwlocks = preloaded_name("spinlab_preload_rwlock");
+  use_rwlocks = strcmp(rwlocks, "none") != 0 && strcmp(rwlocks, "pthread") != 0;
+  printf("rwlocks: %s\n", use_rwlocks ? "spinlab's, held across the forks" : "glibc's, left out");
   workers = cpus_at_most(MOST_WORKERS);
   pthread_t worker[MOST_WORKERS];
   for (int i = 0; i < workers; i++) worker[i] = start(parent_worker, NULL);
   for (int f = 0; f < FORKS; f++) {
     sleep_ns(20000000);
     CHECK_EQ(pthread_mutex_lock(&mutex), 0);
-    sleep_ns(20000000); /* the workers queue behind the held mutex, and some sleep */
+    hold_rwlocks(1);
+    sleep_ns(20000000); /* the workers queue behind the held locks, and some sleep */
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) _exit(in_child(1));
+    hold_rwlocks(0);
     CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
     int wstatus;
     CHECK(waitpid(pid, &wstatus, 0) == pid);
