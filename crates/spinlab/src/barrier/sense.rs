@@ -100,15 +100,12 @@ impl<W: Wait> Barrier<W> {
     /// assert_eq!(Barrier::<Spin>::new(4).unwrap().parties(), 4);
     /// ```
     pub fn new(parties: usize) -> Result<Self, InvalidParties> {
-        match u32::try_from(parties) {
-            Ok(n) if n >= 1 => Ok(Barrier {
-                arrivals: CachePadded::new(AtomicU64::new(0)),
-                released: CachePadded::new(AtomicU32::new(0)),
-                parties: n,
-                policy: PhantomData,
-            }),
-            _ => Err(InvalidParties { parties }),
-        }
+        Ok(Barrier {
+            arrivals: CachePadded::new(AtomicU64::new(0)),
+            released: CachePadded::new(AtomicU32::new(0)),
+            parties: party_count(parties)?,
+            policy: PhantomData,
+        })
     }
 
     /// How many threads each phase waits for.
@@ -155,15 +152,8 @@ impl<W: Wait> Compact<W> {
     /// A barrier for `parties` threads; `0` and more than `u32::MAX` are errors, as for
     /// [`Barrier::new`].
     pub fn new(parties: usize) -> Result<Self, InvalidParties> {
-        match u32::try_from(parties) {
-            Ok(n) if n >= 1 => Ok(Compact {
-                arrivals: AtomicU64::new(0),
-                released: AtomicU32::new(0),
-                parties: n,
-                policy: PhantomData,
-            }),
-            _ => Err(InvalidParties { parties }),
-        }
+        let parties = party_count(parties)?;
+        Ok(Compact { arrivals: AtomicU64::new(0), released: AtomicU32::new(0), parties, policy: PhantomData })
     }
 
     /// How many threads each phase waits for.
@@ -177,6 +167,11 @@ impl<W: Wait> Compact<W> {
     pub fn wait(&self) -> BarrierWaitResult {
         Words { arrivals: &self.arrivals, released: &self.released, parties: self.parties }.wait::<W>()
     }
+}
+
+/// `parties` as a barrier's party count: 1 to `u32::MAX`.
+fn party_count(parties: usize) -> Result<u32, InvalidParties> {
+    u32::try_from(parties).ok().filter(|&n| n >= 1).ok_or(InvalidParties { parties })
 }
 
 /// The two words of a sense-reversing barrier, wherever they are kept, and its party count:
