@@ -23,7 +23,8 @@
 //! modification order other than the order they execute in (loom appends each store).
 //!
 //! Each model body is written once, generic over the lock; `models!` instantiates all of them
-//! for every algorithm and policy. Preemption bounds keep the whole file to a few minutes on
+//! for every algorithm and policy, and `clh_holder_models!` adds CLH's own (where a holder
+//! keeps the node it takes over). Preemption bounds keep the whole file to a few minutes on
 //! two CPUs; `LOOM_MAX_PREEMPTIONS` overrides them for a deeper run, except where `models!`
 //! explains why a bound is fixed.
 
@@ -408,15 +409,12 @@ fn holder_with_predecessor<L: Lock>(timed: usize, plain: usize, relock: Relock, 
             ),
         };
         shared.bump_slowly_and_unlock(guard, holder_yields);
-        let rounds = match relock {
-            Relock::Nobody => 1,
-            Relock::Everyone => 2,
-        };
-        if rounds == 2 {
+        if let Relock::Everyone = relock {
             shared.locked_bump();
         }
         // The warm-up, the holder's rounds and the waiters' untimed ones; then the timed
         // acquisitions that succeeded.
+        let rounds = relock.rounds();
         let mut acquired = 1 + rounds + (rounds - 1) * timed + rounds * plain;
         for waiter in timed_waiters {
             acquired += waiter.join().unwrap() as usize;
@@ -437,6 +435,16 @@ enum Relock {
     Nobody,
     /// The holder and every waiter.
     Everyone,
+}
+
+impl Relock {
+    /// How many times the holder and each waiter try to take the lock.
+    fn rounds(self) -> usize {
+        match self {
+            Relock::Nobody => 1,
+            Relock::Everyone => 2,
+        }
+    }
 }
 
 /// Instantiates the models of [`holder_with_predecessor`] for CLH over one policy.

@@ -86,7 +86,8 @@ const _: () = assert!(core::mem::size_of::<ClhGuard>() == core::mem::size_of::<u
 /// of an earlier use, which `unlock` would give back a second time.
 #[inline]
 fn held(node: &'static Node, pred: *mut Node) -> ClhGuard {
-    // Relaxed: only this thread reads it, in `unlock` (see the module docs).
+    // Relaxed: only the holder reads it, in `unlock`, ordered after this store by program
+    // order (or by whatever hands the guard to another thread); see the module docs.
     node.pred.store(pred, Relaxed);
     ClhGuard { node }
 }
@@ -258,8 +259,8 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
     #[inline]
     unsafe fn unlock(&self, guard: ClhGuard) {
         let node = guard.node;
-        // Read before the release: from RELEASED on, the node is the successor's, and its
-        // next acquisition with it overwrites `pred`.
+        // Read before the release: from RELEASED on, the node is the successor's to take over
+        // at its own release, and an acquisition with it then overwrites `pred`.
         let pred = node.pred.load(Relaxed);
         // Release: our critical section happens-before the successor's Acquire of RELEASED.
         // Only a policy that may sleep needs the old value, and so the (dearer) swap.
