@@ -61,8 +61,8 @@ fn refused(lock: &LockChoice) -> Option<String> {
         return Some(format!(
             "`{name}` cannot be preloaded: it does not fit in a pthread_mutex_t: it takes {} bytes \
              aligned to {}{}, and a pthread_mutex_t has \
-             {PTHREAD_MUTEX_LOCK_ROOM} bytes aligned to 8 for it; use tas, ttas, ticket, mcs, fair or \
-             bounded with a wait policy, clh with a policy that may sleep, parking_lot or pthread",
+             {PTHREAD_MUTEX_LOCK_ROOM} bytes aligned to 8 for it; use tas, ttas, ticket, mcs, clh, fair or \
+             bounded with a wait policy, parking_lot or pthread",
             ops.size,
             ops.align,
             if ops.zero_is_unlocked { "" } else { " and is not unlocked when all-zero" }
@@ -86,7 +86,7 @@ pub const TIMEOUT: TimeBounds = TimeBounds { min: Duration::from_millis(1), max:
 )]
 pub struct AppOptions {
     /// Locks to run the program under, comma-separated: ALGORITHM:POLICY (tas, ttas, ticket,
-    /// mcs, fair, bounded; clh with a policy that may sleep), parking_lot, pthread (glibc's
+    /// mcs, clh, fair, bounded), parking_lot, pthread (glibc's
     /// own, through the library), or `default`; `spinlab list` shows every lock name
     #[arg(long, value_name = "LIST", value_parser = parse_locks)]
     pub locks: AppLocks,

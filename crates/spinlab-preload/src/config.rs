@@ -411,8 +411,8 @@ pub fn accepted() -> String {
         }
     }
     references.push(GLIBC);
-    // The algorithms that fit with every policy are named together; the others (CLH fits only
-    // where its policy may sleep: see `lock::Gated`) each with their own policies.
+    // The algorithms that fit with every policy are named together; any other (one that fit
+    // only with some policies) with its own policies.
     let all_policies = algorithms.iter().map(|(_, p)| p.len()).max().unwrap_or(0);
     let (everywhere, partly): (Vec<_>, Vec<_>) = algorithms.iter().partition(|(_, p)| p.len() == all_policies);
     let mut clauses = Vec::new();
@@ -460,11 +460,17 @@ mod tests {
         assert!(!text.contains('\n'));
         // Every usable name is described (by the grammar or by name), and no refused one.
         let accepted = accepted();
-        assert!(accepted.contains("ALGORITHM one of tas, ttas, ticket, mcs, fair, bounded and POLICY"), "{accepted}");
-        assert!(accepted.contains("parking_lot, pthread (`default`, or unset: mcs:spin-yield-park)"), "{accepted}");
-        // CLH fits a pthread_mutex_t only as the gate of a bounded word (sleeping policies).
-        assert!(accepted.contains("clh:POLICY with POLICY one of futex, spin-park, spin-yield-park;"), "{accepted}");
-        assert!(!accepted.contains("std"), "{accepted}");
+        // Every algorithm fits with every policy: CLH over a spinning policy too (its tail and
+        // a one-pointer guard), not only as the gate of a bounded word.
+        assert!(
+            accepted.starts_with("ALGORITHM:POLICY with ALGORITHM one of tas, ttas, ticket, mcs, clh, fair, bounded and POLICY one of spin, pause, "),
+            "{accepted}"
+        );
+        assert!(
+            accepted.contains("; or parking_lot, pthread (`default`, or unset: mcs:spin-yield-park)"),
+            "{accepted}"
+        );
+        assert!(!accepted.contains("clh:POLICY") && !accepted.contains("std"), "{accepted}");
         for entry in usable_locks() {
             assert!(parse(Some(&entry.name), None, None, None).is_ok(), "{}", entry.name);
         }
@@ -472,10 +478,17 @@ mod tests {
 
     #[test]
     fn locks_that_do_not_fit_or_need_an_init_are_refused_with_the_reason() {
-        let text = error("clh:pause");
-        assert!(text.contains("takes 24 bytes aligned to 8") && text.contains("has 16 bytes"), "{text}");
+        let std_size = lock_info("std").ok().unwrap().ops.size;
+        assert!(std_size > MUTEX_LOCK_ROOM, "std's mutex and its stored guard take {std_size} bytes");
         let text = error("std");
         assert!(text.contains("cannot replace pthread mutexes"), "{text}");
+        assert!(
+            text.contains(&format!("takes {std_size} bytes aligned to 8")) && text.contains("has 16 bytes"),
+            "{text}"
+        );
+        for clh in ["clh:spin", "clh:pause", "clh:backoff", "clh:futex"] {
+            assert!(parse(Some(clh), None, None, None).is_ok(), "{clh} fits in a pthread_mutex_t");
+        }
         for entry in locks().iter().filter(|e| e.availability.is_err()) {
             assert!(error(&entry.name).contains("is unavailable here"), "{}", entry.name);
         }

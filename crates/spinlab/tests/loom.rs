@@ -23,7 +23,8 @@
 //! modification order other than the order they execute in (loom appends each store).
 //!
 //! Each model body is written once, generic over the lock; `models!` instantiates all of them
-//! for every algorithm and policy. Preemption bounds keep the whole file to a few minutes on
+//! for every algorithm and policy, and `clh_holder_models!` adds CLH's own (where a holder
+//! keeps the node it takes over). Preemption bounds keep the whole file to a few minutes on
 //! two CPUs; `LOOM_MAX_PREEMPTIONS` overrides them for a deeper run, except where `models!`
 //! explains why a bound is fixed.
 
@@ -374,6 +375,109 @@ fn release_wakes_every_waiter<L: Lock>(waiters: usize, bound: Bound, holder_yiel
         assert_eq!(shared.count(), 1 + waiters);
         shared.assert_free_and_working();
     });
+}
+
+/// CLH keeps the node a holder takes over on release (its predecessor's) in the holder's own
+/// node, in the field where a timed-out waiter publishes its predecessor. Here the holder has
+/// such a node (it acquires a lock that was used before, so the tail is a released node), and
+/// `timed` waiters with a deadline and `plain` ones without queue behind it: they time out
+/// behind it (taking themselves out of the tail, or marking their node abandoned for the
+/// waiter behind), sleep on its node, or get the lock and take its node over. With
+/// `Relock::Everyone` every thread then takes the lock again, reusing the nodes it took over
+/// or got back. The loom node pool fails any execution that gives a node back twice (a
+/// holder that gave back a predecessor it did not own), and a node used by two queues at
+/// once breaks mutual exclusion or hangs a waiter.
+fn holder_with_predecessor<L: Lock>(timed: usize, plain: usize, relock: Relock, bound: Bound, holder_yields: usize) {
+    check(bound, move || {
+        let shared = Shared::<L>::new();
+        shared.locked_bump();
+        let guard = shared.lock.lock();
+        let (timed_waiters, plain_waiters) = match relock {
+            Relock::Nobody => {
+                (spawn_each(&shared, timed, Shared::timed_bump), spawn_each(&shared, plain, Shared::locked_bump))
+            }
+            Relock::Everyone => (
+                spawn_each(&shared, timed, |shared| {
+                    let acquired = shared.timed_bump();
+                    shared.locked_bump();
+                    acquired
+                }),
+                spawn_each(&shared, plain, |shared| {
+                    shared.locked_bump();
+                    shared.locked_bump();
+                }),
+            ),
+        };
+        shared.bump_slowly_and_unlock(guard, holder_yields);
+        if let Relock::Everyone = relock {
+            shared.locked_bump();
+        }
+        // The warm-up, the holder's rounds and the waiters' untimed ones; then the timed
+        // acquisitions that succeeded.
+        let rounds = relock.rounds();
+        let mut acquired = 1 + rounds + (rounds - 1) * timed + rounds * plain;
+        for waiter in timed_waiters {
+            acquired += waiter.join().unwrap() as usize;
+        }
+        for waiter in plain_waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(shared.count(), acquired);
+        shared.assert_free_and_working();
+    });
+}
+
+/// Who takes the lock again in [`holder_with_predecessor`].
+#[derive(Clone, Copy)]
+enum Relock {
+    /// Nobody: with two waiters, a thread that queues again behind them (a third spinner)
+    /// takes a spinning model past loom's limit on branches.
+    Nobody,
+    /// The holder and every waiter.
+    Everyone,
+}
+
+impl Relock {
+    /// How many times the holder and each waiter try to take the lock.
+    fn rounds(self) -> usize {
+        match self {
+            Relock::Nobody => 1,
+            Relock::Everyone => 2,
+        }
+    }
+}
+
+/// Instantiates the models of [`holder_with_predecessor`] for CLH over one policy.
+macro_rules! clh_holder_models {
+    ($($name:ident: $policy:ty;)*) => {$(
+        mod $name {
+            use super::*;
+            type L = Clh<$policy>;
+
+            #[test]
+            fn holder_with_predecessor_and_timed_successor() {
+                holder_with_predecessor::<L>(1, 0, Relock::Everyone, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
+            }
+
+            #[test]
+            fn holder_with_predecessor_and_timed_successor_ahead_of_plain() {
+                holder_with_predecessor::<L>(1, 1, Relock::Nobody, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            /// The lost wake-up model for a holder with a predecessor: with a sleeping policy
+            /// the waiter sleeps on the holder's node, whose release must wake it.
+            #[test]
+            fn holder_with_predecessor_wakes_its_successor() {
+                holder_with_predecessor::<L>(0, 1, Relock::Everyone, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
+            }
+        }
+    )*};
+}
+
+clh_holder_models! {
+    clh_holder_spin: Spin;
+    clh_holder_futex: Futex;
+    clh_holder_spin_park: SpinPark;
 }
 
 /// How to run the two models in which two threads wait without a deadline at once.

@@ -22,6 +22,29 @@
 //! it, marked it `ABANDONED` instead of leaving the tail. So the lock is free when the chain
 //! of abandoned nodes from the tail ends at a `RELEASED` node; `try_lock` and `is_locked`
 //! follow that chain as a waiter does.
+//!
+//! Where the predecessor a holder takes over is kept: in the holder's own node, in `pred`.
+//! That field has two uses that never overlap. A waiter that times out writes it just before
+//! it marks its node `ABANDONED`, and nobody reads it except after seeing `ABANDONED` (with
+//! Acquire). A holder writes it after it acquires and reads it in `unlock` before it writes
+//! `RELEASED`; meanwhile its node is `BUSY` or `BUSY_SLEEPER`, never `ABANDONED` (only a
+//! waiter abandons, and only its own node), so no other thread reads the field, and only
+//! the node's owner ever writes it. Once the node is `RELEASED` it is the successor's to take
+//! over and to acquire with again, which overwrites `pred`: hence the read before the release.
+//!
+//! That keeps the guard to one pointer, so the lock and its stored guard (the registry's
+//! in-place form, `pthread_mutex_t`'s room under the preload library) take 16 bytes:
+//!
+//! | bytes | what                         | written by                                    |
+//! |-------|------------------------------|-----------------------------------------------|
+//! | 0..8  | `tail`: the last node queued | acquisitions (swap or CAS), timed-out waiters |
+//! | 8..16 | the holder's node (its guard)| the holder, after it acquires                 |
+//!
+//! Uncontended, lock stores `BUSY`, swaps the tail, reads the predecessor's state and stores
+//! `pred`; unlock loads `pred` from its own node's line (this thread wrote it at lock) and
+//! stores `RELEASED` (swaps it in, with a policy that may sleep). That is one swap, and one
+//! more with a sleeping policy, as with a guard that kept the predecessor itself; only the
+//! load of `pred` comes from the node instead of the guard.
 
 use super::queue_node::{self, Node};
 use crate::sync::{AtomicPtr, Ordering::*};
@@ -36,7 +59,8 @@ const BUSY: u32 = 1;
 const BUSY_SLEEPER: u32 = 2;
 const ABANDONED: u32 = 3;
 
-/// CLH queue lock waiting with policy `W`. One word: the queue's tail.
+/// CLH queue lock waiting with policy `W`. One word: the queue's tail. With its guard stored
+/// beside it (as the registry keeps it), two words.
 ///
 /// ```
 /// use spinlab::{lock::Clh, wait::Spin};
@@ -49,15 +73,23 @@ pub struct Clh<W: Wait> {
     policy: PhantomData<fn() -> W>,
 }
 
-/// What a CLH holder keeps: the node it enqueued and the predecessor node it will take over.
+/// What a CLH holder keeps: the node it enqueued. The predecessor node it will take over on
+/// release is kept in that node (see the module docs), so the guard is one pointer.
 pub struct ClhGuard {
     node: &'static Node,
-    pred: Option<&'static Node>,
 }
 
-enum Waited {
-    Acquired(Option<&'static Node>),
-    TimedOut,
+const _: () = assert!(core::mem::size_of::<ClhGuard>() == core::mem::size_of::<usize>());
+
+/// A holder's node and the predecessor it acquired behind (null: the lock was fresh), kept
+/// in the node for `unlock`. Every acquisition ends here, so no node is held with the `pred`
+/// of an earlier use, which `unlock` would give back a second time.
+#[inline]
+fn held(node: &'static Node, pred: *mut Node) -> ClhGuard {
+    // Relaxed: only the holder reads it, in `unlock`, ordered after this store by program
+    // order (or by whatever hands the guard to another thread); see the module docs.
+    node.pred.store(pred, Relaxed);
+    ClhGuard { node }
 }
 
 impl<W: Wait> Clh<W> {
@@ -72,31 +104,29 @@ impl<W: Wait> Clh<W> {
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<ClhGuard> {
         let node = queue_node::take();
+        // `pred` is not cleared here: nobody reads it unless the node is ABANDONED, and `held`
+        // sets it once we hold the lock.
         node.state.store(BUSY, Relaxed);
-        node.pred.store(null_mut(), Relaxed);
         // AcqRel: publish our node's state to the successor; see the predecessor's node.
         let pred = self.tail.swap(queue_node::as_ptr(node), AcqRel);
         if pred.is_null() {
-            return Some(ClhGuard { node, pred: None });
+            return Some(held(node, pred));
         }
         // SAFETY: queue pointers always come from `queue_node::as_ptr`.
-        let pred = unsafe { queue_node::from_ptr(pred) };
-        if pred.state.load(Acquire) == RELEASED {
-            return Some(ClhGuard { node, pred: Some(pred) });
+        let pred_node = unsafe { queue_node::from_ptr(pred) };
+        if pred_node.state.load(Acquire) == RELEASED {
+            return Some(held(node, pred));
         }
-        match self.wait_for(node, pred, deadline) {
-            Waited::Acquired(pred) => Some(ClhGuard { node, pred }),
-            Waited::TimedOut => None,
-        }
+        self.wait_for(node, pred_node, deadline)
     }
 
     #[cold]
-    fn wait_for(&self, node: &'static Node, mut pred: &'static Node, deadline: Option<Instant>) -> Waited {
+    fn wait_for(&self, node: &'static Node, mut pred: &'static Node, deadline: Option<Instant>) -> Option<ClhGuard> {
         let mut episode = Episode::new(deadline);
         loop {
             let seen = pred.state.load(Acquire);
             match seen {
-                RELEASED => return Waited::Acquired(Some(pred)),
+                RELEASED => return Some(held(node, queue_node::as_ptr(pred))),
                 ABANDONED => {
                     pred = Self::skip_abandoned(pred);
                     continue;
@@ -121,7 +151,7 @@ impl<W: Wait> Clh<W> {
             };
             if timed_out {
                 self.abandon(node, pred);
-                return Waited::TimedOut;
+                return None;
             }
         }
     }
@@ -205,7 +235,7 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
             return None;
         }
         if tail.is_null() {
-            return Some(ClhGuard { node, pred: None });
+            return Some(held(node, tail));
         }
         // The CAS queued us behind `tail`, but `tail` may no longer be the node we saw
         // released: its successor can take the lock, release it, reuse that node (it becomes
@@ -216,7 +246,7 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
         let mut pred = unsafe { queue_node::from_ptr(tail) };
         loop {
             match pred.state.load(Acquire) {
-                RELEASED => return Some(ClhGuard { node, pred: Some(pred) }),
+                RELEASED => return Some(held(node, queue_node::as_ptr(pred))),
                 ABANDONED => pred = Self::skip_abandoned(pred),
                 _ => {
                     self.abandon(node, pred);
@@ -228,17 +258,22 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
 
     #[inline]
     unsafe fn unlock(&self, guard: ClhGuard) {
+        let node = guard.node;
+        // Read before the release: from RELEASED on, the node is the successor's to take over
+        // at its own release, and an acquisition with it then overwrites `pred`.
+        let pred = node.pred.load(Relaxed);
         // Release: our critical section happens-before the successor's Acquire of RELEASED.
         // Only a policy that may sleep needs the old value, and so the (dearer) swap.
         if !W::MAY_SLEEP {
-            guard.node.state.store(RELEASED, Release);
-        } else if guard.node.state.swap(RELEASED, Release) == BUSY_SLEEPER {
-            W::wake_one(&guard.node.state);
+            node.state.store(RELEASED, Release);
+        } else if node.state.swap(RELEASED, Release) == BUSY_SLEEPER {
+            W::wake_one(&node.state);
         }
         // Our node now belongs to the successor (or to the lock's tail); the predecessor's,
         // which nobody else references any more, becomes ours.
-        if let Some(pred) = guard.pred {
-            queue_node::give(pred);
+        if !pred.is_null() {
+            // SAFETY: `held` stored a queue pointer from `queue_node::as_ptr`.
+            queue_node::give(unsafe { queue_node::from_ptr(pred) });
         }
     }
 
@@ -269,3 +304,47 @@ unsafe impl<W: Wait> RawMutexFair for Clh<W> {
 }
 
 super::timed_via_lock_until!(Clh);
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::wait::Spin;
+
+    fn lock_and_unlock(lock: &Clh<Spin>) {
+        let guard = lock.lock();
+        // SAFETY: we hold the lock through `guard`.
+        unsafe { lock.unlock(guard) };
+    }
+
+    /// `pred` outlives a hold: a node taken over after holding a lock behind a predecessor
+    /// keeps that predecessor's address. Reused for the first acquisition of a fresh lock (no
+    /// predecessor), it must not give that address back on release: the node there is the
+    /// other lock's tail, and this thread's next acquisition would take it from its cache
+    /// (a stack) and queue behind itself, so that `try_lock` of the free lock would fail.
+    #[test]
+    fn a_node_reused_on_a_fresh_lock_gives_back_no_earlier_predecessor() {
+        std::thread::spawn(|| {
+            for first_by_try_lock in [false, true] {
+                let used = Clh::<Spin>::new();
+                // Three holds leave on top of this thread's cache a node that held `used`
+                // behind a predecessor: `used`'s tail now.
+                for _ in 0..3 {
+                    lock_and_unlock(&used);
+                }
+                let fresh = Clh::<Spin>::new();
+                let guard =
+                    if first_by_try_lock { fresh.try_lock().expect("a fresh lock is free") } else { fresh.lock() };
+                // SAFETY: we hold the lock through `guard`.
+                unsafe { fresh.unlock(guard) };
+                for _ in 0..3 {
+                    let guard = used.try_lock().expect("try_lock failed on a free lock");
+                    // SAFETY: we hold the lock through `guard`.
+                    unsafe { used.unlock(guard) };
+                }
+                assert!(!used.is_locked() && !fresh.is_locked());
+            }
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -22,7 +22,9 @@ pub(crate) struct QueueNode {
     pub state: AtomicU32,
     /// MCS: the successor, linked by the successor itself. CLH: unused.
     pub next: AtomicPtr<Node>,
-    /// CLH: the predecessor to wait on instead, published by a waiter that timed out.
+    /// CLH: the predecessor to wait on instead, published by a waiter that timed out; while
+    /// the node's owner holds the lock, the predecessor it takes over on release (`clh.rs`
+    /// explains why the two uses never overlap). MCS: unused.
     pub pred: AtomicPtr<Node>,
     /// The link of the global pool of free nodes; used only while the node is free.
     #[cfg_attr(loom, allow(dead_code))]
@@ -185,6 +187,7 @@ mod pool {
 mod pool {
     use super::{fresh, Node};
     use std::cell::RefCell;
+    use std::collections::BTreeSet;
 
     // Reuse within one execution, like the real per-thread cache: a node that comes back to
     // the queue while another thread still holds a stale pointer to it (ABA) is a race the
@@ -193,11 +196,38 @@ mod pool {
         static CACHE: RefCell<Vec<&'static Node>> = RefCell::new(Vec::new());
     }
 
+    /// The addresses of the nodes that are free now. A node given back while it is already
+    /// free would later be handed out twice, to two queues at once; `give` fails the model
+    /// at the second return instead, in every execution where it happens, not only in those
+    /// where the two uses go on to collide. (A plain std mutex: loom runs one thread at a
+    /// time, and nodes are leaked, so an address is never reused across executions.)
+    static FREE: std::sync::Mutex<BTreeSet<usize>> = std::sync::Mutex::new(BTreeSet::new());
+
+    fn free_nodes() -> std::sync::MutexGuard<'static, BTreeSet<usize>> {
+        FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records `node` as free; false if it already was.
+    fn mark_free(node: &'static Node) -> bool {
+        free_nodes().insert(super::as_ptr(node) as usize)
+    }
+
+    fn mark_taken(node: &'static Node) {
+        free_nodes().remove(&(super::as_ptr(node) as usize));
+    }
+
     pub fn take() -> &'static Node {
-        CACHE.try_with(|cache| cache.borrow_mut().pop()).ok().flatten().unwrap_or_else(fresh)
+        match CACHE.try_with(|cache| cache.borrow_mut().pop()).ok().flatten() {
+            Some(node) => {
+                mark_taken(node);
+                node
+            }
+            None => fresh(),
+        }
     }
 
     pub fn give(node: &'static Node) {
+        assert!(mark_free(node), "a queue node was given back while it was already free");
         // During thread teardown the cache may be gone: the node just leaks.
         let _ = CACHE.try_with(|cache| cache.borrow_mut().push(node));
     }

@@ -369,6 +369,21 @@ mod tests {
         }
     }
 
+    /// The C ABI and the preload library keep a lock in place, the preload library in the 16
+    /// bytes of a `pthread_mutex_t` before the type field glibc reads: every algorithm over
+    /// every policy fits there, guard included. CLH's guard is one pointer, so the spinning
+    /// CLH is its tail and that pointer, and the sleeping one a bounded word and its gate.
+    #[test]
+    fn every_algorithm_over_every_policy_takes_at_most_16_bytes_in_place() {
+        for entry in locks().iter().filter(|e| e.origin == Origin::Spinlab) {
+            let ops = &entry.ops;
+            assert!(ops.size <= 16 && ops.align <= 8, "{}: {} bytes aligned to {}", entry.name, ops.size, ops.align);
+            if entry.algorithm == "clh" {
+                assert_eq!(ops.size, 16, "{}", entry.name);
+            }
+        }
+    }
+
     #[test]
     fn zeroed_storage_is_an_unlocked_lock_where_the_entry_says_so() {
         for entry in locks().iter().filter(|e| e.availability.is_ok() && e.ops.zero_is_unlocked) {
