@@ -38,7 +38,7 @@ fn each_lock_and_the_baseline_get_a_row_with_times_and_exit_status() {
     let output = spinlab(&[
         "app",
         "--locks",
-        "ttas:spin-park,mcs:futex",
+        "ttas:spin-park,mcs:futex,pthread",
         "--reps",
         "2",
         "--quiet",
@@ -58,7 +58,7 @@ fn each_lock_and_the_baseline_get_a_row_with_times_and_exit_status() {
     assert_eq!(run["experiment"], "app");
     let rows = run["rows"].as_array().unwrap();
     let locks: Vec<&str> = rows.iter().map(|r| r["lock"].as_str().unwrap()).collect();
-    assert_eq!(locks, ["baseline", "ttas:spin-park", "mcs:futex"]);
+    assert_eq!(locks, ["baseline", "ttas:spin-park", "mcs:futex", "pthread"], "pthread: glibc's, through the library");
     for row in rows {
         for key in ["wall_s", "wall_ci95_s", "user_s", "sys_s", "ratio_to_baseline"] {
             assert!(row[key].as_f64().is_some_and(|x| x >= 0.0), "{key} in {row}");
