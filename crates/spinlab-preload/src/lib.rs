@@ -14,7 +14,7 @@
 //!   `pthread` keeps glibc's, as does every process-shared barrier (see `barrier`).
 //! - `SPINLAB_SPIN`: the lock in each `pthread_spinlock_t` (default `ttas:pause`); it must fit
 //!   in 4 bytes and never sleep; `pthread` keeps glibc's (see `spin`).
-//! - `SPINLAB_RWLOCK`: the lock in each `pthread_rwlock_t` (default `rw-reader:spin-yield-park`);
+//! - `SPINLAB_RWLOCK`: the lock in each `pthread_rwlock_t` (default `rw-reader:futex`);
 //!   it must prefer readers, as glibc's default kind does, and fit before `__cur_writer`;
 //!   writer-preferring rwlocks get `rw-writer` over its policy, and `pthread` keeps glibc's, as
 //!   does every process-shared rwlock (see `rwlock`).

@@ -40,7 +40,7 @@ const BINARIES: [(&str, bool); 9] = [
 /// sleep at once; and a non-default rwlock policy that spins, then sleeps.
 const SETTINGS: [&[(&str, &str)]; 3] = [
     &[],
-    &[("SPINLAB_LOCK", "mcs:futex"), ("SPINLAB_RWLOCK", "rw-reader:futex")],
+    &[("SPINLAB_LOCK", "mcs:futex"), ("SPINLAB_RWLOCK", "rw-reader:spin-yield-park")],
     &[("SPINLAB_LOCK", "ticket:spin-park"), ("SPINLAB_RWLOCK", "rw-reader:spin-park")],
 ];
 

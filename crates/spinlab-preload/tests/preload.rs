@@ -144,7 +144,7 @@ fn a_child_forked_while_threads_queue_releases_what_it_held_and_uses_every_lock_
         // The rwlocks are spinlab's whatever SPINLAB_LOCK says: they were held across the forks.
         assert!(ran.stdout.contains("rwlocks: spinlab's"), "{lock:?}: {}", ran.stdout);
     }
-    for rwlock in ["rw-reader:futex", "rw-reader:pause", "rw-reader:yield"] {
+    for rwlock in ["rw-reader:spin-yield-park", "rw-reader:pause", "rw-reader:yield"] {
         let ran = preloaded(&program, None, &[("SPINLAB_RWLOCK", rwlock)]);
         ran.assert_success(&format!("p_fork_threads with SPINLAB_RWLOCK={rwlock}"));
         assert!(ran.stdout.contains("rwlocks: spinlab's") && ran.stdout.ends_with("ok\n"), "{rwlock}: {}", ran.stdout);
@@ -181,18 +181,18 @@ fn spin_locks_exclude_between_threads_and_between_processes_under_every_setting(
 #[test]
 fn rwlocks_exclude_writers_share_readers_nest_reads_and_honour_the_writer_kind_under_every_setting() {
     for (lock, ran) in everywhere("p_rwlock") {
-        assert!(ran.stdout.contains("rwlock: rw-reader:spin-yield-park\n"), "the default rwlock: {}", ran.stdout);
+        assert!(ran.stdout.contains("rwlock: rw-reader:futex\n"), "the default rwlock: {}", ran.stdout);
         // SPINLAB_LOCK chooses the mutexes only: the rwlocks are replaced under each setting.
         assert!(ran.stdout.contains("default rwlocks are replaced\n"), "{lock:?}: {}", ran.stdout);
     }
     let program = program("p_rwlock");
     let plain = run(&program, &[], &[], LIMIT);
     assert!(plain.stdout.contains("rwlock: none\ndefault rwlocks are glibc's\n"), "{}", plain.stdout);
-    for rwlock in ["rw-reader:futex", "rw-reader:pause", "rw-reader:spin-park", "rw-reader:yield", "default", "pthread"]
+    for rwlock in ["rw-reader:spin-yield-park", "rw-reader:pause", "rw-reader:spin-park", "rw-reader:yield", "default", "pthread"]
     {
         let ran = preloaded(&program, None, &[("SPINLAB_RWLOCK", rwlock)]);
         ran.assert_success(&format!("p_rwlock with SPINLAB_RWLOCK={rwlock}"));
-        let expected = if rwlock == "default" { "rw-reader:spin-yield-park" } else { rwlock };
+        let expected = if rwlock == "default" { "rw-reader:futex" } else { rwlock };
         assert!(ran.stdout.contains(&format!("rwlock: {expected}\n")), "{rwlock}: {}", ran.stdout);
         let kept = if rwlock == "pthread" { "glibc's" } else { "replaced" };
         assert!(ran.stdout.contains(&format!("default rwlocks are {kept}\n")), "{rwlock}: {}", ran.stdout);
