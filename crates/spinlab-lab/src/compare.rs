@@ -20,11 +20,12 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Keys that name a row's configuration even though their values are numbers.
-/// (Not `matrix_n`: a run calibrates it to its machine's speed, so two runs of one command
-/// differ in it; wakeup rows are named by their `computation` instead.)
-const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "units", "hold_ns"];
+/// (Not `matrix_n` nor interference's `units`: a run calibrates them to its machine's speed,
+/// so two runs of one command differ in them; wakeup rows are named by their `computation`.)
+const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "hold_ns"];
 /// String keys that describe an outcome, not a configuration.
-const NOT_CONFIG: &[&str] = &["stop", "skipped", "origin", "alias", "unavailable", "cpus"];
+const NOT_CONFIG: &[&str] =
+    &["stop", "skipped", "origin", "alias", "unavailable", "cpus", "collapsed", "below_floor", "timed_out"];
 
 /// A row's configuration: its naming keys and their values.
 fn identity(row: &Row) -> Vec<(String, String)> {

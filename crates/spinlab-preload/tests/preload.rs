@@ -188,7 +188,8 @@ fn rwlocks_exclude_writers_share_readers_nest_reads_and_honour_the_writer_kind_u
     let program = program("p_rwlock");
     let plain = run(&program, &[], &[], LIMIT);
     assert!(plain.stdout.contains("rwlock: none\ndefault rwlocks are glibc's\n"), "{}", plain.stdout);
-    for rwlock in ["rw-reader:spin-yield-park", "rw-reader:pause", "rw-reader:spin-park", "rw-reader:yield", "default", "pthread"]
+    for rwlock in
+        ["rw-reader:spin-yield-park", "rw-reader:pause", "rw-reader:spin-park", "rw-reader:yield", "default", "pthread"]
     {
         let ran = preloaded(&program, None, &[("SPINLAB_RWLOCK", rwlock)]);
         ran.assert_success(&format!("p_rwlock with SPINLAB_RWLOCK={rwlock}"));
