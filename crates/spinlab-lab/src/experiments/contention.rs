@@ -1074,6 +1074,9 @@ fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
     out
 }
 
+/// The reference locks a tie is resolved towards, in order: what people already use.
+const PREFERRED_REFERENCES: [&str; 3] = ["std", "parking_lot", "pthread"];
+
 fn is_reference(row: &Row) -> bool {
     row.text(ORIGIN) == Some("reference")
 }
@@ -1111,16 +1114,27 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     };
     let mut at: Vec<&Row> = rows.iter().copied().filter(|r| r.number(THREADS) == Some(n)).collect();
     at.sort_by(|a, b| b.number(THROUGHPUT_OPS_S).unwrap_or(0.0).total_cmp(&a.number(THROUGHPUT_OPS_S).unwrap_or(0.0)));
-    let Some(best) = at.first() else {
+    let Some(&fastest) = at.first() else {
         return Advice::missing(situation, "not measured".to_string());
     };
+    // Locks whose interval reaches the fastest's are a tie on this run; among them the choice
+    // follows a fixed order, so that reruns that differ only by noise name the same lock:
+    // spinlab's default, then the reference locks people already use, then the fastest.
+    let fastest_t = fastest.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
+    let tied: Vec<&Row> = at
+        .iter()
+        .copied()
+        .filter(|r| fastest_t - ci(fastest) <= r.number(THROUGHPUT_OPS_S).unwrap_or(0.0) + ci(r))
+        .collect();
+    let named = |name: &str| tied.iter().copied().find(|r| r.text(LOCK) == Some(name));
+    let best = std::iter::once(select::DEFAULT_LOCK).chain(PREFERRED_REFERENCES).find_map(named).unwrap_or(fastest);
     let name = best.text(LOCK).unwrap_or("?");
     let t = best.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
     let mut why = format!("{} acquisitions/s at {n} threads", number(t));
     if let Some(cs_ns) = run.params.get("cs_ns").and_then(|v| v.as_f64()) {
         why.push_str(&format!(" with a {} critical section", duration_words(cs_ns)));
     }
-    if let Some(reference) = at.iter().find(|r| is_reference(r) && !std::ptr::eq(**r, *best)) {
+    if let Some(reference) = at.iter().find(|r| is_reference(r) && !std::ptr::eq(**r, best)) {
         let rt = reference.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
         if rt > 0.0 {
             let which = if is_reference(best) { "the next reference lock" } else { "the best reference lock" };
@@ -1134,15 +1148,18 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     } else if is_reference(best) {
         why.push_str("; no spinlab lock beat it");
     }
-    if let Some(second) = at.get(1) {
-        let s = second.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
-        if t - ci(best) <= s + ci(second) {
-            why.push_str(&format!(
-                "; {} ({}) is within the 95% intervals: a tie on this run",
-                second.text(LOCK).unwrap_or("?"),
-                number(s)
-            ));
-        }
+    let others: Vec<String> = tied
+        .iter()
+        .filter(|r| !std::ptr::eq(**r, best))
+        .map(|r| format!("{} ({})", r.text(LOCK).unwrap_or("?"), number(r.number(THROUGHPUT_OPS_S).unwrap_or(0.0))))
+        .collect();
+    if !others.is_empty() {
+        let rule = if std::ptr::eq(best, fastest) {
+            String::new()
+        } else {
+            format!(", and {name} comes first among tied locks (spinlab's default, then std, parking_lot, pthread)")
+        };
+        why.push_str(&format!("; {} within the 95% intervals: a tie on this run{rule}", others.join(", ")));
     }
     if let Some(u) = best.number(UNCONTENDED_NS) {
         why.push_str(&format!("; {} ns per uncontended lock/unlock", number(u)));

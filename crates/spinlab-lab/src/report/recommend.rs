@@ -39,6 +39,29 @@ mod tests {
     }
 
     #[test]
+    fn a_tie_names_spinlabs_default_then_a_reference_so_reruns_agree() {
+        let advice_for = |rows: &[(&str, &str, u64, f64)]| {
+            let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+            results.runs.push(contention_run(100, rows));
+            recommend(&Context::new(&results)).remove(0)
+        };
+        // 1% intervals: 9.0M and 8.95M overlap, 8.0M does not.
+        let tie = advice_for(&[
+            ("fair:spin-park", "spinlab", 2, 9.0e6),
+            ("mcs:spin-yield-park", "spinlab", 2, 8.95e6),
+            ("std", "reference", 2, 8.0e6),
+        ]);
+        assert_eq!(tie.choice, "mcs:spin-yield-park", "{}", tie.why);
+        assert!(tie.why.contains("fair:spin-park (9M) within the 95% intervals: a tie on this run"), "{}", tie.why);
+        assert!(tie.why.contains("comes first among tied locks"), "{}", tie.why);
+        let reference = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("parking_lot", "reference", 2, 8.95e6)]);
+        assert_eq!(reference.choice, "parking_lot", "{}", reference.why);
+        let clear = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("mcs:spin-yield-park", "spinlab", 2, 7.0e6)]);
+        assert_eq!(clear.choice, "ttas:spin", "outside the intervals the fastest is named: {}", clear.why);
+        assert!(!clear.why.contains("tie"), "{}", clear.why);
+    }
+
+    #[test]
     fn the_lock_chosen_is_the_measured_best_and_missing_data_is_named() {
         let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
         results.runs.push(contention_run(
