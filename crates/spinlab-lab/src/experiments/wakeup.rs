@@ -42,7 +42,7 @@ use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use spinlab::{CachePadded, Event};
 use std::hint::black_box;
 use std::time::Instant;
-use tradeoff::{long_computation, tradeoff, wakeups_apart, Tradeoff, Wakeups};
+use tradeoff::{long_computation, tradeoff, wakeups_apart, PolicyPoint, Tradeoff, WakeupPoint, Wakeups};
 
 /// The worker's matrix size, the computation's length (the option's bounds are [`MATRIX_N`]).
 pub const KEY_MATRIX_N: &str = "matrix_n";
@@ -731,11 +731,17 @@ fn kindest(ctx: &Context<'_>) -> Advice {
             ),
         );
     };
-    let least = points.iter().map(|p| p.interference_pct).fold(f64::INFINITY, f64::min);
-    let kind = points
+    // Policies whose interval reaches the least's (or within one percentage point of it) tie;
+    // among them the first in KIND_ORDER, else the quickest to wake, so that reruns that differ
+    // only by noise choose alike.
+    let least = points.iter().min_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("two points");
+    let reach = (least.interference_pct + least.interference_ci95_pct).max(least.interference_pct + 1.0);
+    let tied: Vec<&PolicyPoint> =
+        points.iter().filter(|p| p.interference_pct - p.interference_ci95_pct <= reach).collect();
+    let kind = KIND_ORDER
         .iter()
-        .filter(|p| p.interference_pct <= least + 1.0)
-        .min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns))
+        .find_map(|&w| tied.iter().copied().find(|p| p.wait == w))
+        .or_else(|| tied.iter().copied().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)))
         .expect("tradeoff returns at least two points");
     let worst =
         points.iter().max_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("at least two points");
@@ -743,13 +749,35 @@ fn kindest(ctx: &Context<'_>) -> Advice {
         situation: SENSITIVE.to_string(),
         choice: format!("wait policy {}", kind.wait),
         why: format!(
-            "{:.1}% {what}, wake-up {}, at {placement}; the worst here, {}, costs {:.1}%",
+            "{:.1}% {what}, wake-up {}, at {placement}; the worst here, {}, costs {:.1}%{}",
             kind.interference_pct,
             duration_words(kind.wakeup_ns),
             worst.wait,
-            worst.interference_pct
+            worst.interference_pct,
+            tie_words(tied.iter().map(|p| p.wait.as_str()), &kind.wait, &KIND_ORDER)
         ),
     }
+}
+
+/// Policies preferred, in order, when several tie for the least interference: those that give
+/// the CPU up soonest.
+const KIND_ORDER: [&str; 4] = ["futex", "spin-park", "spin-yield-park", "yield"];
+/// Policies preferred, in order, when several tie for the quickest wake-up: the gentlest
+/// spinning first (seed 000: `pause` leaves the most to a sibling).
+const QUICK_ORDER: [&str; 2] = ["pause", "spin"];
+
+/// `; a, b tie within the 95% intervals (the first of ORDER among them is named)`, or nothing
+/// when `chosen` stood alone.
+fn tie_words<'a>(tied: impl Iterator<Item = &'a str>, chosen: &str, order: &[&str]) -> String {
+    let others: Vec<&str> = tied.filter(|&w| w != chosen).collect();
+    if others.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; {} within the 95% intervals too: a tie on this run, named in the order {}",
+        others.join(", "),
+        order.join(", ")
+    )
 }
 
 /// For waiters whose co-runners do not mind them: the quickest to wake, where the waiter has a
@@ -765,17 +793,23 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             ),
         );
     };
-    let quick = points.iter().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
+    let fastest = points.iter().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
+    let tied: Vec<&WakeupPoint> = points
+        .iter()
+        .filter(|p| p.wakeup_ns - p.wakeup_ci95_ns <= fastest.wakeup_ns + fastest.wakeup_ci95_ns)
+        .collect();
+    let quick = QUICK_ORDER.iter().find_map(|&w| tied.iter().copied().find(|p| p.wait == w)).unwrap_or(fastest);
     let slowest = points.iter().max_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
     Advice {
         situation: NOT_SENSITIVE.to_string(),
         choice: format!("wait policy {}", quick.wait),
         why: format!(
             "wake-up {} with the waiter on its own CPU (wakeup rows at {placement}, long computation); the slowest \
-             there, {}, {}",
+             there, {}, {}{}",
             duration_words(quick.wakeup_ns),
             slowest.wait,
-            duration_words(slowest.wakeup_ns)
+            duration_words(slowest.wakeup_ns),
+            tie_words(tied.iter().map(|p| p.wait.as_str()), &quick.wait, &QUICK_ORDER)
         ),
     }
 }
@@ -783,6 +817,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::interference::SLOWDOWN_PCT;
 
     #[test]
     fn the_multiply_computes_the_product() {
@@ -835,5 +870,42 @@ mod tests {
         let kind = advice.iter().find(|a| a.situation == SENSITIVE).unwrap();
         assert_eq!(kind.choice, "wait policy yield", "{kind:?}");
         assert!(kind.why.contains("at same-cpu"), "{kind:?}");
+    }
+
+    #[test]
+    fn policies_that_tie_are_named_in_a_fixed_order_so_reruns_agree() {
+        let mut results = crate::results::Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        let mut wakeup = Run::new("wakeup");
+        let row = |wait: &str, twakeup: f64, ci: f64| {
+            Row::new()
+                .with(PLACEMENT, "core")
+                .with(WAIT, wait)
+                .with(KEY_MATRIX_N, 512)
+                .with(TWAKEUP_NS, twakeup)
+                .with("twakeup_ci95_ns", ci)
+        };
+        // spin is quickest, but pause's interval reaches it: a tie, and pause comes first.
+        wakeup.rows.push(row("spin", 45.0, 5.0));
+        wakeup.rows.push(row("pause", 52.0, 5.0));
+        wakeup.rows.push(row("futex", 20_000.0, 900.0));
+        let mut interference = Run::new("interference");
+        let slowdown = |wait: &str, pct: f64, ci: f64| {
+            Row::new().with(PLACEMENT, "core").with(WAIT, wait).with(SLOWDOWN_PCT, pct).with("slowdown_ci95_pct", ci)
+        };
+        // At core futex costs -0.5 ± 3%, pause 1.2 ± 2.5%, spin 9 ± 1%: futex and pause tie.
+        interference.rows.push(slowdown("futex", -0.5, 3.0));
+        interference.rows.push(slowdown("pause", 1.2, 2.5));
+        interference.rows.push(slowdown("spin", 9.0, 1.0));
+        results.runs.push(wakeup);
+        results.runs.push(interference);
+        let ctx = Context::new(&results);
+        let advice = co_runners(&ctx);
+        let quick = advice.iter().find(|a| a.situation == NOT_SENSITIVE).unwrap();
+        assert_eq!(quick.choice, "wait policy pause", "{quick:?}");
+        assert!(quick.why.contains("spin within the 95% intervals too"), "{quick:?}");
+        let kind = advice.iter().find(|a| a.situation == SENSITIVE).unwrap();
+        assert_eq!(kind.choice, "wait policy futex", "{kind:?}");
+        assert!(kind.why.contains("pause within the 95% intervals too"), "{kind:?}");
+        assert!(!kind.why.contains("spin within"), "spin's 9 ± 1% is outside: {kind:?}");
     }
 }

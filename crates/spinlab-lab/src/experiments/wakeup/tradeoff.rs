@@ -5,6 +5,7 @@
 
 use super::{KEY_MATRIX_N, TWAKEUP_NS, TWORK_VS_ALONE_PCT};
 use crate::experiments::interference::SLOWDOWN_PCT;
+use crate::reading::scorecard::{mean_of, Estimate};
 use crate::reading::{measured, Context};
 use crate::results::keys::{PLACEMENT, WAIT};
 use crate::results::Row;
@@ -27,6 +28,8 @@ pub struct PolicyPoint {
     /// What it costs the thread doing work, in percent ([`Tradeoff::interference`] says which
     /// slowdown).
     pub interference_pct: f64,
+    /// Its 95% half-interval (0 where the figure has none).
+    pub interference_ci95_pct: f64,
     /// Its wake-up latency, Twakeup.
     pub wakeup_ns: f64,
 }
@@ -55,20 +58,27 @@ pub fn tradeoff(ctx: &Context<'_>) -> Option<Tradeoff> {
         for row in wake.iter().filter(|r| r.text(PLACEMENT) == Some(placement)) {
             let Some(wait) = row.text(WAIT) else { continue };
             let Some(wakeup_ns) = row.number(TWAKEUP_NS) else { continue };
-            let slowdowns: Vec<f64> = inter
+            let slowdowns: Vec<Estimate> = inter
                 .iter()
                 .filter(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(placement))
-                .filter_map(|r| r.number(SLOWDOWN_PCT))
+                .filter_map(|r| Estimate::of(r, SLOWDOWN_PCT))
                 .collect();
-            if !slowdowns.is_empty() {
+            if let Some(mean) = mean_of(&slowdowns) {
                 from_interference.push(PolicyPoint {
                     wait: wait.to_string(),
-                    interference_pct: slowdowns.iter().sum::<f64>() / slowdowns.len() as f64,
+                    interference_pct: mean.value,
+                    interference_ci95_pct: mean.ci95,
                     wakeup_ns,
                 });
             }
             if let Some(pct) = row.number(TWORK_VS_ALONE_PCT) {
-                from_wakeup.push(PolicyPoint { wait: wait.to_string(), interference_pct: pct, wakeup_ns });
+                let point = PolicyPoint {
+                    wait: wait.to_string(),
+                    interference_pct: pct,
+                    interference_ci95_pct: 0.0,
+                    wakeup_ns,
+                };
+                from_wakeup.push(point);
             }
         }
         let found = |points, interference| Some(Tradeoff { placement: placement.to_string(), points, interference });
@@ -89,6 +99,8 @@ pub struct WakeupPoint {
     pub wait: String,
     /// Its wake-up latency, Twakeup.
     pub wakeup_ns: f64,
+    /// Its 95% half-interval.
+    pub wakeup_ci95_ns: f64,
 }
 
 /// The wake-up latencies at one placement.
@@ -111,7 +123,14 @@ pub fn wakeups_apart(ctx: &Context<'_>) -> Option<Wakeups> {
         let points: Vec<WakeupPoint> = wake
             .iter()
             .filter(|r| r.text(PLACEMENT) == Some(placement))
-            .filter_map(|r| Some(WakeupPoint { wait: r.text(WAIT)?.to_string(), wakeup_ns: r.number(TWAKEUP_NS)? }))
+            .filter_map(|r| {
+                let wakeup = Estimate::of(r, TWAKEUP_NS)?;
+                Some(WakeupPoint {
+                    wait: r.text(WAIT)?.to_string(),
+                    wakeup_ns: wakeup.value,
+                    wakeup_ci95_ns: wakeup.ci95,
+                })
+            })
             .collect();
         (points.len() >= 2).then(|| Wakeups { placement: placement.to_string(), points })
     })
