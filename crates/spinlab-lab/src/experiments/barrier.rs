@@ -24,7 +24,7 @@ use crate::machine::Placement;
 use crate::measure::partner::with_partner;
 use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Rep};
-use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{lowest_tie, missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::scorecard::{mean_of, why_missing, Claim, Estimate, Finding, Observed};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
@@ -507,21 +507,35 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         b.dedup();
         b
     };
-    let mean_of = |b: &str| -> f64 {
-        let v: Vec<f64> =
-            rows.iter().filter(|r| r.text(BARRIER) == Some(b)).filter_map(|r| r.number(COMPLETION_S)).collect();
-        v.iter().sum::<f64>() / v.len().max(1) as f64
-    };
-    let Some(best) = barriers.iter().copied().min_by(|a, b| mean_of(a).total_cmp(&mean_of(b))) else {
+    // Each barrier's mean completion over the light loads, its interval from theirs.
+    let means: Vec<(&str, Estimate)> = barriers
+        .iter()
+        .filter_map(|&b| {
+            let each: Vec<Estimate> = rows
+                .iter()
+                .filter(|r| r.text(BARRIER) == Some(b))
+                .filter_map(|r| Estimate::of(r, COMPLETION_S))
+                .collect();
+            Some((b, mean_of(&each)?))
+        })
+        .collect();
+    let Some(tie) = lowest_tie(&means, |(b, e)| (*b, e.value, e.ci95), &TIE_ORDER) else {
         return Advice::missing(situation, missing_reason(ctx, "barrier"));
     };
-    let worst = barriers.iter().copied().max_by(|a, b| mean_of(a).total_cmp(&mean_of(b))).unwrap_or(best);
-    let mut why = format!("{} s mean completion over the light-thread loads measured", number(mean_of(best)));
+    let (best, mean) = *tie.chosen;
+    let (worst, worst_mean) =
+        means.iter().copied().max_by(|a, b| a.1.value.total_cmp(&b.1.value)).unwrap_or((best, mean));
+    let mut why = format!("{} s mean completion over the light-thread loads measured", number(mean.value));
     if worst != best {
-        why.push_str(&format!("; {worst}: {} s", number(mean_of(worst))));
+        why.push_str(&format!("; {worst}: {} s", number(worst_mean.value)));
     }
+    why.push_str(&tie.words(|(b, _)| b, &TIE_ORDER));
     Advice { situation: situation.to_string(), choice: format!("barrier {best}"), why }
 }
+
+/// The barriers a tie is resolved towards, in order: spinlab's and the C API's default, then
+/// glibc's.
+const TIE_ORDER: [&str; 2] = ["barrier:spin-park", "pthread"];
 
 #[cfg(test)]
 mod tests {

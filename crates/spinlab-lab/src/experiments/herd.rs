@@ -15,7 +15,7 @@ use crate::measure::pin::pin_or_die;
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave, Rep, Summary};
-use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{lowest_tie, missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
@@ -415,7 +415,16 @@ fn quickest(ctx: &Context<'_>) -> Advice {
     };
     let mut at: Vec<&Row> = rows.into_iter().filter(|r| r.number(THREADS) == Some(n)).collect();
     at.sort_by(|a, b| a.number(WALL_S).unwrap_or(f64::MAX).total_cmp(&b.number(WALL_S).unwrap_or(f64::MAX)));
-    let best = at[0];
+    let tie = lowest_tie(
+        &at,
+        |r| {
+            let wall = Estimate::of(r, WALL_S);
+            (r.text(LOCK).unwrap_or("?"), wall.map_or(f64::MAX, |w| w.value), wall.map_or(0.0, |w| w.ci95))
+        },
+        &TIE_ORDER,
+    )
+    .expect("rows at the largest thread count");
+    let best = *tie.chosen;
     let worst = at[at.len() - 1];
     let wall = best.number(WALL_S).unwrap_or(0.0);
     let mut why = format!("{} s wall at {n} threads", number(wall));
@@ -430,5 +439,10 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             worst.number(WALL_S).unwrap_or(0.0) / wall.max(1e-12)
         ));
     }
+    why.push_str(&tie.words(|r| r.text(LOCK).unwrap_or("?"), &TIE_ORDER));
     Advice { situation: situation.to_string(), choice: best.text(LOCK).unwrap_or("?").to_string(), why }
 }
+
+/// The locks a tie is resolved towards, in order: spinlab's default, then the references people
+/// already use.
+const TIE_ORDER: [&str; 4] = [select::DEFAULT_LOCK, "std", "parking_lot", "pthread"];

@@ -22,6 +22,51 @@ impl Advice {
     }
 }
 
+/// Which of several measured candidates a line names, so that reruns that differ only by noise
+/// name the same one.
+pub struct Tie<'a, T> {
+    /// The first of a fixed preference order among `tied`, else the one with the best figure.
+    pub chosen: &'a T,
+    /// The candidates whose 95% interval reaches the best figure's (the best among them).
+    pub tied: Vec<&'a T>,
+}
+
+/// The [`Tie`] among `candidates`, each named and measured by `figure` (value, 95%
+/// half-interval), where lower is better; `None` when there is no candidate.
+pub fn lowest_tie<'a, T>(
+    candidates: &'a [T],
+    figure: impl Fn(&T) -> (&str, f64, f64),
+    order: &[&str],
+) -> Option<Tie<'a, T>> {
+    let best = candidates.iter().min_by(|a, b| figure(a).1.total_cmp(&figure(b).1))?;
+    let (_, best_value, best_ci) = figure(best);
+    let tied: Vec<&T> = candidates
+        .iter()
+        .filter(|c| {
+            let (_, value, ci) = figure(c);
+            value - ci <= best_value + best_ci
+        })
+        .collect();
+    let chosen = order.iter().find_map(|&name| tied.iter().copied().find(|c| figure(c).0 == name)).unwrap_or(best);
+    Some(Tie { chosen, tied })
+}
+
+impl<T> Tie<'_, T> {
+    /// `; a, b within the 95% intervals too: a tie on this run, named in the order …`, or
+    /// nothing when the chosen candidate stood alone.
+    pub fn words(&self, name: impl Fn(&T) -> &str, order: &[&str]) -> String {
+        let others: Vec<&str> = self.tied.iter().filter(|c| !std::ptr::eq(**c, self.chosen)).map(|c| name(c)).collect();
+        if others.is_empty() {
+            return String::new();
+        }
+        format!(
+            "; {} within the 95% intervals too: a tie on this run, named in the order {}",
+            others.join(", "),
+            order.join(", ")
+        )
+    }
+}
+
 /// What a recommendation line is about. The recommendation lists topics in this order,
 /// whichever experiment contributes them: locks first, then wait policies, herds, barriers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -53,5 +98,30 @@ pub fn missing_reason(ctx: &Context<'_>, experiment: &str) -> String {
     match rows.iter().find_map(|r| r.text("skipped")) {
         Some(why) if rows.iter().all(|r| r.is_skipped()) => format!("not measured: {experiment} was skipped ({why})"),
         _ => format!("not measured: {experiment} has no rows with the figures this needs"),
+    }
+}
+
+#[cfg(test)]
+mod tie_tests {
+    use super::*;
+
+    #[test]
+    fn a_tie_names_the_first_of_the_order_and_a_clear_win_the_best() {
+        let order = ["std", "pthread"];
+        let figure = |c: &(&'static str, f64, f64)| (c.0, c.1, c.2);
+        // 10 ± 1 is best; 10.8 ± 0.5 reaches it; 12 ± 0.5 does not.
+        let tied = [("fast", 10.0, 1.0), ("pthread", 10.8, 0.5), ("slow", 12.0, 0.5)];
+        let tie = lowest_tie(&tied, figure, &order).unwrap();
+        assert_eq!(tie.chosen.0, "pthread");
+        assert_eq!(tie.tied.iter().map(|c| c.0).collect::<Vec<_>>(), ["fast", "pthread"]);
+        assert_eq!(
+            tie.words(|c| c.0, &order),
+            "; fast within the 95% intervals too: a tie on this run, named in the order std, pthread"
+        );
+        let clear = [("fast", 10.0, 0.1), ("std", 11.0, 0.1)];
+        let tie = lowest_tie(&clear, figure, &order).unwrap();
+        assert_eq!(tie.chosen.0, "fast", "outside the intervals the best is named");
+        assert_eq!(tie.words(|c| c.0, &order), "");
+        assert!(lowest_tie(&[] as &[(&str, f64, f64)], figure, &order).is_none());
     }
 }
