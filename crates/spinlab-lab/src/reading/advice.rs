@@ -105,10 +105,13 @@ pub fn missing_reason(ctx: &Context<'_>, experiment: &str) -> String {
 mod tie_tests {
     use super::*;
 
+    fn figure<'a>(c: &'a (&'static str, f64, f64)) -> (&'a str, f64, f64) {
+        (c.0, c.1, c.2)
+    }
+
     #[test]
     fn a_tie_names_the_first_of_the_order_and_a_clear_win_the_best() {
         let order = ["std", "pthread"];
-        let figure = |c: &(&'static str, f64, f64)| (c.0, c.1, c.2);
         // 10 ± 1 is best; 10.8 ± 0.5 reaches it; 12 ± 0.5 does not.
         let tied = [("fast", 10.0, 1.0), ("pthread", 10.8, 0.5), ("slow", 12.0, 0.5)];
         let tie = lowest_tie(&tied, figure, &order).unwrap();
