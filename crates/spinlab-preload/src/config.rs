@@ -509,7 +509,7 @@ mod tests {
     fn rwlocks_must_prefer_readers_and_fit_and_the_writer_kind_gets_writer_preference() {
         let Rwlocks::Replaced { name, reader, writer } = rwlocks(None).ok().unwrap() else { panic!("the default") };
         assert_eq!(name, DEFAULT_RWLOCK);
-        let writer_entry = rwlock_info("rw-writer:spin-yield-park").ok().unwrap();
+        let writer_entry = rwlock_info("rw-writer:futex").ok().unwrap();
         assert!(core::ptr::eq(writer, writer_entry.ops.as_ref().unwrap()), "the writer kind: same policy");
         assert!(core::ptr::eq(reader, rwlock_info(DEFAULT_RWLOCK).ok().unwrap().ops.as_ref().unwrap()));
         assert_eq!(rwlocks(Some("default")).ok().unwrap().name(), DEFAULT_RWLOCK);
