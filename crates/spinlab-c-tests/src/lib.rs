@@ -229,10 +229,20 @@ mod tests {
             .expect("killed at the watchdog");
         let grandchild = hung.stdout.trim();
         assert!(grandchild.parse::<u32>().is_ok(), "{:?}", hung.stdout);
-        // Gone, or a zombie waiting for whoever adopted it to reap it.
-        let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
-        let running = state.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
-        assert!(matches!(running, None | Some("Z") | Some("X")), "the background child survived: {state}");
+        // Gone, or a zombie waiting for whoever adopted it to reap it. SIGKILL is delivered
+        // asynchronously, so a killed process may still show as running for a moment: give it
+        // up to 5 s (a survivor keeps sleeping, and fails).
+        let state_of = || std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        let dead = |state: &str| {
+            let running = state.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+            matches!(running, None | Some("Z") | Some("X"))
+        };
+        let started = std::time::Instant::now();
+        while !dead(&state_of()) && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let state = state_of();
+        assert!(dead(&state), "the background child survived: {state}");
         let ran = try_run(Path::new("/bin/sh"), &["-c", "echo fine"], &[], Duration::from_secs(60)).ok().unwrap();
         assert_eq!((ran.code(), ran.stdout.as_str()), (Some(0), "fine\n"));
     }
