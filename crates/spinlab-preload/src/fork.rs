@@ -60,6 +60,13 @@ pub(crate) fn me() -> usize {
     pointer
 }
 
+/// The forks this process descends from: a word stamped with an older count was left by a
+/// process this one was forked from (a `call_once` flag's running mark, say).
+#[inline]
+pub(crate) fn generation() -> u32 {
+    FORKS.load(Relaxed)
+}
+
 /// Makes `mutex`, a replaced mutex, sound for this process: rebuilt if a fork has happened
 /// since it was last made so (see the module documentation).
 ///

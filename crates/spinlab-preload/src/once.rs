@@ -33,10 +33,10 @@
 //! glibc's too.
 
 use crate::config::Mutexes;
+use crate::fork;
 use crate::state;
 use core::sync::atomic::{AtomicU32, Ordering::*};
 use spinlab::wait::{Futex, Wait};
-use std::sync::Once;
 
 /// Bit 0: an initialiser runs.
 const RUNNING: u32 = 1;
@@ -44,18 +44,10 @@ const RUNNING: u32 = 1;
 const SLEEPERS: u32 = 2;
 /// Finished. Not glibc's `DONE` (2), so that a test can tell whose `call_once` ran.
 const DONE: u32 = 4;
-/// Bits 3..32: the fork generation of the process whose thread runs the initialiser.
-const GENERATION_STEP: u32 = 8;
-const GENERATION: u32 = !(GENERATION_STEP - 1);
-
-/// This process's fork generation: a child moves it on, so words its parent's threads left
-/// `RUNNING` are seen as abandoned.
-static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
-
-/// [`FORK_GENERATION`]'s step, as a `pthread_atfork` child handler.
-extern "C" fn after_fork_in_child() {
-    FORK_GENERATION.fetch_add(GENERATION_STEP, Relaxed);
-}
+/// Bits 3..32: the fork generation (`fork::generation`) of the process whose thread runs the
+/// initialiser, so that a child sees words its parent's threads left `RUNNING` as abandoned.
+const GENERATION_SHIFT: u32 = 3;
+const GENERATION: u32 = !((1 << GENERATION_SHIFT) - 1);
 
 /// An initialiser, as `<threads.h>` declares it. "C-unwind": a thread that exits or is
 /// cancelled inside it unwinds through `call_once` (see the module's documentation).
@@ -90,18 +82,12 @@ pub unsafe extern "C-unwind" fn call_once(flag: *mut u32, initialiser: Initialis
 /// `initialiser` may be called.
 #[cold]
 unsafe fn run_or_wait(word: &AtomicU32, initialiser: Initialiser) {
-    static WATCHING_FORKS: Once = Once::new();
-    // Before any word can say RUNNING: a fork from now on moves the generation on.
-    WATCHING_FORKS.call_once(|| {
-        // SAFETY: registers a plain `extern "C"` function without arguments.
-        unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-    });
     loop {
         let seen = word.load(Acquire);
         if seen == DONE {
             return;
         }
-        let generation = FORK_GENERATION.load(Relaxed);
+        let generation = fork::generation().wrapping_shl(GENERATION_SHIFT);
         let runner_here = seen & RUNNING != 0 && seen & GENERATION == generation;
         if !runner_here {
             // New, or abandoned by a thread of the parent process: this thread runs it.

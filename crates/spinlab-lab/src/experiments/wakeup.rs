@@ -27,7 +27,7 @@ use crate::measure::clock::{fenced_interval, fenced_now, fenced_overhead, now};
 use crate::measure::partner::{with_partner, Announced};
 use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep, Summary};
-use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{lowest_tie, missing_reason, tie_words, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Point, Scale};
 use crate::reading::scorecard::{why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, rows_of, Context, Panel};
@@ -42,7 +42,7 @@ use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use spinlab::{CachePadded, Event};
 use std::hint::black_box;
 use std::time::Instant;
-use tradeoff::{long_computation, tradeoff, wakeups_apart, PolicyPoint, Tradeoff, WakeupPoint, Wakeups};
+use tradeoff::{long_computation, tradeoff, wakeups_apart, PolicyPoint, Tradeoff, Wakeups};
 
 /// The worker's matrix size, the computation's length (the option's bounds are [`MATRIX_N`]).
 pub const KEY_MATRIX_N: &str = "matrix_n";
@@ -754,9 +754,14 @@ fn kindest(ctx: &Context<'_>) -> Advice {
             duration_words(kind.wakeup_ns),
             worst.wait,
             worst.interference_pct,
-            tie_words(tied.iter().map(|p| p.wait.as_str()), &kind.wait, &KIND_ORDER)
+            tie_words(&others(tied.iter().map(|p| p.wait.as_str()), &kind.wait), &KIND_ORDER)
         ),
     }
+}
+
+/// The tied policies other than the one named.
+fn others<'a>(tied: impl Iterator<Item = &'a str>, chosen: &str) -> Vec<&'a str> {
+    tied.filter(|&w| w != chosen).collect()
 }
 
 /// Policies preferred, in order, when several tie for the least interference: those that give
@@ -765,20 +770,6 @@ const KIND_ORDER: [&str; 4] = ["futex", "spin-park", "spin-yield-park", "yield"]
 /// Policies preferred, in order, when several tie for the quickest wake-up: the gentlest
 /// spinning first (seed 000: `pause` leaves the most to a sibling).
 const QUICK_ORDER: [&str; 2] = ["pause", "spin"];
-
-/// `; a, b tie within the 95% intervals (the first of ORDER among them is named)`, or nothing
-/// when `chosen` stood alone.
-fn tie_words<'a>(tied: impl Iterator<Item = &'a str>, chosen: &str, order: &[&str]) -> String {
-    let others: Vec<&str> = tied.filter(|&w| w != chosen).collect();
-    if others.is_empty() {
-        return String::new();
-    }
-    format!(
-        "; {} within the 95% intervals too: a tie on this run, named in the order {}",
-        others.join(", "),
-        order.join(", ")
-    )
-}
 
 /// For waiters whose co-runners do not mind them: the quickest to wake, where the waiter has a
 /// CPU of its own (a spinner on its notifier's CPU holds the CPU the notifier needs).
@@ -793,12 +784,9 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             ),
         );
     };
-    let fastest = points.iter().min_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
-    let tied: Vec<&WakeupPoint> = points
-        .iter()
-        .filter(|p| p.wakeup_ns - p.wakeup_ci95_ns <= fastest.wakeup_ns + fastest.wakeup_ci95_ns)
-        .collect();
-    let quick = QUICK_ORDER.iter().find_map(|&w| tied.iter().copied().find(|p| p.wait == w)).unwrap_or(fastest);
+    let tie = lowest_tie(&points, |p| (p.wait.as_str(), p.wakeup_ns, p.wakeup_ci95_ns), &QUICK_ORDER)
+        .expect("two or more points");
+    let quick = tie.chosen;
     let slowest = points.iter().max_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
     Advice {
         situation: NOT_SENSITIVE.to_string(),
@@ -809,7 +797,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             duration_words(quick.wakeup_ns),
             slowest.wait,
             duration_words(slowest.wakeup_ns),
-            tie_words(tied.iter().map(|p| p.wait.as_str()), &quick.wait, &QUICK_ORDER)
+            tie.words(|p| p.wait.as_str(), &QUICK_ORDER)
         ),
     }
 }

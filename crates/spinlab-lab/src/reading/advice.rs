@@ -56,15 +56,21 @@ impl<T> Tie<'_, T> {
     /// nothing when the chosen candidate stood alone.
     pub fn words(&self, name: impl Fn(&T) -> &str, order: &[&str]) -> String {
         let others: Vec<&str> = self.tied.iter().filter(|c| !std::ptr::eq(**c, self.chosen)).map(|c| name(c)).collect();
-        if others.is_empty() {
-            return String::new();
-        }
-        format!(
-            "; {} within the 95% intervals too: a tie on this run, named in the order {}",
-            others.join(", "),
-            order.join(", ")
-        )
+        tie_words(&others, order)
     }
+}
+
+/// `; a, b within the 95% intervals too: a tie on this run, named in the order …` for the
+/// candidates that tied with the one a line names (`others`), or nothing when there are none.
+pub fn tie_words(others: &[&str], order: &[&str]) -> String {
+    if others.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; {} within the 95% intervals too: a tie on this run, named in the order {}",
+        others.join(", "),
+        order.join(", ")
+    )
 }
 
 /// What a recommendation line is about. The recommendation lists topics in this order,
