@@ -24,8 +24,18 @@ use std::path::Path;
 /// so two runs of one command differ in them; wakeup rows are named by their `computation`.)
 const NUMERIC_CONFIG: &[&str] = &["threads", "waiters", "light_units", "hold_ns"];
 /// String keys that describe an outcome, not a configuration.
-const NOT_CONFIG: &[&str] =
-    &["stop", "skipped", "origin", "alias", "unavailable", "cpus", "collapsed", "below_floor", "timed_out"];
+const NOT_CONFIG: &[&str] = &[
+    "stop",
+    "skipped",
+    "origin",
+    "alias",
+    "unavailable",
+    "cpus",
+    "line_transfer_cpus",
+    "collapsed",
+    "below_floor",
+    "timed_out",
+];
 
 /// A row's configuration: its naming keys and their values.
 fn identity(row: &Row) -> Vec<(String, String)> {
@@ -147,6 +157,7 @@ pub fn compare(a: &Results, b: &Results) -> Comparison {
 pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparison) -> String {
     let cpu = |r: &Results| r.machine.get("cpu_model").and_then(Value::as_str).unwrap_or("unknown CPU").to_string();
     let mut out = format!("A: {a_name} ({})\nB: {b_name} ({})\n", cpu(a), cpu(b));
+    out.push_str(&line_transfers(a, b));
     let mut experiments: Vec<&str> = Vec::new();
     for line in &c.lines {
         if !experiments.contains(&line.experiment.as_str()) {
@@ -194,6 +205,43 @@ pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparis
         c.only_a,
         c.only_b
     ));
+    out
+}
+
+/// Every one-way cache-line transfer time a document measured, in nanoseconds: the floor
+/// experiment's ping-pong rows and the contention experiment's checks before and after each
+/// configuration.
+fn transfer_ns(r: &Results) -> Vec<f64> {
+    let rows = r.runs.iter().flat_map(|run| run.rows.iter().filter(|row| !row.is_skipped()));
+    let mut ns: Vec<f64> = rows
+        .flat_map(|row| {
+            let ping_pong = (row.text("measure") == Some("ping-pong")).then(|| row.number("ns")).flatten();
+            [ping_pong, row.number("line_transfer_before_ns"), row.number("line_transfer_after_ns")]
+        })
+        .flatten()
+        .collect();
+    ns.sort_by(f64::total_cmp);
+    ns
+}
+
+/// A line on the machine under the two documents: the cache-line transfer each measured, and
+/// a warning when the ranges lie apart by more than a quarter. On a virtual machine the host
+/// can place the virtual CPUs closer or further apart from one day to the next, and which lock
+/// is fastest moves with the cost of moving its line.
+fn line_transfers(a: &Results, b: &Results) -> String {
+    let (ta, tb) = (transfer_ns(a), transfer_ns(b));
+    let (Some((&a_lo, &a_hi)), Some((&b_lo, &b_hi))) = (ta.first().zip(ta.last()), tb.first().zip(tb.last())) else {
+        return String::new();
+    };
+    let range = |lo: f64, hi: f64| if hi - lo < 0.5 { format!("{lo:.0} ns") } else { format!("{lo:.0}-{hi:.0} ns") };
+    let mut out = format!("one-way cache-line transfer: A {}, B {}\n", range(a_lo, a_hi), range(b_lo, b_hi));
+    if b_lo > 1.25 * a_hi || a_lo > 1.25 * b_hi {
+        out.push_str(
+            "note: the machine moved a cache line at a different cost in the two runs (a virtual machine whose \
+             host placed its CPUs differently?): figures that depend on it, contention throughput above all, \
+             compare two machines, not two runs of one\n",
+        );
+    }
     out
 }
 

@@ -419,6 +419,21 @@ fn run_contention_rows_carry_every_figure() {
         assert_eq!(row["lost_updates"], 0, "mutual exclusion: {row}");
         let jain = row["jain"].as_f64().unwrap();
         assert!(jain > 0.0 && jain <= 1.0 + 1e-9);
+        // CPU time cannot exceed the CPUs the threads were pinned to for as long as they ran,
+        // and every thread ran.
+        let busy = row["cpu_busy_pct"].as_f64().unwrap();
+        assert!(busy > 0.0 && busy <= 100.0 + 1e-9, "cpu_busy_pct {busy}: {row}");
+        let jain_cpu = row["jain_cpu_time"].as_f64().unwrap();
+        assert!(jain_cpu > 0.0 && jain_cpu <= 1.0 + 1e-9);
+        // A line transfer is measured exactly when the threads span two CPUs (a CPU list such
+        // as "0-1" or "0,2"; "0" is one CPU).
+        let spans_two = row["cpus"].as_str().unwrap().contains([',', '-']);
+        assert_eq!(row.get("line_transfer_before_ns").is_some(), spans_two, "{row}");
+        if spans_two {
+            for key in ["line_transfer_before_ns", "line_transfer_after_ns"] {
+                assert!(row[key].as_f64().unwrap() > 0.0, "{key}: {row}");
+            }
+        }
     }
     // The alias is resolved and recorded.
     let default = measured.iter().find(|r| r["lock"] == "mcs:spin-yield-park").expect("default lock measured");

@@ -96,3 +96,35 @@ fn a_report_compared_with_itself_matches_every_row_and_every_claim() {
     assert!(text.contains("scorecard (the seeds' claims"), "{text}");
     assert!(text.contains("002-linux-loop-smt") && text.contains("claims compared; 0 marked *"), "{text}");
 }
+
+#[test]
+fn a_machine_that_moved_its_lines_at_another_cost_is_named_before_the_figures() {
+    let with_transfers = |name: &str, before: f64, after: f64| {
+        let mut doc = load(&fixture(name)).unwrap();
+        let contention = doc.runs.iter_mut().find(|r| r.experiment == "contention").unwrap();
+        for row in &mut contention.rows {
+            row.set("line_transfer_cpus", "0,1");
+            row.set("line_transfer_before_ns", before);
+            row.set("line_transfer_after_ns", after);
+        }
+        doc
+    };
+    let render = |a: &spinlab_lab::results::Results, b: &spinlab_lab::results::Results| {
+        spinlab_lab::compare::render("a.json", "b.json", a, b, &compare(a, b))
+    };
+    // 39-71 ns one day, 207-220 ns another: the same guest, its CPUs placed apart by the host.
+    let near = with_transfers("compare_a.json", 39.0, 71.0);
+    let far = with_transfers("compare_b.json", 207.0, 220.0);
+    let text = render(&near, &far);
+    assert!(text.contains("one-way cache-line transfer: A 39-71 ns, B 207-220 ns"), "{text}");
+    assert!(text.contains("note: the machine moved a cache line at a different cost"), "{text}");
+    // The CPU pair is not a configuration: the rows still match.
+    assert_eq!(compare(&near, &far).lines.len(), 3);
+    // Within a quarter of each other: the figures are stated, with no warning.
+    let close = with_transfers("compare_b.json", 75.0, 80.0);
+    let text = render(&near, &close);
+    assert!(text.contains("A 39-71 ns, B 75-80 ns") && !text.contains("note: the machine"), "{text}");
+    // Documents that measured no transfer say nothing about it.
+    let plain = load(&fixture("compare_a.json")).unwrap();
+    assert!(!render(&plain, &plain).contains("cache-line transfer"));
+}

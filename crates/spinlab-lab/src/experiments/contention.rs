@@ -17,11 +17,11 @@
 
 use super::settings::{smoke_locks, Length, Step};
 use super::Threads;
-use super::{finish, Common, Experiment, Lab};
+use super::{finish, floor, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::topology::{format_cpu_list, Group, GroupBy, Placement, Topology};
-use crate::measure::clock::now;
+use crate::measure::clock::{now, thread_cpu_s};
 use crate::measure::histogram::Histogram;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::stats::{jain, mean, population_rsd_pct};
@@ -54,6 +54,19 @@ pub const UNCONTENDED_NS: &str = "uncontended_ns";
 pub const PER_THREAD: &str = "per_thread";
 /// Jain's fairness index of the per-thread acquisitions (1 is even).
 pub const JAIN: &str = "jain";
+/// How much of the CPUs the threads were pinned to they used: their CPU time over the run's
+/// length times those CPUs, in percent.
+pub const CPU_BUSY_PCT: &str = "cpu_busy_pct";
+/// Jain's index of the CPU time each thread got: how evenly the scheduler (and the lock's
+/// sleeping) shared the CPUs out.
+pub const JAIN_CPU_TIME: &str = "jain_cpu_time";
+/// The CPU pair of the line-transfer figures.
+pub const LINE_TRANSFER_CPUS: &str = "line_transfer_cpus";
+/// One-way time of a cache-line transfer between that pair (ping-pong, as `spinlab run floor`
+/// measures it) just before the locks ran, in nanoseconds.
+pub const LINE_TRANSFER_BEFORE_NS: &str = "line_transfer_before_ns";
+/// The same, just after the locks ran.
+pub const LINE_TRANSFER_AFTER_NS: &str = "line_transfer_after_ns";
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
 /// references.
@@ -111,6 +124,8 @@ const COLUMNS: &[Column] = &[
     col("throughput_vs_best_reference", "vs best ref"),
     col(JAIN, "jain"),
     col("rsd_pct", "rsd %"),
+    col(CPU_BUSY_PCT, "cpu busy %"),
+    col(JAIN_CPU_TIME, "jain cpu"),
     col("group_max_min_ratio", "group max/min"),
     col("mean_wait_ns", "mean wait ns"),
     col("p99_wait_ns", "p99 wait ns"),
@@ -130,7 +145,14 @@ struct RepResult {
     elapsed_s: f64,
     /// From the stop signal until every thread had finished its last acquisition and left.
     drain_s: f64,
+    /// From the opening of the start line until the last thread had left: every thread's CPU
+    /// time falls inside it.
+    ran_s: f64,
     per_thread: Vec<u64>,
+    /// CPU time each thread used, from the start line until it left.
+    per_thread_cpu_s: Vec<f64>,
+    /// Distinct CPUs the threads were pinned to.
+    cpus_used: usize,
     wait: Histogram,
     hold: Histogram,
     lost_updates: u64,
@@ -142,6 +164,8 @@ struct Totals {
     per_thread: Vec<u64>,
     jain: Vec<f64>,
     rsd_pct: Vec<f64>,
+    cpu_busy_pct: Vec<f64>,
+    jain_cpu_time: Vec<f64>,
     wait: Histogram,
     hold: Histogram,
     /// Each repetition's longest wait and longest hold, in ticks: the maxima over the whole run
@@ -175,6 +199,7 @@ struct ThreadTally {
     acquisitions: u64,
     /// 1 if its last acquisition ended after the stop (made, not counted), else 0.
     uncounted: u64,
+    cpu_s: f64,
     wait: Histogram,
     hold: Histogram,
 }
@@ -186,12 +211,18 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
     s.lines.reset();
     let worker = |i: usize| {
         pin_or_die(s.cpus[i]);
-        let mut tally =
-            ThreadTally { acquisitions: 0, uncounted: 0, wait: Histogram::default(), hold: Histogram::default() };
+        let mut tally = ThreadTally {
+            acquisitions: 0,
+            uncounted: 0,
+            cpu_s: 0.0,
+            wait: Histogram::default(),
+            hold: Histogram::default(),
+        };
         let mut seed = i as u64 + 1;
         if !line.arrive() {
             return None;
         }
+        let cpu_at_start = thread_cpu_s();
         while !stop.load(Relaxed) {
             let asked = now();
             lock.lock();
@@ -213,11 +244,14 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
             tally.acquisitions += 1;
             seed = spin(s.ncs_iterations, seed);
         }
+        tally.cpu_s = thread_cpu_s() - cpu_at_start;
         black_box(seed);
         Some(tally)
     };
-    let (elapsed_s, drain_s, tallies) = std::thread::scope(|scope| {
+    let (elapsed_s, drain_s, ran_s, tallies) = std::thread::scope(|scope| {
         let handles = spawn_team(scope, &line, threads, &worker)?;
+        // Before the threads can start their CPU clocks: no thread runs outside [opened, joined].
+        let opened = Instant::now();
         line.open();
         let started = Instant::now();
         std::thread::sleep(s.duration);
@@ -228,12 +262,15 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
             .into_iter()
             .map(|h| h.join().expect("a contention thread panicked").expect("the start line was opened"))
             .collect();
-        Ok::<_, LabError>((elapsed, stopped.elapsed().as_secs_f64(), tallies))
+        Ok::<_, LabError>((elapsed, stopped.elapsed().as_secs_f64(), opened.elapsed().as_secs_f64(), tallies))
     })?;
     let mut r = RepResult {
         elapsed_s,
         drain_s,
+        ran_s,
         per_thread: Vec::with_capacity(threads),
+        per_thread_cpu_s: Vec::with_capacity(threads),
+        cpus_used: distinct_cpus(s.cpus),
         wait: Histogram::default(),
         hold: Histogram::default(),
         lost_updates: 0,
@@ -241,6 +278,7 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
     let mut uncounted = 0;
     for tally in tallies {
         r.per_thread.push(tally.acquisitions);
+        r.per_thread_cpu_s.push(tally.cpu_s);
         uncounted += tally.uncounted;
         r.wait.merge(&tally.wait);
         r.hold.merge(&tally.hold);
@@ -334,6 +372,9 @@ impl Totals {
         let shares: Vec<f64> = r.per_thread.iter().map(|&c| c as f64).collect();
         self.jain.push(jain(&shares));
         self.rsd_pct.push(population_rsd_pct(&shares));
+        let available_s = r.ran_s * r.cpus_used as f64;
+        self.cpu_busy_pct.push(100.0 * r.per_thread_cpu_s.iter().sum::<f64>() / available_s);
+        self.jain_cpu_time.push(jain(&r.per_thread_cpu_s));
         self.wait.merge(&r.wait);
         self.hold.merge(&r.hold);
         if let (Some(wait), Some(hold)) = (r.wait.max(), r.hold.max()) {
@@ -508,6 +549,25 @@ fn add_counts(row: &mut Row, groups: &[Group], cpus: &[usize], t: &Totals) {
     row.set(JAIN, mean(&t.jain));
     row.set("jain_min", t.jain.iter().copied().fold(f64::INFINITY, f64::min));
     row.set("rsd_pct", mean(&t.rsd_pct));
+    row.set(CPU_BUSY_PCT, mean(&t.cpu_busy_pct));
+    row.set(JAIN_CPU_TIME, mean(&t.jain_cpu_time));
+}
+
+/// One-way time of a cache-line transfer between the first two different CPUs of `cpus` (one
+/// ping-pong repetition, as the floor experiment measures it), with the pair; `None` when the
+/// threads share one CPU.
+fn line_transfer_ns(cpus: &[usize], lab: &Lab) -> Result<Option<(String, f64)>, LabError> {
+    let Some(&b) = cpus.iter().find(|&&c| c != cpus[0]) else { return Ok(None) };
+    let ns = floor::one_way_ns(cpus[0], b, &lab.clock)?;
+    Ok(Some((format!("{},{b}", cpus[0]), ns)))
+}
+
+/// How many different CPUs are in `cpus`.
+fn distinct_cpus(cpus: &[usize]) -> usize {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    sorted.len()
 }
 
 /// Time inside `lock()` and time holding the lock, in nanoseconds.
@@ -581,6 +641,26 @@ impl Experiment for Contention {
                 parts.join("  ")
             ));
         }
+        let mut seen = Vec::new();
+        for row in run.rows.iter().filter(|r| !r.is_skipped()) {
+            let (Some(pair), Some(before), Some(after)) =
+                (row.text(LINE_TRANSFER_CPUS), row.number(LINE_TRANSFER_BEFORE_NS), row.number(LINE_TRANSFER_AFTER_NS))
+            else {
+                continue;
+            };
+            let at = (row.get(THREADS).map(|t| t.to_string()).unwrap_or_default(), row.text(PLACEMENT).unwrap_or("?"));
+            if seen.contains(&at) {
+                continue;
+            }
+            if seen.is_empty() {
+                out.push_str("one-way cache-line transfer (ping-pong), just before and just after the locks ran:\n");
+            }
+            out.push_str(&format!(
+                "  {:>4} threads, {}: CPUs {pair}: {before:.0} ns before, {after:.0} ns after\n",
+                at.0, at.1
+            ));
+            seen.push(at);
+        }
         out
     }
 
@@ -625,9 +705,22 @@ impl Experiment for Contention {
                     lines: &lines,
                     overhead_ticks: lab.clock.overhead_ticks,
                 };
+                // The cost of moving the lock's line between two of these CPUs, just before and
+                // just after the locks ran: on a virtual machine it changes when the host moves
+                // the virtual CPUs, and with it which lock is fastest.
+                let transfer_before = line_transfer_ns(&cpus, lab)?;
                 let measured = measure_contended(&available, &instances, &setting, &plan.rule, &progress)?;
+                let transfer_after = line_transfer_ns(&cpus, lab)?;
                 progress.inc();
-                rows.extend(self.rows(&plan, lab, &at, &cpus, &measured, &uncontended_ns));
+                let mut config_rows = self.rows(&plan, lab, &at, &cpus, &measured, &uncontended_ns);
+                if let (Some((pair, before)), Some((_, after))) = (transfer_before, transfer_after) {
+                    for row in config_rows.iter_mut().filter(|r| !r.is_skipped()) {
+                        row.set(LINE_TRANSFER_CPUS, pair.as_str());
+                        row.set(LINE_TRANSFER_BEFORE_NS, before);
+                        row.set(LINE_TRANSFER_AFTER_NS, after);
+                    }
+                }
+                rows.extend(config_rows);
             }
         }
         finish(&progress, run, rows, started)

@@ -422,6 +422,15 @@ pub(crate) fn ping_pong_batches(a: usize, b: usize, batches: u32) -> Result<Vec<
     Ok(with_partner(b, pong, ping)?.main)
 }
 
+/// One repetition of ping-pong between CPUs `a` and `b`: the one-way time of a line
+/// transfer, in nanoseconds (the median batch's round trip, halved).
+pub(crate) fn one_way_ns(a: usize, b: usize, clock: &Clock) -> Result<f64, LabError> {
+    let mut batches = ping_pong_batches(a, b, BATCHES)?;
+    batches.sort_unstable();
+    let median = batches[batches.len() / 2];
+    Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64) / (2.0 * BATCH as f64))
+}
+
 fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Vec<Row>, LabError> {
     let clock = lab.clock;
     let mut rows = Vec::new();
@@ -434,10 +443,7 @@ fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: 
         .collect();
     let series = interleave(flat.len(), rule, Some(progress), |i, _| {
         let (_, a, b) = flat[i];
-        let mut batches = ping_pong_batches(a, b, BATCHES)?;
-        batches.sort_unstable();
-        let median = batches[batches.len() / 2];
-        Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64) / (2.0 * BATCH as f64))
+        one_way_ns(a, b, &clock)
     })?;
     for PairsAt { placement: p, pairs } in pairs {
         match pairs {

@@ -24,7 +24,7 @@ use super::Waits;
 use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
-use crate::measure::clock::now;
+use crate::measure::clock::{now, thread_cpu_s};
 use crate::measure::memory::check_room;
 use crate::measure::partner::{with_partners, Announced};
 use crate::measure::pin::with_pinned;
@@ -231,15 +231,6 @@ fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Ve
     };
     // If a waiter cannot start, the ones that did leave once the word is released.
     Ok(with_partners(waiter_cpus, waiter, || release::<W>(&word), harness)?.partner)
-}
-
-/// CPU time the calling thread has used, in seconds (`CLOCK_THREAD_CPUTIME_ID`).
-fn thread_cpu_s() -> f64 {
-    // SAFETY: timespec is plain data; clock_gettime fills it.
-    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid clock id and a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 /// A policy as this experiment sees it.

@@ -119,3 +119,13 @@ pub fn fenced_interval(start: u64, end: u64) -> u64 {
         gap.saturating_sub(fenced_overhead())
     }
 }
+
+/// CPU time the calling thread has used, in seconds (`CLOCK_THREAD_CPUTIME_ID`): time it ran,
+/// not time it was runnable or asleep.
+pub fn thread_cpu_s() -> f64 {
+    // SAFETY: timespec is plain data; clock_gettime fills it.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid clock id and a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
