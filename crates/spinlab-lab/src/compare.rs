@@ -8,11 +8,13 @@
 //!
 //! The seeds' claims are checked against both documents, and the scorecard's figures and
 //! verdicts are set side by side the same way: a `*` where a figure moved beyond both
-//! intervals or the verdict changed.
+//! intervals or the verdicts contradict each other (an unsettled verdict contradicts none).
 
 use crate::error::LabError;
+use crate::reading::scorecard::Verdict;
 use crate::reading::Context;
 use crate::report::scorecard::findings;
+use crate::report::transfer::Transfers;
 use crate::results::format::number;
 pub use crate::results::load;
 use crate::results::{table, Results, Row};
@@ -208,34 +210,22 @@ pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparis
     out
 }
 
-/// Every one-way cache-line transfer time a document measured, in nanoseconds: the floor
-/// experiment's ping-pong rows and the contention experiment's checks before and after each
-/// configuration.
-fn transfer_ns(r: &Results) -> Vec<f64> {
-    let rows = r.runs.iter().flat_map(|run| run.rows.iter().filter(|row| !row.is_skipped()));
-    let mut ns: Vec<f64> = rows
-        .flat_map(|row| {
-            let ping_pong = (row.text("measure") == Some("ping-pong")).then(|| row.number("ns")).flatten();
-            [ping_pong, row.number("line_transfer_before_ns"), row.number("line_transfer_after_ns")]
-        })
-        .flatten()
-        .collect();
-    ns.sort_by(f64::total_cmp);
-    ns
-}
-
-/// A line on the machine under the two documents: the cache-line transfer each measured, and
-/// a warning when the ranges lie apart by more than a quarter. On a virtual machine the host
-/// can place the virtual CPUs closer or further apart from one day to the next, and which lock
-/// is fastest moves with the cost of moving its line.
+/// A line on the machine under the two documents: the cache-line transfer each measured, a
+/// note for a document whose machine changed under it, and a warning when the two ranges lie
+/// apart by more than a quarter. On a virtual machine the host can place the virtual CPUs
+/// closer or further apart from one day to the next, and which lock is fastest moves with the
+/// cost of moving its line.
 fn line_transfers(a: &Results, b: &Results) -> String {
-    let (ta, tb) = (transfer_ns(a), transfer_ns(b));
-    let (Some((&a_lo, &a_hi)), Some((&b_lo, &b_hi))) = (ta.first().zip(ta.last()), tb.first().zip(tb.last())) else {
+    let (Some(ta), Some(tb)) = (Transfers::of(a), Transfers::of(b)) else {
         return String::new();
     };
-    let range = |lo: f64, hi: f64| if hi - lo < 0.5 { format!("{lo:.0} ns") } else { format!("{lo:.0}-{hi:.0} ns") };
-    let mut out = format!("one-way cache-line transfer: A {}, B {}\n", range(a_lo, a_hi), range(b_lo, b_hi));
-    if b_lo > 1.25 * a_hi || a_lo > 1.25 * b_hi {
+    let mut out = format!("one-way cache-line transfer: A {}, B {}\n", ta.range(), tb.range());
+    for (name, t) in [("A", &ta), ("B", &tb)] {
+        if let Some(note) = t.moved() {
+            out.push_str(&format!("note: within {name} itself {note}\n"));
+        }
+    }
+    if tb.lo > 1.25 * ta.hi || ta.lo > 1.25 * tb.hi {
         out.push_str(
             "note: the machine moved a cache line at a different cost in the two runs (a virtual machine whose \
              host placed its CPUs differently?): figures that depend on it, contention throughput above all, \
@@ -262,7 +252,7 @@ fn scorecard(a: &Results, b: &Results) -> String {
                 (None, None) => false,
                 _ => true,
             };
-            let mark = moved || fa.verdict.name() != fb.verdict.name();
+            let mark = moved || contradict(&fa.verdict, &fb.verdict);
             marked += usize::from(mark);
             Row::new()
                 .with("claim", fa.claim.id)
@@ -289,10 +279,24 @@ fn scorecard(a: &Results, b: &Results) -> String {
         ],
     ));
     out.push_str(&format!(
-        "\n{} claims compared; {marked} marked * (a figure moved beyond both intervals, or the verdict changed).\n",
+        "\n{} claims compared; {marked} marked * (a figure moved beyond both intervals, or the verdicts contradict each other).\n",
         rows.len()
     ));
     out
+}
+
+/// Whether two verdicts on one claim cannot both be right: reproduced against differs, differs
+/// on opposite sides of the range, or one document could test the claim and the other could
+/// not. An unsettled verdict (its interval straddles an end of the range) contradicts no
+/// verdict its interval allows; whether the figures themselves moved is checked apart.
+fn contradict(a: &Verdict, b: &Verdict) -> bool {
+    let side = |v: &Verdict| v.why().split(':').next().unwrap_or("").to_string();
+    match (a, b) {
+        (Verdict::Unsettled(_), Verdict::Reproduced | Verdict::Differs(_) | Verdict::Unsettled(_))
+        | (Verdict::Reproduced | Verdict::Differs(_), Verdict::Unsettled(_)) => false,
+        (Verdict::Differs(_), Verdict::Differs(_)) => side(a) != side(b),
+        _ => a.name() != b.name(),
+    }
 }
 
 /// `spinlab compare`: prints the comparison.
@@ -301,4 +305,27 @@ pub fn run(a_path: &Path, b_path: &Path) -> Result<String, LabError> {
     let b = load(b_path)?;
     let c = compare(&a, &b);
     Ok(render(&a_path.display().to_string(), &b_path.display().to_string(), &a, &b, &c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_verdicts_that_cannot_both_hold_contradict() {
+        let below = Verdict::Differs("below: the claim's range is 1 to 2; why".into());
+        let above = Verdict::Differs("above: the claim's range is 1 to 2; why".into());
+        let unsettled = Verdict::Unsettled("the 95% interval overlaps an end of the range".into());
+        let cannot = Verdict::CannotTest("no SMT".into());
+        assert!(contradict(&Verdict::Reproduced, &below));
+        assert!(contradict(&above, &Verdict::Reproduced));
+        assert!(contradict(&below, &above));
+        assert!(contradict(&cannot, &Verdict::Reproduced));
+        assert!(contradict(&unsettled, &cannot));
+        assert!(!contradict(&below, &below.clone()));
+        assert!(!contradict(&Verdict::Reproduced, &Verdict::Reproduced));
+        for settled in [&Verdict::Reproduced, &below, &above, &unsettled] {
+            assert!(!contradict(&unsettled, settled) && !contradict(settled, &unsettled));
+        }
+    }
 }

@@ -42,6 +42,7 @@ figcaption { color: #333; font-size: 14px; margin: 4px 0 18px 0; }
 .grid .panel { flex: 0 1 auto; max-width: 100%; }
 .note { color: #7a4b00; background: #fff7e6; border-left: 3px solid #e0a000; padding: 4px 8px; font-size: 14px; margin: 4px 0; }
 .missing { color: #777; font-style: italic; }
+.warn { background: #fff4e0; border-left: 4px solid #e0a030; padding: 6px 10px; }
 nav a { margin-right: 12px; }
 .scale { display: inline-block; width: 160px; height: 12px; vertical-align: middle;
   background: linear-gradient(to right, #2166ac, #ffffff, #b2182b); border: 1px solid #ccc; }
@@ -76,6 +77,15 @@ pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
         out.push_str(&format!("<a href=\"#exp-{0}\">{0}</a>", escape(&f.experiment)));
     }
     out.push_str("</nav>\n");
+    if let Some(t) = super::transfer::Transfers::of(results) {
+        let class = if t.moved().is_some() { " class=\"warn\"" } else { "" };
+        let note = t.moved().map_or(String::new(), |n| format!(": {n}"));
+        out.push_str(&format!(
+            "<p{class}>One-way cache-line transfer between two CPUs during this run: {}{}.</p>\n",
+            escape(&t.range()),
+            escape(&note)
+        ));
+    }
 
     out.push_str(&scorecard::html(card));
 

@@ -15,6 +15,7 @@ pub mod html;
 pub mod recommend;
 pub mod scorecard;
 pub mod settings;
+pub mod transfer;
 
 use crate::error::LabError;
 use crate::experiments::settings::{Length, Step};
@@ -181,6 +182,12 @@ pub fn summary(results: &Results, advice: &[recommend::Advice], card: &Scorecard
     }
     let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
     out.push_str(&format!("  {:<13} {:>6.1} s\n", "total", total));
+    if let Some(t) = transfer::Transfers::of(results) {
+        out.push_str(&format!("  one-way cache-line transfer: {}\n", t.range()));
+        if let Some(note) = t.moved() {
+            out.push_str(&format!("  note: {note}\n"));
+        }
+    }
     out.push_str(&scorecard::terminal(card));
     out.push_str("\nrecommendation (from this run's numbers):\n");
     for a in advice {

@@ -1,0 +1,121 @@
+//! The cost of moving a cache line between two CPUs, as every experiment of a document that
+//! measures it saw it: whether the machine held still under the run.
+//!
+//! On a virtual machine the host may move the virtual CPUs to nearer or further cores while a
+//! run goes on. This project's 2-CPU guest moved a line one way in 27-33 ns, 54-60 ns or
+//! 207-249 ns at different times, sometimes within one report. Hand-off times, spin wake-ups
+//! and contention throughput follow that cost, so figures taken on either side of such a move
+//! disagree with one another, and neither is wrong.
+
+use crate::experiments::handoff;
+use crate::results::Results;
+
+/// A document's one-way line-transfer figures, in nanoseconds.
+pub struct Transfers {
+    /// The smallest.
+    pub lo: f64,
+    /// The largest.
+    pub hi: f64,
+}
+
+/// How far apart the smallest and largest transfer may lie before the machine is said to have
+/// changed under the run. The floor's ping-pong repeats to within a few percent while the
+/// machine holds still.
+const MOVED_FACTOR: f64 = 1.5;
+
+impl Transfers {
+    /// The floor experiment's ping-pong rows, the hand-off experiment's bare-line floor, and
+    /// the contention experiment's checks before and after each configuration; `None` when
+    /// the document has none of them.
+    pub fn of(results: &Results) -> Option<Transfers> {
+        let rows = results.runs.iter().flat_map(|run| run.rows.iter().filter(|row| !row.is_skipped()));
+        let ns: Vec<f64> = rows
+            .flat_map(|row| {
+                let ping_pong = (row.text("measure") == Some("ping-pong")).then(|| row.number("ns")).flatten();
+                let bare_line =
+                    (row.text("lock") == Some(handoff::FLOOR_LOCK)).then(|| row.number("handoff_ns")).flatten();
+                [ping_pong, bare_line, row.number("line_transfer_before_ns"), row.number("line_transfer_after_ns")]
+            })
+            .flatten()
+            .filter(|ns| ns.is_finite() && *ns > 0.0)
+            .collect();
+        let lo = ns.iter().copied().reduce(f64::min)?;
+        let hi = ns.iter().copied().reduce(f64::max)?;
+        Some(Transfers { lo, hi })
+    }
+
+    /// `"30 ns"` or `"30-60 ns"`.
+    pub fn range(&self) -> String {
+        if self.hi - self.lo < 0.5 {
+            format!("{:.0} ns", self.lo)
+        } else {
+            format!("{:.0}-{:.0} ns", self.lo, self.hi)
+        }
+    }
+
+    /// When the largest transfer is more than [`MOVED_FACTOR`] times the smallest, what that
+    /// means for the document's figures, in words.
+    pub fn moved(&self) -> Option<String> {
+        (self.hi > MOVED_FACTOR * self.lo).then(|| {
+            format!(
+                "a line moved in {:.0} ns at one time and {:.0} ns at another: the machine changed under the run (a \
+                 virtual machine whose host moved its CPUs?), and figures that follow the transfer (hand-off, spin \
+                 wake-ups, contention throughput) disagree with one another for that reason",
+                self.lo, self.hi
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{Row, Run};
+    use serde_json::json;
+
+    fn document(rows: Vec<(&str, Row)>) -> Results {
+        let mut results = Results::new(&json!({"allowed_cpus": "0-1"}));
+        for (experiment, row) in rows {
+            let mut run = Run::new(experiment);
+            run.rows.push(row);
+            results.runs.push(run);
+        }
+        results
+    }
+
+    fn ping_pong(ns: f64) -> (&'static str, Row) {
+        ("floor", Row::new().with("measure", "ping-pong").with("placement", "core").with("ns", ns))
+    }
+
+    #[test]
+    fn every_experiment_that_moves_a_bare_line_counts_and_nothing_else_does() {
+        let doc = document(vec![
+            ping_pong(30.0),
+            ("handoff", Row::new().with("lock", handoff::FLOOR_LOCK).with("handoff_ns", 245.0)),
+            // A lock's hand-off is not a bare line, nor is a skipped ping-pong row.
+            ("handoff", Row::new().with("lock", "ttas:spin").with("handoff_ns", 900.0)),
+            ("floor", Row::new().with("measure", "ping-pong").with("placement", "smt").skipped("no SMT")),
+            (
+                "contention",
+                Row::new()
+                    .with("lock", "std")
+                    .with("line_transfer_before_ns", 55.0)
+                    .with("line_transfer_after_ns", 28.0),
+            ),
+        ]);
+        let t = Transfers::of(&doc).unwrap();
+        assert_eq!((t.lo, t.hi), (28.0, 245.0));
+        assert_eq!(t.range(), "28-245 ns");
+        let note = t.moved().unwrap();
+        assert!(note.contains("28 ns at one time and 245 ns at another"), "{note}");
+    }
+
+    #[test]
+    fn a_machine_that_held_still_gets_its_range_and_no_note() {
+        let t = Transfers::of(&document(vec![ping_pong(30.0), ping_pong(44.0)])).unwrap();
+        assert_eq!(t.range(), "30-44 ns");
+        assert!(t.moved().is_none(), "44 is within 1.5 times 30");
+        assert_eq!(Transfers::of(&document(vec![ping_pong(30.2)])).unwrap().range(), "30 ns");
+        assert!(Transfers::of(&document(vec![])).is_none());
+    }
+}
