@@ -1212,7 +1212,9 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     };
     // Locks whose interval reaches the fastest's are a tie on this run; among them the choice
     // follows a fixed order, so that reruns that differ only by noise name the same lock:
-    // spinlab's default, then the reference locks people already use, then the fastest.
+    // spinlab's default, then the reference locks people already use, then the fastest lock
+    // with a fairness guarantee (its `bound` is not "none": equal speed, and no starvation),
+    // then the fastest.
     let fastest_t = fastest.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
     let tied: Vec<&Row> = at
         .iter()
@@ -1220,7 +1222,12 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
         .filter(|r| fastest_t - ci(fastest) <= r.number(THROUGHPUT_OPS_S).unwrap_or(0.0) + ci(r))
         .collect();
     let named = |name: &str| tied.iter().copied().find(|r| r.text(LOCK) == Some(name));
-    let best = std::iter::once(select::DEFAULT_LOCK).chain(PREFERRED_REFERENCES).find_map(named).unwrap_or(fastest);
+    let guaranteed = || tied.iter().copied().find(|r| r.text("bound").is_some_and(|b| b != "none"));
+    let best = std::iter::once(select::DEFAULT_LOCK)
+        .chain(PREFERRED_REFERENCES)
+        .find_map(named)
+        .or_else(guaranteed)
+        .unwrap_or(fastest);
     let name = best.text(LOCK).unwrap_or("?");
     let t = best.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
     let mut why = format!("{} acquisitions/s at {n} threads", number(t));
@@ -1250,7 +1257,10 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
         let rule = if std::ptr::eq(best, fastest) {
             String::new()
         } else {
-            format!(", and {name} comes first among tied locks (spinlab's default, then std, parking_lot, pthread)")
+            format!(
+                ", and {name} comes first among tied locks (spinlab's default, then std, parking_lot, pthread, then \
+                 the fastest with a fairness guarantee)"
+            )
         };
         why.push_str(&format!("; {} within the 95% intervals: a tie on this run{rule}", others.join(", ")));
     }

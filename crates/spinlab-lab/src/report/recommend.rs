@@ -56,6 +56,20 @@ mod tests {
         assert!(tie.why.contains("comes first among tied locks"), "{}", tie.why);
         let reference = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("parking_lot", "reference", 2, 8.95e6)]);
         assert_eq!(reference.choice, "parking_lot", "{}", reference.why);
+        // Neither the default nor a reference in the tie: the lock with a fairness guarantee,
+        // whichever of the two was faster on this run.
+        for (ttas, ticket) in [(9.0e6, 8.95e6), (8.95e6, 9.0e6)] {
+            let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+            let mut run =
+                contention_run(100, &[("ttas:spin", "spinlab", 2, ttas), ("ticket:spin", "spinlab", 2, ticket)]);
+            for (row, bound) in run.rows.iter_mut().zip(["none", "FIFO"]) {
+                row.set("bound", bound);
+            }
+            results.runs.push(run);
+            let fair = recommend(&Context::new(&results)).remove(0);
+            assert_eq!(fair.choice, "ticket:spin", "{}", fair.why);
+            assert!(fair.why.contains("a tie on this run"), "{}", fair.why);
+        }
         let clear = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("mcs:spin-yield-park", "spinlab", 2, 7.0e6)]);
         assert_eq!(clear.choice, "ttas:spin", "outside the intervals the fastest is named: {}", clear.why);
         assert!(!clear.why.contains("tie"), "{}", clear.why);
