@@ -29,7 +29,7 @@ use crate::lockbox::LockBox;
 use crate::machine::Placement;
 use crate::measure::clock::{fenced_now, fenced_overhead};
 use crate::measure::partner::with_partner;
-use crate::measure::pin::pin_or_die;
+use crate::measure::pin::with_pinned;
 use crate::measure::work::spin;
 use crate::measure::{interleave, Clock, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
@@ -274,14 +274,9 @@ fn handoff_rep<P: Pass>(
     };
     // The other party is started before this thread takes the lock: a refusal leaves nothing
     // held or waiting.
-    let sides = with_partner(
-        b,
-        || party(1),
-        || {
-            pin_or_die(a);
-            party(0)
-        },
-    )?;
+    // The calling thread is pinned to `a` for its side only: it is the report's own thread,
+    // and every later experiment (and every thread it starts) would inherit the pinning.
+    let sides = with_partner(b, || party(1), || with_pinned(a, || party(0)))?;
     Ok(Directions { a_to_b: sides.partner, b_to_a: sides.main })
 }
 
