@@ -88,6 +88,16 @@ fn report_on_tiny_settings_writes_the_three_files_with_one_figure_per_experiment
         );
     }
     assert!(html.contains("id=\"recommendation\"") && html.contains("id=\"machine\""));
+    // The cost of moving a line, taken around every run (two usable CPUs or more), and its
+    // range at the top of the page.
+    if doc["machine"]["allowed_cpus"].as_str().is_some_and(|c| c.contains([',', '-'])) {
+        for run in doc["runs"].as_array().unwrap() {
+            for key in ["line_transfer_before_ns", "line_transfer_after_ns"] {
+                assert!(run["params"][key].as_f64().is_some_and(|ns| ns > 0.0), "{}: {key}", run["experiment"]);
+            }
+        }
+        assert!(html.contains("One-way cache-line transfer between two CPUs during this run"));
+    }
     // (`xmlns="http://www.w3.org/2000/svg"` names a namespace; nothing is fetched from it.)
     for link in ["src=\"http", "href=\"http", "url(http", "@import"] {
         assert!(!html.contains(link), "the page must not load anything from the network: {link}");

@@ -222,6 +222,9 @@ pub struct Finding {
     pub verdict: Verdict,
     /// Set when a run behind the figure ran under load (the run's `under_load` words).
     pub under_load: Option<String>,
+    /// Set when the machine moved a cache line at a different cost before and after a run
+    /// behind the figure (`spinlab report` measures it around every run).
+    pub machine_moved: Option<String>,
 }
 
 impl Finding {
@@ -235,6 +238,7 @@ impl Finding {
             rows: rows.to_string(),
             verdict,
             under_load: None,
+            machine_moved: None,
         }
     }
 
@@ -257,6 +261,7 @@ impl Finding {
             detail: measured.detail,
             rows: measured.rows,
             under_load: load_of(ctx, experiment),
+            machine_moved: ctx.runs_of(experiment).iter().find_map(|r| r.machine_moved()),
         }
     }
 
@@ -290,6 +295,7 @@ impl Finding {
             why: self.verdict.why().to_string(),
             rows: self.rows.clone(),
             under_load: self.under_load.clone(),
+            machine_moved: self.machine_moved.clone(),
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::experiments::{self, check_options, Lab};
 use crate::measure::load::Meter;
 use crate::measure::pin::allowed_cpus;
 use crate::results::output::Outputs;
-use crate::results::{Results, Row, Run};
+use crate::results::{Results, Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use clap::Args;
 use scorecard::Scorecard;
 use std::path::{Path, PathBuf};
@@ -138,6 +138,7 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
         }
         check_options(step.experiment.as_ref(), &step.common)?;
         let meter = Meter::start(&allowed_cpus());
+        let transfer_before = line_transfer_ns(&lab);
         let step_started = Instant::now();
         let mut runs = match step.experiment.run(&lab, &step.common) {
             Ok(runs) => runs,
@@ -151,13 +152,27 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
             }
         };
         let load = meter.finish();
+        let transfer_after = line_transfer_ns(&lab);
         for run in runs.iter_mut() {
             run.stamp_load(&load);
+            if let (Some(before), Some(after)) = (transfer_before, transfer_after) {
+                run.param(TRANSFER_BEFORE_NS, before).param(TRANSFER_AFTER_NS, after);
+            }
             run.param("report_length", length.name());
         }
         results.runs.extend(runs);
     }
     Ok(results)
+}
+
+/// One repetition of the floor's ping-pong between the first two usable CPUs (a few
+/// milliseconds): the cost of moving a line, taken around every run so that a machine that
+/// changed under one is seen. `None` with one usable CPU, or when the two threads could not
+/// start (the run's own figures stand either way).
+fn line_transfer_ns(lab: &Lab) -> Option<f64> {
+    let cpus = allowed_cpus();
+    let (&a, &b) = (cpus.first()?, cpus.get(1)?);
+    experiments::floor::one_way_ns(a, b, &lab.clock).ok()
 }
 
 /// The terminal summary: a line per run, the scorecard, then the recommendation.

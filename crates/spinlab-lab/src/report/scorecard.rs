@@ -87,7 +87,10 @@ fn label(path: &Path, results: &Results) -> String {
 
 fn verdict_text(f: &Finding) -> String {
     let why = f.verdict.why();
-    let load = f.under_load.as_ref().map_or(String::new(), |w| format!(" [under load: {w}]"));
+    let mut load = f.under_load.as_ref().map_or(String::new(), |w| format!(" [under load: {w}]"));
+    if let Some(w) = &f.machine_moved {
+        load.push_str(&format!(" [the machine changed under the run: {w}]"));
+    }
     if why.is_empty() {
         format!("{}{load}", f.verdict.name())
     } else {
@@ -102,7 +105,12 @@ pub fn terminal(card: &Scorecard) -> String {
     let rows: Vec<Row> = findings
         .iter()
         .map(|f| {
-            let load = if f.under_load.is_some() { " (under load)" } else { "" };
+            let load = match (&f.under_load, &f.machine_moved) {
+                (Some(_), Some(_)) => " (under load, machine moved)",
+                (Some(_), None) => " (under load)",
+                (None, Some(_)) => " (machine moved)",
+                (None, None) => "",
+            };
             let mut row = Row::new()
                 .with("claim", f.claim.id)
                 .with("here", f.value_text())
@@ -312,6 +320,29 @@ mod tests {
         assert_eq!((wait_vs_hold.value, wait_vs_hold.ci95), (3.0, 0.5), "the repetitions' ratio, with its interval");
         let node = finding(&all, "003-spinlock-favours-node");
         assert_eq!(node.verdict.name(), "cannot test here", "threads were not grouped by node");
+    }
+
+    #[test]
+    fn a_claim_whose_run_saw_the_machine_change_says_so_and_one_whose_run_did_not_does_not() {
+        let run = |before: f64, after: f64| {
+            let mut run = Run::new("interference");
+            run.param("line_transfer_before_ns", before).param("line_transfer_after_ns", after);
+            run.rows = vec![slowdown("spin", "add", "single", "core", 0.5, 1.0)];
+            run
+        };
+        let claim = "000-linux-loop-other-core";
+        let moved = document(vec![run(54.0, 205.0)]);
+        let card = Scorecard::new(&Context::new(&moved), Vec::new());
+        let f = finding(&card.findings, claim);
+        let words = f.machine_moved.as_deref().unwrap();
+        assert!(words.contains("54 ns") && words.contains("205 ns"), "{words}");
+        assert!(terminal(&card).contains("reproduced (machine moved)"));
+        assert!(html(&card).contains("the machine changed under the run"));
+        assert_eq!(card.lines().iter().find(|l| l.id == claim).unwrap().machine_moved.as_deref(), Some(words));
+        // Within 1.5 times: the machine held still; claims of other runs are not marked.
+        let still = document(vec![run(54.0, 60.0)]);
+        assert!(Scorecard::new(&Context::new(&still), Vec::new()).findings.iter().all(|f| f.machine_moved.is_none()));
+        assert!(finding(&card.findings, "001-tcall-pthreads-vs-spin").machine_moved.is_none());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! disagree with one another, and neither is wrong.
 
 use crate::experiments::handoff;
-use crate::results::Results;
+use crate::results::{Results, MOVED_FACTOR};
 
 /// A document's one-way line-transfer figures, in nanoseconds.
 pub struct Transfers {
@@ -18,16 +18,12 @@ pub struct Transfers {
     pub hi: f64,
 }
 
-/// How far apart the smallest and largest transfer may lie before the machine is said to have
-/// changed under the run. The floor's ping-pong repeats to within a few percent while the
-/// machine holds still.
-const MOVED_FACTOR: f64 = 1.5;
-
 impl Transfers {
-    /// The floor experiment's ping-pong rows, the hand-off experiment's bare-line floor, and
-    /// the contention experiment's checks before and after each configuration; `None` when
-    /// the document has none of them.
+    /// The report's checks before and after each run, the floor experiment's ping-pong rows,
+    /// the hand-off experiment's bare-line floor, and the contention experiment's checks before
+    /// and after each configuration; `None` when the document has none of them.
     pub fn of(results: &Results) -> Option<Transfers> {
+        let around_runs = results.runs.iter().flat_map(|run| run.transfers()).flatten();
         let rows = results.runs.iter().flat_map(|run| run.rows.iter().filter(|row| !row.is_skipped()));
         let ns: Vec<f64> = rows
             .flat_map(|row| {
@@ -37,6 +33,7 @@ impl Transfers {
                 [ping_pong, bare_line, row.number("line_transfer_before_ns"), row.number("line_transfer_after_ns")]
             })
             .flatten()
+            .chain(around_runs)
             .filter(|ns| ns.is_finite() && *ns > 0.0)
             .collect();
         let lo = ns.iter().copied().reduce(f64::min)?;

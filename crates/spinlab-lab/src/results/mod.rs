@@ -25,6 +25,14 @@ use serde_json::{Map, Value};
 /// The run parameter that says, in words, that other work took a share of the CPUs while the
 /// run measured.
 pub const UNDER_LOAD: &str = "under_load";
+/// A run parameter (`spinlab report` only): the one-way cache-line transfer between two CPUs
+/// just before the run, in nanoseconds.
+pub const TRANSFER_BEFORE_NS: &str = "line_transfer_before_ns";
+/// The same, just after the run.
+pub const TRANSFER_AFTER_NS: &str = "line_transfer_after_ns";
+/// How far apart two line transfers may lie before the machine is said to have changed: the
+/// floor's ping-pong repeats to within a few percent while the machine holds still.
+pub const MOVED_FACTOR: f64 = 1.5;
 
 /// The schema name every document carries.
 pub const SCHEMA: &str = "spinlab.results/1";
@@ -95,6 +103,10 @@ pub struct ScorecardLine {
     /// The words of `under_load` of a run behind the figure, when one ran under load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<String>,
+    /// When the machine moved a cache line at a different cost before and after a run behind
+    /// the figure: the two costs, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_moved: Option<String>,
 }
 
 /// One experiment's results.
@@ -133,6 +145,20 @@ impl Run {
     /// Why this run's figures may not hold (`under_load`), if they may not.
     pub fn under_load(&self) -> Option<&str> {
         self.params.get(UNDER_LOAD).and_then(|v| v.as_str())
+    }
+
+    /// The line transfers measured just before and just after the run (`spinlab report`).
+    pub fn transfers(&self) -> [Option<f64>; 2] {
+        [TRANSFER_BEFORE_NS, TRANSFER_AFTER_NS].map(|k| self.params.get(k).and_then(Value::as_f64))
+    }
+
+    /// When the line transfer before and after the run lie more than [`MOVED_FACTOR`] apart:
+    /// the machine changed under the run, in words.
+    pub fn machine_moved(&self) -> Option<String> {
+        let [Some(before), Some(after)] = self.transfers() else { return None };
+        (before.max(after) > MOVED_FACTOR * before.min(after)).then(|| {
+            format!("a cache line took {before:.0} ns to move between two CPUs just before this run and {after:.0} ns just after it")
+        })
     }
 
     /// Adds a parameter.
