@@ -290,11 +290,10 @@ fn scorecard(a: &Results, b: &Results) -> String {
 /// not. An unsettled verdict (its interval straddles an end of the range) contradicts no
 /// verdict its interval allows; whether the figures themselves moved is checked apart.
 fn contradict(a: &Verdict, b: &Verdict) -> bool {
-    let side = |v: &Verdict| v.why().split(':').next().unwrap_or("").to_string();
     match (a, b) {
-        (Verdict::Unsettled(_), Verdict::Reproduced | Verdict::Differs(_) | Verdict::Unsettled(_))
-        | (Verdict::Reproduced | Verdict::Differs(_), Verdict::Unsettled(_)) => false,
-        (Verdict::Differs(_), Verdict::Differs(_)) => side(a) != side(b),
+        (Verdict::Unsettled(_), Verdict::Reproduced | Verdict::Differs(..) | Verdict::Unsettled(_))
+        | (Verdict::Reproduced | Verdict::Differs(..), Verdict::Unsettled(_)) => false,
+        (Verdict::Differs(side_a, _), Verdict::Differs(side_b, _)) => side_a != side_b,
         _ => a.name() != b.name(),
     }
 }
@@ -310,11 +309,12 @@ pub fn run(a_path: &Path, b_path: &Path) -> Result<String, LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reading::scorecard::Side;
 
     #[test]
     fn only_verdicts_that_cannot_both_hold_contradict() {
-        let below = Verdict::Differs("below: the claim's range is 1 to 2; why".into());
-        let above = Verdict::Differs("above: the claim's range is 1 to 2; why".into());
+        let below = Verdict::Differs(Side::Below, "below: the claim's range is 1 to 2; why".into());
+        let above = Verdict::Differs(Side::Above, "above: the claim's range is 1 to 2; why".into());
         let unsettled = Verdict::Unsettled("the 95% interval overlaps an end of the range".into());
         let cannot = Verdict::CannotTest("no SMT".into());
         assert!(contradict(&Verdict::Reproduced, &below));

@@ -35,7 +35,7 @@ use crate::reading::{distinct, measured, value_string, Context, Panel};
 use crate::results::format::{duration_words, number};
 use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, THREADS};
 use crate::results::table::{col, Column};
-use crate::results::{Row, Run};
+use crate::results::{Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
 use clap::Args;
 use serde_json::json;
@@ -60,13 +60,9 @@ pub const CPU_BUSY_PCT: &str = "cpu_busy_pct";
 /// Jain's index of the CPU time each thread got: how evenly the scheduler (and the lock's
 /// sleeping) shared the CPUs out.
 pub const JAIN_CPU_TIME: &str = "jain_cpu_time";
-/// The CPU pair of the line-transfer figures.
+/// The CPU pair of the line-transfer figures ([`TRANSFER_BEFORE_NS`], [`TRANSFER_AFTER_NS`]:
+/// ping-pong between them just before and just after the locks ran at the configuration).
 pub const LINE_TRANSFER_CPUS: &str = "line_transfer_cpus";
-/// One-way time of a cache-line transfer between that pair (ping-pong, as `spinlab run floor`
-/// measures it) just before the locks ran, in nanoseconds.
-pub const LINE_TRANSFER_BEFORE_NS: &str = "line_transfer_before_ns";
-/// The same, just after the locks ran.
-pub const LINE_TRANSFER_AFTER_NS: &str = "line_transfer_after_ns";
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
 /// references.
@@ -553,15 +549,6 @@ fn add_counts(row: &mut Row, groups: &[Group], cpus: &[usize], t: &Totals) {
     row.set(JAIN_CPU_TIME, mean(&t.jain_cpu_time));
 }
 
-/// One-way time of a cache-line transfer between the first two different CPUs of `cpus` (one
-/// ping-pong repetition, as the floor experiment measures it), with the pair; `None` when the
-/// threads share one CPU.
-fn line_transfer_ns(cpus: &[usize], lab: &Lab) -> Result<Option<(String, f64)>, LabError> {
-    let Some(&b) = cpus.iter().find(|&&c| c != cpus[0]) else { return Ok(None) };
-    let ns = floor::one_way_ns(cpus[0], b, &lab.clock)?;
-    Ok(Some((format!("{},{b}", cpus[0]), ns)))
-}
-
 /// How many different CPUs are in `cpus`.
 fn distinct_cpus(cpus: &[usize]) -> usize {
     let mut sorted = cpus.to_vec();
@@ -644,7 +631,7 @@ impl Experiment for Contention {
         let mut seen = Vec::new();
         for row in run.rows.iter().filter(|r| !r.is_skipped()) {
             let (Some(pair), Some(before), Some(after)) =
-                (row.text(LINE_TRANSFER_CPUS), row.number(LINE_TRANSFER_BEFORE_NS), row.number(LINE_TRANSFER_AFTER_NS))
+                (row.text(LINE_TRANSFER_CPUS), row.number(TRANSFER_BEFORE_NS), row.number(TRANSFER_AFTER_NS))
             else {
                 continue;
             };
@@ -708,16 +695,16 @@ impl Experiment for Contention {
                 // The cost of moving the lock's line between two of these CPUs, just before and
                 // just after the locks ran: on a virtual machine it changes when the host moves
                 // the virtual CPUs, and with it which lock is fastest.
-                let transfer_before = line_transfer_ns(&cpus, lab)?;
+                let transfer_before = floor::first_pair_transfer(&cpus, &lab.clock)?;
                 let measured = measure_contended(&available, &instances, &setting, &plan.rule, &progress)?;
-                let transfer_after = line_transfer_ns(&cpus, lab)?;
+                let transfer_after = floor::first_pair_transfer(&cpus, &lab.clock)?;
                 progress.inc();
                 let mut config_rows = self.rows(&plan, lab, &at, &cpus, &measured, &uncontended_ns);
-                if let (Some((pair, before)), Some((_, after))) = (transfer_before, transfer_after) {
+                if let (Some(before), Some(after)) = (transfer_before, transfer_after) {
                     for row in config_rows.iter_mut().filter(|r| !r.is_skipped()) {
-                        row.set(LINE_TRANSFER_CPUS, pair.as_str());
-                        row.set(LINE_TRANSFER_BEFORE_NS, before);
-                        row.set(LINE_TRANSFER_AFTER_NS, after);
+                        row.set(LINE_TRANSFER_CPUS, format!("{},{}", before.a, before.b));
+                        row.set(TRANSFER_BEFORE_NS, before.ns);
+                        row.set(TRANSFER_AFTER_NS, after.ns);
                     }
                 }
                 rows.extend(config_rows);

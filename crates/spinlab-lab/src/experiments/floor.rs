@@ -431,6 +431,24 @@ pub(crate) fn one_way_ns(a: usize, b: usize, clock: &Clock) -> Result<f64, LabEr
     Ok(clock.ns(median.saturating_sub(clock.overhead_ticks) as f64) / (2.0 * BATCH as f64))
 }
 
+/// A line transfer measured between two CPUs.
+pub(crate) struct Transfer {
+    /// The CPU pair.
+    pub a: usize,
+    /// See `a`.
+    pub b: usize,
+    /// One-way time, in nanoseconds ([`one_way_ns`]).
+    pub ns: f64,
+}
+
+/// [`one_way_ns`] between the first CPU of `cpus` and the first one after it that differs;
+/// `None` when all are one CPU.
+pub(crate) fn first_pair_transfer(cpus: &[usize], clock: &Clock) -> Result<Option<Transfer>, LabError> {
+    let Some((&a, rest)) = cpus.split_first() else { return Ok(None) };
+    let Some(&b) = rest.iter().find(|&&c| c != a) else { return Ok(None) };
+    Ok(Some(Transfer { a, b, ns: one_way_ns(a, b, clock)? }))
+}
+
 fn ping_pongs(pairs: &[PairsAt], rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Vec<Row>, LabError> {
     let clock = lab.clock;
     let mut rows = Vec::new();

@@ -127,7 +127,7 @@ pub enum Verdict {
     /// The figure falls in the claim's range.
     Reproduced,
     /// The figure falls outside it: by how much, and the likely reason.
-    Differs(String),
+    Differs(Side, String),
     /// The figure's interval overlaps an end of the range: more repetitions would tell.
     Unsettled(String),
     /// This machine lacks what the claim needs (SMT, a second NUMA node, an instruction, …).
@@ -142,7 +142,7 @@ impl Verdict {
     pub fn name(&self) -> &'static str {
         match self {
             Verdict::Reproduced => "reproduced",
-            Verdict::Differs(_) => "differs",
+            Verdict::Differs(..) => "differs",
             Verdict::Unsettled(_) => "unsettled",
             Verdict::CannotTest(_) => "cannot test here",
             Verdict::NotMeasured(_) => "not measured",
@@ -153,7 +153,7 @@ impl Verdict {
     pub fn why(&self) -> &str {
         match self {
             Verdict::Reproduced => "",
-            Verdict::Differs(w) | Verdict::Unsettled(w) | Verdict::CannotTest(w) | Verdict::NotMeasured(w) => w,
+            Verdict::Differs(_, w) | Verdict::Unsettled(w) | Verdict::CannotTest(w) | Verdict::NotMeasured(w) => w,
         }
     }
 
@@ -164,8 +164,8 @@ impl Verdict {
         match here.against(low, high) {
             Side::Inside => Verdict::Reproduced,
             Side::Straddles => Verdict::Unsettled(format!("the 95% interval overlaps an end of the range ({range})")),
-            Side::Below => Verdict::Differs(format!("below: {range}; {reason}")),
-            Side::Above => Verdict::Differs(format!("above: {range}; {reason}")),
+            Side::Below => Verdict::Differs(Side::Below, format!("below: {range}; {reason}")),
+            Side::Above => Verdict::Differs(Side::Above, format!("above: {range}; {reason}")),
         }
     }
 }

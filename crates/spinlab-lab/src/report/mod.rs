@@ -170,9 +170,8 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
 /// changed under one is seen. `None` with one usable CPU, or when the two threads could not
 /// start (the run's own figures stand either way).
 fn line_transfer_ns(lab: &Lab) -> Option<f64> {
-    let cpus = allowed_cpus();
-    let (&a, &b) = (cpus.first()?, cpus.get(1)?);
-    experiments::floor::one_way_ns(a, b, &lab.clock).ok()
+    let probe = experiments::floor::first_pair_transfer(&allowed_cpus(), &lab.clock);
+    probe.ok().flatten().map(|t| t.ns)
 }
 
 /// The terminal summary: a line per run, the scorecard, then the recommendation.

@@ -8,7 +8,7 @@
 //! disagree with one another, and neither is wrong.
 
 use crate::experiments::handoff;
-use crate::results::{Results, MOVED_FACTOR};
+use crate::results::{Results, MOVED_FACTOR, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 
 /// A document's one-way line-transfer figures, in nanoseconds.
 pub struct Transfers {
@@ -30,7 +30,7 @@ impl Transfers {
                 let ping_pong = (row.text("measure") == Some("ping-pong")).then(|| row.number("ns")).flatten();
                 let bare_line =
                     (row.text("lock") == Some(handoff::FLOOR_LOCK)).then(|| row.number("handoff_ns")).flatten();
-                [ping_pong, bare_line, row.number("line_transfer_before_ns"), row.number("line_transfer_after_ns")]
+                [ping_pong, bare_line, row.number(TRANSFER_BEFORE_NS), row.number(TRANSFER_AFTER_NS)]
             })
             .flatten()
             .chain(around_runs)

@@ -25,10 +25,11 @@ use serde_json::{Map, Value};
 /// The run parameter that says, in words, that other work took a share of the CPUs while the
 /// run measured.
 pub const UNDER_LOAD: &str = "under_load";
-/// A run parameter (`spinlab report` only): the one-way cache-line transfer between two CPUs
-/// just before the run, in nanoseconds.
+/// The one-way cache-line transfer between two CPUs just before a run, in nanoseconds: a run
+/// parameter under `spinlab report`, and a contention row key (just before that row's
+/// configuration).
 pub const TRANSFER_BEFORE_NS: &str = "line_transfer_before_ns";
-/// The same, just after the run.
+/// The same, just after.
 pub const TRANSFER_AFTER_NS: &str = "line_transfer_after_ns";
 /// How far apart two line transfers may lie before the machine is said to have changed: the
 /// floor's ping-pong repeats to within a few percent while the machine holds still.
