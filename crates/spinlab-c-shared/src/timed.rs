@@ -95,7 +95,14 @@ mod tests {
 
     #[test]
     fn a_held_lock_times_out_on_either_clock_and_a_free_one_is_taken() {
-        for name in ["mcs:spin-yield-park", "ttas:spin-park", "mcs:futex", "ticket:spin", "parking_lot"] {
+        for name in [
+            "bounded:pause-yield-park",
+            "mcs:spin-yield-park",
+            "ttas:spin-park",
+            "mcs:futex",
+            "ticket:spin",
+            "parking_lot",
+        ] {
             let lock = InPlace::new(name);
             for clock in [libc::CLOCK_REALTIME, libc::CLOCK_MONOTONIC] {
                 // SAFETY: `lock` is initialised; this thread does not hold it.

@@ -138,7 +138,8 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
             let started = Instant::now();
             let (preloaded, ran) = run_binary(&binary, &env, &label);
             assert_eq!(preloaded, baseline, "{label}: the cases or their outcomes differ from the run without");
-            let lock = setting.iter().find(|(v, _)| *v == "SPINLAB_LOCK").map_or("mcs:spin-yield-park", |(_, l)| l);
+            let lock =
+                setting.iter().find(|(v, _)| *v == "SPINLAB_LOCK").map_or("bounded:pause-yield-park", |(_, l)| l);
             let heading = format!("spinlab-preload: lock statistics of {name} (pid ");
             let rwlocks = acquisitions_of(&ran.stderr, "rwlock");
             if takes_rwlocks {

@@ -26,7 +26,7 @@
 use criterion::{Bencher, Criterion};
 use lock_api::RawMutex;
 use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
-use spinlab::wait::{Spin, SpinPark, SpinYieldPark, Wait};
+use spinlab::wait::{PauseYieldPark, Spin, SpinPark, Wait};
 use spinlab::{CachePadded, DefaultRawMutex};
 use std::cell::UnsafeCell;
 use std::hint::black_box;
@@ -150,7 +150,7 @@ const FLOOR_CAS_STORE: &str = "cas+store";
 const FLOOR_CAS_SWAP: &str = "cas+swap";
 const DEFAULT: &str = "default";
 /// The registry name of `DefaultRawMutex`.
-const DEFAULT_NAME: &str = "mcs:spin-yield-park";
+const DEFAULT_NAME: &str = "bounded:pause-yield-park";
 
 fn subjects() -> Vec<Subject> {
     let mut subjects = vec![
@@ -161,7 +161,7 @@ fn subjects() -> Vec<Subject> {
     spinlab_locks::<SpinPark>(&mut subjects);
     // The default's type under its registry name, and again as `default`: the pair's ratio
     // shows how far two identical subjects drift apart in this run.
-    subjects.push(subject("spinlab", DEFAULT_NAME, Raw(Gated::<Mcs<SpinYieldPark>, SpinYieldPark>::INIT)));
+    subjects.push(subject("spinlab", DEFAULT_NAME, Raw(Bounded::<PauseYieldPark>::INIT)));
     subjects.push(subject("spinlab", DEFAULT, Raw(DefaultRawMutex::INIT)));
     subjects.push(subject("reference", "std", StdMutex(std::sync::Mutex::new(()))));
     subjects.push(subject("reference", "parking_lot", Raw(parking_lot::RawMutex::INIT)));

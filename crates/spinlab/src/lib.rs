@@ -44,34 +44,33 @@ pub use condvar::Condvar;
 pub use event::Event;
 pub use padded::CachePadded;
 
-/// The lock spinlab recommends when you have no measurement telling you otherwise: waiters
-/// queue in MCS order in front of a bounded-bypass word ([`lock::Gated`] over [`lock::Mcs`]
-/// and [`lock::Bounded`]); they spin with `pause` for a few microseconds, offering the CPU
-/// with `sched_yield` every microsecond, then sleep on a futex ([`wait::SpinYieldPark`]).
-/// The registry calls it `mcs:spin-yield-park`.
+/// The lock spinlab recommends when you have no measurement telling you otherwise: a
+/// bounded-bypass word ([`lock::Bounded`]) whose waiters pause for 100 ns, then offer the CPU
+/// with `sched_yield` up to 64 times, then sleep on a futex ([`wait::PauseYieldPark`]). The
+/// registry calls it `bounded:pause-yield-park`.
 ///
 /// Why this one:
 /// - Uncontended, it is one compare-and-swap to lock and one to unlock, with no system call:
-///   the cost of `std::sync::Mutex`.
+///   the cost of `std::sync::Mutex`. It takes 4 bytes.
 /// - Contended, a running thread takes a free lock at once (barging), so the lock never waits
 ///   for a sleeping or preempted thread to be scheduled: the convoy that makes strict FIFO
 ///   locks collapse when threads outnumber CPUs.
-/// - Only the waiter at the head of the queue contends for the word; the others sleep in
-///   queue order, each on its own node, so a hand-over wakes one of them (a ticket queue
-///   wakes them all: with 75 threads waiting for CPython's GIL that herd made
-///   `ticket:futex` crawl). A crowd of spinners would take the CPU from the holder: on the 2-CPU
-///   guest, 16 threads of a C program hammering one mutex ran 3x faster than under glibc's
-///   mutex with this lock, and 1.6-2.3x slower with every waiter on the word
-///   (`bounded:spin-yield-park`).
-/// - Barging is bounded: the head that has waited 0.5 ms claims the next release
+/// - Waiters stay runnable while they wait a little: a waiter that does not see the lock
+///   released within about a cache-line transfer offers its CPU to the threads beside it
+///   rather than spinning against the holder, and sleeps only after about the time a sleep
+///   and wake-up would cost. A CPU whose pinned threads all wait is therefore not left idle,
+///   which is what held the previous default (`mcs:spin-yield-park`, a queue whose waiters
+///   sleep in turn) to 0.57-0.73 of parking_lot's throughput with 16 threads pinned to 2 CPUs.
+/// - Barging is bounded: a waiter that has waited 0.5 ms claims the next release
 ///   ([`lock::STARVATION_NS`]), as parking_lot's eventual fairness and the Linux mutex's
 ///   hand-off bit do.
 ///
-/// It takes 16 bytes (a 4-byte word and the MCS tail pointer); a waiter's queue node comes
-/// from a per-thread cache. `ttas:spin-park`, the
-/// previous default, stays in the registry as the seeds' subject. `spinlab run contention`
-/// and `spinlab app` measure them against the others on your machine.
-pub type DefaultRawMutex = lock::Gated<lock::Mcs<wait::SpinYieldPark>, wait::SpinYieldPark>;
+/// `mcs:spin-yield-park` stays in the registry: an unpinned program whose many threads hammer
+/// one lock runs faster behind its queue, which serialises them on one CPU (on the 2-CPU guest
+/// a C program with 16 such threads took 0.35-0.43 of glibc's time with it, 0.68-0.92 with
+/// this lock). `ttas:spin-park`, an earlier default, stays as the seeds' subject. `spinlab run
+/// contention` and `spinlab app` measure them against the others on your machine.
+pub type DefaultRawMutex = lock::Bounded<wait::PauseYieldPark>;
 
 /// A mutex over spinlab's default lock ([`DefaultRawMutex`]); see its docs for why.
 pub type Mutex<T> = lock_api::Mutex<DefaultRawMutex, T>;

@@ -33,7 +33,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
-use spinlab::wait::{Futex, Spin, SpinPark, SpinYieldPark, Wait};
+use spinlab::wait::{Futex, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Wait};
 use std::time::Duration;
 
 /// What the models need from a lock: lock_api's raw traits and a constructor (`INIT` panics
@@ -601,6 +601,10 @@ models! {
     bounded_futex: Bounded<Futex>, OTHERS;
     bounded_spin_park: Bounded<SpinPark>, OTHERS;
     bounded_spin_yield_park: Bounded<SpinYieldPark>, OTHERS;
+    // spinlab's default: every waiter spins (Wait::CROWD_SPINS) before it counts itself in
+    // to sleep, so these models have two waiters racing the holder's release in the spin
+    // phase, in the sleeper count and in the claim at once.
+    bounded_pause_yield_park: Bounded<PauseYieldPark>, OTHERS;
     // The registry's in-order locks over sleeping policies: each queue as the gate of a
     // bounded word. One policy each keeps the file's run time down; the gate's own models
     // above cover its algorithm over every policy.

@@ -343,17 +343,16 @@ fn fair_lock_hands_over_round_robin_to_queued_waiters() {
 }
 
 #[test]
-fn the_default_mutex_is_documented_gated_mcs_spin_yield_park() {
+fn the_default_mutex_is_documented_bounded_pause_yield_park() {
     let _serial = serial();
     let m = spinlab::Mutex::new(5);
     *m.lock() += 1;
     assert_eq!(*m.lock(), 6);
     assert_eq!(
         core::any::type_name::<spinlab::DefaultRawMutex>(),
-        core::any::type_name::<
-            spinlab::lock::Gated<spinlab::lock::Mcs<spinlab::wait::SpinYieldPark>, spinlab::wait::SpinYieldPark>,
-        >()
+        core::any::type_name::<spinlab::lock::Bounded<spinlab::wait::PauseYieldPark>>()
     );
+    assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 4, "one word");
     let timed = m.try_lock_for(Duration::from_millis(1));
     assert!(timed.is_some());
 }

@@ -19,7 +19,11 @@
 //!   spin phase (`SPINNING`); the others sleep at once, as the Linux mutex queues its
 //!   optimistic spinners so that only one spins. With more threads than CPUs, a crowd of
 //!   spinners takes the CPU from the holder (on a 2-CPU guest, 16 threads of a real program
-//!   ran 1.6-1.9 times slower than under glibc's mutex with every waiter spinning).
+//!   ran 1.6-1.9 times slower than under glibc's mutex with every waiter spinning 4 µs).
+//!   A policy that offers its CPU after a few looks ([`Wait::CROWD_SPINS`], as
+//!   `pause-yield-park`, spinlab's default) lets every waiter spin instead: none of them keeps
+//!   the holder off a CPU, and sending waiters to sleep at once left CPUs idle whenever every
+//!   thread pinned to one was asleep.
 //! - **Sleepers are counted, and one is woken at a time.** A release wakes one sleeper while
 //!   any are counted and no wake-up is already on its way, so sleepers keep turning over
 //!   without a herd.
@@ -149,6 +153,9 @@ impl<W: Wait> Bounded<W> {
         // SPINNING if this thread is the one waiter allowed to spin (policies that may sleep).
         let mut spinner = 0;
         let mut lost_race = false;
+        // A crowd may spin only where a waiter sleeps (Mode::Sleep); a queue's gate keeps one
+        // spinner, since its queue already holds the others.
+        let crowd = mode == Mode::Sleep && W::CROWD_SPINS;
         loop {
             let seen = self.state.load(Relaxed);
             if seen & (LOCKED | HANDOFF) == 0 {
@@ -168,14 +175,14 @@ impl<W: Wait> Bounded<W> {
                 // Another waiter is spinning: wait in the queue.
                 return Outcome::Queue;
             }
-            if W::MAY_SLEEP && spinner == 0 && seen & SPINNING == 0 {
+            if W::MAY_SLEEP && !crowd && spinner == 0 && seen & SPINNING == 0 {
                 // Become the spinner; if the word moved meanwhile, look at it again.
                 if self.state.compare_exchange(seen, seen | SPINNING, Relaxed, Relaxed).is_ok() {
                     spinner = SPINNING;
                 }
                 continue;
             }
-            if !W::MAY_SLEEP || spinner != 0 {
+            if !W::MAY_SLEEP || spinner != 0 || crowd {
                 // A lost race (the word changed, and the lock is held again) costs one step of
                 // the spin budget: a holder that re-takes the lock at once changes the word
                 // every few nanoseconds, and would otherwise keep its waiters spinning for ever.
@@ -435,8 +442,8 @@ super::timed_via_lock_until!(Bounded);
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::wait::{Futex, SpinYieldPark};
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use crate::wait::{Futex, PauseYieldPark, SpinYieldPark};
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
     use std::time::Duration;
 
     /// Returns once a waiter has counted itself in to sleep on `lock`.
@@ -484,6 +491,41 @@ mod tests {
     fn a_starving_waiter_gets_the_next_release() {
         starving_waiter_gets_the_next_release::<Futex>();
         starving_waiter_gets_the_next_release::<SpinYieldPark>();
+        starving_waiter_gets_the_next_release::<PauseYieldPark>();
+    }
+
+    #[test]
+    fn with_a_crowd_policy_every_waiter_spins_and_none_sleeps_at_once() {
+        // A yield phase far longer than the test: each waiter stays in its spin phase.
+        type Crowd = PauseYieldPark<100, { u32::MAX / 2 }>;
+        let lock = Bounded::<Crowd>::new();
+        let (started, acquired) = (AtomicU32::new(0), AtomicU32::new(0));
+        lock.lock();
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    started.fetch_add(1, SeqCst);
+                    lock.lock();
+                    acquired.fetch_add(1, SeqCst);
+                    // SAFETY: locked just above.
+                    unsafe { lock.unlock(GuardSend::new()) };
+                });
+            }
+            while started.load(SeqCst) < 2 {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let (state, early) = (lock.state.load(SeqCst), acquired.load(SeqCst));
+            // Released before the checks, so that a failing check does not leave the waiters
+            // blocked for ever.
+            // SAFETY: this thread holds the lock.
+            unsafe { lock.unlock(GuardSend::new()) };
+            assert_eq!(state & SPINNING, 0, "no waiter took the one-spinner role: {state:#x}");
+            assert_eq!(sleepers(state), 0, "no waiter went to sleep at once: {state:#x}");
+            assert_eq!(early, 0);
+        });
+        assert_eq!(acquired.load(SeqCst), 2);
+        assert_eq!(lock.state.load(SeqCst), 0);
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub use futex::Futex;
 pub use hardware::{Mwaitx, Tpause, Umwait, Wfe};
 pub use miss::Miss;
 pub use plain::{Pause, Spin, Yield};
-pub use spin_park::{SpinPark, SpinYieldPark};
+pub use spin_park::{PauseYieldPark, SpinPark, SpinYieldPark};
 
 use crate::sync::{self, AtomicU32, Ordering};
 use crate::sys::futex::{self as sys_futex, FutexWait};
@@ -48,6 +48,13 @@ pub trait Wait: Send + Sync + 'static {
     /// Whether waiting may block in the kernel. When `false`, primitives skip all sleeper
     /// bookkeeping and [`Wait::wake_one`]/[`Wait::wake_all`] are never needed.
     const MAY_SLEEP: bool = false;
+
+    /// Whether every waiter of a lock may run the spin phase at once. A lock that lets only
+    /// one waiter spin at a time ([`Bounded`](crate::lock::Bounded)) does so because a crowd
+    /// of spinners takes the CPU from the holder when threads outnumber CPUs; a policy that
+    /// offers its CPU within a fraction of a microsecond ([`PauseYieldPark`]) does not, and
+    /// sends no waiter to sleep while the others could still hand the lock over quickly.
+    const CROWD_SPINS: bool = false;
 
     /// Whether this CPU can run the policy; the error names the missing feature.
     fn availability() -> Result<(), Unavailable> {
@@ -253,6 +260,7 @@ pub fn visit_policies<V: PolicyVisitor>(visitor: &mut V) {
     visitor.visit::<Futex>();
     visitor.visit::<SpinPark>();
     visitor.visit::<SpinYieldPark>();
+    visitor.visit::<PauseYieldPark>();
     visitor.visit::<Umwait>();
     visitor.visit::<Tpause>();
     visitor.visit::<Mwaitx>();
@@ -362,7 +370,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), all.len());
         let sleepers: Vec<_> = all.iter().filter(|p| p.may_sleep).map(|p| p.name).collect();
-        assert_eq!(sleepers, ["futex", "spin-park", "spin-yield-park"]);
+        assert_eq!(sleepers, ["futex", "spin-park", "spin-yield-park", "pause-yield-park"]);
     }
 
     #[test]

@@ -96,6 +96,57 @@ impl<const BUDGET_NS: u32> Wait for SpinYieldPark<BUDGET_NS> {
     }
 }
 
+/// Pause briefly, offer the CPU, then sleep: the shape of parking_lot's spin-wait, with
+/// budgets set from this project's measurements (docs/contention.md, "The default lock").
+///
+/// - **Pause for `SPIN_NS`** (100 ns). About the time a release takes to reach a waiter that is
+///   running on another core (one or two cache-line transfers). A waiter that has not seen the
+///   release by then waits for a holder still in its critical section, or not running.
+/// - **Then `sched_yield` at every look, `YIELDS` times** (64). With threads waiting on the same
+///   CPU, each yield lets one of them run: the holder, perhaps, or a waiter that takes the lock
+///   when it comes free. Every thread stays runnable, so a CPU whose threads are pinned to it
+///   never idles while they wait. On a CPU with nothing else to run a yield returns in about
+///   0.4 µs (2-CPU KVM guest), so 64 of them take about 25 µs: the cost of a futex sleep and
+///   wake-up there, which is where spinning stops paying (the competitive argument).
+/// - **Then sleep on the futex.**
+///
+/// Every waiter may spin at once ([`Wait::CROWD_SPINS`]): none keeps its CPU from the holder for
+/// more than a few looks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PauseYieldPark<const SPIN_NS: u32 = 100, const YIELDS: u32 = 64>;
+
+impl<const SPIN_NS: u32, const YIELDS: u32> PauseYieldPark<SPIN_NS, YIELDS> {
+    /// Yields before the waiter sleeps. Loom explores every interleaving of each yield, so
+    /// there one stands for all of them.
+    #[inline]
+    fn yields() -> u32 {
+        if cfg!(loom) {
+            1
+        } else {
+            YIELDS
+        }
+    }
+}
+
+impl<const SPIN_NS: u32, const YIELDS: u32> Wait for PauseYieldPark<SPIN_NS, YIELDS> {
+    const NAME: &'static str = "pause-yield-park";
+    const MAY_SLEEP: bool = true;
+    const CROWD_SPINS: bool = true;
+    #[inline]
+    fn relax(_: &AtomicU32, _: u32, episode: &mut Episode) -> bool {
+        let done = episode.iterations();
+        let pauses = SpinPark::<SPIN_NS>::budget_iterations();
+        if done < pauses {
+            sync::cpu_relax();
+        } else if done - pauses < Self::yields() {
+            sync::yield_now();
+        } else {
+            return false;
+        }
+        true
+    }
+}
+
 #[cfg(not(loom))]
 pub(crate) mod calibration {
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -137,5 +188,31 @@ mod tests {
         let ns = calibration::ns_per_iteration();
         assert!(ns > 0.0 && ns < 10_000.0, "{ns} ns per pause iteration");
         assert!(SpinPark::<8000>::budget_iterations() >= SpinPark::<4000>::budget_iterations());
+    }
+
+    /// Counts the steps a waiter runs before its policy sends it to sleep.
+    fn steps_before_sleep<W: Wait>() -> u32 {
+        let word = AtomicU32::new(1);
+        let mut episode = Episode::new(None);
+        let mut steps = 0;
+        while W::step(&word, 1, &mut episode) == crate::wait::Step::Continue {
+            steps += 1;
+            assert!(steps < 1_000_000, "{} never sleeps", W::NAME);
+        }
+        steps
+    }
+
+    #[test]
+    fn pause_yield_park_pauses_for_its_budget_then_yields_then_sleeps() {
+        let pauses = SpinPark::<100>::budget_iterations();
+        assert_eq!(steps_before_sleep::<PauseYieldPark>(), pauses + 64);
+        assert_eq!(steps_before_sleep::<PauseYieldPark<100, 3>>(), pauses + 3);
+        assert_eq!(steps_before_sleep::<PauseYieldPark<1000, 0>>(), SpinPark::<1000>::budget_iterations());
+        // A fresh spin phase after a sleep gets the whole budget again.
+        let word = AtomicU32::new(1);
+        let mut episode = Episode::new(None);
+        while PauseYieldPark::<100, 2>::step(&word, 1, &mut episode) == crate::wait::Step::Continue {}
+        episode.restart_spinning();
+        assert_eq!(PauseYieldPark::<100, 2>::step(&word, 1, &mut episode), crate::wait::Step::Continue);
     }
 }
