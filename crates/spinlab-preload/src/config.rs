@@ -444,7 +444,7 @@ mod tests {
     fn unset_means_the_default_lock_with_its_own_policy_and_no_counting() {
         let config = parse(None, None, None, None).ok().unwrap();
         assert_eq!(config.lock_name(), DEFAULT_LOCK);
-        assert_eq!(config.cond.policy(), "spin-yield-park", "the default lock's own policy");
+        assert_eq!(config.cond.policy(), "pause-yield-park", "the default lock's own policy");
         assert!(config.stats_top.is_none());
         let config = parse(Some("default"), None, None, None).ok().unwrap();
         assert_eq!(config.lock_name(), DEFAULT_LOCK, "`default` is the lab's alias of the default lock");
@@ -469,7 +469,7 @@ mod tests {
             "{accepted}"
         );
         assert!(
-            accepted.contains("; or parking_lot, pthread (`default`, or unset: mcs:spin-yield-park)"),
+            accepted.contains("; or parking_lot, pthread (`default`, or unset: bounded:pause-yield-park)"),
             "{accepted}"
         );
         assert!(!accepted.contains("clh:POLICY") && !accepted.contains("std"), "{accepted}");

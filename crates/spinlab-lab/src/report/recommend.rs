@@ -48,10 +48,10 @@ mod tests {
         // 1% intervals: 9.0M and 8.95M overlap, 8.0M does not.
         let tie = advice_for(&[
             ("fair:spin-park", "spinlab", 2, 9.0e6),
-            ("mcs:spin-yield-park", "spinlab", 2, 8.95e6),
+            ("bounded:pause-yield-park", "spinlab", 2, 8.95e6),
             ("std", "reference", 2, 8.0e6),
         ]);
-        assert_eq!(tie.choice, "mcs:spin-yield-park", "{}", tie.why);
+        assert_eq!(tie.choice, "bounded:pause-yield-park", "{}", tie.why);
         assert!(tie.why.contains("fair:spin-park (9M) within the 95% intervals: a tie on this run"), "{}", tie.why);
         assert!(tie.why.contains("comes first among tied locks"), "{}", tie.why);
         let reference = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("parking_lot", "reference", 2, 8.95e6)]);
@@ -70,7 +70,7 @@ mod tests {
             assert_eq!(fair.choice, "ticket:spin", "{}", fair.why);
             assert!(fair.why.contains("a tie on this run"), "{}", fair.why);
         }
-        let clear = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("mcs:spin-yield-park", "spinlab", 2, 7.0e6)]);
+        let clear = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("bounded:pause-yield-park", "spinlab", 2, 7.0e6)]);
         assert_eq!(clear.choice, "ttas:spin", "outside the intervals the fastest is named: {}", clear.why);
         assert!(!clear.why.contains("tie"), "{}", clear.why);
     }
