@@ -60,16 +60,18 @@ pub use padded::CachePadded;
 ///   rather than spinning against the holder, and sleeps only after about the time a sleep
 ///   and wake-up would cost. A CPU whose pinned threads all wait is therefore not left idle,
 ///   which is what held the previous default (`mcs:spin-yield-park`, a queue whose waiters
-///   sleep in turn) to 0.57-0.73 of parking_lot's throughput with 16 threads pinned to 2 CPUs.
+///   sleep in turn) to 0.55-0.76 of the better of parking_lot and std with 16 threads pinned to
+///   2 CPUs.
 /// - Barging is bounded: a waiter that has waited 0.5 ms claims the next release
 ///   ([`lock::STARVATION_NS`]), as parking_lot's eventual fairness and the Linux mutex's
 ///   hand-off bit do.
 ///
 /// `mcs:spin-yield-park` stays in the registry: an unpinned program whose many threads hammer
 /// one lock runs faster behind its queue, which serialises them on one CPU (on the 2-CPU guest
-/// a C program with 16 such threads took 0.35-0.43 of glibc's time with it, 0.68-0.92 with
-/// this lock). `ttas:spin-park`, an earlier default, stays as the seeds' subject. `spinlab run
-/// contention` and `spinlab app` measure them against the others on your machine.
+/// a C program with 16 such threads took 0.35 of glibc's time with it, 0.78 with this lock
+/// and 0.77 with parking_lot). `ttas:spin-park`, an earlier default, stays as the seeds'
+/// subject. `spinlab run contention` and `spinlab app` measure them against the others on
+/// your machine.
 pub type DefaultRawMutex = lock::Bounded<wait::PauseYieldPark>;
 
 /// A mutex over spinlab's default lock ([`DefaultRawMutex`]); see its docs for why.

@@ -70,7 +70,8 @@ mod tests {
             assert_eq!(fair.choice, "ticket:spin", "{}", fair.why);
             assert!(fair.why.contains("a tie on this run"), "{}", fair.why);
         }
-        let clear = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("bounded:pause-yield-park", "spinlab", 2, 7.0e6)]);
+        let clear =
+            advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("bounded:pause-yield-park", "spinlab", 2, 7.0e6)]);
         assert_eq!(clear.choice, "ttas:spin", "outside the intervals the fastest is named: {}", clear.why);
         assert!(!clear.why.contains("tie"), "{}", clear.why);
     }
