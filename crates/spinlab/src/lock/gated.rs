@@ -28,7 +28,7 @@
 //! claims the next release.
 //!
 //! The registry builds `ticket`, `mcs`, `clh` and `fair` this way for the policies that may
-//! sleep (`futex`, `spin-park`, `spin-yield-park`), where the convoy costs a wake-up per
+//! sleep (`futex`, `spin-park`, `spin-yield-park`, `pause-yield-park`), where the convoy costs a wake-up per
 //! hand-over. The gate's own hand-over wakes one sleeping waiter: MCS, CLH and the fair lock
 //! wake the next waiter's node, and a ticket gate the next ticket's slot of its waiting array
 //! (see [`Ticket`](super::Ticket); without it a ticket gate woke every sleeper per hand-over,
