@@ -392,7 +392,7 @@ impl Experiment for BarrierExperiment {
     }
 
     fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
-        Some(Contribution { topic: Topic::Barriers, lines: vec![quickest(ctx)] })
+        Some(Contribution { topic: Topic::Barriers, lines: vec![quickest(ctx)], reads: &["barrier"] })
     }
 
     fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
@@ -530,7 +530,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         why.push_str(&format!("; {worst}: {} s", number(worst_mean.value)));
     }
     why.push_str(&tie.words(|(b, _)| b, &TIE_ORDER));
-    Advice { situation: situation.to_string(), choice: format!("barrier {best}"), why }
+    Advice::new(situation, format!("barrier {best}"), why)
 }
 
 /// The barriers a tie is resolved towards, in order: spinlab's and the C API's default, then

@@ -28,7 +28,7 @@ use crate::measure::stats::{jain, mean, population_rsd_pct};
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
-use crate::reading::advice::{missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{caveats_of, missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
@@ -739,7 +739,8 @@ impl Experiment for Contention {
     }
 
     fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
-        Some(Contribution { topic: Topic::Locks, lines: best_locks(ctx) })
+        // Each line names its run (`best_lock`), and carries that run's caveats alone.
+        Some(Contribution { topic: Topic::Locks, lines: best_locks(ctx), reads: &[] })
     }
 
     fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
@@ -1254,5 +1255,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     if let Some(u) = best.number(UNCONTENDED_NS) {
         why.push_str(&format!("; {} ns per uncontended lock/unlock", number(u)));
     }
-    Advice { situation: situation.to_string(), choice: name.to_string(), why }
+    let mut line = Advice::new(situation, name.to_string(), why);
+    line.caveats = caveats_of([run]);
+    line
 }

@@ -312,7 +312,7 @@ impl Experiment for Herd {
     }
 
     fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
-        Some(Contribution { topic: Topic::Herds, lines: vec![quickest(ctx)] })
+        Some(Contribution { topic: Topic::Herds, lines: vec![quickest(ctx)], reads: &["herd"] })
     }
 
     fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
@@ -440,7 +440,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         ));
     }
     why.push_str(&tie.words(|r| r.text(LOCK).unwrap_or("?"), &TIE_ORDER));
-    Advice { situation: situation.to_string(), choice: best.text(LOCK).unwrap_or("?").to_string(), why }
+    Advice::new(situation, best.text(LOCK).unwrap_or("?").to_string(), why)
 }
 
 /// The locks a tie is resolved towards, in order: spinlab's default, then the references people

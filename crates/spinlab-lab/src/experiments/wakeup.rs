@@ -543,7 +543,7 @@ impl Experiment for Wakeup {
     }
 
     fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
-        Some(Contribution { topic: Topic::WaitPolicies, lines: co_runners(ctx) })
+        Some(Contribution { topic: Topic::WaitPolicies, lines: co_runners(ctx), reads: &["wakeup", "interference"] })
     }
 
     fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
@@ -745,10 +745,10 @@ fn kindest(ctx: &Context<'_>) -> Advice {
         .expect("tradeoff returns at least two points");
     let worst =
         points.iter().max_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("at least two points");
-    Advice {
-        situation: SENSITIVE.to_string(),
-        choice: format!("wait policy {}", kind.wait),
-        why: format!(
+    Advice::new(
+        SENSITIVE,
+        format!("wait policy {}", kind.wait),
+        format!(
             "{:.1}% {what}, wake-up {}, at {placement}; the worst here, {}, costs {:.1}%{}",
             kind.interference_pct,
             duration_words(kind.wakeup_ns),
@@ -756,7 +756,7 @@ fn kindest(ctx: &Context<'_>) -> Advice {
             worst.interference_pct,
             tie_words(&others(tied.iter().map(|p| p.wait.as_str()), &kind.wait), &KIND_ORDER)
         ),
-    }
+    )
 }
 
 /// The tied policies other than the one named.
@@ -788,10 +788,10 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         .expect("two or more points");
     let quick = tie.chosen;
     let slowest = points.iter().max_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
-    Advice {
-        situation: NOT_SENSITIVE.to_string(),
-        choice: format!("wait policy {}", quick.wait),
-        why: format!(
+    Advice::new(
+        NOT_SENSITIVE,
+        format!("wait policy {}", quick.wait),
+        format!(
             "wake-up {} with the waiter on its own CPU (wakeup rows at {placement}, long computation); the slowest \
              there, {}, {}{}",
             duration_words(quick.wakeup_ns),
@@ -799,7 +799,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             duration_words(slowest.wakeup_ns),
             tie.words(|p| p.wait.as_str(), &QUICK_ORDER)
         ),
-    }
+    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! what one experiment contributes ([`Contribution`]).
 
 use super::Context;
-use crate::results::Row;
+use crate::results::{Row, Run};
 
 /// One line of the recommendation.
 #[derive(Clone, Debug, PartialEq)]
@@ -13,14 +13,27 @@ pub struct Advice {
     pub choice: String,
     /// Why, with the measured figure (or why there is none).
     pub why: String,
+    /// Why the figures behind the line may not hold, in words: a run they came from measured
+    /// under load, or saw the machine change under it ([`caveats_of`]). A line chosen from one
+    /// run gets that run's; the recommendation adds those of every run its contribution read
+    /// ([`Contribution::reads`]).
+    pub caveats: Vec<String>,
 }
 
 impl Advice {
+    /// A line that recommends `choice` in `situation`, because of `why`.
+    pub fn new(situation: &str, choice: String, why: String) -> Advice {
+        Advice { situation: situation.to_string(), choice, why, caveats: Vec::new() }
+    }
+
     /// A line that recommends nothing, saying why.
     pub fn missing(situation: &str, why: String) -> Advice {
-        Advice { situation: situation.to_string(), choice: "no recommendation".to_string(), why }
+        Advice::new(situation, NO_RECOMMENDATION.to_string(), why)
     }
 }
+
+/// The choice of a line that recommends nothing.
+pub const NO_RECOMMENDATION: &str = "no recommendation";
 
 /// Which of several measured candidates a line names, so that reruns that differ only by noise
 /// name the same one.
@@ -93,6 +106,27 @@ pub struct Contribution {
     pub topic: Topic,
     /// Its lines, in order.
     pub lines: Vec<Advice>,
+    /// The experiments whose runs the lines were chosen from, where the lines do not name
+    /// their own run (see [`Advice::caveats`]).
+    pub reads: &'static [&'static str],
+}
+
+/// Why figures from `runs` may not hold: each run's load, and each move of the machine under
+/// a run, in words, each said once.
+pub fn caveats_of<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<String> {
+    let mut caveats = Vec::new();
+    for run in runs {
+        let said = [
+            run.under_load().map(|w| format!("{} ran under load: {w}", run.experiment)),
+            run.machine_moved().map(|w| format!("the machine changed under {}: {w}", run.experiment)),
+        ];
+        for caveat in said.into_iter().flatten() {
+            if !caveats.contains(&caveat) {
+                caveats.push(caveat);
+            }
+        }
+    }
+    caveats
 }
 
 /// Why an experiment has no usable rows: not run, or every configuration skipped.

@@ -3,7 +3,7 @@
 //! the machine and one figure per experiment.
 
 use super::figures::{self, Figure};
-use super::recommend::Advice;
+use super::recommend::{Advice, NO_RECOMMENDATION};
 use super::scorecard::{self, Scorecard};
 use crate::reading::Context;
 use crate::results::Results;
@@ -115,9 +115,11 @@ fn advice_table(advice: &[Advice]) -> String {
     let mut out =
         String::from("<table class=\"advice\">\n<tr><th>if</th><th>use</th><th>why (measured here)</th></tr>\n");
     for a in advice {
-        let class = if a.choice == "no recommendation" { " class=\"missing\"" } else { "" };
+        let class = if a.choice == NO_RECOMMENDATION { " class=\"missing\"" } else { "" };
+        let caveats: String =
+            a.caveats.iter().map(|c| format!("<div class=\"warn\">caveat: {}</div>", escape(c))).collect();
         out.push_str(&format!(
-            "<tr{class}><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr{class}><td>{}</td><td>{}</td><td>{}{caveats}</td></tr>\n",
             escape(&a.situation),
             escape(&a.choice),
             escape(&a.why)

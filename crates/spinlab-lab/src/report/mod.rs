@@ -206,6 +206,9 @@ pub fn summary(results: &Results, advice: &[recommend::Advice], card: &Scorecard
     out.push_str("\nrecommendation (from this run's numbers):\n");
     for a in advice {
         out.push_str(&format!("  if {}:\n    use {}\n    ({})\n", a.situation, a.choice, a.why));
+        for caveat in &a.caveats {
+            out.push_str(&format!("    caveat: {caveat}\n"));
+        }
     }
     let Files { json, csv, index } = paths(dir);
     out.push_str(&format!("\nwrote {}\n      {}\n      {}\n", index.display(), json.display(), csv.display()));

@@ -2,11 +2,13 @@
 //! document's numbers, each with the measured figure that justifies it. Every experiment
 //! contributes its own lines ([`Experiment::advice`](crate::experiments::Experiment::advice)); they are listed by [`Topic`](crate::reading::advice::Topic). Where
 //! the experiment behind a line was not run or could not measure, the line says so instead of
-//! guessing.
+//! guessing. Where a run it read measured under load or saw the machine change under it, the
+//! line carries that as a caveat, as the scorecard's claims do.
 
 use crate::experiments;
 pub use crate::reading::advice::Advice;
-use crate::reading::advice::Contribution;
+pub use crate::reading::advice::NO_RECOMMENDATION;
+use crate::reading::advice::{caveats_of, Contribution};
 use crate::reading::Context;
 
 /// The recommendation for the document behind `ctx`.
@@ -14,7 +16,22 @@ pub fn recommend(ctx: &Context<'_>) -> Vec<Advice> {
     let mut parts: Vec<Contribution> = experiments::all().iter().filter_map(|e| e.advice(ctx)).collect();
     // Stable: lines of one topic keep the order of the experiments that gave them.
     parts.sort_by_key(|p| p.topic);
-    parts.into_iter().flat_map(|p| p.lines).collect()
+    parts
+        .into_iter()
+        .flat_map(|p| {
+            let caveats = caveats_of(p.reads.iter().flat_map(|e| ctx.runs_of(e)));
+            p.lines.into_iter().map(move |mut line| {
+                if line.choice != NO_RECOMMENDATION {
+                    for caveat in &caveats {
+                        if !line.caveats.contains(caveat) {
+                            line.caveats.push(caveat.clone());
+                        }
+                    }
+                }
+                line
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -74,6 +91,46 @@ mod tests {
             advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("bounded:pause-yield-park", "spinlab", 2, 7.0e6)]);
         assert_eq!(clear.choice, "ttas:spin", "outside the intervals the fastest is named: {}", clear.why);
         assert!(!clear.why.contains("tie"), "{}", clear.why);
+    }
+
+    #[test]
+    fn a_line_whose_run_moved_or_ran_under_load_says_so() {
+        use crate::results::{TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS, UNDER_LOAD};
+        let advice_for = |params: &[(&str, serde_json::Value)]| {
+            let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+            let mut run = contention_run(100, &[("ttas:spin", "spinlab", 2, 9e6), ("std", "reference", 2, 6e6)]);
+            for (key, value) in params {
+                run.param(key, value);
+            }
+            results.runs.push(run);
+            recommend(&Context::new(&results))
+        };
+        let still = advice_for(&[(TRANSFER_BEFORE_NS, 50.0.into()), (TRANSFER_AFTER_NS, 60.0.into())]);
+        assert!(still.iter().all(|a| a.caveats.is_empty()), "{:?}", still[0]);
+        let moved = advice_for(&[(TRANSFER_BEFORE_NS, 40.0.into()), (TRANSFER_AFTER_NS, 200.0.into())]);
+        assert_eq!(moved[0].choice, "ttas:spin");
+        assert_eq!(moved[0].caveats.len(), 1, "{:?}", moved[0]);
+        assert!(moved[0].caveats[0].starts_with("the machine changed under contention: "), "{:?}", moved[0]);
+        assert!(moved[0].caveats[0].contains("40 ns") && moved[0].caveats[0].contains("200 ns"), "{:?}", moved[0]);
+        // Only the lines chosen from the run that moved, and never a line that chose nothing.
+        let herd = moved.iter().find(|a| a.situation.contains("herd")).unwrap();
+        assert!(herd.caveats.is_empty(), "{herd:?}");
+        let long = moved.iter().find(|a| a.situation.starts_with("long critical section")).unwrap();
+        assert!(long.choice == NO_RECOMMENDATION && long.caveats.is_empty(), "{long:?}");
+        // Two contention runs: a line carries the caveats of the run it was chosen from.
+        let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        for (cs_ns, after) in [(100, 200.0), (10_000, 45.0)] {
+            let mut run = contention_run(cs_ns, &[("ttas:spin", "spinlab", 2, 9e6), ("std", "reference", 2, 6e6)]);
+            run.param(TRANSFER_BEFORE_NS, 40.0).param(TRANSFER_AFTER_NS, after);
+            results.runs.push(run);
+        }
+        let both = recommend(&Context::new(&results));
+        let short = both.iter().find(|a| a.situation.starts_with("short critical section, threads <=")).unwrap();
+        let long = both.iter().find(|a| a.situation.starts_with("long critical section, threads <=")).unwrap();
+        assert_eq!((short.caveats.len(), long.caveats.len()), (1, 0), "{short:?}\n{long:?}");
+        assert_eq!(long.choice, "ttas:spin", "the long line recommends, from the run that held still");
+        let loaded = advice_for(&[(UNDER_LOAD, "other processes used 35% of the CPUs".into())]);
+        assert_eq!(loaded[0].caveats, ["contention ran under load: other processes used 35% of the CPUs"]);
     }
 
     #[test]
