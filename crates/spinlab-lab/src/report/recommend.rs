@@ -19,14 +19,12 @@ pub fn recommend(ctx: &Context<'_>) -> Vec<Advice> {
     parts
         .into_iter()
         .flat_map(|p| {
+            // A contribution either reads experiments or has its lines name their own runs
+            // (`reads` empty), so these never repeat a line's own caveats.
             let caveats = caveats_of(p.reads.iter().flat_map(|e| ctx.runs_of(e)));
             p.lines.into_iter().map(move |mut line| {
                 if line.choice != NO_RECOMMENDATION {
-                    for caveat in &caveats {
-                        if !line.caveats.contains(caveat) {
-                            line.caveats.push(caveat.clone());
-                        }
-                    }
+                    line.caveats.extend(caveats.iter().cloned());
                 }
                 line
             })
