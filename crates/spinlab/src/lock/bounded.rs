@@ -36,7 +36,8 @@
 //! | 1     | `HANDOFF`  | a starving waiter claims the lock: only it may set `LOCKED` next  |
 //! | 2     | `WAKING`   | a release woke a sleeper that has not come back yet               |
 //! | 3     | `SPINNING` | a waiter is spinning: others sleep at once (sleeping policies)    |
-//! | 4..32 | sleepers   | waiters counted in before they sleep, counted out after they wake |
+//! | 4     | `MISSED`   | a release found `WAKING` set and woke nobody                      |
+//! | 5..32 | sleepers   | waiters counted in before they sleep, counted out after they wake |
 //!
 //! A waiter counts itself in with a CAS that also checks the lock is still held (or claimed),
 //! sleeps on the word with that count, and counts itself out when it wakes, whatever woke it.
@@ -45,6 +46,15 @@
 //! itself out; a release whose wake-up found nobody in the kernel clears it itself. Unlike a
 //! single "sleepers may exist" bit (Rust std's futex mutex), the count does not forget the
 //! other sleepers while a woken one is on its way back.
+//!
+//! A wake-up that finds nobody in the kernel (the counted sleeper had not gone to sleep yet)
+//! leaves nobody on the way back to take over from the releases it made skip. A release
+//! that skips its wake-up because of `WAKING` therefore sets `MISSED`; the releaser whose
+//! wake-up found nobody gives `WAKING` back and, if `MISSED` was set, the lock is free and
+//! sleepers are counted, wakes again: a sleeper may have gone to sleep on the lock that the
+//! skipped release freed. (Found when a build whose waiters starved at once hung in the
+//! contention experiment: a sleeper slept on a free lock until a debugger's attach woke it.
+//! The loom models `stranded_*` reproduce it.)
 //!
 //! Why no wake-up is lost: a sleeper only sleeps on a word that is held or claimed, so whoever
 //! holds it has a release still to come, and that release finds the sleeper counted. If its
@@ -71,7 +81,8 @@ const LOCKED: u32 = 1;
 const HANDOFF: u32 = 2;
 const WAKING: u32 = 4;
 const SPINNING: u32 = 8;
-const ONE_SLEEPER: u32 = 16;
+const MISSED: u32 = 16;
+const ONE_SLEEPER: u32 = 32;
 
 /// How long a waiter waits before it claims the next release, in nanoseconds: parking_lot's
 /// fair hand-over comes about every 0.5 ms. A claim here costs no wake-up (the claimant is
@@ -258,10 +269,12 @@ impl<W: Wait> Bounded<W> {
     }
 
     /// Counts a sleeper out after its futex wait returned; one that a release woke also ends
-    /// that release's `WAKING`, so the next release may wake another sleeper.
+    /// that release's `WAKING`, so the next release may wake another sleeper, and `MISSED`:
+    /// it is running, and finds the lock free (and takes it: its release wakes the next
+    /// sleeper), held (its holder's release wakes one) or claimed (the claimant's does).
     #[inline]
     fn count_out(&self, woken: bool) {
-        let clear = if woken { WAKING } else { 0 };
+        let clear = if woken { WAKING | MISSED } else { 0 };
         let mut seen = self.state.load(Relaxed);
         loop {
             match self.state.compare_exchange_weak(seen, (seen - ONE_SLEEPER) & !clear, Relaxed, Relaxed) {
@@ -279,17 +292,41 @@ impl<W: Wait> Bounded<W> {
         let mut seen = self.state.load(Relaxed);
         let wake = loop {
             let wake = seen & (HANDOFF | WAKING) == 0 && sleepers(seen) != 0;
-            let next = (seen & !LOCKED) | if wake { WAKING } else { 0 };
+            // Skipping the wake-up for a woken thread on its way back: say so, in case the
+            // wake-up found nobody and nobody is on the way back.
+            let missed = seen & (HANDOFF | WAKING) == WAKING && sleepers(seen) != 0;
+            let next = (seen & !LOCKED) | if wake { WAKING } else { 0 } | if missed { MISSED } else { 0 };
             // Release: our critical section happens-before the next holder's Acquire.
             match self.state.compare_exchange_weak(seen, next, Release, Relaxed) {
                 Ok(_) => break wake,
                 Err(now) => seen = now,
             }
         };
-        // A sleeper counted in but not yet asleep finds the word changed and does not sleep;
-        // WAKING must then not outlive this call, or no release would wake anyone again.
-        if wake && W::wake_one(&self.state) == 0 {
-            self.state.fetch_and(!WAKING, Relaxed);
+        if wake {
+            self.wake_sleeper();
+        }
+    }
+
+    /// Wakes one sleeper, for a thread that has set `WAKING`. If the wake-up finds nobody in
+    /// the kernel (the counted sleeper had not gone to sleep yet; it finds the word changed
+    /// and comes back by itself), gives `WAKING` back, since no woken thread will, and wakes
+    /// again if a release skipped its wake-up meanwhile (`MISSED`) and the lock is now free
+    /// with sleepers counted: one of them may have gone to sleep behind the lock that release
+    /// freed, with no release left to come. With the lock held or claimed, its release or the
+    /// claimant's wakes them.
+    #[cold]
+    fn wake_sleeper(&self) {
+        while W::wake_one(&self.state) == 0 {
+            let mut seen = self.state.load(Relaxed);
+            loop {
+                let again = seen & MISSED != 0 && seen & (LOCKED | HANDOFF) == 0 && sleepers(seen) != 0;
+                let next = if again { seen & !MISSED } else { seen & !(WAKING | MISSED) };
+                match self.state.compare_exchange_weak(seen, next, Relaxed, Relaxed) {
+                    Ok(_) if again => break,
+                    Ok(_) => return,
+                    Err(now) => seen = now,
+                }
+            }
         }
     }
 }
@@ -363,12 +400,31 @@ impl Starvation {
             now.duration_since(since).as_nanos() as u64 >= STARVATION_NS
         }
         // Loom has no clock: a waiter starves at its second look at a held lock, so the
-        // models explore claims racing releases, sleepers and time-outs.
+        // models explore claims racing releases, sleepers and time-outs; a model that sets
+        // `loom_starve_at_look(u32::MAX)` explores the waits in which nobody claims.
         #[cfg(loom)]
         {
-            self.looks >= 2
+            self.looks >= STARVE_AT_LOOK.with(|look| look.get())
         }
     }
+}
+
+// At which look at a held lock a waiter starves under loom (see `loom_starve_at_look`). A
+// thread-local of the test's own thread: loom runs a model's threads as coroutines on it, and
+// tests running beside it keep their own setting.
+#[cfg(loom)]
+std::thread_local! {
+    static STARVE_AT_LOOK: core::cell::Cell<u32> = const { core::cell::Cell::new(2) };
+}
+
+/// Under loom, makes every bounded-bypass waiter starve (and claim) at its `look`-th look at
+/// a held lock; `u32::MAX`: never. The default, 2, makes claims race everything else; since a
+/// real waiter starves only after 0.5 ms, the waits without a claim need models of their own.
+/// Not a model's state: set it on the test's thread before the model runs.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_starve_at_look(look: u32) {
+    STARVE_AT_LOOK.with(|at| at.set(look));
 }
 
 /// Whether a claimant's deadline has passed. Under loom (no clock) it passes after a few

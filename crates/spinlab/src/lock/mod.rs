@@ -55,6 +55,9 @@ mod ticket;
 mod ttas;
 mod word;
 
+#[cfg(loom)]
+#[doc(hidden)]
+pub use bounded::loom_starve_at_look;
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
