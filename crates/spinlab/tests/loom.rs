@@ -635,20 +635,20 @@ macro_rules! never_starving_models {
 
             #[test]
             fn release_wakes_two_waiters() {
-                spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
                 release_wakes_every_waiter::<$lock>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn timed_waiter_queued_with_plain_waiter() {
-                spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
                 timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
             $(
             #[test]
             fn $wake_finds_nobody() {
-                spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
                 release_wakes_every_waiter::<$lock>(2, Bound::Fixed(3), HOLDER_YIELDS_TWO_WAITERS);
             }
             )?

@@ -54,7 +54,7 @@
 //! sleepers are counted, wakes again: a sleeper may have gone to sleep on the lock that the
 //! skipped release freed. (Found when a build whose waiters starved at once hung in the
 //! contention experiment: a sleeper slept on a free lock until a debugger's attach woke it.
-//! The loom models `stranded_*` reproduce it.)
+//! The loom models `never_starving_*` reproduce it.)
 //!
 //! Why no wake-up is lost: a sleeper only sleeps on a word that is held or claimed, so whoever
 //! holds it has a release still to come, and that release finds the sleeper counted. If its
@@ -418,13 +418,28 @@ std::thread_local! {
 }
 
 /// Under loom, makes every bounded-bypass waiter starve (and claim) at its `look`-th look at
-/// a held lock; `u32::MAX`: never. The default, 2, makes claims race everything else; since a
-/// real waiter starves only after 0.5 ms, the waits without a claim need models of their own.
-/// Not a model's state: set it on the test's thread before the model runs.
+/// a held lock (`u32::MAX`: never) until the returned guard is dropped. The default, 2, makes
+/// claims race everything else; since a real waiter starves only after 0.5 ms, the waits
+/// without a claim need models of their own. Not a model's state: set it on the test's thread
+/// before the model runs; the guard puts the previous setting back, so a test harness that
+/// runs tests one after another on one thread does not carry it into the next test.
 #[cfg(loom)]
 #[doc(hidden)]
-pub fn loom_starve_at_look(look: u32) {
-    STARVE_AT_LOOK.with(|at| at.set(look));
+pub fn loom_starve_at_look(look: u32) -> LoomStarveAtLook {
+    LoomStarveAtLook(STARVE_AT_LOOK.with(|at| at.replace(look)))
+}
+
+/// Restores the previous [`loom_starve_at_look`] setting when dropped.
+#[cfg(loom)]
+#[doc(hidden)]
+#[must_use = "the setting lasts only while the guard lives"]
+pub struct LoomStarveAtLook(u32);
+
+#[cfg(loom)]
+impl Drop for LoomStarveAtLook {
+    fn drop(&mut self) {
+        STARVE_AT_LOOK.with(|at| at.set(self.0));
+    }
 }
 
 /// Whether a claimant's deadline has passed. Under loom (no clock) it passes after a few

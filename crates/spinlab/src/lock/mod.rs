@@ -57,7 +57,7 @@ mod word;
 
 #[cfg(loom)]
 #[doc(hidden)]
-pub use bounded::loom_starve_at_look;
+pub use bounded::{loom_starve_at_look, LoomStarveAtLook};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
