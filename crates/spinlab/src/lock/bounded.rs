@@ -37,7 +37,8 @@
 //! | 2     | `WAKING`   | a release woke a sleeper that has not come back yet               |
 //! | 3     | `SPINNING` | a waiter is spinning: others sleep at once (sleeping policies)    |
 //! | 4     | `MISSED`   | a release found `WAKING` set and woke nobody                      |
-//! | 5..32 | sleepers   | waiters counted in before they sleep, counted out after they wake |
+//! | 5     | `GATED`    | the holder came through [`Gated`](super::Gated)'s queue           |
+//! | 6..32 | sleepers   | waiters counted in before they sleep, counted out after they wake |
 //!
 //! A waiter counts itself in with a CAS that also checks the lock is still held (or claimed),
 //! sleeps on the word with that count, and counts itself out when it wakes, whatever woke it.
@@ -82,7 +83,8 @@ const HANDOFF: u32 = 2;
 const WAKING: u32 = 4;
 const SPINNING: u32 = 8;
 const MISSED: u32 = 16;
-const ONE_SLEEPER: u32 = 32;
+const GATED: u32 = 32;
+const ONE_SLEEPER: u32 = 64;
 
 /// How long a waiter waits before it claims the next release, in nanoseconds: parking_lot's
 /// fair hand-over comes about every 0.5 ms. A claim here costs no wake-up (the claimant is
@@ -124,6 +126,26 @@ impl<W: Wait> Bounded<W> {
     #[inline]
     pub fn is_claimed(&self) -> bool {
         self.state.load(Relaxed) & HANDOFF != 0
+    }
+
+    /// Marks the lock as taken through [`Gated`](super::Gated)'s queue, whose gate its
+    /// release must also release. Only the holder calls it, and only the holder reads the
+    /// mark ([`Bounded::take_gated`]), so its accesses are ordered by the lock itself; the
+    /// bit is in the word because a gated lock has no other room in 16 bytes.
+    #[inline]
+    pub(crate) fn mark_gated(&self) {
+        self.state.fetch_or(GATED, Relaxed);
+    }
+
+    /// Whether the holder marked the lock with [`Bounded::mark_gated`]; clears the mark.
+    /// Called by the holder before it releases the lock.
+    #[inline]
+    pub(crate) fn take_gated(&self) -> bool {
+        let gated = self.state.load(Relaxed) & GATED != 0;
+        if gated {
+            self.state.fetch_and(!GATED, Relaxed);
+        }
+        gated
     }
 
     /// Acquires the lock, giving up at `deadline` (`None`: never).
