@@ -18,12 +18,13 @@
 //!   beside a newcomer did not bring the time back).
 //!   Failing that, take the gate (the queue lock `L`, waiting in its order with policy `W`), then,
 //!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim).
-//!   The head keeps the gate through its critical section: a bit of the word says so, and
-//!   the gate's guard, where it is not zero-sized, waits in 32 bits beside the word ([`Gate`]).
-//! - **Unlock**: release the word; then, if this acquisition came through the gate, release
-//!   the gate, so the next waiter in line becomes the head. Releasing the gate wakes that
-//!   waiter when it sleeps, a system call: made after the word is free, it is not part of
-//!   anyone's critical section. (Until 2026-11-25 the head released the gate as soon as it
+//!   The head keeps the gate through its critical section: it takes the word with a mark
+//!   (`GATED`, set by the same compare-and-swap), and the gate's guard, where it is not
+//!   zero-sized, waits in 32 bits beside the word ([`Gate`]).
+//! - **Unlock**: release the word, clearing the mark in the same read-modify-write; then, if
+//!   it was marked, release the gate, so the next waiter in line becomes the head. Releasing
+//!   the gate wakes that waiter when it sleeps, a system call: made after the word is free,
+//!   it is not part of anyone's critical section. (Until 2026-11-25 the head released the gate as soon as it
 //!   had the word, and so made that call while holding the lock; docs/contention.md has what
 //!   moving it changed.)
 //!
@@ -178,12 +179,11 @@ impl<L: Gate, W: Wait> Gated<L, W> {
                 None => return false,
             },
         };
-        if self.word.lock_until(deadline).is_none() {
+        if !self.word.lock_gated(deadline) {
             // SAFETY: we took the gate above and release it once.
             unsafe { self.gate.unlock(head) };
             return false;
         }
-        self.word.mark_gated();
         // SAFETY: we hold the word.
         unsafe { L::keep(&self.head, head) };
         true
@@ -222,14 +222,13 @@ unsafe impl<L: Gate, W: Wait> RawMutex for Gated<L, W> {
     }
 
     #[inline]
-    unsafe fn unlock(&self, guard: GuardSend) {
-        let gated = self.word.take_gated();
-        // SAFETY: forwarded from the caller, who holds the word (and so `head`, if gated).
+    unsafe fn unlock(&self, _: GuardSend) {
+        // SAFETY: forwarded from the caller, who holds the word. If it came through the gate,
+        // it still holds the gate, and `head` is its own until it releases it: only a holder
+        // that came through the gate writes `head`.
         unsafe {
-            let head = gated.then(|| L::take(&self.head));
-            self.word.unlock(guard);
-            if let Some(head) = head {
-                self.gate.unlock(head);
+            if self.word.unlock_gated() {
+                self.gate.unlock(L::take(&self.head));
             }
         }
     }
