@@ -305,22 +305,7 @@ unsafe impl<W: Wait> RawMutexFair for Clh<W> {
 
 super::timed_via_lock_until!(Clh);
 
-// SAFETY: the guard is the holder's node, kept by its number.
-unsafe impl<W: Wait> super::Gate for Clh<W> {
-    type Slot = super::gated::NodeSlot;
-    #[allow(clippy::declare_interior_mutable_const)]
-    const EMPTY: Self::Slot = super::gated::NodeSlot::EMPTY;
-    #[inline]
-    unsafe fn keep(slot: &Self::Slot, guard: ClhGuard) {
-        // SAFETY: forwarded.
-        unsafe { slot.keep(guard.node) }
-    }
-    #[inline]
-    unsafe fn take(slot: &Self::Slot) -> ClhGuard {
-        // SAFETY: forwarded.
-        ClhGuard { node: unsafe { slot.take() } }
-    }
-}
+super::gated::gate_with_node_guard!(Clh, ClhGuard);
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -100,6 +100,30 @@ macro_rules! gate_with_guard_send {
 }
 gate_with_guard_send!(Ticket, Fair);
 
+/// Implements [`Gate`] for a queue lock whose guard is its holder's queue node (`node`),
+/// kept as the node's number. Invoked in the lock's own module, where the guard's field is.
+macro_rules! gate_with_node_guard {
+    ($lock:ident, $guard:ident) => {
+        // SAFETY: the guard is the holder's node, kept by its number.
+        unsafe impl<W: Wait> super::Gate for $lock<W> {
+            type Slot = super::gated::NodeSlot;
+            #[allow(clippy::declare_interior_mutable_const)]
+            const EMPTY: Self::Slot = super::gated::NodeSlot::EMPTY;
+            #[inline]
+            unsafe fn keep(slot: &Self::Slot, guard: $guard) {
+                // SAFETY: forwarded.
+                unsafe { slot.keep(guard.node) }
+            }
+            #[inline]
+            unsafe fn take(slot: &Self::Slot) -> $guard {
+                // SAFETY: forwarded.
+                $guard { node: unsafe { slot.take() } }
+            }
+        }
+    };
+}
+pub(super) use gate_with_node_guard;
+
 /// A queue node's number ([`queue_node`]), kept for a [`Gate`] whose guard is its node.
 pub struct NodeSlot(UnsafeCell<u32>);
 

@@ -263,19 +263,4 @@ unsafe impl<W: Wait> RawMutexFair for Mcs<W> {
 
 super::timed_via_lock_until!(Mcs);
 
-// SAFETY: the guard is the holder's node, kept by its number.
-unsafe impl<W: Wait> super::Gate for Mcs<W> {
-    type Slot = super::gated::NodeSlot;
-    #[allow(clippy::declare_interior_mutable_const)]
-    const EMPTY: Self::Slot = super::gated::NodeSlot::EMPTY;
-    #[inline]
-    unsafe fn keep(slot: &Self::Slot, guard: McsGuard) {
-        // SAFETY: forwarded.
-        unsafe { slot.keep(guard.node) }
-    }
-    #[inline]
-    unsafe fn take(slot: &Self::Slot) -> McsGuard {
-        // SAFETY: forwarded.
-        McsGuard { node: unsafe { slot.take() } }
-    }
-}
+super::gated::gate_with_node_guard!(Mcs, McsGuard);
