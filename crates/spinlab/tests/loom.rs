@@ -32,7 +32,7 @@ use lock_api::{RawMutex, RawMutexTimed};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use spinlab::lock::{Bounded, Clh, Fair, Gate, Gated, Mcs, Tas, Ticket, Ttas};
+use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
 use spinlab::wait::{Futex, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Wait};
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ macro_rules! impl_lock {
 }
 impl_lock!(Tas, Ttas, Ticket, Mcs, Clh, Fair, Bounded);
 
-impl<L: Lock + Gate, W: Wait> Lock for Gated<L, W> {
+impl<L: Lock, W: Wait> Lock for Gated<L, W> {
     fn new_unlocked() -> Self {
         Gated::with_gate(L::new_unlocked())
     }

@@ -37,8 +37,7 @@
 //! | 2     | `WAKING`   | a release woke a sleeper that has not come back yet               |
 //! | 3     | `SPINNING` | a waiter is spinning: others sleep at once (sleeping policies)    |
 //! | 4     | `MISSED`   | a release found `WAKING` set and woke nobody                      |
-//! | 5     | `GATED`    | the holder came through [`Gated`](super::Gated)'s queue           |
-//! | 6..32 | sleepers   | waiters counted in before they sleep, counted out after they wake |
+//! | 5..32 | sleepers   | waiters counted in before they sleep, counted out after they wake |
 //!
 //! A waiter counts itself in with a CAS that also checks the lock is still held (or claimed),
 //! sleeps on the word with that count, and counts itself out when it wakes, whatever woke it.
@@ -83,8 +82,7 @@ const HANDOFF: u32 = 2;
 const WAKING: u32 = 4;
 const SPINNING: u32 = 8;
 const MISSED: u32 = 16;
-const GATED: u32 = 32;
-const ONE_SLEEPER: u32 = 64;
+const ONE_SLEEPER: u32 = 32;
 
 /// How long a waiter waits before it claims the next release, in nanoseconds: parking_lot's
 /// fair hand-over comes about every 0.5 ms. A claim here costs no wake-up (the claimant is
@@ -128,27 +126,6 @@ impl<W: Wait> Bounded<W> {
         self.state.load(Relaxed) & HANDOFF != 0
     }
 
-    /// Acquires the lock for [`Gated`](super::Gated)'s head and marks it `GATED` in the same
-    /// compare-and-swap, so that its release ([`Bounded::unlock_gated`]) also releases the
-    /// gate. Gives up at `deadline` (`None`: never).
-    #[inline]
-    pub(crate) fn lock_gated(&self, deadline: Option<Instant>) -> bool {
-        // Acquire: the previous holder's critical section happens-before ours.
-        self.state.compare_exchange(0, LOCKED | GATED, Acquire, Relaxed).is_ok()
-            || self.wait_for(deadline, Mode::Sleep, GATED) == Outcome::Acquired
-    }
-
-    /// Releases the lock; returns whether it was marked `GATED`, clearing the mark in the
-    /// same read-modify-write.
-    ///
-    /// # Safety
-    /// The caller holds the lock.
-    #[inline]
-    pub(crate) unsafe fn unlock_gated(&self) -> bool {
-        // Release: our critical section happens-before the next holder's Acquire.
-        self.state.compare_exchange(LOCKED, 0, Release, Relaxed).is_err() && self.unlock_contended()
-    }
-
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
@@ -164,7 +141,7 @@ impl<W: Wait> Bounded<W> {
 
     #[cold]
     fn lock_contended(&self, deadline: Option<Instant>) -> bool {
-        self.wait_for(deadline, Mode::Sleep, 0) == Outcome::Acquired
+        self.wait_for(deadline, Mode::Sleep) == Outcome::Acquired
     }
 
     /// The queue's first step ([`Gated`](super::Gated)): becomes the one spinner and spins
@@ -177,12 +154,11 @@ impl<W: Wait> Bounded<W> {
         if self.fast_lock() {
             return Outcome::Acquired;
         }
-        self.wait_for(deadline, Mode::SpinThenQueue, 0)
+        self.wait_for(deadline, Mode::SpinThenQueue)
     }
 
-    /// Waits for the lock as `mode` says, and takes it with `mark` (`GATED` or 0) set.
     #[cold]
-    fn wait_for(&self, deadline: Option<Instant>, mode: Mode, mark: u32) -> Outcome {
+    fn wait_for(&self, deadline: Option<Instant>, mode: Mode) -> Outcome {
         let mut episode = Episode::new(deadline);
         let mut starvation = Starvation::new();
         // SPINNING if this thread is the one waiter allowed to spin (policies that may sleep).
@@ -194,7 +170,7 @@ impl<W: Wait> Bounded<W> {
         loop {
             let seen = self.state.load(Relaxed);
             if seen & (LOCKED | HANDOFF) == 0 {
-                if self.state.compare_exchange(seen, (seen | LOCKED | mark) & !spinner, Acquire, Relaxed).is_ok() {
+                if self.state.compare_exchange(seen, (seen | LOCKED) & !spinner, Acquire, Relaxed).is_ok() {
                     return Outcome::Acquired;
                 }
                 continue;
@@ -202,7 +178,7 @@ impl<W: Wait> Bounded<W> {
             if seen & HANDOFF == 0 && starvation.starving() {
                 // Relaxed: the claim orders nothing; taking the lock later is an Acquire.
                 if self.state.compare_exchange(seen, (seen | HANDOFF) & !spinner, Relaxed, Relaxed).is_ok() {
-                    return if self.claim(&mut episode, mark) { Outcome::Acquired } else { Outcome::TimedOut };
+                    return if self.claim(&mut episode) { Outcome::Acquired } else { Outcome::TimedOut };
                 }
                 continue;
             }
@@ -262,14 +238,14 @@ impl<W: Wait> Bounded<W> {
     /// Waits, running, for the release that `HANDOFF` reserved for us. Returns `false` if the
     /// deadline passed first and the claim was withdrawn.
     #[cold]
-    fn claim(&self, episode: &mut Episode, mark: u32) -> bool {
+    fn claim(&self, episode: &mut Episode) -> bool {
         let mut spins = 0u32;
         loop {
             let seen = self.state.load(Relaxed);
             if seen & LOCKED == 0 {
                 // Only the claimant sets LOCKED while HANDOFF is set, so this fails only when
                 // the sleeper count changes under us.
-                if self.state.compare_exchange(seen, (seen & !HANDOFF) | LOCKED | mark, Acquire, Relaxed).is_ok() {
+                if self.state.compare_exchange(seen, (seen & !HANDOFF) | LOCKED, Acquire, Relaxed).is_ok() {
                     return true;
                 }
                 continue;
@@ -308,29 +284,27 @@ impl<W: Wait> Bounded<W> {
         }
     }
 
-    /// The release when the word holds more than `LOCKED`; returns whether it was `GATED`.
     #[cold]
-    fn unlock_contended(&self) -> bool {
+    fn unlock_contended(&self) {
         // Clear LOCKED, and set WAKING if we are to wake a sleeper: with a claim pending the
         // claimant is running and takes the lock itself (its own release wakes a sleeper),
         // and while a woken sleeper is on its way back, waking another only adds a herd.
         let mut seen = self.state.load(Relaxed);
-        let (wake, gated) = loop {
+        let wake = loop {
             let wake = seen & (HANDOFF | WAKING) == 0 && sleepers(seen) != 0;
             // Skipping the wake-up for a woken thread on its way back: say so, in case the
             // wake-up found nobody and nobody is on the way back.
             let missed = seen & (HANDOFF | WAKING) == WAKING && sleepers(seen) != 0;
-            let next = (seen & !(LOCKED | GATED)) | if wake { WAKING } else { 0 } | if missed { MISSED } else { 0 };
+            let next = (seen & !LOCKED) | if wake { WAKING } else { 0 } | if missed { MISSED } else { 0 };
             // Release: our critical section happens-before the next holder's Acquire.
             match self.state.compare_exchange_weak(seen, next, Release, Relaxed) {
-                Ok(_) => break (wake, seen & GATED != 0),
+                Ok(_) => break wake,
                 Err(now) => seen = now,
             }
         };
         if wake {
             self.wake_sleeper();
         }
-        gated
     }
 
     /// Wakes one sleeper, for a thread that has set `WAKING`. If the wake-up finds nobody in
@@ -523,8 +497,7 @@ unsafe impl<W: Wait> RawMutex for Bounded<W> {
     unsafe fn unlock(&self, _: GuardSend) {
         // Release: our critical section happens-before the next holder's Acquire.
         if self.state.compare_exchange(LOCKED, 0, Release, Relaxed).is_err() {
-            let gated = self.unlock_contended();
-            debug_assert!(!gated, "a gated lock's word released without its gate");
+            self.unlock_contended();
         }
     }
 

@@ -305,8 +305,6 @@ unsafe impl<W: Wait> RawMutexFair for Clh<W> {
 
 super::timed_via_lock_until!(Clh);
 
-super::gated::gate_with_node_guard!(Clh, ClhGuard);
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

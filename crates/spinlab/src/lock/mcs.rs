@@ -262,5 +262,3 @@ unsafe impl<W: Wait> RawMutexFair for Mcs<W> {
 }
 
 super::timed_via_lock_until!(Mcs);
-
-super::gated::gate_with_node_guard!(Mcs, McsGuard);

@@ -61,7 +61,7 @@ pub use bounded::{loom_starve_at_look, LoomStarveAtLook};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
-pub use gated::{Gate, Gated, NodeSlot};
+pub use gated::Gated;
 pub use mcs::{Mcs, McsGuard};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;

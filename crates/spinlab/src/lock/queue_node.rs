@@ -14,7 +14,6 @@
 
 use crate::padded::CachePadded;
 use crate::sync::{AtomicPtr, AtomicU32};
-use core::num::NonZeroU32;
 
 /// One queue node, alone on its line: the waiter (MCS) or its successor (CLH) spins on
 /// `state`, and the line must not be shared with anything another thread writes.
@@ -30,151 +29,17 @@ pub(crate) struct QueueNode {
     /// The link of the global pool of free nodes; used only while the node is free.
     #[cfg_attr(loom, allow(dead_code))]
     pub pool_next: AtomicPtr<Node>,
-    /// The node's number in [`index`], from 1: a 32-bit name for it, so that a holder's node
-    /// fits beside a 32-bit word ([`Gated`](super::Gated) keeps its gate's guard that way).
-    pub index: NonZeroU32,
 }
 
 pub(crate) type Node = CachePadded<QueueNode>;
 
 fn fresh() -> &'static Node {
-    index::register(|index| {
-        Box::leak(Box::new(CachePadded::new(QueueNode {
-            state: AtomicU32::new(0),
-            next: AtomicPtr::new(core::ptr::null_mut()),
-            pred: AtomicPtr::new(core::ptr::null_mut()),
-            pool_next: AtomicPtr::new(core::ptr::null_mut()),
-            index,
-        })))
-    })
-}
-
-/// The node numbered `index` (from its `index` field).
-///
-/// # Safety
-/// `index` must be a node's `index` field.
-#[inline]
-pub(crate) unsafe fn by_index(index: NonZeroU32) -> &'static Node {
-    // SAFETY: forwarded.
-    unsafe { index::get(index) }
-}
-
-#[cfg(not(loom))]
-mod index {
-    //! Every node ever made, by number: a two-level table that only grows (nodes are never
-    //! freed). A number is taken with one `fetch_add`; a second-level block is allocated by
-    //! whichever thread first needs it and installed with a CAS.
-    use super::Node;
-    use crate::sync::{AtomicPtr, AtomicU32, Ordering::*};
-    use core::num::NonZeroU32;
-    use core::ptr::null_mut;
-
-    const BLOCK: usize = 1024;
-    const BLOCKS: usize = 4096;
-
-    type Block = [AtomicPtr<Node>; BLOCK];
-
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    static TABLE: [AtomicPtr<Block>; BLOCKS] = [const { AtomicPtr::new(null_mut()) }; BLOCKS];
-
-    pub fn register(make: impl FnOnce(NonZeroU32) -> &'static Node) -> &'static Node {
-        let number = NEXT.fetch_add(1, Relaxed) as usize;
-        if number >= BLOCK * BLOCKS {
-            // Nodes in use at once are bounded by threads times the queue locks each holds or
-            // waits for: four million is past any real process.
-            eprintln!("spinlab: more than {} queue nodes in use at once; aborting", BLOCK * BLOCKS);
-            std::process::abort();
-        }
-        let index = NonZeroU32::new(number as u32 + 1).expect("numbers start at 1");
-        let node = make(index);
-        // Release: the node's fields are visible to whoever finds it by number.
-        block(number / BLOCK)[number % BLOCK].store(super::as_ptr(node), Release);
-        node
-    }
-
-    fn block(at: usize) -> &'static Block {
-        let mut block = TABLE[at].load(Acquire);
-        if block.is_null() {
-            let fresh: &'static mut Block = Box::leak(Box::new([const { AtomicPtr::new(null_mut()) }; BLOCK]));
-            block = match TABLE[at].compare_exchange(null_mut(), fresh, AcqRel, Acquire) {
-                Ok(_) => fresh,
-                // Another thread installed it first; ours stays unused (one block, once).
-                Err(theirs) => theirs,
-            };
-        }
-        // SAFETY: installed blocks are leaked, so live forever.
-        unsafe { &*block }
-    }
-
-    /// # Safety
-    /// `index` must be a node's `index` field.
-    #[inline]
-    pub unsafe fn get(index: NonZeroU32) -> &'static Node {
-        let number = index.get() as usize - 1;
-        // Acquire, both: the block and the node were published with Release.
-        let block = TABLE[number / BLOCK].load(Acquire);
-        // SAFETY: the node exists (the caller's promise), so its block was installed first.
-        let node = unsafe { &*block }[number % BLOCK].load(Acquire);
-        // SAFETY: as above; nodes are leaked.
-        unsafe { super::from_ptr(node) }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::super::{as_ptr, fresh};
-        use super::*;
-
-        #[test]
-        fn every_number_names_its_node_across_threads_and_blocks() {
-            // More nodes than a block holds, made on four threads at once: numbers are
-            // distinct, and each finds its own node.
-            let made: Vec<Vec<usize>> = std::thread::scope(|s| {
-                let makers: Vec<_> = (0..4)
-                    .map(|_| s.spawn(|| (0..BLOCK / 2 + 1).map(|_| as_ptr(fresh()) as usize).collect::<Vec<_>>()))
-                    .collect();
-                makers.into_iter().map(|m| m.join().unwrap()).collect()
-            });
-            let mut numbers = Vec::new();
-            for &address in made.iter().flatten() {
-                // SAFETY: addresses of nodes from `fresh`, which live forever.
-                let node = unsafe { super::super::from_ptr(address as *mut Node) };
-                numbers.push(node.index);
-                // SAFETY: a node's own number.
-                assert_eq!(as_ptr(unsafe { get(node.index) }) as usize, address, "number {}", node.index);
-            }
-            numbers.sort_unstable();
-            numbers.dedup();
-            assert_eq!(numbers.len(), 4 * (BLOCK / 2 + 1), "two nodes share a number");
-        }
-    }
-}
-
-#[cfg(loom)]
-mod index {
-    //! Under loom, a plain list: loom runs one thread at a time, and its atomics cannot live
-    //! in a static. Nodes are leaked at each execution's end, so the list only grows.
-    use super::Node;
-    use core::num::NonZeroU32;
-
-    static NODES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-
-    fn nodes() -> std::sync::MutexGuard<'static, Vec<usize>> {
-        NODES.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub fn register(make: impl FnOnce(NonZeroU32) -> &'static Node) -> &'static Node {
-        let mut nodes = nodes();
-        let index = NonZeroU32::new(u32::try_from(nodes.len() + 1).expect("under 4 billion nodes")).unwrap();
-        let node = make(index);
-        nodes.push(super::as_ptr(node) as usize);
-        node
-    }
-
-    pub unsafe fn get(index: NonZeroU32) -> &'static Node {
-        let address = nodes()[index.get() as usize - 1];
-        // SAFETY: the list holds only leaked nodes.
-        unsafe { super::from_ptr(address as *mut Node) }
-    }
+    Box::leak(Box::new(CachePadded::new(QueueNode {
+        state: AtomicU32::new(0),
+        next: AtomicPtr::new(core::ptr::null_mut()),
+        pred: AtomicPtr::new(core::ptr::null_mut()),
+        pool_next: AtomicPtr::new(core::ptr::null_mut()),
+    })))
 }
 
 #[cfg(not(loom))]
