@@ -36,6 +36,10 @@ use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
 use spinlab::wait::{Futex, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Wait};
 use std::time::Duration;
 
+// Loom maps a fresh stack for every thread of every execution; see the module for why the
+// test binary reuses them.
+mod loom_stacks;
+
 /// What the models need from a lock: lock_api's raw traits and a constructor (`INIT` panics
 /// under loom, whose atomics cannot be built in a constant).
 trait Lock: RawMutex + RawMutexTimed<Duration = Duration, Instant = std::time::Instant> + Send + Sync + 'static {

@@ -28,6 +28,10 @@ use spinlab::wait::{Futex, Spin, SpinPark, Wait};
 use spinlab::{Barrier, Condvar, Event};
 use std::time::Duration;
 
+// Loom maps a fresh stack for every thread of every execution; see the module for why the
+// test binary reuses them.
+mod loom_stacks;
+
 /// Runs `model` under loom with a preemption bound (unless `LOOM_MAX_PREEMPTIONS` sets one).
 fn check(preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
