@@ -623,13 +623,15 @@ models! {
 /// and seldom sleep).
 ///
 /// `release_whose_wake_finds_nobody`: a release that sets `WAKING` and wakes no thread (its
-/// one counted sleeper had not reached the kernel yet) holds `WAKING` until it gives it back,
-/// and a release that comes in between sees `WAKING` and wakes nobody. Here the first waiter
-/// counts itself in and is preempted, the holder's wake-up finds nobody, the first waiter
-/// comes back, takes the lock and releases it while the second sleeps: the second must still
-/// be woken. It takes three preemptions (the waiter after counting in, the releaser after its
-/// wake-up, the waiter while it holds), one more than the generic two-waiter models get, so
-/// the bound is fixed here. Before `MISSED`, this model deadlocked.
+/// one counted sleeper had not reached the kernel yet) leaves `WAKING` to that sleeper, which
+/// comes back by itself and ends it, and a release that comes in between sees `WAKING` and
+/// wakes nobody. Here the first waiter counts itself in and is preempted, the holder's
+/// wake-up finds nobody, the first waiter comes back, takes the lock and releases it while the
+/// second sleeps: the second must still be woken. It takes three preemptions (the waiter after
+/// counting in, the releaser after its wake-up, the waiter while it holds), one more than the
+/// generic two-waiter models get, so the bound is fixed here. With the protocol before
+/// `MISSED` (the releaser gave `WAKING` back, nobody made up for the skipped wake-up), this
+/// model deadlocked.
 ///
 /// The gated locks' heads sleep on the same word; their models here keep the generic bound.
 macro_rules! never_starving_models {
