@@ -104,6 +104,17 @@ impl<W: Wait> Sequence<W> {
     /// Changes the word, then wakes one or all sleepers if any may exist.
     #[inline]
     pub(crate) fn advance(&self, wake: Wake) {
+        if self.advance_quietly() {
+            self.wake(wake);
+        }
+    }
+
+    /// The first half of [`advance`](Self::advance): changes the word and returns whether a
+    /// sleeper may need [`wake`](Self::wake). A lock calls it before the atomic that releases
+    /// it, and `wake` after, because `wake` is the only step that may name a lock that another
+    /// thread has already taken, released and freed.
+    #[inline]
+    pub(crate) fn advance_quietly(&self) -> bool {
         // Release: what the notifier wrote before is visible to a waiter that sees the new
         // value with `load`'s Acquire.
         self.seq.fetch_add(1, Release);
@@ -111,13 +122,14 @@ impl<W: Wait> Sequence<W> {
         // It reads the latest count, and its Release carries the increment above to a waiter
         // whose increment of `sleepers` comes after it. Pure spin policies never sleep, so
         // they skip it: their notification is the one increment.
-        if W::MAY_SLEEP && self.sleepers.fetch_add(0, Release) != 0 {
-            self.wake(wake);
-        }
+        W::MAY_SLEEP && self.sleepers.fetch_add(0, Release) != 0
     }
 
+    /// The second half of [`advance`](Self::advance): the wake-up system call on the word,
+    /// and nothing else. The kernel uses the address only as a key, so the call is harmless
+    /// even on memory freed and reused meanwhile (at worst a spurious wake-up).
     #[cold]
-    fn wake(&self, wake: Wake) {
+    pub(crate) fn wake(&self, wake: Wake) {
         match wake {
             Wake::One => {
                 W::wake_one(&self.seq);

@@ -25,11 +25,18 @@
 //! reader, and each waits at most one phase of the other kind per competitor.
 //!
 //! Uncontended, a read acquisition is one atomic increment (`PhaseFair`) or a load and a
-//! compare-and-swap (`WriterPref`, `ReaderPref`), and a release one atomic decrement; no
-//! system call is made unless a thread may be asleep.
+//! compare-and-swap (`WriterPref`, `ReaderPref`), and a read release one atomic increment of
+//! the departures (`PhaseFair`) or a load and a compare-and-swap (the other two); no system
+//! call is made unless a thread may be asleep.
+//!
+//! All three may be freed as soon as they are unlocked and unused, as POSIX allows, even while
+//! the thread that unlocked is still inside its unlock: after the atomic that releases the
+//! lock, an unlock names it only in a futex wake-up system call. Each module says how.
 
 mod phase_fair;
 mod reader_pref;
+#[cfg(all(test, not(loom), target_os = "linux", target_arch = "x86_64"))]
+mod release_watch;
 mod writer_pref;
 
 pub use phase_fair::PhaseFair;

@@ -8,7 +8,7 @@
 //! |-------|------------------|--------------------------------------------------------------|
 //! | 0     | `PHASE`          | flips with every writer: tells one writer phase from the next |
 //! | 1     | `PRESENT`        | a writer is present: arriving readers wait for it            |
-//! | 2     | `READERS_ASLEEP` | readers may be asleep on this word: the writer's unlock wakes them |
+//! | 2     | `READERS_ASLEEP` | readers (or the next writer) may be asleep on this word: the writer's unlock wakes them |
 //! | 8..32 | arrivals         | readers that have arrived, `+1` (that is, `+0x100`) each, wrapping |
 //!
 //! `rout` (reader departures; the present writer watches it):
@@ -16,21 +16,40 @@
 //! | bits  | name            | meaning                                                       |
 //! |-------|-----------------|---------------------------------------------------------------|
 //! | 0     | `WRITER_ASLEEP` | the present writer may be asleep on this word                 |
-//! | 8..32 | departures      | readers that have left, `+0x100` each, wrapping               |
+//! | 8..32 | departures      | readers that have left, `+0x100` each, wrapping; while `WRITER_ASLEEP` is set, counted from the writer's target, so `0` means drained |
 //!
-//! `drain_target`: the departure count the present writer waits for. `writers`: a [`Ticket`]
-//! lock over the same policy, which orders writers first come, first served (PF-T's `win` and
-//! `wout`).
+//! `writers`: a [`Ticket`] lock over the same policy, which orders writers first come, first
+//! served (PF-T's `win` and `wout`).
 //!
 //! - Reader: add one arrival. If no writer was present, it is in. Otherwise it waits until
 //!   `rin`'s writer bits differ from the ones its arrival returned: that writer's phase is over
 //!   (and if the next writer is already present, its flipped `PHASE` bit still tells them apart,
 //!   and it counted this reader among those it waits for).
-//! - Writer: take the ticket lock; flip `PHASE` and set `PRESENT` in one step, which returns the
-//!   arrival count at that moment; wait until departures reach it. Readers arriving after that
-//!   step wait for this writer; readers that arrived before it go first.
-//! - Writer unlock: clear `PRESENT` (releasing the readers that came during its phase, who then
-//!   form the next reader phase), then release the ticket lock to the next writer.
+//! - Writer: take the ticket lock; wait until the previous writer has cleared `PRESENT`; flip
+//!   `PHASE` and set `PRESENT` in one step, which returns the arrival count at that moment; wait
+//!   until departures reach it. Readers arriving after that step wait for this writer; readers
+//!   that arrived before it go first.
+//! - Writer unlock: release the ticket lock to the next writer, then clear `PRESENT` (releasing
+//!   the readers that came during its phase, who then form the next reader phase, and letting
+//!   the next writer announce itself).
+//!
+//! **Nothing but a futex wake-up names the lock after the atomic that releases it.** POSIX
+//! lets a thread destroy and free a rwlock as soon as it is unlocked and unused, while the
+//! releasing thread is still inside its unlock (glibc's bug 13690 was a mutex that did not
+//! allow for that), and the C ABI and the preload library serve such programs. So:
+//! - The writer's releasing atomic is the one that clears `PRESENT`, and it comes last. The
+//!   ticket lock is released before it, while `PRESENT` still keeps every reader and the next
+//!   writer waiting, so nobody can be done with the lock before it; the next writer waits for
+//!   `PRESENT` to clear as a reader of this phase would (in `wait_writer_phase`, woken by the
+//!   same wake-up). Readers and writers see phases in the same order as when the ticket was
+//!   released last, so the phases alternate as before.
+//! - A reader's releasing atomic is its departure, and whether it must wake the writer is in
+//!   the value it returns: a writer about to sleep rewrites `rout`, in the compare-and-swap
+//!   that sets `WRITER_ASLEEP`, to count departures from its target, so the departure that
+//!   brings the count to zero is the last one and makes the wake-up call, and none reads
+//!   the target after leaving. Every departure changes the word, so a departure before the
+//!   writer's futex wait makes the wait return; the writer restores the absolute count (and
+//!   clears the mark) in one addition when it wakes.
 //!
 //! Counts are compared modulo 2^24, so up to 2^24 - 1 readers can be inside at once.
 //!
@@ -69,7 +88,6 @@ const COUNT: u32 = !(ONE_READER - 1);
 pub struct PhaseFair<W: Wait> {
     rin: AtomicU32,
     rout: AtomicU32,
-    drain_target: AtomicU32,
     writers: Ticket<W>,
 }
 
@@ -80,13 +98,13 @@ impl<W: Wait> PhaseFair<W> {
             PhaseFair {
                 rin: AtomicU32::new(0),
                 rout: AtomicU32::new(0),
-                drain_target: AtomicU32::new(0),
                 writers: Ticket::new(),
             }
         }
     }
 
-    /// Waits until the writer phase that `writer_bits` names is over.
+    /// Waits until the writer phase that `writer_bits` names is over (for the next writer:
+    /// until the writer still releasing has cleared `PRESENT`).
     #[cold]
     fn wait_writer_phase(&self, writer_bits: u32) {
         let mut episode = Episode::new(None);
@@ -113,9 +131,15 @@ impl<W: Wait> PhaseFair<W> {
     /// to.
     #[inline]
     fn announce_writer(&self) -> u32 {
-        // No writer is present (the previous one cleared `PRESENT` before releasing the ticket
-        // lock we hold), so the xor sets `PRESENT` and flips `PHASE`. Relaxed: this thread's
-        // Acquire comes from the departures it waits for, and the ticket lock orders writers.
+        // The previous writer releases the ticket lock before it clears `PRESENT`: wait for
+        // that (only it can clear the bit, and only this writer can set it again).
+        let seen = self.rin.load(Relaxed);
+        if seen & PRESENT != 0 {
+            self.wait_writer_phase(seen & WRITER_BITS);
+        }
+        // No writer is present now, so the xor sets `PRESENT` and flips `PHASE`. Relaxed: this
+        // thread's Acquire comes from the departures it waits for, and the ticket lock orders
+        // writers.
         let before = self.rin.fetch_xor(WRITER_BITS, Relaxed);
         debug_assert_eq!(before & PRESENT, 0);
         before & COUNT
@@ -127,33 +151,35 @@ impl<W: Wait> PhaseFair<W> {
         let mut episode = Episode::new(None);
         loop {
             // Acquire: pairs with the departing readers' Release.
+            // (`WRITER_ASLEEP` is never set here: this writer clears it as it wakes.)
             let seen = self.rout.load(Acquire);
             if seen & COUNT == target {
-                if seen & WRITER_ASLEEP != 0 {
-                    self.rout.fetch_and(!WRITER_ASLEEP, Relaxed);
-                }
                 return;
             }
             match W::spin(&self.rout, seen, &mut episode) {
                 Spun::Changed => {}
                 Spun::TimedOut => unreachable!("no deadline"),
                 Spun::Exhausted => {
-                    // The last reader out compares with the target; `sleep_marked`'s Release
-                    // on the mark publishes it to the reader that sees the mark.
-                    self.drain_target.store(target, Relaxed);
-                    sleep_marked::<W>(&self.rout, seen, WRITER_ASLEEP, None);
+                    self.sleep_until_drained(seen, target);
                     episode.restart_spinning();
                 }
             }
         }
     }
 
+    /// Sleeps while `rout` holds `seen`, having rewritten it (see the module docs) so that the
+    /// departure that reaches `target` brings the count to zero and knows to wake us.
     #[cold]
-    fn wake_writer_if_drained(&self, departures: u32) {
-        // The target is stable while the writer sleeps: it is rewritten only by the next
-        // writer, which cannot come before this one is done.
-        if departures & COUNT == self.drain_target.load(Relaxed) {
-            W::wake_one(&self.rout);
+    fn sleep_until_drained(&self, seen: u32, target: u32) {
+        let from_target = (seen & COUNT).wrapping_sub(target) | WRITER_ASLEEP;
+        // Fails, and the caller looks again, if a reader left since `seen`. Relaxed: the
+        // readers need nothing from us, only the value.
+        if self.rout.compare_exchange(seen, from_target, Relaxed, Relaxed).is_ok() {
+            W::sleep(&self.rout, from_target, None);
+            // Back to the absolute count, mark cleared (it is set, and only we clear it).
+            // Relaxed: the caller's Acquire load reads this or a later value, and through this
+            // read-modify-write it synchronizes with every departure before it.
+            self.rout.fetch_add(target.wrapping_sub(WRITER_ASLEEP), Relaxed);
         }
     }
 }
@@ -199,11 +225,13 @@ unsafe impl<W: Wait> RawRwLock for PhaseFair<W> {
 
     #[inline]
     unsafe fn unlock_shared(&self, _: GuardSend) {
-        // Release: the read section happens-before the draining writer's Acquire. Acquire: if
-        // the writer's mark is seen, so is the target it wrote before marking.
-        let before = self.rout.fetch_add(ONE_READER, AcqRel);
-        if W::MAY_SLEEP && before & WRITER_ASLEEP != 0 {
-            self.wake_writer_if_drained(before.wrapping_add(ONE_READER));
+        // Release: the read section happens-before the draining writer's Acquire.
+        let before = self.rout.fetch_add(ONE_READER, Release);
+        // The writer asleep counts from its target: the departure that reaches zero is the
+        // last one it waits for. The lock may be gone by now: only the wake-up's system call
+        // may name it.
+        if W::MAY_SLEEP && before & WRITER_ASLEEP != 0 && before.wrapping_add(ONE_READER) & COUNT == 0 {
+            W::wake_one(&self.rout);
         }
     }
 
@@ -221,9 +249,10 @@ unsafe impl<W: Wait> RawRwLock for PhaseFair<W> {
         // Acquire: the sections of the readers counted as departed happen-before ours. Read
         // after `rin`, so every arrival counted in `seen` that has left is counted here.
         let departed = self.rout.load(Acquire);
-        // Free if every reader that arrived has left, and none arrives before we announce
-        // (the compare-and-swap fails if one does).
-        if departed & COUNT == seen & COUNT
+        // Free if the previous writer has cleared `PRESENT`, every reader that arrived has
+        // left, and none arrives before we announce (the compare-and-swap fails if one does).
+        if seen & PRESENT == 0
+            && departed & COUNT == seen & COUNT
             && self.rin.compare_exchange(seen, seen ^ WRITER_BITS, Relaxed, Relaxed).is_ok()
         {
             return Some(turn);
@@ -235,14 +264,16 @@ unsafe impl<W: Wait> RawRwLock for PhaseFair<W> {
 
     #[inline]
     unsafe fn unlock_exclusive(&self, turn: GuardSend) {
-        // Release: the write section happens-before the readers that see `PRESENT` clear.
-        // `PHASE` stays as it is: the next writer flips it.
+        // First, while `PRESENT` keeps everyone else waiting (see the module docs).
+        // SAFETY: the caller holds the lock exclusively, which means holding the ticket lock.
+        unsafe { self.writers.unlock(turn) };
+        // Release: the write section happens-before the readers (and the next writer) that
+        // see `PRESENT` clear. `PHASE` stays as it is: the next writer flips it.
         let before = self.rin.fetch_and(!(PRESENT | READERS_ASLEEP), Release);
+        // The lock may be gone by now: only the wake-up's system call may name it.
         if W::MAY_SLEEP && before & READERS_ASLEEP != 0 {
             W::wake_all(&self.rin);
         }
-        // SAFETY: the caller holds the lock exclusively, which means holding the ticket lock.
-        unsafe { self.writers.unlock(turn) };
     }
 
     /// Whether a writer is present (holding, or waiting for earlier readers to leave), or a
@@ -315,5 +346,64 @@ mod tests {
             unsafe { lock.unlock_exclusive(held) };
         }
         assert!(!lock.is_locked());
+    }
+
+    /// The tests below free the lock at the instant its unlock releases it (see
+    /// `release_watch`): a read or write of the lock after that kills the test binary.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    mod freed_at_release {
+        use super::*;
+        use crate::rwlock::release_watch::{self, Parked};
+        use std::sync::atomic::AtomicU32 as StdAtomicU32;
+
+        /// A writer leaves while a reader of its phase sleeps on `rin` and the next writer on
+        /// its ticket: the ticket lock is released too, and must be before `PRESENT` clears.
+        #[test]
+        fn a_writer_release_touches_nothing_after_it() {
+            let _serial = release_watch::one_at_a_time();
+            let lock = release_watch::on_its_own_page(PhaseFair::<Parked>::new());
+            let held = lock.lock_exclusive();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let reading = lock.lock_shared();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_shared(reading) };
+                });
+                s.spawn(|| {
+                    let writing = lock.lock_exclusive();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_exclusive(writing) };
+                });
+                release_watch::wait_until_asleep(2);
+                let phase_over = |lock: &PhaseFair<Parked>| lock.rin.load(Relaxed) & PRESENT == 0;
+                // SAFETY: acquired above.
+                release_watch::free_at_release(lock, phase_over, || unsafe { lock.unlock_exclusive(held) });
+                release_watch::let_go();
+            });
+            assert!(!lock.is_locked());
+        }
+
+        /// The last reader leaves while the writer that waits for it sleeps on `rout`.
+        #[test]
+        fn the_last_reader_release_touches_nothing_after_it() {
+            static DEPARTURES_BEFORE: StdAtomicU32 = StdAtomicU32::new(0);
+            let _serial = release_watch::one_at_a_time();
+            let lock = release_watch::on_its_own_page(PhaseFair::<Parked>::new());
+            let reading = lock.lock_shared();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let writing = lock.lock_exclusive();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_exclusive(writing) };
+                });
+                release_watch::wait_until_asleep(1);
+                DEPARTURES_BEFORE.store(lock.rout.load(Relaxed), Relaxed);
+                let departed = |lock: &PhaseFair<Parked>| lock.rout.load(Relaxed) != DEPARTURES_BEFORE.load(Relaxed);
+                // SAFETY: acquired above.
+                release_watch::free_at_release(lock, departed, || unsafe { lock.unlock_shared(reading) });
+                release_watch::let_go();
+            });
+            assert!(!lock.is_locked());
+        }
     }
 }

@@ -8,7 +8,8 @@
 //! | bits   | name              | meaning                                                    |
 //! |--------|-------------------|------------------------------------------------------------|
 //! | 0..32  | readers           | readers inside                                             |
-//! | 32..62 | writers           | writers waiting or holding; readers ignore it              |
+//! | 32..61 | writers           | writers waiting or holding; readers ignore it              |
+//! | 61     | `RELEASING`       | a releaser has advanced a sequence and not yet let go      |
 //! | 62     | `LOCKED`          | a writer holds the lock; while set, readers stay out       |
 //! | 63     | `READERS_WAITING` | a reader waits for `LOCKED` to clear                       |
 //!
@@ -18,8 +19,15 @@
 //! waiter reads its sequence before it looks at the state, and a releaser advances one only
 //! when the state says someone waits: no system call otherwise.
 //!
-//! Uncontended, a read lock is a load and a compare-and-swap and a read unlock a subtraction;
-//! a write lock or unlock is one compare-and-swap.
+//! Nothing but a futex wake-up names the lock after the atomic that releases it: a releaser
+//! that must wake someone sets `RELEASING`, advances, then releases, exactly as in
+//! `WriterPref`, whose module docs give the argument. One difference: readers still come in
+//! while a last reader out is `RELEASING` (nothing but `LOCKED` keeps them out); then the
+//! writer it woke finds them inside and waits again, and the last of them wakes it.
+//!
+//! Uncontended, a read lock is a load and a compare-and-swap and so is a read unlock (it must
+//! know, in its releasing step, whether it is the last reader out with a writer waiting); a
+//! write lock or unlock is one compare-and-swap.
 
 use crate::event::{Sequence, Wake};
 use crate::sync::{AtomicU64, Ordering::*};
@@ -29,7 +37,8 @@ use lock_api::{GuardSend, RawRwLock};
 const ONE_READER: u64 = 1;
 const READERS: u64 = 0xffff_ffff;
 const ONE_WRITER: u64 = 1 << 32;
-const WRITERS: u64 = ((1 << 30) - 1) << 32;
+const WRITERS: u64 = ((1 << 29) - 1) << 32;
+const RELEASING: u64 = 1 << 61;
 const LOCKED: u64 = 1 << 62;
 const READERS_WAITING: u64 = 1 << 63;
 
@@ -76,7 +85,7 @@ impl<W: Wait> ReaderPref<W> {
             // Sequence first, state second: see the module docs.
             let seen = self.readers_wake.load();
             let mut state = self.state.load(Relaxed);
-            loop {
+            let may_sleep = loop {
                 if state & LOCKED == 0 {
                     // Acquire: pairs with the last writer's Release.
                     match self.state.compare_exchange_weak(state, state + ONE_READER, Acquire, Relaxed) {
@@ -85,17 +94,26 @@ impl<W: Wait> ReaderPref<W> {
                     }
                     continue;
                 }
-                if state & READERS_WAITING != 0 {
-                    break;
+                if state & RELEASING != 0 {
+                    break false;
                 }
-                // Set in the same step that confirms the writer still holds: its unlock then
-                // reads the mark when it clears `LOCKED`, and advances `readers_wake`.
+                if state & READERS_WAITING != 0 {
+                    break true;
+                }
+                // Set in the same step that confirms the writer still holds (and is not
+                // releasing yet): its unlock then reads the mark when it sets `RELEASING`, and
+                // advances `readers_wake`.
                 match self.state.compare_exchange_weak(state, state | READERS_WAITING, Relaxed, Relaxed) {
-                    Ok(_) => break,
+                    Ok(_) => break true,
                     Err(now) => state = now,
                 }
+            };
+            if may_sleep {
+                self.readers_wake.wait(seen, &mut episode);
+            } else {
+                // A releaser between its advance and its release: see the module docs.
+                crate::sync::yield_now();
             }
-            self.readers_wake.wait(seen, &mut episode);
         }
     }
 
@@ -117,7 +135,12 @@ impl<W: Wait> ReaderPref<W> {
             let seen = self.writers_wake.load();
             state = self.state.load(Relaxed);
             if state & (READERS | LOCKED) != 0 {
-                self.writers_wake.wait(seen, &mut episode);
+                if state & RELEASING == 0 {
+                    self.writers_wake.wait(seen, &mut episode);
+                } else {
+                    // A releaser between its advance and its release: see the module docs.
+                    crate::sync::yield_now();
+                }
                 state = self.state.load(Relaxed);
             }
         }
@@ -127,21 +150,42 @@ impl<W: Wait> ReaderPref<W> {
     /// are preferred), and one writer if another is counted (it waits again if readers win).
     #[cold]
     fn unlock_exclusive_slow(&self) {
-        let mut before = self.state.load(Relaxed);
+        // Still holding: from here on nobody marks or sleeps until the release below, so
+        // `state` names everyone to wake. Relaxed: the advances below are ordered after it.
+        let mut state = self.state.fetch_or(RELEASING, Relaxed) | RELEASING;
+        let wake_readers = state & READERS_WAITING != 0 && self.readers_wake.advance_quietly();
+        let wake_writer = state & WRITERS > ONE_WRITER && self.writers_wake.advance_quietly();
         loop {
-            // The mark is cleared in the step that reads it, so no reader's mark is lost in
-            // between. Release: the write section happens-before the next entry's Acquire.
-            let after = (before - (ONE_WRITER | LOCKED)) & !READERS_WAITING;
-            match self.state.compare_exchange_weak(before, after, Release, Relaxed) {
+            // The mark is cleared in the step that releases; no reader marks after `RELEASING`.
+            // Release: the write section happens-before the next entry's Acquire.
+            let after = (state - (ONE_WRITER | LOCKED | RELEASING)) & !READERS_WAITING;
+            match self.state.compare_exchange_weak(state, after, Release, Relaxed) {
                 Ok(_) => break,
-                Err(now) => before = now,
+                Err(now) => state = now,
             }
         }
-        if before & READERS_WAITING != 0 {
-            self.readers_wake.advance(Wake::All);
+        // The lock may be gone by now: only the wake-ups' system calls may name it.
+        if wake_readers {
+            self.readers_wake.wake(Wake::All);
         }
-        if (before - ONE_WRITER) & WRITERS != 0 {
-            self.writers_wake.advance(Wake::One);
+        if wake_writer {
+            self.writers_wake.wake(Wake::One);
+        }
+    }
+
+    /// The last reader out while a writer is counted: advances `writers_wake` before it
+    /// leaves, as the module docs explain.
+    #[cold]
+    fn unlock_shared_waking_writer(&self) {
+        // Still inside: no writer enters. Other readers may, and leave, without touching
+        // `RELEASING`: while this reader is inside, none of them is the last one out.
+        self.state.fetch_or(RELEASING, Relaxed);
+        let wake = self.writers_wake.advance_quietly();
+        // Release: the read section happens-before the next writer's Acquire.
+        self.state.fetch_sub(ONE_READER | RELEASING, Release);
+        // The lock may be gone by now: only the wake-up's system call may name it.
+        if wake {
+            self.writers_wake.wake(Wake::One);
         }
     }
 }
@@ -185,12 +229,17 @@ unsafe impl<W: Wait> RawRwLock for ReaderPref<W> {
 
     #[inline]
     unsafe fn unlock_shared(&self, _: GuardSend) {
-        // Release: the read section happens-before the next writer's Acquire.
-        let before = self.state.fetch_sub(ONE_READER, Release);
-        if before & READERS == ONE_READER && before & WRITERS != 0 {
-            // The last reader out, and a writer waits for exactly that.
-            self.writers_wake.advance(Wake::One);
+        let mut state = self.state.load(Relaxed);
+        // The last reader out, and a writer waits for exactly that: it must advance
+        // `writers_wake` before it leaves, so it must know before its releasing step.
+        while state & READERS != ONE_READER || state & WRITERS == 0 {
+            // Release: the read section happens-before the next writer's Acquire.
+            match self.state.compare_exchange_weak(state, state - ONE_READER, Release, Relaxed) {
+                Ok(_) => return,
+                Err(now) => state = now,
+            }
         }
+        self.unlock_shared_waking_writer();
     }
 
     #[inline]
@@ -308,5 +357,60 @@ mod tests {
         // SAFETY: acquired just above.
         unsafe { lock.unlock_exclusive(held) };
         assert_eq!(lock.state.load(Relaxed), 0);
+    }
+
+    /// The tests below free the lock at the instant its unlock releases it (see
+    /// `release_watch`): a read or write of the lock after that kills the test binary.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    mod freed_at_release {
+        use super::*;
+        use crate::rwlock::release_watch::{self, Parked};
+
+        /// A writer leaves while a reader and a writer sleep: it advances both sequences.
+        #[test]
+        fn a_writer_release_that_wakes_readers_and_a_writer_touches_nothing_after_it() {
+            let _serial = release_watch::one_at_a_time();
+            let lock = release_watch::on_its_own_page(ReaderPref::<Parked>::new());
+            let held = lock.lock_exclusive();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let reading = lock.lock_shared();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_shared(reading) };
+                });
+                s.spawn(|| {
+                    let writing = lock.lock_exclusive();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_exclusive(writing) };
+                });
+                release_watch::wait_until_asleep(2);
+                let unlocked = |lock: &ReaderPref<Parked>| lock.state.load(Relaxed) & LOCKED == 0;
+                // SAFETY: acquired above.
+                release_watch::free_at_release(lock, unlocked, || unsafe { lock.unlock_exclusive(held) });
+                release_watch::let_go();
+            });
+            assert_eq!(lock.state.load(Relaxed), 0);
+        }
+
+        /// The last reader leaves while a writer sleeps, waiting for exactly that.
+        #[test]
+        fn the_last_reader_release_that_wakes_a_writer_touches_nothing_after_it() {
+            let _serial = release_watch::one_at_a_time();
+            let lock = release_watch::on_its_own_page(ReaderPref::<Parked>::new());
+            let reading = lock.lock_shared();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let writing = lock.lock_exclusive();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_exclusive(writing) };
+                });
+                release_watch::wait_until_asleep(1);
+                let no_reader_inside = |lock: &ReaderPref<Parked>| lock.state.load(Relaxed) & READERS == 0;
+                // SAFETY: acquired above.
+                release_watch::free_at_release(lock, no_reader_inside, || unsafe { lock.unlock_shared(reading) });
+                release_watch::let_go();
+            });
+            assert_eq!(lock.state.load(Relaxed), 0);
+        }
     }
 }

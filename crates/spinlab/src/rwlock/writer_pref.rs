@@ -7,7 +7,8 @@
 //! | bits   | name              | meaning                                                    |
 //! |--------|-------------------|------------------------------------------------------------|
 //! | 0..32  | readers           | readers inside                                             |
-//! | 32..62 | writers           | writers waiting or holding; while non-zero, readers stay out |
+//! | 32..61 | writers           | writers waiting or holding; while non-zero, readers stay out |
+//! | 61     | `RELEASING`       | a releaser has advanced a sequence and not yet let go      |
 //! | 62     | `LOCKED`          | a writer holds the lock                                    |
 //! | 63     | `READERS_WAITING` | a reader waits for the writer count to reach zero          |
 //!
@@ -18,8 +19,28 @@
 //! it looks at the state, so a change it misses advances the sequence and ends its wait, and a
 //! releaser advances one only when the state says someone waits: no system call otherwise.
 //!
-//! Uncontended, a read lock is a load and a compare-and-swap and a read unlock a subtraction;
-//! a write lock or unlock is one compare-and-swap.
+//! **Nothing but a futex wake-up names the lock after the atomic that releases it.** POSIX
+//! lets a thread destroy and free a rwlock as soon as it is unlocked and unused, while the
+//! releasing thread is still inside its unlock (glibc's bug 13690 was a mutex that did not
+//! allow for that), and the C ABI and the preload library serve such programs. A counted
+//! writer that is not asleep yet re-reads the state, so it can take the lock, release it and
+//! free it between a releaser's atomic and an advance that came after it. So a releaser that
+//! must wake someone advances the sequence *before* it lets go, and after letting go only makes
+//! the wake-up system call, which uses the address as a key (on reused memory it is at worst a
+//! spurious wake-up). It does so in three steps: it sets `RELEASING` (still holding), advances,
+//! then releases and clears `RELEASING` in one atomic. A waiter that reads the advanced
+//! sequence also sees `RELEASING` or the release (the advance's Release and its sequence
+//! load's Acquire order them), so a waiter that sees `RELEASING` does not sleep on the value
+//! it read, which no later advance may change: it yields its CPU to the releaser, which is
+//! running inside its unlock, and looks again. A waiter that read the sequence before the
+//! advance sleeps on a value the advance changed, and the sleepers handshake in [`Sequence`]
+//! makes the releaser's wake-up find it. Whom to wake is decided from the state that setting
+//! `RELEASING` returns: no waiter marks or sleeps between that and the release, and counted
+//! writers only grow.
+//!
+//! Uncontended, a read lock is a load and a compare-and-swap and so is a read unlock (it must
+//! know, in its releasing step, whether it is the last reader out with a writer waiting); a
+//! write lock or unlock is one compare-and-swap.
 
 use crate::event::{Sequence, Wake};
 use crate::sync::{AtomicU64, Ordering::*};
@@ -29,7 +50,8 @@ use lock_api::{GuardSend, RawRwLock};
 const ONE_READER: u64 = 1;
 const READERS: u64 = 0xffff_ffff;
 const ONE_WRITER: u64 = 1 << 32;
-const WRITERS: u64 = ((1 << 30) - 1) << 32;
+const WRITERS: u64 = ((1 << 29) - 1) << 32;
+const RELEASING: u64 = 1 << 61;
 const LOCKED: u64 = 1 << 62;
 const READERS_WAITING: u64 = 1 << 63;
 
@@ -69,7 +91,7 @@ impl<W: Wait> WriterPref<W> {
             // Sequence first, state second: see the module docs.
             let seen = self.readers_wake.load();
             let mut state = self.state.load(Relaxed);
-            loop {
+            let may_sleep = loop {
                 if state & WRITERS == 0 {
                     // Acquire: pairs with the last writer's Release.
                     match self.state.compare_exchange_weak(state, state + ONE_READER, Acquire, Relaxed) {
@@ -78,17 +100,26 @@ impl<W: Wait> WriterPref<W> {
                     }
                     continue;
                 }
-                if state & READERS_WAITING != 0 {
-                    break;
+                if state & RELEASING != 0 {
+                    break false;
                 }
-                // Set in the same step that confirms a writer is still counted: the last
-                // writer out then reads it when it clears the count, and advances `readers_wake`.
+                if state & READERS_WAITING != 0 {
+                    break true;
+                }
+                // Set in the same step that confirms a writer is still counted (and no release
+                // under way): the last writer out then reads it when it sets `RELEASING`, and
+                // advances `readers_wake`.
                 match self.state.compare_exchange_weak(state, state | READERS_WAITING, Relaxed, Relaxed) {
-                    Ok(_) => break,
+                    Ok(_) => break true,
                     Err(now) => state = now,
                 }
+            };
+            if may_sleep {
+                self.readers_wake.wait(seen, &mut episode);
+            } else {
+                // A releaser between its advance and its release: see the module docs.
+                crate::sync::yield_now();
             }
-            self.readers_wake.wait(seen, &mut episode);
         }
     }
 
@@ -110,7 +141,12 @@ impl<W: Wait> WriterPref<W> {
             let seen = self.writers_wake.load();
             state = self.state.load(Relaxed);
             if state & (READERS | LOCKED) != 0 {
-                self.writers_wake.wait(seen, &mut episode);
+                if state & RELEASING == 0 {
+                    self.writers_wake.wait(seen, &mut episode);
+                } else {
+                    // A releaser between its advance and its release: see the module docs.
+                    crate::sync::yield_now();
+                }
                 state = self.state.load(Relaxed);
             }
         }
@@ -120,23 +156,50 @@ impl<W: Wait> WriterPref<W> {
     /// counted, else to the readers if one waits.
     #[cold]
     fn unlock_exclusive_slow(&self) {
-        let mut state = self.state.load(Relaxed);
-        let after = loop {
-            let mut after = state - ONE_WRITER - LOCKED;
+        // Still holding: from here on nobody marks or sleeps until the release below, so
+        // `state` names everyone to wake. Relaxed: the advances below are ordered after it.
+        let mut state = self.state.fetch_or(RELEASING, Relaxed) | RELEASING;
+        // The next writer if another is counted, else the readers if one waits.
+        let waiting = if state & WRITERS > ONE_WRITER {
+            Some((&self.writers_wake, Wake::One))
+        } else if state & READERS_WAITING != 0 {
+            Some((&self.readers_wake, Wake::All))
+        } else {
+            None
+        };
+        let to_wake = waiting.filter(|(sequence, _)| sequence.advance_quietly());
+        loop {
+            let mut after = state - (ONE_WRITER | LOCKED | RELEASING);
             if after & WRITERS == 0 {
-                // Cleared in the step that reads it, so no reader's mark is lost in between.
+                // Cleared in the step that releases, so no reader's mark is lost in between.
+                // (Writers counted since `RELEASING` keep it: the readers just woken find them
+                // and sleep again, and the last of them wakes the readers.)
                 after &= !READERS_WAITING;
             }
             // Release: the write section happens-before the next reader's or writer's Acquire.
             match self.state.compare_exchange_weak(state, after, Release, Relaxed) {
-                Ok(_) => break after,
+                Ok(_) => break,
                 Err(now) => state = now,
             }
-        };
-        if after & WRITERS != 0 {
-            self.writers_wake.advance(Wake::One);
-        } else if state & READERS_WAITING != 0 {
-            self.readers_wake.advance(Wake::All);
+        }
+        // The lock may be gone by now: only the wake-up's system call may name it.
+        if let Some((sequence, wake)) = to_wake {
+            sequence.wake(wake);
+        }
+    }
+
+    /// The last reader out while a writer is counted: advances `writers_wake` before it
+    /// leaves, as the module docs explain.
+    #[cold]
+    fn unlock_shared_waking_writer(&self) {
+        // Still inside: no writer enters, and (a writer being counted) no reader either.
+        self.state.fetch_or(RELEASING, Relaxed);
+        let wake = self.writers_wake.advance_quietly();
+        // Release: the read section happens-before the next writer's Acquire.
+        self.state.fetch_sub(ONE_READER | RELEASING, Release);
+        // The lock may be gone by now: only the wake-up's system call may name it.
+        if wake {
+            self.writers_wake.wake(Wake::One);
         }
     }
 }
@@ -181,12 +244,17 @@ unsafe impl<W: Wait> RawRwLock for WriterPref<W> {
 
     #[inline]
     unsafe fn unlock_shared(&self, _: GuardSend) {
-        // Release: the read section happens-before the next writer's Acquire.
-        let before = self.state.fetch_sub(ONE_READER, Release);
-        if before & READERS == ONE_READER && before & WRITERS != 0 {
-            // The last reader out, and a writer waits for exactly that.
-            self.writers_wake.advance(Wake::One);
+        let mut state = self.state.load(Relaxed);
+        // The last reader out, and a writer waits for exactly that: it must advance
+        // `writers_wake` before it leaves, so it must know before its releasing step.
+        while state & READERS != ONE_READER || state & WRITERS == 0 {
+            // Release: the read section happens-before the next writer's Acquire.
+            match self.state.compare_exchange_weak(state, state - ONE_READER, Release, Relaxed) {
+                Ok(_) => return,
+                Err(now) => state = now,
+            }
         }
+        self.unlock_shared_waking_writer();
     }
 
     #[inline]
@@ -293,5 +361,81 @@ mod tests {
         // SAFETY: acquired just above.
         unsafe { lock.unlock_exclusive(held) };
         assert_eq!(lock.state.load(Relaxed), 0);
+    }
+
+    /// The tests below free the lock at the instant its unlock releases it (see
+    /// `release_watch`): a read or write of the lock after that kills the test binary.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    mod freed_at_release {
+        use super::*;
+        use crate::rwlock::release_watch::{self, Parked};
+
+        fn unlocked(lock: &WriterPref<Parked>) -> bool {
+            lock.state.load(Relaxed) & LOCKED == 0
+        }
+
+        fn no_reader_inside(lock: &WriterPref<Parked>) -> bool {
+            lock.state.load(Relaxed) & READERS == 0
+        }
+
+        /// A writer leaves while another sleeps: the one it advances `writers_wake` for.
+        #[test]
+        fn a_writer_release_that_wakes_a_writer_touches_nothing_after_it() {
+            let _serial = release_watch::one_at_a_time();
+            let lock = release_watch::on_its_own_page(WriterPref::<Parked>::new());
+            let held = lock.lock_exclusive();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let writing = lock.lock_exclusive();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_exclusive(writing) };
+                });
+                release_watch::wait_until_asleep(1);
+                // SAFETY: acquired above.
+                release_watch::free_at_release(lock, unlocked, || unsafe { lock.unlock_exclusive(held) });
+                release_watch::let_go();
+            });
+            assert_eq!(lock.state.load(Relaxed), 0);
+        }
+
+        /// A writer leaves while a reader sleeps: it advances `readers_wake`.
+        #[test]
+        fn a_writer_release_that_wakes_readers_touches_nothing_after_it() {
+            let _serial = release_watch::one_at_a_time();
+            let lock = release_watch::on_its_own_page(WriterPref::<Parked>::new());
+            let held = lock.lock_exclusive();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let reading = lock.lock_shared();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_shared(reading) };
+                });
+                release_watch::wait_until_asleep(1);
+                // SAFETY: acquired above.
+                release_watch::free_at_release(lock, unlocked, || unsafe { lock.unlock_exclusive(held) });
+                release_watch::let_go();
+            });
+            assert_eq!(lock.state.load(Relaxed), 0);
+        }
+
+        /// The last reader leaves while a writer sleeps, waiting for exactly that.
+        #[test]
+        fn the_last_reader_release_that_wakes_a_writer_touches_nothing_after_it() {
+            let _serial = release_watch::one_at_a_time();
+            let lock = release_watch::on_its_own_page(WriterPref::<Parked>::new());
+            let reading = lock.lock_shared();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let writing = lock.lock_exclusive();
+                    // SAFETY: acquired just above.
+                    unsafe { lock.unlock_exclusive(writing) };
+                });
+                release_watch::wait_until_asleep(1);
+                // SAFETY: acquired above.
+                release_watch::free_at_release(lock, no_reader_inside, || unsafe { lock.unlock_shared(reading) });
+                release_watch::let_go();
+            });
+            assert_eq!(lock.state.load(Relaxed), 0);
+        }
     }
 }
