@@ -187,7 +187,9 @@ int spinlab_barrier_init(spinlab_barrier_t *barrier, const char *name, unsigned 
 /**
  * Waits until `count` threads (the number given to init) have arrived in this phase. Returns
  * `SPINLAB_BARRIER_SERIAL_THREAD` to one of them and `SPINLAB_OK` to the others. What each
- * thread wrote before its wait is visible to all of the phase after theirs.
+ * thread wrote before its wait is visible to all of the phase after theirs. Once a thread's
+ * wait has returned, it may destroy the barrier, even while the others of its phase are
+ * still returning.
  *
  * # Safety
  * `barrier` is initialised.
@@ -195,11 +197,16 @@ int spinlab_barrier_init(spinlab_barrier_t *barrier, const char *name, unsigned 
 int spinlab_barrier_wait(spinlab_barrier_t *barrier);
 
 /**
- * Destroys `barrier` and frees what init allocated. Returns `SPINLAB_OK`. Afterwards only
- * `spinlab_barrier_init` may use the memory; any other call crashes.
+ * Destroys `barrier` and frees what init allocated, once the threads of the last phase have
+ * left `spinlab_barrier_wait`: as with `pthread_barrier_destroy`, the thread that got
+ * `SPINLAB_BARRIER_SERIAL_THREAD` (or any other whose wait returned) may destroy the barrier
+ * and free its memory while the others are still returning. Returns `SPINLAB_OK`, or
+ * `SPINLAB_BUSY` if a thread is still inside after a million yields (it waits for a phase
+ * that cannot complete); the barrier is then left as it was, still initialised. After
+ * `SPINLAB_OK`, only `spinlab_barrier_init` may use the memory; any other call crashes.
  *
  * # Safety
- * `barrier` is initialised and no thread waits on it.
+ * `barrier` is initialised, and no thread waits on it for a phase still to come.
  */
 int spinlab_barrier_destroy(spinlab_barrier_t *barrier);
 

@@ -5,17 +5,28 @@
 //! impose on the structs that embed it), so `init` allocates it and `destroy` frees it; a
 //! wait allocates nothing.
 //!
+//! POSIX lets any thread whose wait has returned destroy the barrier, typically the serial
+//! thread, and free its memory, while the other threads of that phase may still be inside
+//! `wait` (a waiter of spinlab's barrier reads its release word again after the leader has
+//! returned). So each wait counts itself in `inside` for as long as it touches the barrier,
+//! and `destroy` frees nothing until the count is zero, as glibc's `pthread_barrier_destroy`
+//! and the preload library's do. The count lives in the C object, next to the pointer every
+//! wait reads anyway: the cost is two more atomic read-modify-writes per wait on that line.
+//!
 //! Layout (C sees `SPINLAB_BARRIER_SIZE` opaque bytes aligned to 8):
 //!
-//! | bytes | field                                                               |
-//! |-------|---------------------------------------------------------------------|
-//! | 0..8  | `kind`: the static table row of the barrier (NULL once destroyed)    |
-//! | 8..24 | the barrier, a `Box<dyn DynBarrier>` as a raw pointer                |
-//! | 24..32| unused                                                              |
+//! | bytes  | field                                                              |
+//! |--------|--------------------------------------------------------------------|
+//! | 0..8   | `kind`: the static table row of the barrier (NULL once destroyed)  |
+//! | 8..24  | the barrier, a `Box<dyn DynBarrier>` as a raw pointer              |
+//! | 24..28 | `inside`: threads inside `spinlab_barrier_wait`, for `destroy`     |
+//! | 28..32 | unused                                                             |
 
 use crate::names::{barrier_kinds, lookup, BarrierKind, DEFAULT_BARRIER};
-use crate::status::{SPINLAB_INVALID, SPINLAB_OK};
+use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK};
+use core::mem::offset_of;
 use core::ptr::{addr_of_mut, null};
+use core::sync::atomic::{AtomicU32, Ordering::*};
 use libc::{c_char, c_int, c_uint};
 use spinlab::registry::DynBarrier;
 use std::num::NonZeroU32;
@@ -41,11 +52,19 @@ pub struct spinlab_barrier_t {
 struct Repr {
     kind: *const BarrierKind,
     barrier: *mut dyn DynBarrier,
+    inside: AtomicU32,
 }
 
 const _: () = assert!(size_of::<spinlab_barrier_t>() == SPINLAB_BARRIER_SIZE);
 const _: () = assert!(align_of::<spinlab_barrier_t>() == SPINLAB_BARRIER_ALIGN);
 const _: () = assert!(size_of::<Repr>() <= SPINLAB_BARRIER_SIZE && align_of::<Repr>() <= SPINLAB_BARRIER_ALIGN);
+const _: () = assert!(offset_of!(Repr, inside) == 24, "the layout table above");
+
+/// How many times `destroy` yields to threads still leaving their wait before it answers
+/// `SPINLAB_BUSY`. Threads of a completed phase leave within a few of their time slices; a
+/// thread that is still inside after this many is waiting for a phase that cannot complete.
+/// The preload library's `pthread_barrier_destroy` uses the same bound.
+const LEAVING_YIELDS: u32 = 1_000_000;
 
 /// Initialises `barrier` as the barrier called `name` (`NULL`: `"barrier:spin-park"`) for
 /// `count` threads per phase. Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
@@ -81,6 +100,7 @@ pub unsafe extern "C" fn spinlab_barrier_init(
     // SAFETY: `barrier` is writable and aligned (the caller's contract).
     unsafe {
         addr_of_mut!((*repr).barrier).write(Box::into_raw(built));
+        addr_of_mut!((*repr).inside).write(AtomicU32::new(0));
         addr_of_mut!((*repr).kind).write(kind);
     }
     SPINLAB_OK
@@ -88,14 +108,27 @@ pub unsafe extern "C" fn spinlab_barrier_init(
 
 /// Waits until `count` threads (the number given to init) have arrived in this phase. Returns
 /// `SPINLAB_BARRIER_SERIAL_THREAD` to one of them and `SPINLAB_OK` to the others. What each
-/// thread wrote before its wait is visible to all of the phase after theirs.
+/// thread wrote before its wait is visible to all of the phase after theirs. Once a thread's
+/// wait has returned, it may destroy the barrier, even while the others of its phase are
+/// still returning.
 ///
 /// # Safety
 /// `barrier` is initialised.
 #[no_mangle]
 pub unsafe extern "C" fn spinlab_barrier_wait(barrier: *mut spinlab_barrier_t) -> c_int {
-    // SAFETY: the caller's contract: init stored a live box here.
-    let leader = unsafe { (*(*barrier.cast::<Repr>()).barrier).wait() };
+    let repr = barrier.cast::<Repr>();
+    // SAFETY: the caller's contract: an initialised object, which `destroy` keeps alive while
+    // `inside` counts this thread.
+    let inside = unsafe { &(*repr).inside };
+    // Relaxed: this thread's arrival at the barrier, which releases, comes after it, and a
+    // destroyer has seen the phase complete (its own wait returned), so reads this count or a
+    // later one.
+    inside.fetch_add(1, Relaxed);
+    // SAFETY: init stored a live box here, and `destroy` frees it only once `inside` is zero.
+    let leader = unsafe { (*(*repr).barrier).wait() };
+    // Release: this thread's last touch of the barrier happens-before `destroy` frees it.
+    // Nothing here may touch `barrier` after this line: it may be freed at once.
+    inside.fetch_sub(1, Release);
     if leader {
         SPINLAB_BARRIER_SERIAL_THREAD
     } else {
@@ -103,20 +136,47 @@ pub unsafe extern "C" fn spinlab_barrier_wait(barrier: *mut spinlab_barrier_t) -
     }
 }
 
-/// Destroys `barrier` and frees what init allocated. Returns `SPINLAB_OK`. Afterwards only
-/// `spinlab_barrier_init` may use the memory; any other call crashes.
+/// Destroys `barrier` and frees what init allocated, once the threads of the last phase have
+/// left `spinlab_barrier_wait`: as with `pthread_barrier_destroy`, the thread that got
+/// `SPINLAB_BARRIER_SERIAL_THREAD` (or any other whose wait returned) may destroy the barrier
+/// and free its memory while the others are still returning. Returns `SPINLAB_OK`, or
+/// `SPINLAB_BUSY` if a thread is still inside after a million yields (it waits for a phase
+/// that cannot complete); the barrier is then left as it was, still initialised. After
+/// `SPINLAB_OK`, only `spinlab_barrier_init` may use the memory; any other call crashes.
 ///
 /// # Safety
-/// `barrier` is initialised and no thread waits on it.
+/// `barrier` is initialised, and no thread waits on it for a phase still to come.
 #[no_mangle]
 pub unsafe extern "C" fn spinlab_barrier_destroy(barrier: *mut spinlab_barrier_t) -> c_int {
     let repr = barrier.cast::<Repr>();
-    // SAFETY: the caller's contract: init stored a box from `Box::into_raw`, not freed since.
+    // SAFETY: the caller's contract: an initialised object.
+    let inside = unsafe { &(*repr).inside };
+    // Acquire: pairs with each leaving thread's Release, so its last touch of the box
+    // happens-before the drop below.
+    if inside.load(Acquire) != 0 && !wait_until_left(inside) {
+        return SPINLAB_BUSY;
+    }
+    // SAFETY: the caller's contract: init stored a box from `Box::into_raw`, not freed since,
+    // and no thread is inside a wait on it.
     unsafe {
         drop(Box::from_raw((*repr).barrier));
         addr_of_mut!((*repr).kind).write(null());
     }
     SPINLAB_OK
+}
+
+/// Yields until `inside` is zero (`true`), or [`LEAVING_YIELDS`] times (`false`). Yielding,
+/// not spinning: when threads outnumber CPUs, the threads still leaving may need this one's.
+#[cold]
+fn wait_until_left(inside: &AtomicU32) -> bool {
+    for _ in 0..LEAVING_YIELDS {
+        std::thread::yield_now();
+        // Acquire: as in `spinlab_barrier_destroy`.
+        if inside.load(Acquire) == 0 {
+            return true;
+        }
+    }
+    false
 }
 
 /// The registry name of `barrier`: a static string; do not free it.
@@ -166,6 +226,32 @@ mod tests {
             // SAFETY: initialised, nobody waits.
             assert_eq!(unsafe { spinlab_barrier_destroy(shared.0.get()) }, SPINLAB_OK);
         }
+    }
+
+    #[test]
+    fn destroy_answers_busy_while_a_thread_waits_for_a_phase_that_cannot_complete() {
+        // SAFETY: all-zero bytes are a valid opaque array; init writes the barrier.
+        let shared = Shared(core::cell::UnsafeCell::new(unsafe { core::mem::zeroed() }));
+        let shared = &shared;
+        // SAFETY: fresh memory and a static name.
+        assert_eq!(unsafe { spinlab_barrier_init(shared.0.get(), c"barrier:futex".as_ptr(), 2) }, SPINLAB_OK);
+        std::thread::scope(|s| {
+            // SAFETY: an initialised barrier for two threads.
+            let waiter = s.spawn(|| unsafe { spinlab_barrier_wait(shared.0.get()) });
+            // SAFETY: reads the count the waiter has raised or is about to raise.
+            while unsafe { &(*shared.0.get().cast::<Repr>()).inside }.load(Acquire) == 0 {
+                std::thread::yield_now();
+            }
+            // SAFETY: initialised; the waiter's phase cannot complete without this thread,
+            // which is the error destroy reports instead of freeing the barrier under it.
+            assert_eq!(unsafe { spinlab_barrier_destroy(shared.0.get()) }, SPINLAB_BUSY);
+            // SAFETY: the barrier is still initialised: this completes the waiter's phase.
+            let mine = unsafe { spinlab_barrier_wait(shared.0.get()) };
+            let statuses = [mine, waiter.join().unwrap()];
+            assert!(statuses.contains(&SPINLAB_BARRIER_SERIAL_THREAD) && statuses.contains(&SPINLAB_OK));
+        });
+        // SAFETY: initialised, nobody waits.
+        assert_eq!(unsafe { spinlab_barrier_destroy(shared.0.get()) }, SPINLAB_OK);
     }
 
     #[test]
