@@ -42,3 +42,28 @@ mod writer_pref;
 pub use phase_fair::PhaseFair;
 pub use reader_pref::ReaderPref;
 pub use writer_pref::WriterPref;
+
+use crate::event::{Sequence, Wake};
+use crate::sync::{AtomicU64, Ordering::*};
+use crate::wait::Wait;
+
+/// The last reader out of a writer- or reader-preference lock while a writer is counted:
+/// sets `releasing` (the lock's `RELEASING` bit) while still inside, advances `writers_wake`,
+/// then leaves (subtracting `one_reader` and the bit) and only then makes the wake-up call,
+/// as those modules' docs explain. Cold: an uncontended read unlock never comes here.
+#[cold]
+fn last_reader_out_waking_writer<W: Wait>(
+    state: &AtomicU64,
+    writers_wake: &Sequence<W>,
+    one_reader: u64,
+    releasing: u64,
+) {
+    state.fetch_or(releasing, Relaxed);
+    let wake = writers_wake.advance_quietly();
+    // Release: the read section happens-before the next writer's Acquire.
+    state.fetch_sub(one_reader | releasing, Release);
+    // The lock may be gone by now: only the wake-up's system call may name it.
+    if wake {
+        writers_wake.wake(Wake::One);
+    }
+}

@@ -353,33 +353,16 @@ mod tests {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     mod freed_at_release {
         use super::*;
-        use crate::rwlock::release_watch::{self, Parked};
+        use crate::rwlock::release_watch::{release_to_sleepers, Parked, Side};
         use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
         /// A writer leaves while a reader of its phase sleeps on `rin` and the next writer on
         /// its ticket: the ticket lock is released too, and must be before `PRESENT` clears.
         #[test]
         fn a_writer_release_touches_nothing_after_it() {
-            let _serial = release_watch::one_at_a_time();
-            let lock = release_watch::on_its_own_page(PhaseFair::<Parked>::new());
-            let held = lock.lock_exclusive();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let reading = lock.lock_shared();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_shared(reading) };
-                });
-                s.spawn(|| {
-                    let writing = lock.lock_exclusive();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_exclusive(writing) };
-                });
-                release_watch::wait_until_asleep(2);
-                let phase_over = |lock: &PhaseFair<Parked>| lock.rin.load(Relaxed) & PRESENT == 0;
-                // SAFETY: acquired above.
-                release_watch::free_at_release(lock, phase_over, || unsafe { lock.unlock_exclusive(held) });
-                release_watch::let_go();
-            });
+            let phase_over = |lock: &PhaseFair<Parked>| lock.rin.load(Relaxed) & PRESENT == 0;
+            let sleepers = [Side::Shared, Side::Exclusive];
+            let lock = release_to_sleepers(PhaseFair::new(), Side::Exclusive, &sleepers, phase_over, |_| {});
             assert!(!lock.is_locked());
         }
 
@@ -387,22 +370,9 @@ mod tests {
         #[test]
         fn the_last_reader_release_touches_nothing_after_it() {
             static DEPARTURES_BEFORE: StdAtomicU32 = StdAtomicU32::new(0);
-            let _serial = release_watch::one_at_a_time();
-            let lock = release_watch::on_its_own_page(PhaseFair::<Parked>::new());
-            let reading = lock.lock_shared();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let writing = lock.lock_exclusive();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_exclusive(writing) };
-                });
-                release_watch::wait_until_asleep(1);
-                DEPARTURES_BEFORE.store(lock.rout.load(Relaxed), Relaxed);
-                let departed = |lock: &PhaseFair<Parked>| lock.rout.load(Relaxed) != DEPARTURES_BEFORE.load(Relaxed);
-                // SAFETY: acquired above.
-                release_watch::free_at_release(lock, departed, || unsafe { lock.unlock_shared(reading) });
-                release_watch::let_go();
-            });
+            let departed = |lock: &PhaseFair<Parked>| lock.rout.load(Relaxed) != DEPARTURES_BEFORE.load(Relaxed);
+            let remember = |lock: &PhaseFair<Parked>| DEPARTURES_BEFORE.store(lock.rout.load(Relaxed), Relaxed);
+            let lock = release_to_sleepers(PhaseFair::new(), Side::Shared, &[Side::Exclusive], departed, remember);
             assert!(!lock.is_locked());
         }
     }

@@ -172,22 +172,6 @@ impl<W: Wait> ReaderPref<W> {
             self.writers_wake.wake(Wake::One);
         }
     }
-
-    /// The last reader out while a writer is counted: advances `writers_wake` before it
-    /// leaves, as the module docs explain.
-    #[cold]
-    fn unlock_shared_waking_writer(&self) {
-        // Still inside: no writer enters. Other readers may, and leave, without touching
-        // `RELEASING`: while this reader is inside, none of them is the last one out.
-        self.state.fetch_or(RELEASING, Relaxed);
-        let wake = self.writers_wake.advance_quietly();
-        // Release: the read section happens-before the next writer's Acquire.
-        self.state.fetch_sub(ONE_READER | RELEASING, Release);
-        // The lock may be gone by now: only the wake-up's system call may name it.
-        if wake {
-            self.writers_wake.wake(Wake::One);
-        }
-    }
 }
 
 impl<W: Wait> Default for ReaderPref<W> {
@@ -239,7 +223,10 @@ unsafe impl<W: Wait> RawRwLock for ReaderPref<W> {
                 Err(now) => state = now,
             }
         }
-        self.unlock_shared_waking_writer();
+        // The last reader out, and a writer waits for exactly that. Other readers may enter
+        // and leave meanwhile without touching `RELEASING`: while this reader is inside, none
+        // of them is the last one out.
+        super::last_reader_out_waking_writer(&self.state, &self.writers_wake, ONE_READER, RELEASING);
     }
 
     #[inline]
@@ -364,52 +351,23 @@ mod tests {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     mod freed_at_release {
         use super::*;
-        use crate::rwlock::release_watch::{self, Parked};
+        use crate::rwlock::release_watch::{release_to_sleepers, Parked, Side};
 
         /// A writer leaves while a reader and a writer sleep: it advances both sequences.
         #[test]
         fn a_writer_release_that_wakes_readers_and_a_writer_touches_nothing_after_it() {
-            let _serial = release_watch::one_at_a_time();
-            let lock = release_watch::on_its_own_page(ReaderPref::<Parked>::new());
-            let held = lock.lock_exclusive();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let reading = lock.lock_shared();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_shared(reading) };
-                });
-                s.spawn(|| {
-                    let writing = lock.lock_exclusive();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_exclusive(writing) };
-                });
-                release_watch::wait_until_asleep(2);
-                let unlocked = |lock: &ReaderPref<Parked>| lock.state.load(Relaxed) & LOCKED == 0;
-                // SAFETY: acquired above.
-                release_watch::free_at_release(lock, unlocked, || unsafe { lock.unlock_exclusive(held) });
-                release_watch::let_go();
-            });
+            let unlocked = |lock: &ReaderPref<Parked>| lock.state.load(Relaxed) & LOCKED == 0;
+            let sleepers = [Side::Shared, Side::Exclusive];
+            let lock = release_to_sleepers(ReaderPref::new(), Side::Exclusive, &sleepers, unlocked, |_| {});
             assert_eq!(lock.state.load(Relaxed), 0);
         }
 
         /// The last reader leaves while a writer sleeps, waiting for exactly that.
         #[test]
         fn the_last_reader_release_that_wakes_a_writer_touches_nothing_after_it() {
-            let _serial = release_watch::one_at_a_time();
-            let lock = release_watch::on_its_own_page(ReaderPref::<Parked>::new());
-            let reading = lock.lock_shared();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let writing = lock.lock_exclusive();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_exclusive(writing) };
-                });
-                release_watch::wait_until_asleep(1);
-                let no_reader_inside = |lock: &ReaderPref<Parked>| lock.state.load(Relaxed) & READERS == 0;
-                // SAFETY: acquired above.
-                release_watch::free_at_release(lock, no_reader_inside, || unsafe { lock.unlock_shared(reading) });
-                release_watch::let_go();
-            });
+            let no_reader_inside = |lock: &ReaderPref<Parked>| lock.state.load(Relaxed) & READERS == 0;
+            let lock =
+                release_to_sleepers(ReaderPref::new(), Side::Shared, &[Side::Exclusive], no_reader_inside, |_| {});
             assert_eq!(lock.state.load(Relaxed), 0);
         }
     }

@@ -195,3 +195,62 @@ pub(crate) fn free_at_release<L>(lock: &'static L, released: fn(&L) -> bool, unl
     }
     assert!(freed, "the unlock never released the lock");
 }
+
+/// A side of a reader-writer lock.
+#[derive(Clone, Copy)]
+pub(crate) enum Side {
+    Shared,
+    Exclusive,
+}
+
+/// The shape of every test of a release that wakes sleepers: places `lock` on its own page,
+/// takes `held` of it, starts one thread per entry of `sleepers` that takes that side (and so
+/// sleeps in [`Parked`]), calls `before` once all of them sleep, then gives `held` back under
+/// [`free_at_release`] with `released`, and lets the sleepers go. Returns the lock, for the
+/// caller to check that it ended free.
+pub(crate) fn release_to_sleepers<L: lock_api::RawRwLock + Sync + 'static>(
+    lock: L,
+    held: Side,
+    sleepers: &[Side],
+    released: fn(&L) -> bool,
+    before: impl FnOnce(&L),
+) -> &'static L {
+    let _serial = one_at_a_time();
+    let lock = on_its_own_page(lock);
+    std::thread::scope(|s| {
+        let park_sleepers = || {
+            for &side in sleepers {
+                s.spawn(move || match side {
+                    Side::Shared => {
+                        let guard = lock.lock_shared();
+                        // SAFETY: taken just above.
+                        unsafe { lock.unlock_shared(guard) };
+                    }
+                    Side::Exclusive => {
+                        let guard = lock.lock_exclusive();
+                        // SAFETY: taken just above.
+                        unsafe { lock.unlock_exclusive(guard) };
+                    }
+                });
+            }
+            wait_until_asleep(sleepers.len());
+            before(lock);
+        };
+        match held {
+            Side::Shared => {
+                let guard = lock.lock_shared();
+                park_sleepers();
+                // SAFETY: taken above, on this thread.
+                free_at_release(lock, released, || unsafe { lock.unlock_shared(guard) });
+            }
+            Side::Exclusive => {
+                let guard = lock.lock_exclusive();
+                park_sleepers();
+                // SAFETY: taken above, on this thread.
+                free_at_release(lock, released, || unsafe { lock.unlock_exclusive(guard) });
+            }
+        }
+        let_go();
+    });
+    lock
+}

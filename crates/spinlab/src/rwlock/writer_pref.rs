@@ -187,21 +187,6 @@ impl<W: Wait> WriterPref<W> {
             sequence.wake(wake);
         }
     }
-
-    /// The last reader out while a writer is counted: advances `writers_wake` before it
-    /// leaves, as the module docs explain.
-    #[cold]
-    fn unlock_shared_waking_writer(&self) {
-        // Still inside: no writer enters, and (a writer being counted) no reader either.
-        self.state.fetch_or(RELEASING, Relaxed);
-        let wake = self.writers_wake.advance_quietly();
-        // Release: the read section happens-before the next writer's Acquire.
-        self.state.fetch_sub(ONE_READER | RELEASING, Release);
-        // The lock may be gone by now: only the wake-up's system call may name it.
-        if wake {
-            self.writers_wake.wake(Wake::One);
-        }
-    }
 }
 
 impl<W: Wait> Default for WriterPref<W> {
@@ -254,7 +239,9 @@ unsafe impl<W: Wait> RawRwLock for WriterPref<W> {
                 Err(now) => state = now,
             }
         }
-        self.unlock_shared_waking_writer();
+        // The last reader out, and a writer waits for exactly that. No writer enters while
+        // this reader is inside, and (a writer being counted) no reader either.
+        super::last_reader_out_waking_writer(&self.state, &self.writers_wake, ONE_READER, RELEASING);
     }
 
     #[inline]
@@ -368,7 +355,7 @@ mod tests {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     mod freed_at_release {
         use super::*;
-        use crate::rwlock::release_watch::{self, Parked};
+        use crate::rwlock::release_watch::{release_to_sleepers, Parked, Side};
 
         fn unlocked(lock: &WriterPref<Parked>) -> bool {
             lock.state.load(Relaxed) & LOCKED == 0
@@ -381,60 +368,22 @@ mod tests {
         /// A writer leaves while another sleeps: the one it advances `writers_wake` for.
         #[test]
         fn a_writer_release_that_wakes_a_writer_touches_nothing_after_it() {
-            let _serial = release_watch::one_at_a_time();
-            let lock = release_watch::on_its_own_page(WriterPref::<Parked>::new());
-            let held = lock.lock_exclusive();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let writing = lock.lock_exclusive();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_exclusive(writing) };
-                });
-                release_watch::wait_until_asleep(1);
-                // SAFETY: acquired above.
-                release_watch::free_at_release(lock, unlocked, || unsafe { lock.unlock_exclusive(held) });
-                release_watch::let_go();
-            });
+            let lock = release_to_sleepers(WriterPref::new(), Side::Exclusive, &[Side::Exclusive], unlocked, |_| {});
             assert_eq!(lock.state.load(Relaxed), 0);
         }
 
         /// A writer leaves while a reader sleeps: it advances `readers_wake`.
         #[test]
         fn a_writer_release_that_wakes_readers_touches_nothing_after_it() {
-            let _serial = release_watch::one_at_a_time();
-            let lock = release_watch::on_its_own_page(WriterPref::<Parked>::new());
-            let held = lock.lock_exclusive();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let reading = lock.lock_shared();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_shared(reading) };
-                });
-                release_watch::wait_until_asleep(1);
-                // SAFETY: acquired above.
-                release_watch::free_at_release(lock, unlocked, || unsafe { lock.unlock_exclusive(held) });
-                release_watch::let_go();
-            });
+            let lock = release_to_sleepers(WriterPref::new(), Side::Exclusive, &[Side::Shared], unlocked, |_| {});
             assert_eq!(lock.state.load(Relaxed), 0);
         }
 
         /// The last reader leaves while a writer sleeps, waiting for exactly that.
         #[test]
         fn the_last_reader_release_that_wakes_a_writer_touches_nothing_after_it() {
-            let _serial = release_watch::one_at_a_time();
-            let lock = release_watch::on_its_own_page(WriterPref::<Parked>::new());
-            let reading = lock.lock_shared();
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    let writing = lock.lock_exclusive();
-                    // SAFETY: acquired just above.
-                    unsafe { lock.unlock_exclusive(writing) };
-                });
-                release_watch::wait_until_asleep(1);
-                // SAFETY: acquired above.
-                release_watch::free_at_release(lock, no_reader_inside, || unsafe { lock.unlock_shared(reading) });
-                release_watch::let_go();
-            });
+            let lock =
+                release_to_sleepers(WriterPref::new(), Side::Shared, &[Side::Exclusive], no_reader_inside, |_| {});
             assert_eq!(lock.state.load(Relaxed), 0);
         }
     }
