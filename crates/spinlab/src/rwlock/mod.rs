@@ -47,21 +47,47 @@ use crate::event::{Sequence, Wake};
 use crate::sync::{AtomicU64, Ordering::*};
 use crate::wait::Wait;
 
-/// The last reader out of a writer- or reader-preference lock while a writer is counted:
-/// sets `releasing` (the lock's `RELEASING` bit) while still inside, advances `writers_wake`,
-/// then leaves (subtracting `one_reader` and the bit) and only then makes the wake-up call,
-/// as those modules' docs explain. Cold: an uncontended read unlock never comes here.
+/// The state word that the writer- and reader-preference locks share (each module's docs
+/// give its table and what each lock does with it).
+mod word {
+    pub(super) const ONE_READER: u64 = 1;
+    pub(super) const READERS: u64 = 0xffff_ffff;
+    pub(super) const ONE_WRITER: u64 = 1 << 32;
+    pub(super) const WRITERS: u64 = ((1 << 29) - 1) << 32;
+    pub(super) const RELEASING: u64 = 1 << 61;
+    pub(super) const LOCKED: u64 = 1 << 62;
+    pub(super) const READERS_WAITING: u64 = 1 << 63;
+}
+
+/// A read unlock of a writer- or reader-preference lock. Its releasing step must know
+/// whether it is the last reader out while a writer is counted, since that reader advances
+/// `writers_wake` before it leaves (the modules' docs say why): so a compare-and-swap rather
+/// than a subtraction.
+#[inline]
+fn unlock_shared<W: Wait>(state: &AtomicU64, writers_wake: &Sequence<W>) {
+    use word::*;
+    let mut seen = state.load(Relaxed);
+    while seen & READERS != ONE_READER || seen & WRITERS == 0 {
+        // Release: the read section happens-before the next writer's Acquire.
+        match state.compare_exchange_weak(seen, seen - ONE_READER, Release, Relaxed) {
+            Ok(_) => return,
+            Err(now) => seen = now,
+        }
+    }
+    last_reader_out_waking_writer(state, writers_wake);
+}
+
+/// The last reader out while a writer is counted: sets `RELEASING` while still inside,
+/// advances `writers_wake`, then leaves (clearing the bit in the same step) and only then
+/// makes the wake-up call. Other readers may enter and leave meanwhile (reader preference)
+/// without touching `RELEASING`: while this reader is inside, none of them is the last out.
 #[cold]
-fn last_reader_out_waking_writer<W: Wait>(
-    state: &AtomicU64,
-    writers_wake: &Sequence<W>,
-    one_reader: u64,
-    releasing: u64,
-) {
-    state.fetch_or(releasing, Relaxed);
+fn last_reader_out_waking_writer<W: Wait>(state: &AtomicU64, writers_wake: &Sequence<W>) {
+    use word::*;
+    state.fetch_or(RELEASING, Relaxed);
     let wake = writers_wake.advance_quietly();
     // Release: the read section happens-before the next writer's Acquire.
-    state.fetch_sub(one_reader | releasing, Release);
+    state.fetch_sub(ONE_READER | RELEASING, Release);
     // The lock may be gone by now: only the wake-up's system call may name it.
     if wake {
         writers_wake.wake(Wake::One);

@@ -47,13 +47,7 @@ use crate::sync::{AtomicU64, Ordering::*};
 use crate::wait::{Episode, Wait};
 use lock_api::{GuardSend, RawRwLock};
 
-const ONE_READER: u64 = 1;
-const READERS: u64 = 0xffff_ffff;
-const ONE_WRITER: u64 = 1 << 32;
-const WRITERS: u64 = ((1 << 29) - 1) << 32;
-const RELEASING: u64 = 1 << 61;
-const LOCKED: u64 = 1 << 62;
-const READERS_WAITING: u64 = 1 << 63;
+use super::word::*;
 
 /// Writer-preferring reader-writer lock waiting with policy `W`. Twenty-four bytes, which a
 /// [`CachePadded`](crate::CachePadded) keeps on one line of their own; the state table is in
@@ -229,19 +223,7 @@ unsafe impl<W: Wait> RawRwLock for WriterPref<W> {
 
     #[inline]
     unsafe fn unlock_shared(&self, _: GuardSend) {
-        let mut state = self.state.load(Relaxed);
-        // The last reader out, and a writer waits for exactly that: it must advance
-        // `writers_wake` before it leaves, so it must know before its releasing step.
-        while state & READERS != ONE_READER || state & WRITERS == 0 {
-            // Release: the read section happens-before the next writer's Acquire.
-            match self.state.compare_exchange_weak(state, state - ONE_READER, Release, Relaxed) {
-                Ok(_) => return,
-                Err(now) => state = now,
-            }
-        }
-        // The last reader out, and a writer waits for exactly that. No writer enters while
-        // this reader is inside, and (a writer being counted) no reader either.
-        super::last_reader_out_waking_writer(&self.state, &self.writers_wake, ONE_READER, RELEASING);
+        super::unlock_shared(&self.state, &self.writers_wake);
     }
 
     #[inline]
