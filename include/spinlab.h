@@ -92,7 +92,8 @@ struct timespec;
 #define SPINLAB_OK 0
 
 /**
- * `trylock`: the lock is held. `destroy`: the object is still in use (a held mutex).
+ * `trylock`: the lock is held. `destroy`: the object is still in use (a held mutex or
+ * reader-writer lock, or a barrier that a thread still waits on).
  */
 #define SPINLAB_BUSY 1
 

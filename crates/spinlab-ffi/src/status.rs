@@ -7,7 +7,8 @@ use libc::{c_char, c_int};
 
 /// Success.
 pub const SPINLAB_OK: c_int = 0;
-/// `trylock`: the lock is held. `destroy`: the object is still in use (a held mutex).
+/// `trylock`: the lock is held. `destroy`: the object is still in use (a held mutex or
+/// reader-writer lock, or a barrier that a thread still waits on).
 pub const SPINLAB_BUSY: c_int = 1;
 /// A timed operation reached its deadline.
 pub const SPINLAB_TIMEDOUT: c_int = 2;
@@ -41,7 +42,7 @@ struct Status {
 /// Every code a `spinlab_*` function returns: the one place that gives each its meaning.
 const STATUSES: [Status; 8] = [
     Status { code: SPINLAB_OK, message: c"success", errno: 0 },
-    Status { code: SPINLAB_BUSY, message: c"busy: the lock is held", errno: libc::EBUSY },
+    Status { code: SPINLAB_BUSY, message: c"busy: held, or still in use", errno: libc::EBUSY },
     Status { code: SPINLAB_TIMEDOUT, message: c"timed out: the deadline passed", errno: libc::ETIMEDOUT },
     // pthread_*_init answers EINVAL for attributes it does not know; a name is spinlab's
     // attribute.
