@@ -26,9 +26,10 @@ use crate::names::{barrier_kinds, lookup, BarrierKind, DEFAULT_BARRIER};
 use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK};
 use core::mem::offset_of;
 use core::ptr::{addr_of_mut, null};
-use core::sync::atomic::{AtomicU32, Ordering::*};
+use core::sync::atomic::AtomicU32;
 use libc::{c_char, c_int, c_uint};
 use spinlab::registry::DynBarrier;
+use spinlab_c_shared::inside;
 use std::num::NonZeroU32;
 
 /// Bytes of a `spinlab_barrier_t`.
@@ -59,12 +60,6 @@ const _: () = assert!(size_of::<spinlab_barrier_t>() == SPINLAB_BARRIER_SIZE);
 const _: () = assert!(align_of::<spinlab_barrier_t>() == SPINLAB_BARRIER_ALIGN);
 const _: () = assert!(size_of::<Repr>() <= SPINLAB_BARRIER_SIZE && align_of::<Repr>() <= SPINLAB_BARRIER_ALIGN);
 const _: () = assert!(offset_of!(Repr, inside) == 24, "the layout table above");
-
-/// How many times `destroy` yields to threads still leaving their wait before it answers
-/// `SPINLAB_BUSY`. Threads of a completed phase leave within a few of their time slices; a
-/// thread that is still inside after this many is waiting for a phase that cannot complete.
-/// The preload library's `pthread_barrier_destroy` uses the same bound.
-const LEAVING_YIELDS: u32 = 1_000_000;
 
 /// Initialises `barrier` as the barrier called `name` (`NULL`: `"barrier:spin-park"`) for
 /// `count` threads per phase. Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
@@ -120,15 +115,9 @@ pub unsafe extern "C" fn spinlab_barrier_wait(barrier: *mut spinlab_barrier_t) -
     // SAFETY: the caller's contract: an initialised object, which `destroy` keeps alive while
     // `inside` counts this thread.
     let inside = unsafe { &(*repr).inside };
-    // Relaxed: this thread's arrival at the barrier, which releases, comes after it, and a
-    // destroyer has seen the phase complete (its own wait returned), so reads this count or a
-    // later one.
-    inside.fetch_add(1, Relaxed);
     // SAFETY: init stored a live box here, and `destroy` frees it only once `inside` is zero.
-    let leader = unsafe { (*(*repr).barrier).wait() };
-    // Release: this thread's last touch of the barrier happens-before `destroy` frees it.
-    // Nothing here may touch `barrier` after this line: it may be freed at once.
-    inside.fetch_sub(1, Release);
+    // Nothing after this may touch `barrier`: it may be freed at once.
+    let leader = inside::counted(inside, || unsafe { (*(*repr).barrier).wait() });
     if leader {
         SPINLAB_BARRIER_SERIAL_THREAD
     } else {
@@ -151,9 +140,7 @@ pub unsafe extern "C" fn spinlab_barrier_destroy(barrier: *mut spinlab_barrier_t
     let repr = barrier.cast::<Repr>();
     // SAFETY: the caller's contract: an initialised object.
     let inside = unsafe { &(*repr).inside };
-    // Acquire: pairs with each leaving thread's Release, so its last touch of the box
-    // happens-before the drop below.
-    if inside.load(Acquire) != 0 && !wait_until_left(inside) {
+    if !inside::all_left(inside) {
         return SPINLAB_BUSY;
     }
     // SAFETY: the caller's contract: init stored a box from `Box::into_raw`, not freed since,
@@ -163,20 +150,6 @@ pub unsafe extern "C" fn spinlab_barrier_destroy(barrier: *mut spinlab_barrier_t
         addr_of_mut!((*repr).kind).write(null());
     }
     SPINLAB_OK
-}
-
-/// Yields until `inside` is zero (`true`), or [`LEAVING_YIELDS`] times (`false`). Yielding,
-/// not spinning: when threads outnumber CPUs, the threads still leaving may need this one's.
-#[cold]
-fn wait_until_left(inside: &AtomicU32) -> bool {
-    for _ in 0..LEAVING_YIELDS {
-        std::thread::yield_now();
-        // Acquire: as in `spinlab_barrier_destroy`.
-        if inside.load(Acquire) == 0 {
-            return true;
-        }
-    }
-    false
 }
 
 /// The registry name of `barrier`: a static string; do not free it.
@@ -239,7 +212,7 @@ mod tests {
             // SAFETY: an initialised barrier for two threads.
             let waiter = s.spawn(|| unsafe { spinlab_barrier_wait(shared.0.get()) });
             // SAFETY: reads the count the waiter has raised or is about to raise.
-            while unsafe { &(*shared.0.get().cast::<Repr>()).inside }.load(Acquire) == 0 {
+            while unsafe { &(*shared.0.get().cast::<Repr>()).inside }.load(core::sync::atomic::Ordering::Acquire) == 0 {
                 std::thread::yield_now();
             }
             // SAFETY: initialised; the waiter's phase cannot complete without this thread,

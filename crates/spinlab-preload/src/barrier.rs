@@ -23,6 +23,7 @@ use crate::stats::{self, Waiting, BARRIER};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_uint, pthread_barrier_t, pthread_barrierattr_t, EBUSY, EINVAL, PTHREAD_PROCESS_SHARED};
 use spinlab::registry::RawBarrierOps;
+use spinlab_c_shared::inside;
 use std::num::NonZeroU32;
 
 /// Marks a `pthread_barrier_t` that holds one of ours.
@@ -147,17 +148,11 @@ unsafe fn wait(barrier: *mut pthread_barrier_t) -> c_int {
     };
     // SAFETY: a marked object holds a barrier written by `init` until `destroy`, which waits
     // for this thread to leave.
-    unsafe {
-        let inside = inside(barrier);
-        inside.fetch_add(1, Relaxed);
-        let leader = (ops.wait)(barrier.cast());
-        // Release: this thread's last touch of the barrier happens-before destroy returns.
-        inside.fetch_sub(1, Release);
-        if leader {
-            libc::PTHREAD_BARRIER_SERIAL_THREAD
-        } else {
-            0
-        }
+    let leader = unsafe { inside::counted(inside(barrier), || (ops.wait)(barrier.cast())) };
+    if leader {
+        libc::PTHREAD_BARRIER_SERIAL_THREAD
+    } else {
+        0
     }
 }
 
@@ -176,13 +171,8 @@ pub unsafe extern "C" fn pthread_barrier_destroy(barrier: *mut pthread_barrier_t
     // phase that cannot complete is the caller's error, which POSIX lets us report.
     // SAFETY: a marked object (the caller's contract).
     let inside = unsafe { inside(barrier) };
-    let mut spins = 0u32;
-    while inside.load(Acquire) != 0 {
-        spins += 1;
-        if spins > 1_000_000 {
-            return EBUSY;
-        }
-        std::thread::yield_now();
+    if !inside::all_left(inside) {
+        return EBUSY;
     }
     // SAFETY: the object is ours and nobody is inside: unmark it, so that later calls reach
     // glibc (which refuses a destroyed barrier) and a new init may reuse it.
