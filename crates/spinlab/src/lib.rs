@@ -27,6 +27,8 @@
 compile_error!("spinlab waits on Linux futexes and reads Linux sysfs; other systems are not supported yet");
 
 mod padded;
+#[cfg(all(test, not(loom), target_os = "linux", target_arch = "x86_64"))]
+mod release_watch;
 mod sync;
 
 pub mod barrier;

@@ -583,68 +583,18 @@ mod tests {
         starving_waiter_gets_the_next_release::<PauseYieldPark>();
     }
 
-    /// A policy for [`a_release_touches_nothing_after_its_wake_up`]: a waiter sleeps until
-    /// the test lets it go and then reports a changed word, and a wake-up takes every access
-    /// away from the page the lock lives on, as if another thread had taken, released and
-    /// destroyed the lock at that moment, and reports that it found nobody.
-    struct DestroyedAtWake;
-
-    static LET_SLEEPER_GO: AtomicBool = AtomicBool::new(false);
-
-    fn page_of(word: &AtomicU32) -> *mut libc::c_void {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        (word as *const AtomicU32 as usize & !(page - 1)) as *mut libc::c_void
-    }
-
-    impl Wait for DestroyedAtWake {
-        const NAME: &'static str = "destroyed-at-wake";
-        const MAY_SLEEP: bool = true;
-
-        fn relax(_: &AtomicU32, _: u32, _: &mut Episode) -> bool {
-            false
-        }
-
-        fn sleep(_: &AtomicU32, _: u32, _: Option<Instant>) -> FutexWait {
-            while !LET_SLEEPER_GO.load(SeqCst) {
-                std::thread::yield_now();
-            }
-            FutexWait::ValueChanged
-        }
-
-        fn wake_one(word: &AtomicU32) -> usize {
-            // SAFETY: the page holds only the test's lock, and nothing else touches it until
-            // the test gives the access back.
-            let denied = unsafe { libc::mprotect(page_of(word), 1, libc::PROT_NONE) };
-            assert_eq!(denied, 0, "mprotect failed");
-            0
-        }
-    }
-
-    /// POSIX lets a mutex be destroyed as soon as it is unlocked and unused, so a release
-    /// whose wake-up finds nobody must not look at the word again: here any such read or
-    /// write faults, and the test binary dies with SIGSEGV. The sleeper it woke (counted in,
-    /// not yet asleep) must come back, end the wake-up, and take the lock.
+    /// POSIX lets a mutex be destroyed as soon as it is unlocked and unused, so a release must
+    /// not look at the word again after the CAS that frees it, even when its wake-up finds
+    /// nobody (as [`Parked`](crate::release_watch::Parked)'s always does): the lock's page is
+    /// taken away at that CAS, and any later read or write kills the test binary with SIGSEGV.
+    /// The sleeper (counted in, let go afterwards with a changed word) must come back, end
+    /// the wake-up, and take the lock.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     #[test]
-    fn a_release_touches_nothing_after_its_wake_up() {
-        // SAFETY: a fresh private page, unmapped at the end.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(page, libc::MAP_FAILED);
-        let lock = page.cast::<Bounded<DestroyedAtWake>>();
-        // SAFETY: the page is writable, aligned and large enough for the lock.
-        let lock = unsafe {
-            lock.write(Bounded::new());
-            &*lock
-        };
+    fn a_release_touches_nothing_after_it() {
+        use crate::release_watch::{self, Parked};
+        let _serial = release_watch::one_at_a_time();
+        let lock = release_watch::on_its_own_page(Bounded::<Parked>::new());
         lock.lock();
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -652,17 +602,13 @@ mod tests {
                 // SAFETY: locked just above.
                 unsafe { lock.unlock(GuardSend::new()) };
             });
-            wait_for_a_sleeper(lock);
-            // SAFETY: this thread holds the lock. Its wake-up takes the page away.
-            unsafe { lock.unlock(GuardSend::new()) };
-            // SAFETY: gives the page back for the sleeper.
-            let restored = unsafe { libc::mprotect(page, 4096, libc::PROT_READ | libc::PROT_WRITE) };
-            assert_eq!(restored, 0, "mprotect failed");
-            LET_SLEEPER_GO.store(true, SeqCst);
+            release_watch::wait_until_asleep(1);
+            let free = |lock: &Bounded<Parked>| lock.state.load(SeqCst) & LOCKED == 0;
+            // SAFETY: this thread holds the lock.
+            release_watch::free_at_release(lock, free, || unsafe { lock.unlock(GuardSend::new()) });
+            release_watch::let_go();
         });
         assert_eq!(lock.state.load(SeqCst), 0, "the sleeper took and released the lock, and ended the wake-up");
-        // SAFETY: mapped above; the lock is not used again.
-        unsafe { libc::munmap(page, 4096) };
     }
 
     /// A policy whose threads follow a script (see

@@ -35,8 +35,6 @@
 
 mod phase_fair;
 mod reader_pref;
-#[cfg(all(test, not(loom), target_os = "linux", target_arch = "x86_64"))]
-mod release_watch;
 mod writer_pref;
 
 pub use phase_fair::PhaseFair;

@@ -353,7 +353,7 @@ mod tests {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     mod freed_at_release {
         use super::*;
-        use crate::rwlock::release_watch::{release_to_sleepers, Parked, Side};
+        use crate::release_watch::{release_to_sleepers, Parked, Side};
         use std::sync::atomic::AtomicU32 as StdAtomicU32;
 
         /// A writer leaves while a reader of its phase sleeps on `rin` and the next writer on

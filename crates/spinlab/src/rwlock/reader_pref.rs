@@ -332,7 +332,7 @@ mod tests {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     mod freed_at_release {
         use super::*;
-        use crate::rwlock::release_watch::{release_to_sleepers, Parked, Side};
+        use crate::release_watch::{release_to_sleepers, Parked, Side};
 
         /// A writer leaves while a reader and a writer sleep: it advances both sequences.
         #[test]

@@ -337,7 +337,7 @@ mod tests {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     mod freed_at_release {
         use super::*;
-        use crate::rwlock::release_watch::{release_to_sleepers, Parked, Side};
+        use crate::release_watch::{release_to_sleepers, Parked, Side};
 
         fn unlocked(lock: &WriterPref<Parked>) -> bool {
             lock.state.load(Relaxed) & LOCKED == 0

@@ -1,8 +1,8 @@
 //! Test support: frees a lock (takes its page away) at the very instruction with which an
 //! unlock releases it, so that any later read or write by that unlock kills the test binary
-//! with SIGSEGV. POSIX lets a rwlock be destroyed and freed as soon as it is unlocked and
-//! unused, while the releasing thread is still inside its unlock; only a futex wake-up, which
-//! uses the address as a key, may name it after that.
+//! with SIGSEGV. POSIX lets a mutex or a rwlock be destroyed and freed as soon as it is
+//! unlocked and unused, while the releasing thread is still inside its unlock; only a futex
+//! wake-up, which uses the address as a key, may name it after that.
 //!
 //! How the instant is found: during the unlock the page is read-only, so each write to it
 //! faults; the fault handler makes the page writable and sets the trap flag, so the CPU runs
