@@ -50,6 +50,16 @@ mod pool {
     //! to a global pool that takes no lock, so a `fork()` in a multithreaded process cannot
     //! leave it locked in the child (its only thread would then hang in the next lock).
     //!
+    //! In front of that cache sits one more slot, [`SPARE`], a thread-local with no destructor.
+    //! An uncontended CLH release gives back a node and the next acquisition takes it again,
+    //! and an MCS one takes and gives back the same node: through the spare that round trip is
+    //! one load and one store at a fixed address, where the cache would add its destructor's
+    //! registration check and a load of its length before the node's address is known.
+    //! The spare opens at the thread's first use of the cache, which registers the cache's
+    //! destructor, and that destructor closes it again (see [`CLOSED`]): a node in the spare
+    //! always goes back to the global pool when its thread exits, and a node given back after
+    //! that goes straight there.
+    //!
     //! The global pool is an intrusive stack linked through `QueueNode::pool_next`. Nodes are
     //! pushed one at a time (a CAS, which is free of ABA: it only publishes our own node) and
     //! taken all at once (a swap of the head with null). Taking one node off the top with a
@@ -73,8 +83,25 @@ mod pool {
         len: Cell<usize>,
     }
 
+    /// The spare's value while the thread's cache is not alive (before its first use, whose
+    /// destructor registration would otherwise be skipped, and after its destruction): neither
+    /// null (open and empty) nor a node.
+    const CLOSED: *const Node = core::ptr::dangling();
+
+    std::thread_local! {
+        /// One free node kept in front of [`CACHE`]: null when empty, [`CLOSED`] while the
+        /// cache is not alive. No destructor, so reaching it checks nothing.
+        static SPARE: Cell<*const Node> = const { Cell::new(CLOSED) };
+    }
+
     impl Drop for Cache {
         fn drop(&mut self) {
+            // Every later `give` then goes to the global pool, and every later `take` too.
+            let spare = SPARE.with(|spare| spare.replace(CLOSED));
+            if !spare.is_null() && spare != CLOSED {
+                // SAFETY: the spare holds only nodes from `fresh`, which live forever.
+                push_global(unsafe { &*spare });
+            }
             for slot in &self.nodes[..self.len.get()] {
                 // SAFETY: the cache holds only nodes from `fresh`, which live forever.
                 push_global(unsafe { &*slot.get() });
@@ -90,7 +117,30 @@ mod pool {
 
     #[inline]
     pub fn take() -> &'static Node {
+        let spare = SPARE.with(|spare| {
+            let node = spare.get();
+            let free = !node.is_null() && node != CLOSED;
+            if free {
+                spare.set(null_mut());
+            }
+            free.then_some(node)
+        });
+        match spare {
+            // SAFETY: the spare holds only nodes from `fresh`, which live forever.
+            Some(node) => unsafe { &*node },
+            None => take_cached(),
+        }
+    }
+
+    #[inline]
+    fn take_cached() -> &'static Node {
         let cached = CACHE.try_with(|cache| {
+            // The cache is alive and its destructor registered: the spare may open.
+            SPARE.with(|spare| {
+                if spare.get() == CLOSED {
+                    spare.set(null_mut());
+                }
+            });
             let len = cache.len.get();
             (len > 0).then(|| {
                 cache.len.set(len - 1);
@@ -106,6 +156,20 @@ mod pool {
 
     #[inline]
     pub fn give(node: &'static Node) {
+        let kept = SPARE.with(|spare| {
+            let empty = spare.get().is_null();
+            if empty {
+                spare.set(node);
+            }
+            empty
+        });
+        if !kept {
+            give_cached(node);
+        }
+    }
+
+    #[inline]
+    fn give_cached(node: &'static Node) {
         let kept = CACHE.try_with(|cache| {
             let len = cache.len.get();
             let room = len < CACHED;
@@ -141,6 +205,8 @@ mod pool {
     }
 
     fn push_global(node: &'static Node) {
+        #[cfg(test)]
+        tests::pushed(node);
         let mut head = POOL.load(Relaxed);
         loop {
             node.pool_next.store(head, Relaxed);
@@ -155,6 +221,64 @@ mod pool {
     #[cfg(test)]
     mod tests {
         use super::*;
+        use std::collections::HashMap;
+        use std::sync::Mutex;
+
+        /// How many times each node was pushed to the global pool, by address.
+        static PUSHED: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+
+        pub(super) fn pushed(node: &'static Node) {
+            let mut pushed = PUSHED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            *pushed.get_or_insert_with(HashMap::new).entry(super::super::as_ptr(node) as usize).or_default() += 1;
+        }
+
+        fn pushes(address: usize) -> usize {
+            let pushed = PUSHED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            pushed.as_ref().and_then(|map| map.get(&address).copied()).unwrap_or(0)
+        }
+
+        /// A thread runs `body`, which gives back a node and returns its address, and exits;
+        /// the node must then be in the global pool, not lost with the thread. (Nobody else
+        /// can push it meanwhile: it is this thread's.)
+        fn returned_at_exit(body: impl FnOnce() -> usize + Send + 'static) {
+            let (address, before) = std::thread::spawn(|| {
+                let address = body();
+                (address, pushes(address))
+            })
+            .join()
+            .unwrap();
+            assert_eq!(pushes(address), before + 1, "a free node was lost when its thread exited");
+        }
+
+        #[test]
+        fn the_spare_goes_back_to_the_pool_when_its_thread_exits() {
+            returned_at_exit(|| {
+                let node = take();
+                // Empty the spare (a take from the global pool may have filled it).
+                let mut others = Vec::new();
+                while !SPARE.with(Cell::get).is_null() {
+                    others.push(take());
+                }
+                give(node);
+                others.into_iter().for_each(give);
+                let address = super::super::as_ptr(node) as usize;
+                assert_eq!(SPARE.with(Cell::get) as usize, address, "the node given back should wait in the spare");
+                address
+            });
+        }
+
+        /// A thread whose first use of the pool is a `give` (a lock dropped, say) has not yet
+        /// registered the cache's destructor: its node must not wait in the spare, where
+        /// nothing would return it at exit.
+        #[test]
+        fn a_node_given_before_any_take_goes_back_to_the_pool_at_exit() {
+            let address = std::thread::spawn(|| super::super::as_ptr(take()) as usize).join().unwrap();
+            returned_at_exit(move || {
+                // SAFETY: the node came from `take` on a thread that has exited without it.
+                give(unsafe { &*(address as *const Node) });
+                address
+            });
+        }
 
         /// How many different nodes `nodes` holds.
         fn distinct(nodes: &[&'static Node]) -> usize {
