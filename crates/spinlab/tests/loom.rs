@@ -8,9 +8,11 @@
 //! Under loom the futex is a model of the kernel's (a loom `Mutex` and `Condvar` keyed by the
 //! word's address, `sys/futex.rs`): a waiter that sleeps is woken only by a wake on its word,
 //! so a lost wake-up leaves it asleep and loom reports the deadlock. Loom has no clock: a
-//! deadline expires after three iterations of a spin phase, or as soon as a futex wait with a
-//! deadline would sleep, so every model with a timed waiter explores both its time-out and its
-//! success paths.
+//! deadline expires after three iterations of a spin phase, or once a futex wait with a
+//! deadline has slept (during which a wake-up may pick it, and then it returns woken), so every
+//! model with a timed waiter explores both its time-out and its success paths. The
+//! `*_expired_at_entry_*` models make a timed futex wait return at once without comparing the
+//! word, as the real one does once its deadline has passed.
 //!
 //! The critical section is a non-atomic increment of a loom `UnsafeCell`: loom fails any
 //! execution in which two threads touch it without a happens-before edge between them, so a
@@ -552,6 +554,12 @@ macro_rules! models {
             }
 
             #[test]
+            fn timed_waiter_expired_at_entry_queued_with_plain_waiter() {
+                let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
+                timed_waiters_race_holder::<L>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
             fn two_timed_waiters_race_holder() {
                 timed_waiters_race_holder::<L>(2, 0, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
@@ -648,6 +656,13 @@ macro_rules! never_starving_models {
             #[test]
             fn timed_waiter_queued_with_plain_waiter() {
                 let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn timed_waiter_expired_at_entry_queued_with_plain_waiter() {
+                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
                 timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 

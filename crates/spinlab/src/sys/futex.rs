@@ -4,7 +4,9 @@
 //! Under `cfg(loom)` the kernel is replaced by a model with the same contract: `wait` checks
 //! the word and enqueues the caller atomically with respect to `wake_*` (the kernel's
 //! hash-bucket lock is a loom `Mutex`), and a waiter returns only when woken. A lock that
-//! forgets a wake-up therefore deadlocks in the model, and loom reports it.
+//! forgets a wake-up therefore deadlocks in the model, and loom reports it. A timed waiter
+//! sleeps too, and may be the one a wake-up picks, before it times out; a model can also make
+//! timed waits find their deadline already passed ([`loom_timed_waits_expire_at_entry`]).
 
 use crate::sync::AtomicU32;
 use std::time::Instant;
@@ -114,18 +116,30 @@ mod imp {
     }
 
     pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Instant>) -> FutexWait {
+        if deadline.is_some() && EXPIRED_AT_ENTRY.with(|expired| expired.get()) {
+            // The real wait's first step once its deadline has passed: no look at the word.
+            return FutexWait::TimedOut;
+        }
         let mut queue = KERNEL.queue.lock().unwrap();
         if word.load(Ordering::SeqCst) != expected {
             return FutexWait::ValueChanged;
         }
-        if deadline.is_some() {
-            // Loom has no clock. A timed wait is modelled as one that expires as soon as it
-            // would have slept, which exercises every caller's time-out path.
-            return FutexWait::TimedOut;
-        }
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
         queue.sleepers.push(Sleeper { word: key(word), ticket, woken: false });
+        if deadline.is_some() {
+            // Loom has no clock. A timed wait sleeps while the kernel's lock is let go and
+            // taken again (loom may run any other thread for as long as it likes in between,
+            // or none) and then expires, unless a wake-up picked it meanwhile: as in the
+            // kernel, a waiter that was woken returns `Woken` even if its time ran out too,
+            // and one that timed out took no wake-up. So every model with a timed waiter
+            // explores its time-out, and the wake-ups that go to a timed sleeper.
+            drop(queue);
+            let mut queue = KERNEL.queue.lock().unwrap();
+            let at = queue.sleepers.iter().position(|s| s.ticket == ticket).unwrap();
+            let woken = queue.sleepers.remove(at).woken;
+            return if woken { FutexWait::Woken } else { FutexWait::TimedOut };
+        }
         loop {
             queue = KERNEL.changed.wait(queue).unwrap();
             let at = queue.sleepers.iter().position(|s| s.ticket == ticket).unwrap();
@@ -134,6 +148,18 @@ mod imp {
                 return FutexWait::Woken;
             }
         }
+    }
+
+    // Whether timed waits find their deadline passed on entry (see
+    // `loom_timed_waits_expire_at_entry`). A thread-local of the test's own thread, as
+    // `lock::loom_starve_at_look`'s setting is, for the same reasons.
+    std::thread_local! {
+        static EXPIRED_AT_ENTRY: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    }
+
+    /// See [`super::loom_timed_waits_expire_at_entry`].
+    pub fn expire_at_entry(expired: bool) -> bool {
+        EXPIRED_AT_ENTRY.with(|at| at.replace(expired))
     }
 
     fn wake(word: &AtomicU32, count: usize) -> usize {
@@ -157,6 +183,30 @@ mod imp {
 
     pub fn wake_all(word: &AtomicU32) -> usize {
         wake(word, usize::MAX)
+    }
+}
+
+/// Under loom, makes every timed futex wait return [`FutexWait::TimedOut`] at once, without
+/// looking at the word, until the returned guard is dropped: what the real wait does when its
+/// deadline has already passed (it checks the time before it asks the kernel to compare). By
+/// default a timed wait compares first, as it does while time is left, and sleeps. Not a
+/// model's state: set it on the test's thread before the model runs.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_timed_waits_expire_at_entry() -> LoomExpireAtEntry {
+    LoomExpireAtEntry(imp::expire_at_entry(true))
+}
+
+/// Restores the previous [`loom_timed_waits_expire_at_entry`] setting when dropped.
+#[cfg(loom)]
+#[doc(hidden)]
+#[must_use = "the setting lasts only while the guard lives"]
+pub struct LoomExpireAtEntry(bool);
+
+#[cfg(loom)]
+impl Drop for LoomExpireAtEntry {
+    fn drop(&mut self) {
+        imp::expire_at_entry(self.0);
     }
 }
 
