@@ -68,8 +68,13 @@
 //! waits; without the rule it hangs.) A sleeper that clears `WAKING` is running
 //! and takes over what the releases it made skip would have done: it takes the lock (its
 //! release wakes the next sleeper), finds it held (that holder's release wakes one, `WAKING`
-//! being clear) or claimed (the claimant's does), and if it leaves, timed out, while the lock
-//! is free and sleepers are counted, it keeps `WAKING` set and wakes one itself. (An earlier
+//! being clear) or claimed (the claimant's does). A sleeper that leaves because its deadline
+//! passed owes no such duty, as it took no wake-up: the kernel reports a wake-up that raced
+//! the time-out as a wake-up, and the futex wrapper gives up without asking the kernel once
+//! the deadline has passed. So whoever a wake-up reached comes back and takes the duty over,
+//! and a wake-up that reached nobody left only sleepers that had not reached the kernel,
+//! none of whom can sleep through the change (above). The loom models cover both kinds of
+//! time-out, after a sleep and at once (`*_expired_at_entry_*`). (An earlier
 //! version had the releaser give `WAKING` back when its wake-up found nobody, which wrote to
 //! the word after freeing it. A sleeper that comes back on a changed word now ends a wake-up
 //! aimed at another, so a release may wake a second sleeper while the first is on its way:
@@ -256,9 +261,8 @@ impl<W: Wait> Bounded<W> {
             spinner = 0;
             starvation.start_clock();
             let slept = W::sleep(&self.state, marked, deadline);
-            let leaving = slept == FutexWait::TimedOut;
-            self.count_out(leaving);
-            if leaving {
+            self.count_out();
+            if slept == FutexWait::TimedOut {
                 return Outcome::TimedOut;
             }
             episode.restart_spinning();
@@ -303,22 +307,16 @@ impl<W: Wait> Bounded<W> {
     /// wake-up found anybody (the module docs say why), so the sleepers that come back end
     /// it. A sleeper that goes on waiting takes over the wake-ups skipped meanwhile: it finds
     /// the lock free (and takes it: its release wakes the next sleeper), held (its holder's
-    /// release wakes one) or claimed (the claimant's does). One that is `leaving` (timed out)
-    /// while the lock is free and sleepers are counted keeps `WAKING` and wakes one instead.
+    /// release wakes one) or claimed (the claimant's does). One that leaves, timed out, owes
+    /// nothing: it took no wake-up (the module docs say why).
     #[inline]
-    fn count_out(&self, leaving: bool) {
+    fn count_out(&self) {
         let mut seen = self.state.load(Relaxed);
-        let pass_on = loop {
-            let left = seen - ONE_SLEEPER;
-            let pass_on = leaving && seen & WAKING != 0 && left & (LOCKED | HANDOFF) == 0 && sleepers(left) != 0;
-            let next = if pass_on { left } else { left & !WAKING };
-            match self.state.compare_exchange_weak(seen, next, Relaxed, Relaxed) {
-                Ok(_) => break pass_on,
+        loop {
+            match self.state.compare_exchange_weak(seen, (seen - ONE_SLEEPER) & !WAKING, Relaxed, Relaxed) {
+                Ok(_) => return,
                 Err(now) => seen = now,
             }
-        };
-        if pass_on {
-            W::wake_one(&self.state);
         }
     }
 
