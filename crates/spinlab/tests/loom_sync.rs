@@ -8,8 +8,10 @@
 //!
 //! Under loom the futex is a model of the kernel's (`sys/futex.rs`): a sleeper is woken only by
 //! a wake on its word, so a lost wake-up leaves it asleep and loom reports the deadlock. Loom
-//! has no clock: a deadline expires after a few spin iterations, or as soon as a timed futex
-//! wait would sleep, so a timed waiter's time-out path is explored too. Shared data is a loom
+//! has no clock: a deadline expires after a few spin iterations, or once a timed futex wait has
+//! slept (a wake-up may pick it meanwhile, and then it returns woken), so a timed waiter's
+//! time-out path is explored too, and with `*_expired_at_entry` the real wait's return at
+//! once, without comparing the word, once its deadline has passed. Shared data is a loom
 //! `UnsafeCell`, so an access that the primitive fails to order (a reader beside a writer, a
 //! thread reading another's pre-barrier write without a happens-before edge) fails the model
 //! even when the values happen to be right.
@@ -364,6 +366,11 @@ macro_rules! one_waiter_models {
             }
             #[test]
             fn event_timed_waiters_never_drop_a_notification() {
+                super::event_timed_waiters_never_drop_a_notification::<$policy>();
+            }
+            #[test]
+            fn event_timed_waiters_never_drop_a_notification_expired_at_entry() {
+                let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
                 super::event_timed_waiters_never_drop_a_notification::<$policy>();
             }
             #[test]
