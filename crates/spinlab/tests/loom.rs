@@ -12,7 +12,9 @@
 //! deadline has slept (during which a wake-up may pick it, and then it returns woken), so every
 //! model with a timed waiter explores both its time-out and its success paths. The
 //! `*_expired_at_entry_*` models make a timed futex wait return at once without comparing the
-//! word, as the real one does once its deadline has passed.
+//! word, as the real one does once its deadline has passed, and the `*_spuriously` models let
+//! one untimed wait return as if woken when nobody woke it, as a real one may (a signal, or a
+//! wake-up aimed at an earlier user of the address).
 //!
 //! The critical section is a non-atomic increment of a loom `UnsafeCell`: loom fails any
 //! execution in which two threads touch it without a happens-before edge between them, so a
@@ -584,6 +586,12 @@ macro_rules! models {
                 let two_waiters = $two_waiters;
                 release_wakes_every_waiter::<L>(2, two_waiters.bound, two_waiters.holder_yields);
             }
+
+            #[test]
+            fn release_wakes_one_waiter_that_also_wakes_spuriously() {
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                release_wakes_every_waiter::<L>(1, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
+            }
         }
     )*};
 }
@@ -664,6 +672,13 @@ macro_rules! never_starving_models {
                 let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
                 let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
                 timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn release_wakes_two_waiters_one_of_them_also_spuriously() {
+                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                release_wakes_every_waiter::<$lock>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
             $(

@@ -11,7 +11,8 @@
 //! has no clock: a deadline expires after a few spin iterations, or once a timed futex wait has
 //! slept (a wake-up may pick it meanwhile, and then it returns woken), so a timed waiter's
 //! time-out path is explored too, and with `*_expired_at_entry` the real wait's return at
-//! once, without comparing the word, once its deadline has passed. Shared data is a loom
+//! once, without comparing the word, once its deadline has passed. The `*_spuriously` models
+//! let one untimed wait return as if woken when nobody woke it, as a real one may. Shared data is a loom
 //! `UnsafeCell`, so an access that the primitive fails to order (a reader beside a writer, a
 //! thread reading another's pre-barrier write without a happens-before edge) fails the model
 //! even when the values happen to be right.
@@ -424,6 +425,36 @@ macro_rules! one_waiter_models {
             #[test]
             fn phase_fair_try_write_races_reader() {
                 super::rwlock_try_write_races::<PhaseFair<$policy>>(false, 3);
+            }
+            #[test]
+            fn event_notify_one_is_never_lost_spuriously() {
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                super::event_notify_one_is_never_lost::<$policy>();
+            }
+            #[test]
+            fn condvar_wait_notify_one_spuriously() {
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                super::condvar_wait_notify::<$policy>(false);
+            }
+            #[test]
+            fn barrier_reuse_two_phases_two_threads_spuriously() {
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                super::barrier_reuse::<$policy>(2, 3);
+            }
+            #[test]
+            fn writer_pref_reader_and_writer_spuriously() {
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                super::rwlock_exclusion::<WriterPref<$policy>>(1, 0, 3);
+            }
+            #[test]
+            fn reader_pref_reader_and_writer_spuriously() {
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                super::rwlock_exclusion::<ReaderPref<$policy>>(1, 0, 3);
+            }
+            #[test]
+            fn phase_fair_reader_and_writer_spuriously() {
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                super::rwlock_exclusion::<PhaseFair<$policy>>(1, 0, 3);
             }
         }
     )*};

@@ -6,7 +6,8 @@
 //! hash-bucket lock is a loom `Mutex`), and a waiter returns only when woken. A lock that
 //! forgets a wake-up therefore deadlocks in the model, and loom reports it. A timed waiter
 //! sleeps too, and may be the one a wake-up picks, before it times out; a model can also make
-//! timed waits find their deadline already passed ([`loom_timed_waits_expire_at_entry`]).
+//! timed waits find their deadline already passed ([`loom_timed_waits_expire_at_entry`]), and
+//! untimed ones return spuriously ([`loom_spurious_wake_ups`]).
 
 use crate::sync::AtomicU32;
 use std::time::Instant;
@@ -96,10 +97,11 @@ mod imp {
         woken: bool,
     }
 
-    #[derive(Default)]
     struct Queue {
         sleepers: Vec<Sleeper>,
         next_ticket: u64,
+        /// Untimed waits that may still return early, spuriously, in this execution.
+        spurious_left: usize,
     }
 
     struct Kernel {
@@ -108,7 +110,14 @@ mod imp {
     }
 
     loom::lazy_static! {
-        static ref KERNEL: Kernel = Kernel { queue: Mutex::new(Queue::default()), changed: Condvar::new() };
+        static ref KERNEL: Kernel = Kernel {
+            queue: Mutex::new(Queue {
+                sleepers: Vec::new(),
+                next_ticket: 0,
+                spurious_left: SPURIOUS.with(|spurious| spurious.get()),
+            }),
+            changed: Condvar::new(),
+        };
     }
 
     fn key(word: &AtomicU32) -> usize {
@@ -127,7 +136,13 @@ mod imp {
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
         queue.sleepers.push(Sleeper { word: key(word), ticket, woken: false });
-        if deadline.is_some() {
+        let spurious = deadline.is_none() && queue.spurious_left > 0;
+        if spurious {
+            // A signal, or a wake-up meant for whoever slept at this address before (a lock
+            // freed and its memory reused): the waiter returns as if woken, and must look again.
+            queue.spurious_left -= 1;
+        }
+        if deadline.is_some() || spurious {
             // Loom has no clock. A timed wait sleeps while the kernel's lock is let go and
             // taken again (loom may run any other thread for as long as it likes in between,
             // or none) and then expires, unless a wake-up picked it meanwhile: as in the
@@ -138,7 +153,7 @@ mod imp {
             let mut queue = KERNEL.queue.lock().unwrap();
             let at = queue.sleepers.iter().position(|s| s.ticket == ticket).unwrap();
             let woken = queue.sleepers.remove(at).woken;
-            return if woken { FutexWait::Woken } else { FutexWait::TimedOut };
+            return if woken || spurious { FutexWait::Woken } else { FutexWait::TimedOut };
         }
         loop {
             queue = KERNEL.changed.wait(queue).unwrap();
@@ -160,6 +175,17 @@ mod imp {
     /// See [`super::loom_timed_waits_expire_at_entry`].
     pub fn expire_at_entry(expired: bool) -> bool {
         EXPIRED_AT_ENTRY.with(|at| at.replace(expired))
+    }
+
+    // How many untimed waits of each execution return spuriously (see
+    // `loom_spurious_wake_ups`); read when an execution's kernel is created.
+    std::thread_local! {
+        static SPURIOUS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+    }
+
+    /// See [`super::loom_spurious_wake_ups`].
+    pub fn spurious_wake_ups(count: usize) -> usize {
+        SPURIOUS.with(|spurious| spurious.replace(count))
     }
 
     fn wake(word: &AtomicU32, count: usize) -> usize {
@@ -207,6 +233,32 @@ pub struct LoomExpireAtEntry(bool);
 impl Drop for LoomExpireAtEntry {
     fn drop(&mut self) {
         imp::expire_at_entry(self.0);
+    }
+}
+
+/// Under loom, lets the first `count` untimed futex waits of every execution that would
+/// sleep return [`FutexWait::Woken`] although nobody woke them, until the returned guard is
+/// dropped. Each such waiter sleeps while the model kernel's lock is let go and taken again,
+/// and may take a real wake-up meanwhile. A real futex wait returns early on a signal, and on
+/// a wake-up aimed at an earlier user of the same address (spinlab's releases may wake a
+/// lock's memory after it was freed and reused), so every caller must look again. Not a
+/// model's state: set it on the test's thread before the model runs.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_spurious_wake_ups(count: usize) -> LoomSpuriousWakeUps {
+    LoomSpuriousWakeUps(imp::spurious_wake_ups(count))
+}
+
+/// Restores the previous [`loom_spurious_wake_ups`] setting when dropped.
+#[cfg(loom)]
+#[doc(hidden)]
+#[must_use = "the setting lasts only while the guard lives"]
+pub struct LoomSpuriousWakeUps(usize);
+
+#[cfg(loom)]
+impl Drop for LoomSpuriousWakeUps {
+    fn drop(&mut self) {
+        imp::spurious_wake_ups(self.0);
     }
 }
 
