@@ -4,6 +4,7 @@
  * it too. */
 #define _GNU_SOURCE
 #include "preloaded.h"
+#include <stdatomic.h>
 
 enum { MOST_THREADS = 4, ROUNDS = 5000 };
 
@@ -68,6 +69,35 @@ static void timed_and_trylock(pthread_mutex_t *mutex) {
   CHECK_EQ(pthread_mutex_unlock(mutex), 0);
 }
 
+/* Locked by handed_over() alone. Each round a second thread is inside pthread_mutex_lock (it
+ * said it was about to call it, then had 20 ms to get there) when the main thread unlocks, so
+ * the statistics must show hand-overs, on any number of CPUs. */
+static pthread_mutex_t handed = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int about_to_lock;
+
+static void *lock_handed(void *unused) {
+  (void)unused;
+  atomic_store(&about_to_lock, 1);
+  CHECK_EQ(pthread_mutex_lock(&handed), 0);
+  CHECK_EQ(pthread_mutex_unlock(&handed), 0);
+  return NULL;
+}
+
+static void handed_over(void) {
+  enum { HANDS = 10 };
+  for (int i = 0; i < HANDS; i++) {
+    atomic_store(&about_to_lock, 0);
+    CHECK_EQ(pthread_mutex_lock(&handed), 0);
+    pthread_t waiter = start(lock_handed, NULL);
+    while (!atomic_load(&about_to_lock)) sched_yield();
+    struct timespec pause = {0, 20000000};
+    CHECK_EQ(nanosleep(&pause, NULL), 0);
+    CHECK_EQ(pthread_mutex_unlock(&handed), 0);
+    join(waiter);
+  }
+  printf("handed mutex %p handed over %d times\n", (void *)&handed, HANDS);
+}
+
 static void *unlock_elsewhere(void *arg) {
   CHECK_EQ(pthread_mutex_unlock(arg), 0);
   return NULL;
@@ -113,6 +143,7 @@ int main(void) {
   static pthread_mutex_t adaptive = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
   exclusion(&adaptive);
   timed_and_trylock(&adaptive);
+  handed_over();
   printf("ok\n");
   return 0;
 }
