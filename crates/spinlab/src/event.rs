@@ -365,25 +365,38 @@ mod tests {
         assert!(!event.wait_timeout(Duration::ZERO));
     }
 
-    #[test]
-    fn notify_all_releases_every_sleeping_waiter_and_keeps_nothing() {
-        let event = Arc::new(Event::<Futex>::new());
+    /// One broadcast, made once all three waiters have counted themselves in to sleep, must
+    /// release all three: a broadcast that woke one sleeper, or a waiter that slept through
+    /// a changed word, leaves a waiter behind and the test fails at its give-up.
+    fn one_broadcast_releases_every_sleeping_waiter<W: Wait>() {
+        let event = Arc::new(Event::<W>::new());
         let waiters: Vec<_> = (0..3)
             .map(|_| {
                 let event = event.clone();
                 std::thread::spawn(move || event.wait())
             })
             .collect();
-        // Broadcast until every waiter has gone: one that had not started waiting yet misses
-        // a broadcast, by definition, and is released by a later one.
+        // A counted waiter is asleep or about to compare the word, which the broadcast
+        // changes before it wakes the sleepers.
+        while event.changes.sleepers.load(Relaxed) < 3 {
+            std::thread::yield_now();
+        }
+        event.notify_all();
+        let give_up = Instant::now() + Duration::from_secs(10);
         while !waiters.iter().all(|w| w.is_finished()) {
-            event.notify_all();
+            assert!(Instant::now() < give_up, "one broadcast left a waiter asleep");
             std::thread::yield_now();
         }
         for w in waiters {
             w.join().unwrap();
         }
         assert!(!event.try_wait(), "a broadcast must not leave a notification behind");
+    }
+
+    #[test]
+    fn one_broadcast_releases_every_sleeping_waiter_and_keeps_nothing() {
+        one_broadcast_releases_every_sleeping_waiter::<Futex>();
+        one_broadcast_releases_every_sleeping_waiter::<crate::wait::SpinPark>();
     }
 
     #[test]
