@@ -259,6 +259,57 @@ mod tests {
         cond: UnsafeCell<spinlab_cond_t>,
         mutex: UnsafeCell<spinlab_mutex_t>,
         items: UnsafeCell<Vec<u32>>,
+        /// How many times the consumer has gone into `spinlab_cond_wait`, counted under the
+        /// mutex just before: a producer that sees it grow, holding the mutex, knows the
+        /// consumer is inside the wait (the wait released the mutex), so only a signal can
+        /// bring it out.
+        waits: UnsafeCell<u32>,
+    }
+
+    impl Shared {
+        fn new() -> Self {
+            Shared {
+                // SAFETY: all-zero bytes are a valid opaque array (and, for the C API, a
+                // default condition variable and a default mutex).
+                cond: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                // SAFETY: as above.
+                mutex: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                items: UnsafeCell::new(Vec::new()),
+                waits: UnsafeCell::new(0),
+            }
+        }
+
+        /// Waits on the condition variable, counting the wait. The caller holds the mutex.
+        ///
+        /// # Safety
+        /// Initialised objects; the calling thread holds the mutex.
+        unsafe fn wait(&self) -> i32 {
+            // SAFETY: `waits` is only touched under the mutex, which the caller holds.
+            unsafe { *self.waits.get() += 1 };
+            // SAFETY: forwarded from the caller.
+            unsafe { spinlab_cond_wait(self.cond.get(), self.mutex.get()) }
+        }
+
+        /// Locks the mutex once the consumer has gone into its `waits`-th wait, pushes
+        /// `item`, unlocks and signals.
+        ///
+        /// # Safety
+        /// Initialised objects; the calling thread does not hold the mutex.
+        unsafe fn push_to_a_waiting_consumer(&self, waits: u32, item: u32) {
+            let (cond, mutex) = (self.cond.get(), self.mutex.get());
+            // SAFETY: forwarded from the caller; `waits` and `items` only under the mutex.
+            unsafe {
+                spinlab_mutex_lock(mutex);
+                while *self.waits.get() < waits {
+                    spinlab_mutex_unlock(mutex);
+                    std::thread::yield_now();
+                    spinlab_mutex_lock(mutex);
+                }
+                (*self.items.get()).push(item);
+                spinlab_mutex_unlock(mutex);
+                spinlab_cond_signal(cond);
+            }
+        }
     }
     // SAFETY: the C objects synchronise themselves; `items` is touched only under `mutex`.
     unsafe impl Sync for Shared {}
@@ -266,13 +317,7 @@ mod tests {
     #[test]
     fn a_consumer_gets_every_item_in_order_with_any_policy() {
         for ops in cond_ops().iter().filter(|ops| ops.availability.is_ok()) {
-            let shared = Shared {
-                // SAFETY: all-zero bytes are a valid opaque array; init writes the objects.
-                cond: UnsafeCell::new(unsafe { core::mem::zeroed() }),
-                // SAFETY: as above.
-                mutex: UnsafeCell::new(unsafe { core::mem::zeroed() }),
-                items: UnsafeCell::new(Vec::new()),
-            };
+            let shared = Shared::new();
             let shared = &shared;
             // SAFETY: the objects are zeroed memory of the right size, ours to initialise.
             unsafe {
@@ -281,7 +326,7 @@ mod tests {
             }
             let consumed = std::thread::scope(|s| {
                 let consumer = s.spawn(|| {
-                    let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
+                    let mutex = shared.mutex.get();
                     let mut consumed = Vec::new();
                     // SAFETY: an initialised mutex.
                     unsafe { spinlab_mutex_lock(mutex) };
@@ -290,7 +335,7 @@ mod tests {
                         let items = unsafe { &mut *shared.items.get() };
                         if items.is_empty() {
                             // SAFETY: an initialised condvar, and the mutex we hold.
-                            unsafe { spinlab_cond_wait(cond, mutex) };
+                            unsafe { shared.wait() };
                         } else {
                             consumed.append(items);
                         }
@@ -299,15 +344,11 @@ mod tests {
                     unsafe { spinlab_mutex_unlock(mutex) };
                     consumed
                 });
-                let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
+                // Each item goes to a consumer inside its wait, so all 100 come through
+                // signals: a lost one leaves the consumer asleep and the test hangs.
                 for item in 0..100 {
-                    // SAFETY: initialised objects; `items` only under the mutex.
-                    unsafe {
-                        spinlab_mutex_lock(mutex);
-                        (*shared.items.get()).push(item);
-                        spinlab_mutex_unlock(mutex);
-                        spinlab_cond_signal(cond);
-                    }
+                    // SAFETY: initialised objects; we do not hold the mutex.
+                    unsafe { shared.push_to_a_waiting_consumer(item + 1, item) };
                 }
                 consumer.join().unwrap()
             });
@@ -363,13 +404,7 @@ mod tests {
 
     #[test]
     fn an_all_zero_condition_variable_times_out_and_wakes_a_waiter() {
-        let shared = Shared {
-            // SAFETY: all-zero bytes are a default condition variable and a default mutex.
-            cond: UnsafeCell::new(unsafe { core::mem::zeroed() }),
-            // SAFETY: as above.
-            mutex: UnsafeCell::new(unsafe { core::mem::zeroed() }),
-            items: UnsafeCell::new(Vec::new()),
-        };
+        let shared = Shared::new();
         let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
         let past = timespec { tv_sec: 1, tv_nsec: 0 };
         // SAFETY: all-zero objects are initialised ones.
@@ -382,20 +417,15 @@ mod tests {
         std::thread::scope(|s| {
             // SAFETY: all-zero objects are initialised ones; `items` only under the mutex.
             let waiter = s.spawn(|| unsafe {
-                let (cond, mutex) = (shared.cond.get(), shared.mutex.get());
+                let mutex = shared.mutex.get();
                 spinlab_mutex_lock(mutex);
                 while (*shared.items.get()).is_empty() {
-                    assert_eq!(spinlab_cond_wait(cond, mutex), SPINLAB_OK);
+                    assert_eq!(shared.wait(), SPINLAB_OK);
                 }
                 spinlab_mutex_unlock(mutex);
             });
-            // SAFETY: as above.
-            unsafe {
-                spinlab_mutex_lock(mutex);
-                (*shared.items.get()).push(1);
-                spinlab_mutex_unlock(mutex);
-                spinlab_cond_signal(cond);
-            }
+            // SAFETY: as above; we do not hold the mutex.
+            unsafe { shared.push_to_a_waiting_consumer(1, 1) };
             waiter.join().unwrap();
         });
         // SAFETY: no thread uses them any more.
