@@ -321,14 +321,25 @@ mod tests {
         let sleeper = {
             let word = word.clone();
             std::thread::spawn(move || {
+                let mut woken = 0;
                 while word.load(Ordering::Acquire) == 0 {
-                    wait(&word, 0, None);
+                    woken += usize::from(wait(&word, 0, None) == FutexWait::Woken);
                 }
+                woken
             })
         };
-        std::thread::sleep(Duration::from_millis(10));
+        // A wake-up that finds the sleeper in the kernel says so, and the sleeper, its word
+        // unchanged, sleeps again; then the word changes and one more wake-up lets it go.
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while wake_one(&word) == 0 {
+            assert!(Instant::now() < give_up, "the sleeper never reached the kernel");
+            std::thread::yield_now();
+        }
         word.store(1, Ordering::Release);
-        wake_all(&word);
-        sleeper.join().unwrap();
+        while !sleeper.is_finished() {
+            wake_all(&word);
+            std::thread::yield_now();
+        }
+        assert!(sleeper.join().unwrap() >= 1, "a wake-up that found the sleeper must return Woken");
     }
 }
