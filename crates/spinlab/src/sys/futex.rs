@@ -219,21 +219,8 @@ mod imp {
 /// model's state: set it on the test's thread before the model runs.
 #[cfg(loom)]
 #[doc(hidden)]
-pub fn loom_timed_waits_expire_at_entry() -> LoomExpireAtEntry {
-    LoomExpireAtEntry(imp::expire_at_entry(true))
-}
-
-/// Restores the previous [`loom_timed_waits_expire_at_entry`] setting when dropped.
-#[cfg(loom)]
-#[doc(hidden)]
-#[must_use = "the setting lasts only while the guard lives"]
-pub struct LoomExpireAtEntry(bool);
-
-#[cfg(loom)]
-impl Drop for LoomExpireAtEntry {
-    fn drop(&mut self) {
-        imp::expire_at_entry(self.0);
-    }
+pub fn loom_timed_waits_expire_at_entry() -> LoomSetting<bool> {
+    LoomSetting { previous: imp::expire_at_entry(true), restore: imp::expire_at_entry }
 }
 
 /// Under loom, lets the first `count` untimed futex waits of every execution that would
@@ -245,20 +232,24 @@ impl Drop for LoomExpireAtEntry {
 /// model's state: set it on the test's thread before the model runs.
 #[cfg(loom)]
 #[doc(hidden)]
-pub fn loom_spurious_wake_ups(count: usize) -> LoomSpuriousWakeUps {
-    LoomSpuriousWakeUps(imp::spurious_wake_ups(count))
+pub fn loom_spurious_wake_ups(count: usize) -> LoomSetting<usize> {
+    LoomSetting { previous: imp::spurious_wake_ups(count), restore: imp::spurious_wake_ups }
 }
 
-/// Restores the previous [`loom_spurious_wake_ups`] setting when dropped.
+/// Puts back the futex model's previous setting when dropped (see
+/// [`loom_timed_waits_expire_at_entry`] and [`loom_spurious_wake_ups`]).
 #[cfg(loom)]
 #[doc(hidden)]
 #[must_use = "the setting lasts only while the guard lives"]
-pub struct LoomSpuriousWakeUps(usize);
+pub struct LoomSetting<T: Copy> {
+    previous: T,
+    restore: fn(T) -> T,
+}
 
 #[cfg(loom)]
-impl Drop for LoomSpuriousWakeUps {
+impl<T: Copy> Drop for LoomSetting<T> {
     fn drop(&mut self) {
-        imp::spurious_wake_ups(self.0);
+        (self.restore)(self.previous);
     }
 }
 
