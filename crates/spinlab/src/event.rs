@@ -396,7 +396,7 @@ mod tests {
     #[test]
     fn one_broadcast_releases_every_sleeping_waiter_and_keeps_nothing() {
         one_broadcast_releases_every_sleeping_waiter::<Futex>();
-        one_broadcast_releases_every_sleeping_waiter::<crate::wait::SpinPark>();
+        one_broadcast_releases_every_sleeping_waiter::<SpinPark>();
     }
 
     #[test]
