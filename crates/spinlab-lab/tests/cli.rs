@@ -478,11 +478,18 @@ fn run_herd_rows_have_wall_user_sys() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v = json_file(&json);
     let rows = v["runs"][0]["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 6);
+    assert_eq!(rows.len(), 8, "a floor and three locks at each of two thread counts");
     for row in rows {
         assert_keys(row, &["lock", "threads", "wall_s", "user_s", "sys_s", "reps"], "herd row");
         assert!(row["wall_s"].as_f64().unwrap() > 0.0);
+    }
+    let (floors, locks): (Vec<&Value>, Vec<&Value>) = rows.iter().partition(|r| r["lock"] == "floor: no lock");
+    assert_eq!(floors.len(), 2, "one floor per thread count: {floors:?}");
+    for row in locks {
         assert_eq!(row["lost_updates"], 0);
+        let floor = floors.iter().find(|f| f["threads"] == row["threads"]).unwrap();
+        let over = row["wall_s"].as_f64().unwrap() / floor["wall_s"].as_f64().unwrap();
+        assert!((row["wall_over_floor"].as_f64().unwrap() - over).abs() < 1e-9 * over, "{row}");
     }
 }
 

@@ -33,6 +33,10 @@ use std::time::Instant;
 pub const WALL_S: &str = "wall_s";
 /// System CPU time of one herd repetition.
 pub const SYS_S: &str = "sys_s";
+/// The floor row's `lock`: the same herd with no lock at all (see [`herd_rep`]).
+pub const FLOOR_LOCK: &str = "floor: no lock";
+/// [`WALL_S`] over the floor's, measured in the same interleaved rounds.
+pub const WALL_OVER_FLOOR: &str = "wall_over_floor";
 
 /// The locks measured when `--locks` is not given (seed 004's spin lock, its backoff
 /// variant, a sleeping lock, spinlab's default, and std).
@@ -69,6 +73,7 @@ const COLUMNS: &[Column] = &[
     col("user_s", "user s"),
     col(SYS_S, "sys s"),
     col("wall_vs_best_reference", "wall vs best ref"),
+    col(WALL_OVER_FLOOR, "x floor"),
     col("reps", "reps"),
 ];
 
@@ -110,8 +115,12 @@ struct Finished {
     cpu: CpuTimes,
 }
 
+/// One repetition under `lock`, or, with `None`, the floor: the same threads, barrier and
+/// busy work, where each section writes a line of the thread's own instead of taking the lock
+/// and writing the shared one. No lock can make the herd finish sooner than that: it only adds
+/// the sections' serialisation and the hand-overs between them.
 fn herd_rep(
-    lock: &LockBox,
+    lock: Option<&LockBox>,
     cpus: &[usize],
     herd: &Herd,
     cs_iterations: u64,
@@ -120,6 +129,7 @@ fn herd_rep(
     let n = cpus.len();
     let line = StartLine::new(n);
     let round = Barrier::new(n);
+    let own_lines = SharedLines::new(n);
     lines.reset();
     let worker = |i: usize| {
         pin_or_die(cpus[i]);
@@ -131,11 +141,19 @@ fn herd_rep(
         for _ in 0..herd.rounds {
             round.wait();
             for _ in 0..herd.per_round {
-                lock.lock();
-                lines.touch();
-                seed = spin(cs_iterations, seed);
-                // SAFETY: acquired just above.
-                unsafe { lock.unlock() };
+                match lock {
+                    Some(lock) => {
+                        lock.lock();
+                        lines.touch();
+                        seed = spin(cs_iterations, seed);
+                        // SAFETY: acquired just above.
+                        unsafe { lock.unlock() };
+                    }
+                    None => {
+                        own_lines.touch_one(i);
+                        seed = spin(cs_iterations, seed);
+                    }
+                }
             }
         }
         black_box(seed);
@@ -156,11 +174,15 @@ fn herd_rep(
     })?;
     let end = results.iter().map(|r| r.at).max().unwrap_or(started);
     let expected = (n * herd.rounds * herd.per_round) as u64;
+    let lost_updates = match lock {
+        Some(_) => lines.total().map_or(0, |seen| expected.saturating_sub(seen)),
+        None => 0,
+    };
     Ok(Times {
         wall_s: end.saturating_duration_since(started).as_secs_f64(),
         user_s: results.iter().map(|r| r.cpu.user_s).sum(),
         sys_s: results.iter().map(|r| r.cpu.sys_s).sum(),
-        lost_updates: lines.total().map_or(0, |seen| expected.saturating_sub(seen)),
+        lost_updates,
     })
 }
 
@@ -207,6 +229,10 @@ impl Experiment for Herd {
             .param("cs_ns", self.cs_ns)
             .param("cs_iterations", cs_iterations)
             .param("barrier", "std::sync::Barrier")
+            .param(
+                "floor",
+                "the same herd with no lock: each section writes the thread's own line, interleaved with the locks",
+            )
             .stopping_rule(&rule)
             .param("default_lock", select::DEFAULT_LOCK);
 
@@ -223,30 +249,43 @@ impl Experiment for Herd {
         for &n in &threads {
             progress.step(&format!("{n} threads"));
             let cpus: Vec<usize> = (0..n).map(|i| cpu_ids[i % cpu_ids.len()]).collect();
-            let mut cpu_times: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); available.len()];
-            let mut lost = vec![0u64; available.len()];
-            let series = interleave(available.len(), &rule, Some(&progress), |i, rep| {
+            // Treatment 0 is the floor (no lock); 1.. are the locks.
+            let taken = |i: usize| (i > 0).then(|| &instances[i - 1]);
+            let treatments = instances.len() + 1;
+            let mut cpu_times: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); treatments];
+            let mut lost = vec![0u64; treatments];
+            let series = interleave(treatments, &rule, Some(&progress), |i, rep| {
                 progress.detail(&format!(
                     "{}, {}",
-                    available[i].name(),
+                    if i == 0 { FLOOR_LOCK } else { available[i - 1].name() },
                     match rep {
                         Rep::Warmup => "warm-up".to_string(),
                         Rep::Measured(k) => format!("repetition {}", k + 1),
                     }
                 ));
                 if rep == Rep::Warmup {
-                    herd_rep(&instances[i], &cpus, &warmup, cs_iterations, &lines)?;
+                    herd_rep(taken(i), &cpus, &warmup, cs_iterations, &lines)?;
                     return Ok(f64::NAN);
                 }
-                let t = herd_rep(&instances[i], &cpus, self, cs_iterations, &lines)?;
+                let t = herd_rep(taken(i), &cpus, self, cs_iterations, &lines)?;
                 cpu_times[i].0.push(t.user_s);
                 cpu_times[i].1.push(t.sys_s);
                 lost[i] += t.lost_updates;
                 Ok(t.wall_s)
             })?;
             progress.inc();
-            let mut config_rows = Vec::new();
-            let mut next = 0;
+            let times = |mut row: Row, i: usize| {
+                if let Some(s) = Summary::of(&series[i].samples) {
+                    row = row.summary("wall", "s", &s);
+                }
+                row.set("stop", series[i].verdict);
+                row.set("user_s", Summary::of(&cpu_times[i].0).map(|s| s.mean));
+                row.set(SYS_S, Summary::of(&cpu_times[i].1).map(|s| s.mean));
+                row
+            };
+            let floor = Summary::of(&series[0].samples).map(|s| s.mean).filter(|&w| w > 0.0);
+            let mut config_rows = vec![times(Row::new().with(LOCK, FLOOR_LOCK).with(THREADS, n), 0)];
+            let mut next = 1;
             for lock in &locks {
                 let mut row = Row::new().with(LOCK, lock.name()).with(ORIGIN, lock.origin());
                 if lock.via_alias {
@@ -259,12 +298,10 @@ impl Experiment for Herd {
                 }
                 let i = next;
                 next += 1;
-                if let Some(s) = Summary::of(&series[i].samples) {
-                    row = row.summary("wall", "s", &s);
+                row = times(row, i);
+                if let (Some(w), Some(f)) = (row.number(WALL_S), floor) {
+                    row.set(WALL_OVER_FLOOR, w / f);
                 }
-                row.set("stop", series[i].verdict);
-                row.set("user_s", Summary::of(&cpu_times[i].0).map(|s| s.mean));
-                row.set(SYS_S, Summary::of(&cpu_times[i].1).map(|s| s.mean));
                 row.set("acquisitions_per_rep", n * self.rounds * self.per_round);
                 row.set("lost_updates", lost[i]);
                 if lost[i] > 0 {
@@ -368,7 +405,10 @@ fn spin_over(ctx: &Context<'_>, claim: &Claim, lock: &str, range: (f64, f64), re
         return Finding::without(claim, &rows_words, Judged::NotMeasured(format!("{lock}'s wall time is zero")));
     };
     let here = Estimate { value: 100.0 * (ratio.value - 1.0), ci95: 100.0 * ratio.ci95 };
-    let detail = format!("ttas:spin {}, {lock} {}", words(&spin, " s"), words(&other, " s"));
+    let mut detail = format!("ttas:spin {}, {lock} {}", words(&spin, " s"), words(&other, " s"));
+    if let Some(floor) = at(FLOOR_LOCK).and_then(|r| Estimate::of(r, WALL_S)) {
+        detail.push_str(&format!("; with no lock at all {}", words(&floor, " s")));
+    }
     Finding::judged(claim, ctx, "herd", Observed { here, unit: "%", detail, rows: rows_words }, range, reason)
 }
 
@@ -384,7 +424,9 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
             "wall_s",
             "wall time per repetition (s, log scale)",
             "Wall time for the herd (all threads released by a barrier, each taking one lock in turn) per lock and \
-             thread count: lower is better; seed 004 found sleeping waiters win once threads outnumber CPUs.",
+             thread count: lower is better; seed 004 found sleeping waiters win once threads outnumber CPUs. \
+             'floor: no lock' is the same herd without the lock, measured in the same rounds: no lock can be \
+             faster, and the gap above it is all a lock can change.",
         ),
         (
             "sys_s",
@@ -409,7 +451,7 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
 fn quickest(ctx: &Context<'_>) -> Advice {
     let situation = "many threads released at once (a herd), oversubscribed";
     let rows: Vec<&Row> =
-        ctx.rows_of("herd").into_iter().filter(|r| !r.is_skipped() && r.number(WALL_S).is_some()).collect();
+        ctx.rows_of("herd").into_iter().filter(|r| is_lock(r) && r.number(WALL_S).is_some()).collect();
     let Some(n) = rows.iter().filter_map(|r| r.number(THREADS)).reduce(f64::max) else {
         return Advice::missing(situation, missing_reason(ctx, "herd"));
     };
@@ -428,6 +470,9 @@ fn quickest(ctx: &Context<'_>) -> Advice {
     let worst = at[at.len() - 1];
     let wall = best.number(WALL_S).unwrap_or(0.0);
     let mut why = format!("{} s wall at {n} threads", number(wall));
+    if let Some(over) = best.number(WALL_OVER_FLOOR) {
+        why.push_str(&format!(", {over:.2}x the herd's with no lock"));
+    }
     if let Some(sys) = best.number(SYS_S) {
         why.push_str(&format!(" ({} s system time)", number(sys)));
     }
@@ -443,6 +488,46 @@ fn quickest(ctx: &Context<'_>) -> Advice {
     Advice::new(situation, best.text(LOCK).unwrap_or("?").to_string(), why)
 }
 
+/// A measured lock's row: not skipped, and not the floor.
+fn is_lock(row: &Row) -> bool {
+    !row.is_skipped() && row.text(LOCK) != Some(FLOOR_LOCK)
+}
+
 /// The locks a tie is resolved towards, in order: spinlab's default, then the references people
 /// already use.
 const TIE_ORDER: [&str; 4] = [select::DEFAULT_LOCK, "std", "parking_lot", "pthread"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Results;
+
+    fn herd_run(rows: &[(&str, f64, Option<f64>)]) -> Results {
+        let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        let mut run = Run::new("herd");
+        for &(lock, wall, over) in rows {
+            let mut row = Row::new().with(LOCK, lock).with(THREADS, 16).with(WALL_S, wall).with("wall_ci95_s", 0.0);
+            row.set(WALL_OVER_FLOOR, over);
+            run.rows.push(row);
+        }
+        results.runs.push(run);
+        results
+    }
+
+    #[test]
+    fn the_herd_line_names_the_fastest_lock_never_the_floor_and_its_distance_from_it() {
+        let results = herd_run(&[(FLOOR_LOCK, 0.020, None), ("ttas:spin", 0.030, Some(1.5)), ("std", 0.022, Some(1.1))]);
+        let advice = quickest(&Context::new(&results));
+        assert_eq!(advice.choice, "std", "{}", advice.why);
+        assert!(advice.why.contains("1.10x the herd's with no lock"), "{}", advice.why);
+        assert!(advice.why.contains("ttas:spin took 0.03 s (1.4x)"), "{}", advice.why);
+    }
+
+    #[test]
+    fn the_sleeping_claim_shows_the_floor_beside_the_two_locks() {
+        let results = herd_run(&[(FLOOR_LOCK, 0.020, None), ("ttas:spin", 0.030, Some(1.5)), ("ttas:futex", 0.024, None)]);
+        let finding = spin_over(&Context::new(&results), &SLEEPING_WINS, "ttas:futex", (5.0, f64::INFINITY), "-");
+        let text = format!("{finding:?}");
+        assert!(text.contains("with no lock at all 0.02"), "{text}");
+    }
+}
