@@ -86,6 +86,23 @@ fn parse_actives(s: &str) -> Result<Actives, String> {
 pub const WAITERS: Bounds = Bounds::new(1, select::THREADS_FLOOR as u64);
 /// `--active-ms`: one call of the active workload, up to 10 s.
 pub const ACTIVE_MS: Bounds = Bounds::new(1, 10_000).unit(" ms");
+
+/// The shortest call at `same-cpu`, in milliseconds, whatever `--active-ms` says. There the
+/// slowdown is the share of the CPU the scheduler gives the waiters, which is only defined
+/// over many of its periods (a tick is 4 ms at 250 Hz, 10 ms at 100 Hz). With 5-10 ms calls
+/// the same idle command gave `add` next to a spinner -0.2% one day and 60-75% another, and
+/// under load (three busy loops, load average 2.8-4.2) 1 to 9 of 10 runs put a row on the right
+/// side of issue 11's thresholds; with 100 ms calls, 9 or 10 of 10 for every row
+/// (docs/interference.md).
+pub const SAME_CPU_MIN_MS: usize = 100;
+
+/// How long one call is calibrated to take at `placement`, given `--active-ms`.
+fn call_ms(active_ms: usize, placement: Placement) -> usize {
+    match placement {
+        Placement::SameCpu => active_ms.max(SAME_CPU_MIN_MS),
+        _ => active_ms,
+    }
+}
 /// `--units` (hidden, for tests): units of work per call.
 pub const UNITS: Bounds = Bounds::new(1, 1_000_000);
 
@@ -113,10 +130,11 @@ pub struct Interference {
           help = WAITERS.help("Waiter counts, comma-separated [default: 1,3]"))]
     pub waiters: Option<Counts>,
     /// Length of one call of the active workload, in milliseconds (its work is fixed once,
-    /// calibrated to this in isolation), within [`ACTIVE_MS`] [default: 10]
+    /// calibrated to this in isolation; at `same-cpu` at least [`SAME_CPU_MIN_MS`]), within
+    /// [`ACTIVE_MS`] [default: 10]
     #[arg(long, value_name = "MS", value_parser = |s: &str| ACTIVE_MS.parse::<usize>(s), allow_hyphen_values = true,
           help = ACTIVE_MS.help("Length of one call of the active workload, in milliseconds (its work is fixed \
-                                 once, calibrated to this in isolation) [default: 10]"))]
+                                 once, calibrated to this in isolation; at same-cpu at least 100) [default: 10]"))]
     pub active_ms: Option<usize>,
     /// Size the workloads for these caches instead of this machine's: L1D,L2,LLC (e.g.
     /// 32K,512K,32M), each within [`CacheSizes::LIMITS`]
@@ -496,6 +514,7 @@ impl Interference {
             .param("waiters", &plan.waiter_counts)
             .param("placements", plan.placements.iter().map(|p| p.name()).collect::<Vec<_>>())
             .param("active_ms", plan.active_ms)
+            .param("same_cpu_active_ms", call_ms(plan.active_ms, Placement::SameCpu))
             .param("cache_l1d_bytes", plan.caches.sizes.l1d)
             .param("cache_l2_bytes", plan.caches.sizes.l2)
             .param("cache_llc_bytes", plan.caches.sizes.llc)
@@ -509,12 +528,13 @@ impl Interference {
         run
     }
 
-    /// `workload` built and calibrated on `cpu`, so its pages are that CPU's.
-    fn calibrated(&self, workload: Workload, plan: &Plan, cpu: usize) -> Calibrated {
+    /// `workload` built on `cpu`, so its pages are that CPU's, and calibrated there to the
+    /// call length of `placement`.
+    fn calibrated(&self, workload: Workload, plan: &Plan, cpu: usize, placement: Placement) -> Calibrated {
         with_pinned(cpu, || {
             let mut active = Active::new(workload, &plan.sizes, self.units.unwrap_or(1) as u64);
             if self.units.is_none() {
-                active.calibrate(Duration::from_millis(plan.active_ms as u64));
+                active.calibrate(Duration::from_millis(call_ms(plan.active_ms, placement) as u64));
             }
             let checksum = active.run();
             Calibrated { active, checksum }
@@ -568,7 +588,7 @@ impl Experiment for Interference {
             for &placement in &offered {
                 let Ok(CoRunCpus { active: active_cpu, .. }) = cpus_at(lab, placement, 1) else { continue };
                 check_room(plan.sizes.bytes(workload), &format!("the {workload} workload's data"))?;
-                let mut calibrated = self.calibrated(workload, &plan, active_cpu);
+                let mut calibrated = self.calibrated(workload, &plan, active_cpu, placement);
                 for &n in &plan.waiter_counts {
                     let waiter_cpus = cpus_at(lab, placement, n).map_err(LabError::failed)?.waiters;
                     for &policy in &usable {
@@ -800,4 +820,18 @@ fn heatmaps(rows: &[&Row]) -> Vec<Result<Panel, String>> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_same_cpu_call_spans_many_scheduler_periods_and_other_placements_keep_the_option() {
+        assert_eq!(call_ms(3, Placement::SameCpu), SAME_CPU_MIN_MS);
+        assert_eq!(call_ms(250, Placement::SameCpu), 250, "a longer call is kept");
+        for placement in [Placement::Smt, Placement::Core, Placement::Llc, Placement::Node] {
+            assert_eq!(call_ms(3, placement), 3, "{placement}");
+        }
+    }
 }
