@@ -9,9 +9,10 @@
 //! limit is minutes, far beyond what a working primitive needs, and exists only so that a
 //! hang fails with a message instead of stalling CI.
 
-use lock_api::RawMutex;
+use lock_api::{RawMutex, RawRwLock};
 use spinlab::lock::{Clh, Fair, Mcs, Tas, Ticket, Ttas};
 use spinlab::registry::{self, DynRwLock, Origin, RwFairness};
+use spinlab::rwlock::ReaderPref;
 use spinlab::wait::{visit_policies, Futex, PolicyVisitor, SpinPark, Wait};
 use spinlab::Condvar;
 use std::cell::UnsafeCell;
@@ -491,6 +492,11 @@ fn writer_safe() -> impl Iterator<Item = &'static registry::RwLockEntry> {
 /// A reader holds the lock; a writer comes and waits; the reader takes a second read lock.
 /// A reader-preferring lock grants it (what glibc's default `pthread_rwlock_t` promises, and
 /// why the preload library uses one); a lock that kept it out would deadlock here.
+///
+/// The second read lock is taken only once the writer is seen counted in the lock's state
+/// word, which it does before it waits: a writer that is merely slow to start proves nothing.
+/// Seeing that needs the lock's own type, so each registered reader-preferring lock is built
+/// as `ReaderPref` over its policy.
 #[test]
 fn a_reader_preferring_lock_lets_a_reader_lock_again_while_a_writer_waits() {
     let _serial = serial();
@@ -501,27 +507,48 @@ fn a_reader_preferring_lock_lets_a_reader_lock_again_while_a_writer_waits() {
     assert!(!reader_preferring.is_empty());
     for entry in reader_preferring {
         let name = &entry.name;
+        assert_eq!(entry.algorithm, "rw-reader", "{name}: this test sees only ReaderPref's writers waiting");
+        let policy = entry.policy.expect("spinlab's locks name their policy");
+        let mut check = ReadAgainPastACountedWriter { policy, checked: false };
+        visit_policies(&mut check);
+        assert!(check.checked, "{name}: no policy called {policy}");
+    }
+}
+
+/// Runs the check above on `ReaderPref<W>` for the policy `W` called `policy`.
+struct ReadAgainPastACountedWriter {
+    policy: &'static str,
+    checked: bool,
+}
+
+impl PolicyVisitor for ReadAgainPastACountedWriter {
+    fn visit<W: Wait>(&mut self) {
+        if W::NAME != self.policy {
+            return;
+        }
+        self.checked = true;
+        let name = format!("rw-reader:{}", W::NAME);
         let _watchdog = Watchdog::new(format!("{name}: a second read lock waited behind a waiting writer"));
-        let lock = entry.build().unwrap();
-        let writer_started = AtomicBool::new(false);
-        lock.lock_shared();
+        let lock = ReaderPref::<W>::new();
+        let first = lock.lock_shared();
         std::thread::scope(|s| {
             s.spawn(|| {
-                writer_started.store(true, Relaxed);
-                lock.lock_exclusive();
-                // SAFETY: held.
-                unsafe { lock.unlock_exclusive() };
+                let held = lock.lock_exclusive();
+                // SAFETY: acquired just above.
+                unsafe { lock.unlock_exclusive(held) };
             });
-            while !writer_started.load(Relaxed) {
+            // Counted while this thread reads: the writer is in its wait, or about to sleep.
+            while lock.writers_counted() == 0 {
                 std::thread::yield_now();
             }
-            // Let the writer reach its wait (a correct lock passes however long this is).
+            // A chance for it to get to sleep, too (a correct lock passes however long this is).
             std::thread::sleep(Duration::from_millis(5));
-            lock.lock_shared();
+            let second = lock.lock_shared();
+            assert_eq!(lock.writers_counted(), 1, "{name}: the writer got in beside a reader");
             // SAFETY: both read locks were taken by this thread.
             unsafe {
-                lock.unlock_shared();
-                lock.unlock_shared();
+                lock.unlock_shared(second);
+                lock.unlock_shared(first);
             }
         });
     }

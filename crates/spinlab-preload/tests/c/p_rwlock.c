@@ -8,6 +8,7 @@
  * library, where glibc must pass it too. */
 #define _GNU_SOURCE
 #include "preloaded.h"
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -80,15 +81,15 @@ static void *meet(void *arg) {
   return NULL;
 }
 
-/* A writer that announces itself, then waits for the lock. */
+/* A writer that announces itself with its thread id, then waits for the lock. */
 struct writer {
   pthread_rwlock_t *lock;
-  atomic_int started, done;
+  atomic_int tid, done; /* tid: 0 until the writer has started */
 };
 
 static void *wait_to_write(void *arg) {
   struct writer *writer = arg;
-  atomic_store(&writer->started, 1);
+  atomic_store(&writer->tid, (int)syscall(SYS_gettid));
   CHECK_EQ(pthread_rwlock_wrlock(writer->lock), 0);
   atomic_store(&writer->done, 1);
   CHECK_EQ(pthread_rwlock_unlock(writer->lock), 0);
@@ -98,6 +99,40 @@ static void *wait_to_write(void *arg) {
 static void sleep_ns(long ns) {
   struct timespec nap = {0, ns};
   nanosleep(&nap, NULL);
+}
+
+/* The scheduler state of this process's thread `tid`: field 3 of /proc/self/task/TID/stat
+ * ('S': asleep in the kernel). Plain system calls, so that the asking thread takes no lock
+ * (stdio's, malloc's) that the thread it asks about might be waiting for. */
+static char thread_state(int tid) {
+  char path[64], stat[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  int fd = open(path, O_RDONLY);
+  CHECK(fd >= 0);
+  ssize_t got = read(fd, stat, sizeof stat - 1);
+  CHECK(got > 0);
+  CHECK_EQ(close(fd), 0);
+  stat[got] = '\0';
+  const char *name_end = strrchr(stat, ')'); /* "tid (name) S …"; a name may hold ')' */
+  CHECK(name_end != NULL && name_end[1] == ' ');
+  return name_end[2];
+}
+
+/* Waits until `writer`, which announced itself and then called wrlock on `lock`, which this
+ * thread holds for reading, is waiting in the lock. A spinlab rwlock shows it in its state
+ * word (its first 8 bytes: readers in __readers, and the writers counted, waiting or
+ * holding, in __writers), under every policy, spinning or sleeping. glibc's writer sleeps in
+ * the kernel, and after announcing it does nothing but wrlock. */
+static void until_the_writer_waits(pthread_rwlock_t *lock, int replaced, struct writer *writer) {
+  struct timespec give_up = in_ns(CLOCK_MONOTONIC, PATIENCE_NS);
+  while (!atomic_load(&writer->tid)) sched_yield();
+  for (;;) {
+    int waiting = replaced ? __atomic_load_n(&lock->__data.__writers, __ATOMIC_RELAXED) != 0
+                           : thread_state(atomic_load(&writer->tid)) == 'S';
+    if (waiting) return;
+    CHECK(!reached(CLOCK_MONOTONIC, give_up)); /* the writer never got to its wait */
+    sched_yield();
+  }
 }
 
 /* Default kind: this thread reads; a writer comes and waits; this thread reads again, and so
@@ -113,9 +148,12 @@ static void read_again_while_a_writer_waits(void) {
   pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
   struct writer writer = {.lock = &lock};
   CHECK_EQ(pthread_rwlock_rdlock(&lock), 0);
+  /* One reader: glibc counts it as 8 in __readers, spinlab as 1 (see main). */
+  unsigned readers_word = lock.__data.__readers;
+  CHECK(readers_word == 1 || readers_word == 8);
   pthread_t thread = start(wait_to_write, &writer);
-  while (!atomic_load(&writer.started)) sched_yield();
-  sleep_ns(20 * 1000 * 1000); /* let it reach its wait; a correct lock passes however long */
+  until_the_writer_waits(&lock, readers_word == 1, &writer);
+  sleep_ns(20 * 1000 * 1000); /* a chance to get to sleep too; a correct lock passes however long */
   alarm(60);                  /* a lock that keeps this reader out deadlocks: fail, not hang */
   CHECK_EQ(pthread_rwlock_rdlock(&lock), 0);
   alarm(0);

@@ -72,6 +72,15 @@ impl<W: Wait> ReaderPref<W> {
         }
     }
 
+    /// How many writers the state word counts (waiting or holding), at this instant. For
+    /// tests: a writer counts itself before it first looks at the readers, so a test that sees
+    /// it counted while it holds a read lock knows the writer is waiting, not merely started.
+    /// Not part of the lock's interface.
+    #[doc(hidden)]
+    pub fn writers_counted(&self) -> u64 {
+        (self.state.load(Relaxed) & WRITERS) / ONE_WRITER
+    }
+
     #[cold]
     fn lock_shared_slow(&self) {
         let mut episode = Episode::new(None);
