@@ -203,18 +203,31 @@ fn hammer_existing(entry: &LockEntry, lock: &dyn DynMutex, threads: usize) {
 
 /// Timed waiters racing real hand-overs: some acquire, some time out, and the count of
 /// successful critical sections must still be exact.
+///
+/// Which of the racers' timed waits time out depends on the schedule, so beside them one
+/// waiter meets both outcomes by construction, while the racers queue: its first wait must
+/// time out (the lock is held until it has given up), its second must succeed (the lock is
+/// let go while it waits, long before its deadline).
 #[test]
 fn timed_waiters_racing_hand_overs_keep_exclusion() {
+    const RACERS: usize = 4;
     let _serial = serial();
     for entry in available() {
+        let name = &entry.name;
         let lock = entry.build().unwrap();
         let counter = Unprotected(UnsafeCell::new(0));
         let acquired = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for t in 0..4 {
+        let (held_past_the_deadline, gave_up) = (AtomicBool::new(false), AtomicBool::new(false));
+        let (held_again, waiting) = (AtomicBool::new(false), AtomicBool::new(false));
+        // The racers queue behind the held lock; where they, the waiter and this thread
+        // outnumber the CPUs, a spinning FIFO lock hands over to preempted waiters, a time
+        // slice each (see `iterations_per_thread`), so it gets fewer rounds.
+        let rounds = if entry.fair && !entry.may_sleep && RACERS + 2 > cpus() { 16 } else { 300 };
+        let (timed_out, timed_acquired) = std::thread::scope(|s| {
+            for t in 0..RACERS as u64 {
                 let (lock, counter, acquired) = (&lock, &counter, &acquired);
                 s.spawn(move || {
-                    for i in 0..300u64 {
+                    for i in 0..rounds {
                         let ok = if (i + t) % 2 == 0 {
                             lock.try_lock_until(Instant::now() + Duration::from_micros(20 + i % 50))
                         } else {
@@ -222,18 +235,75 @@ fn timed_waiters_racing_hand_overs_keep_exclusion() {
                             true
                         };
                         if ok {
-                            counter.increment(i);
-                            acquired.fetch_add(1, Ordering::Relaxed);
                             // SAFETY: acquired above.
-                            unsafe { lock.unlock() };
+                            unsafe { count_and_release(&**lock, &counter, &acquired, i) };
                         }
                     }
                 });
             }
+            let waiter = s.spawn(|| {
+                while !held_past_the_deadline.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+                let timed_out = !lock.try_lock_until(Instant::now() + Duration::from_millis(1));
+                if !timed_out {
+                    // SAFETY: the lock says this thread holds it (wrongly: asserted below).
+                    unsafe { count_and_release(&*lock, &counter, &acquired, 0) };
+                }
+                gave_up.store(true, Ordering::Release);
+                while !held_again.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+                waiting.store(true, Ordering::Release);
+                let timed_acquired = lock.try_lock_until(Instant::now() + Duration::from_secs(60));
+                if timed_acquired {
+                    // SAFETY: acquired just above.
+                    unsafe { count_and_release(&*lock, &counter, &acquired, 1) };
+                }
+                (timed_out, timed_acquired)
+            });
+            lock.lock();
+            held_past_the_deadline.store(true, Ordering::Release);
+            // Held until the waiter gives up. One still waiting a minute after its 1 ms
+            // deadline never will: the lock goes then, so that the test fails instead of hanging.
+            let patience = Instant::now() + Duration::from_secs(60);
+            while !gave_up.load(Ordering::Acquire) && Instant::now() < patience {
+                std::thread::yield_now();
+            }
+            // SAFETY: acquired above, on this thread.
+            unsafe { count_and_release(&*lock, &counter, &acquired, 2) };
+            // (A waiter let in only now returns now.)
+            while !gave_up.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            lock.lock();
+            held_again.store(true, Ordering::Release);
+            while !waiting.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            // A chance for the waiter to be inside its wait when the lock goes (it succeeds
+            // however long this is).
+            std::thread::sleep(Duration::from_millis(2));
+            // SAFETY: acquired above, on this thread.
+            unsafe { count_and_release(&*lock, &counter, &acquired, 3) };
+            waiter.join().unwrap()
         });
-        assert!(!lock.is_locked(), "{}", entry.name);
-        assert_eq!(counter.0.into_inner(), acquired.load(Ordering::Relaxed) as u64, "{}", entry.name);
+        assert!(timed_out, "{name}: a timed lock acquired a lock held past its deadline");
+        assert!(timed_acquired, "{name}: a timed lock gave up though the lock was let go long before its deadline");
+        assert!(!lock.is_locked(), "{name}");
+        assert_eq!(counter.0.into_inner(), acquired.load(Ordering::Relaxed) as u64, "{name}");
     }
+}
+
+/// One counted critical section, then the release.
+///
+/// # Safety
+/// The calling thread holds `lock`.
+unsafe fn count_and_release(lock: &dyn DynMutex, counter: &Unprotected, acquired: &AtomicUsize, i: u64) {
+    counter.increment(i);
+    acquired.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the caller holds the lock.
+    unsafe { lock.unlock() };
 }
 
 /// MCS and CLH take a queue node per held lock: one thread holding 64 at once, released in
