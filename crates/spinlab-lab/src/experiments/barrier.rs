@@ -540,6 +540,7 @@ const TIE_ORDER: [&str; 2] = ["barrier:spin-park", "pthread"];
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
 
     #[test]
     fn barrier_lists_are_checked_against_the_registry() {
@@ -549,12 +550,45 @@ mod tests {
         assert!(parse_units("0,10").is_ok() && parse_units("11").is_err());
     }
 
+    /// A barrier that counts, around a real one, the waits of the heavy side (the thread that
+    /// calls `pseudo_benchmark`) and of the light side, and the phases' leaders.
+    struct Witness {
+        barrier: Box<dyn DynBarrier>,
+        heavy: std::thread::ThreadId,
+        heavy_waits: AtomicUsize,
+        light_waits: AtomicUsize,
+        leaders: AtomicUsize,
+    }
+
+    impl DynBarrier for Witness {
+        fn wait(&self) -> bool {
+            let side = if std::thread::current().id() == self.heavy { &self.heavy_waits } else { &self.light_waits };
+            side.fetch_add(1, Relaxed);
+            let leader = self.barrier.wait();
+            self.leaders.fetch_add(usize::from(leader), Relaxed);
+            leader
+        }
+
+        fn parties(&self) -> usize {
+            self.barrier.parties()
+        }
+    }
+
     #[test]
     fn the_pseudo_benchmark_runs_every_iteration_through_the_barrier() {
         let cpu = crate::measure::pin::allowed_cpus()[0];
-        let barrier = registry::new_barrier("barrier:futex", two()).unwrap();
-        // Same CPU, so a lost phase would hang rather than spin past: returning is the check.
-        let s = pseudo_benchmark(&*barrier, (cpu, cpu), 20, 3).unwrap();
-        assert!(s > 0.0);
+        let witness = Witness {
+            barrier: registry::new_barrier("barrier:futex", two()).unwrap(),
+            heavy: std::thread::current().id(),
+            heavy_waits: AtomicUsize::new(0),
+            light_waits: AtomicUsize::new(0),
+            leaders: AtomicUsize::new(0),
+        };
+        // Same CPU, so a lost phase would hang rather than spin past.
+        let completion_s = pseudo_benchmark(&witness, (cpu, cpu), 20, 3).unwrap();
+        assert!(completion_s > 0.0);
+        assert_eq!(witness.heavy_waits.load(Relaxed), 20, "the heavy thread met the barrier once per iteration");
+        assert_eq!(witness.light_waits.load(Relaxed), 20, "the light thread met the barrier once per iteration");
+        assert_eq!(witness.leaders.load(Relaxed), 20, "one leader per phase: every phase was completed");
     }
 }
