@@ -15,12 +15,21 @@
 //! through spinlab: the binaries that take a `GRWLock` have non-zero `rwlock` rows, and no
 //! rwlock stayed glibc's.
 //!
+//! A process that takes no pthread lock prints no statistics, so they cannot show that the
+//! library was loaded into the other binaries. The dynamic loader's own account does, for
+//! every run: with glibc's `LD_DEBUG=files` it logs each library whose initialiser it calls,
+//! a file per process (`LD_DEBUG_OUTPUT`, so the programs' stderr, which some GLib tests
+//! check, is left alone). It must have called libspinlab_preload.so's initialiser in every
+//! process of a preloaded run (each program the binary starts included), and in none of a run
+//! without it.
+//!
 //! Needs the GLib tests installed (`SPINLAB_GLIB_TESTS` names another directory); Debian and
 //! Ubuntu ship them as `libglib2.0-tests`.
 
-use spinlab_c_tests::{libraries, run, Ran};
+use spinlab_c_tests::{libraries, run, scratch_dir, Ran};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// The binaries, and whether each takes a `GRWLock` (so must show `rwlock` rows).
@@ -94,13 +103,40 @@ fn outcomes(tap: &str, label: &str) -> BTreeMap<String, Outcome> {
     cases
 }
 
-/// Runs one binary with `env`, checks it exited with 0, and returns its cases' outcomes.
-fn run_binary(binary: &Path, env: &[(&str, &str)], label: &str) -> (BTreeMap<String, Outcome>, Ran) {
-    let ran = run(binary, &["--tap"], env, LIMIT);
+/// A finished run of one binary.
+struct Finished {
+    cases: BTreeMap<String, Outcome>,
+    ran: Ran,
+    /// Its processes: the binary's, and those of any program it started.
+    processes: usize,
+    /// Those into which the loader loaded the preload library and called its initialiser.
+    preloaded: usize,
+}
+
+/// Runs one binary with `env` and the loader's account on, and checks it exited with 0.
+/// `library` is the preload library's path, as `LD_PRELOAD` names it.
+fn run_binary(binary: &Path, env: &[(&str, &str)], label: &str, library: &str) -> Finished {
+    // A fresh folder per run; `LD_DEBUG_OUTPUT` is a prefix, to which the loader adds `.PID`.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let program = binary.file_name().map_or("program".into(), |name| name.to_string_lossy());
+    let dir = scratch_dir().join("glib-loader").join(format!("{program}-{}", RUNS.fetch_add(1, Relaxed)));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{} cannot be created: {e}", dir.display()));
+    let prefix = dir.join("ld").display().to_string();
+    let mut env = env.to_vec();
+    env.extend([("LD_DEBUG", "files"), ("LD_DEBUG_OUTPUT", prefix.as_str())]);
+    let ran = run(binary, &["--tap"], &env, LIMIT);
     ran.assert_success(label);
     let cases = outcomes(&ran.stdout, label);
     assert!(!cases.is_empty(), "{label}: no test case ran:\n{}", ran.stdout);
-    (cases, ran)
+    let logs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{} cannot be read: {e}", dir.display()))
+        .map(|file| std::fs::read_to_string(file.expect("a folder entry").path()).expect("a loader log"))
+        .collect();
+    assert!(!logs.is_empty(), "{label}: the loader wrote no account in {}", dir.display());
+    let initialised = format!("calling init: {library}\n");
+    let preloaded = logs.iter().filter(|log| log.contains(&initialised)).count();
+    Finished { cases, ran, processes: logs.len(), preloaded }
 }
 
 /// The acquisitions of each statistics row of `kind` in `stderr`, over every table printed
@@ -124,7 +160,10 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
     for (name, takes_rwlocks) in BINARIES {
         let binary = dir.join(name);
         let started = Instant::now();
-        let (baseline, _) = run_binary(&binary, &[], &format!("{name} without the library"));
+        let label = format!("{name} without the library");
+        let without = run_binary(&binary, &[], &label, &library);
+        assert_eq!(without.preloaded, 0, "{label}: {} of its processes loaded the library", without.preloaded);
+        let baseline = without.cases;
         assert!(
             baseline.values().all(|&o| o != Outcome::Failed),
             "{name} fails without the library, so it cannot tell us anything: {baseline:?}"
@@ -136,8 +175,14 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
                 vec![("LD_PRELOAD", library.as_str()), ("SPINLAB_STATS", "1"), ("SPINLAB_STATS_TOP", "10000")];
             env.extend_from_slice(setting);
             let started = Instant::now();
-            let (preloaded, ran) = run_binary(&binary, &env, &label);
-            assert_eq!(preloaded, baseline, "{label}: the cases or their outcomes differ from the run without");
+            let with = run_binary(&binary, &env, &label, &library);
+            assert_eq!(
+                with.preloaded, with.processes,
+                "{label}: the library was loaded into {} of its {} processes",
+                with.preloaded, with.processes
+            );
+            assert_eq!(with.cases, baseline, "{label}: the cases or their outcomes differ from the run without");
+            let ran = &with.ran;
             let lock =
                 setting.iter().find(|(v, _)| *v == "SPINLAB_LOCK").map_or("bounded:pause-yield-park", |(_, l)| l);
             let heading = format!("spinlab-preload: lock statistics of {name} (pid ");
@@ -145,7 +190,7 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
             if takes_rwlocks {
                 assert!(
                     ran.stderr.lines().any(|l| l.starts_with(&heading) && l.contains(&format!("mutexes {lock}:"))),
-                    "{label}: no statistics from the library, so it was not loaded:\n{}",
+                    "{label}: no statistics from the library naming the lock {lock}:\n{}",
                     ran.stderr
                 );
                 assert!(
@@ -160,8 +205,9 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
                 ran.stderr
             );
             line += &format!(
-                "; {:.1?} with {setting:?}, {} rwlocks, {} acquisitions",
+                "; {:.1?} with {setting:?}, processes with the library: {}, {} rwlocks, {} acquisitions",
                 started.elapsed(),
+                with.processes,
                 rwlocks.len(),
                 rwlocks.iter().sum::<u64>()
             );
