@@ -236,7 +236,7 @@ fn timed_waiters_racing_hand_overs_keep_exclusion() {
                         };
                         if ok {
                             // SAFETY: acquired above.
-                            unsafe { count_and_release(&**lock, &counter, &acquired, i) };
+                            unsafe { count_and_release(&**lock, counter, acquired, i) };
                         }
                     }
                 });
