@@ -516,7 +516,8 @@ mod tests {
 
     #[test]
     fn the_herd_line_names_the_fastest_lock_never_the_floor_and_its_distance_from_it() {
-        let results = herd_run(&[(FLOOR_LOCK, 0.020, None), ("ttas:spin", 0.030, Some(1.5)), ("std", 0.022, Some(1.1))]);
+        let results =
+            herd_run(&[(FLOOR_LOCK, 0.020, None), ("ttas:spin", 0.030, Some(1.5)), ("std", 0.022, Some(1.1))]);
         let advice = quickest(&Context::new(&results));
         assert_eq!(advice.choice, "std", "{}", advice.why);
         assert!(advice.why.contains("1.10x the herd's with no lock"), "{}", advice.why);
@@ -525,7 +526,8 @@ mod tests {
 
     #[test]
     fn the_sleeping_claim_shows_the_floor_beside_the_two_locks() {
-        let results = herd_run(&[(FLOOR_LOCK, 0.020, None), ("ttas:spin", 0.030, Some(1.5)), ("ttas:futex", 0.024, None)]);
+        let results =
+            herd_run(&[(FLOOR_LOCK, 0.020, None), ("ttas:spin", 0.030, Some(1.5)), ("ttas:futex", 0.024, None)]);
         let finding = spin_over(&Context::new(&results), &SLEEPING_WINS, "ttas:futex", (5.0, f64::INFINITY), "-");
         let text = format!("{finding:?}");
         assert!(text.contains("with no lock at all 0.02"), "{text}");
