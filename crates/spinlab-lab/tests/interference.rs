@@ -73,6 +73,7 @@ fn interference_on_tiny_settings_yields_rows_with_every_key() {
                 "isolated_s",
                 "reps",
                 "reread_ns",
+                "waiter_cpu_pct",
             ],
         );
         assert!(row["isolated_s"].as_f64().unwrap() > 0.0, "{row}");

@@ -24,7 +24,7 @@ use super::Waits;
 use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
-use crate::measure::clock::{now, thread_cpu_s};
+use crate::measure::clock::{cpu_clock_s, now, this_thread_cpu_clock, thread_cpu_s};
 use crate::measure::memory::check_room;
 use crate::measure::partner::{with_partners, Announced};
 use crate::measure::pin::with_pinned;
@@ -44,7 +44,8 @@ use spinlab::sys::futex::FutexWait;
 use spinlab::wait::{visit_policies, Episode, PolicyVisitor, Spun, Unavailable, Wait};
 use spinlab::CachePadded;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Slowdown of the active workload vs isolation (`Row::summary("slowdown", "pct", …)`).
@@ -65,6 +66,12 @@ pub const DEFAULT_WAITERS: &[usize] = &[1, 3];
 const LOCKED: u32 = 1;
 const LOCKED_SLEEPERS: u32 = 2;
 const UNLOCKED: u32 = 0;
+
+/// The waiters' CPU time during the active call, as a percentage of the active thread's. At
+/// `same-cpu` it is what the waiters take from the active thread's CPU, measured from the two
+/// threads' own clocks: other processes' turns on that CPU do not enter it, as they enter the
+/// wall-time slowdown. On an otherwise idle CPU the wall slowdown comes to the same figure.
+pub const WAITER_CPU_PCT: &str = "waiter_cpu_pct";
 
 /// How long the harness lets the waiters settle into their loop (or their sleep) before the
 /// active thread starts.
@@ -158,6 +165,7 @@ const COLUMNS: &[Column] = &[
     col("isolated_s", "isolated s"),
     col("cpu_slowdown_pct", "CPU-time slowdown %"),
     col("corun_cpu_share_pct", "co-run CPU share %"),
+    col(WAITER_CPU_PCT, "waiters' CPU %"),
     col("reread_ns", "re-read ns"),
     col("active_ipc", "IPC"),
     col("reps", "reps"),
@@ -176,7 +184,14 @@ struct WaiterReport {
 
 /// One co-run: `waiter_cpus.len()` waiters wait with the policy while the calling thread runs
 /// `active`; then the harness releases the word and joins them.
-type CoRun = fn(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Vec<WaiterReport>, LabError>;
+type CoRun = fn(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<CoRunReport, LabError>;
+
+/// What one co-run saw besides the active call's own times.
+struct CoRunReport {
+    waiters: Vec<WaiterReport>,
+    /// CPU seconds all the waiters used while the active call ran.
+    waiters_cpu_s: f64,
+}
 
 /// What one wait on the word took.
 struct Waited {
@@ -226,11 +241,15 @@ fn release<W: Wait>(word: &AtomicU32) {
     }
 }
 
-fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Vec<WaiterReport>, LabError> {
+fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<CoRunReport, LabError> {
     let word = CachePadded::new(AtomicU32::new(LOCKED));
     let arrived = Announced::new();
     let released_at = CachePadded::new(AtomicU64::new(0));
-    let waiter = |_| {
+    // Each waiter's CPU-time clock, published before it announces itself.
+    let clocks: Vec<AtomicI32> = waiter_cpus.iter().map(|_| AtomicI32::new(0)).collect();
+    let waiters_cpu_s = Mutex::new(0.0);
+    let waiter = |i: usize| {
+        clocks[i].store(this_thread_cpu_clock(), Relaxed);
         arrived.announce();
         let wait_began = now();
         let waited = wait_like_ttas::<W>(&word);
@@ -243,12 +262,18 @@ fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Ve
     let harness = || {
         arrived.wait_for(waiter_cpus.len(), false);
         std::thread::sleep(SETTLE);
+        // The waiters are all waiting (they leave only once the word is released below), so
+        // their clocks are live; `wait_for` acquired the announcements that follow their stores.
+        let waiters_cpu = || clocks.iter().map(|c| cpu_clock_s(c.load(Relaxed))).sum::<f64>();
+        let before = waiters_cpu();
         active();
+        *waiters_cpu_s.lock().expect("only the harness writes it") = waiters_cpu() - before;
         released_at.store(now(), Release);
         release::<W>(&word);
     };
     // If a waiter cannot start, the ones that did leave once the word is released.
-    Ok(with_partners(waiter_cpus, waiter, || release::<W>(&word), harness)?.partner)
+    let waiters = with_partners(waiter_cpus, waiter, || release::<W>(&word), harness)?.partner;
+    Ok(CoRunReport { waiters, waiters_cpu_s: waiters_cpu_s.into_inner().expect("only the harness wrote it") })
 }
 
 /// A policy as this experiment sees it.
@@ -357,6 +382,8 @@ struct Measured {
     reports: Vec<WaiterReport>,
     /// Each measured co-run's mean interval between two reads of the watched word, in ticks.
     rereads: Vec<f64>,
+    /// CPU seconds the waiters used during each measured co-run's call, in `corun`'s order.
+    waiters_cpu_s: Vec<f64>,
 }
 
 /// Times one call of `active` (its instructions per cycle too, with `counters`).
@@ -386,6 +413,7 @@ fn measure(
     let mut sides = [Side::default(), Side::default()];
     let mut reports = Vec::new();
     let mut rereads = Vec::new();
+    let mut waiters_cpu_s = Vec::new();
     let mut bad_checksum = None;
     let series = with_pinned(at.active_cpu, || {
         let counters = Ipc::open().ok();
@@ -400,8 +428,9 @@ fn measure(
                 } else {
                     let r = (at.policy.co_run)(at.waiter_cpus, &mut timed)?;
                     if rep != Rep::Warmup {
-                        rereads.extend(reread_ticks(&r));
-                        reports.extend(r);
+                        rereads.extend(reread_ticks(&r.waiters));
+                        reports.extend(r.waiters);
+                        waiters_cpu_s.push(r.waiters_cpu_s);
                     }
                 }
                 let call = call.expect("a co-run runs the active workload once");
@@ -425,7 +454,7 @@ fn measure(
         )));
     }
     let [isolated, corun] = sides;
-    Ok(Measured { isolated, corun, converged: series.verdict == Verdict::Converged, reports, rereads })
+    Ok(Measured { isolated, corun, converged: series.verdict == Verdict::Converged, reports, rereads, waiters_cpu_s })
 }
 
 fn slowdowns_pct(without: &[f64], with: &[f64]) -> Vec<f64> {
@@ -463,6 +492,11 @@ fn row(at: &CoRunAt<'_>, m: &Measured, clock: &Clock, units: u64) -> Row {
     };
     row.set("isolated_cpu_share_pct", share(&m.isolated));
     row.set("corun_cpu_share_pct", share(&m.corun));
+    let taken: Vec<f64> = m.waiters_cpu_s.iter().zip(&m.corun.cpu_s).map(|(w, a)| 100.0 * w / a).collect();
+    if let Some(s) = Summary::of(&taken) {
+        row.set(WAITER_CPU_PCT, s.mean);
+        row.set("waiter_cpu_ci95_pct", s.ci95);
+    }
     let rereads: Vec<f64> = m.rereads.iter().map(|&ticks| clock.ns(ticks)).collect();
     if let Some(s) = Summary::of(&rereads) {
         row.set("reread_ns", s.mean);

@@ -805,7 +805,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::interference::SLOWDOWN_PCT;
+    use crate::experiments::interference::{SLOWDOWN_PCT, WAITER_CPU_PCT};
 
     #[test]
     fn the_multiply_computes_the_product() {
@@ -895,5 +895,44 @@ mod tests {
         assert_eq!(kind.choice, "wait policy futex", "{kind:?}");
         assert!(kind.why.contains("pause within the 95% intervals too"), "{kind:?}");
         assert!(!kind.why.contains("spin within"), "spin's 9 ± 1% is outside: {kind:?}");
+    }
+
+    #[test]
+    fn on_a_shared_cpu_the_kindest_policy_is_read_from_the_cpu_the_waiters_took() {
+        let results_with = |taken_measured: bool| {
+            let mut results = crate::results::Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+            let mut wakeup = Run::new("wakeup");
+            for (wait, twakeup) in [("spin", 900_000.0), ("futex", 30_000.0)] {
+                let row = Row::new().with(PLACEMENT, "same-cpu").with(WAIT, wait).with(KEY_MATRIX_N, 512);
+                wakeup.rows.push(row.with(TWAKEUP_NS, twakeup));
+            }
+            // Under load the wall slowdowns crossed (other processes' turns fell in futex's
+            // co-runs); the waiters' own CPU time did not.
+            let mut interference = Run::new("interference");
+            for (wait, wall, taken) in [("spin", 20.0, 98.0), ("futex", 40.0, 0.0)] {
+                let mut row = Row::new()
+                    .with(PLACEMENT, "same-cpu")
+                    .with(WAIT, wait)
+                    .with(SLOWDOWN_PCT, wall)
+                    .with("slowdown_ci95_pct", 5.0);
+                if taken_measured {
+                    row = row.with(WAITER_CPU_PCT, taken).with("waiter_cpu_ci95_pct", 1.0);
+                }
+                interference.rows.push(row);
+            }
+            results.runs.push(wakeup);
+            results.runs.push(interference);
+            results
+        };
+        let results = results_with(true);
+        let kind = kindest(&Context::new(&results));
+        assert_eq!(kind.choice, "wait policy futex", "{kind:?}");
+        assert!(kind.why.starts_with("0.0% mean CPU time the waiters took on the worker's CPU"), "{kind:?}");
+        assert!(kind.why.contains("the worst here, spin, costs 98.0%"), "{kind:?}");
+        // Results written before the waiters' figure existed: the wall slowdown is read.
+        let older = results_with(false);
+        let older = kindest(&Context::new(&older));
+        assert_eq!(older.choice, "wait policy spin", "{older:?}");
+        assert!(older.why.contains("mean slowdown of the interference workloads"), "{older:?}");
     }
 }

@@ -123,9 +123,25 @@ pub fn fenced_interval(start: u64, end: u64) -> u64 {
 /// CPU time the calling thread has used, in seconds (`CLOCK_THREAD_CPUTIME_ID`): time it ran,
 /// not time it was runnable or asleep.
 pub fn thread_cpu_s() -> f64 {
+    cpu_clock_s(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// The CPU-time clock of the calling thread, which another thread of the process can read
+/// with [`cpu_clock_s`] while this one runs.
+pub fn this_thread_cpu_clock() -> libc::clockid_t {
+    let mut id: libc::clockid_t = 0;
+    // SAFETY: the calling thread's own handle, and a valid pointer.
+    let failed = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) };
+    assert_eq!(failed, 0, "pthread_getcpuclockid failed on the calling thread");
+    id
+}
+
+/// Seconds so far on CPU-time `clock`: the calling thread's, or (from
+/// [`this_thread_cpu_clock`]) another thread's of this process that is still running.
+pub fn cpu_clock_s(clock: libc::clockid_t) -> f64 {
     // SAFETY: timespec is plain data; clock_gettime fills it.
     let mut t: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid clock id and a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    // SAFETY: a valid pointer, and a CPU-time clock of a live thread of this process.
+    unsafe { libc::clock_gettime(clock, &mut t) };
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
