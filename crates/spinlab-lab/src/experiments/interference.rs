@@ -45,7 +45,6 @@ use spinlab::wait::{visit_policies, Episode, PolicyVisitor, Spun, Unavailable, W
 use spinlab::CachePadded;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::*};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Slowdown of the active workload vs isolation (`Row::summary("slowdown", "pct", …)`).
@@ -247,7 +246,6 @@ fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Co
     let released_at = CachePadded::new(AtomicU64::new(0));
     // Each waiter's CPU-time clock, published before it announces itself.
     let clocks: Vec<AtomicI32> = waiter_cpus.iter().map(|_| AtomicI32::new(0)).collect();
-    let waiters_cpu_s = Mutex::new(0.0);
     let waiter = |i: usize| {
         clocks[i].store(this_thread_cpu_clock(), Relaxed);
         arrived.announce();
@@ -259,6 +257,7 @@ fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Co
             sleeps: waited.sleeps,
         }
     };
+    // Returns the CPU seconds all the waiters used while the active call ran.
     let harness = || {
         arrived.wait_for(waiter_cpus.len(), false);
         std::thread::sleep(SETTLE);
@@ -267,13 +266,14 @@ fn co_run<W: Wait>(waiter_cpus: &[usize], active: &mut dyn FnMut()) -> Result<Co
         let waiters_cpu = || clocks.iter().map(|c| cpu_clock_s(c.load(Relaxed))).sum::<f64>();
         let before = waiters_cpu();
         active();
-        *waiters_cpu_s.lock().expect("only the harness writes it") = waiters_cpu() - before;
+        let used = waiters_cpu() - before;
         released_at.store(now(), Release);
         release::<W>(&word);
+        used
     };
     // If a waiter cannot start, the ones that did leave once the word is released.
-    let waiters = with_partners(waiter_cpus, waiter, || release::<W>(&word), harness)?.partner;
-    Ok(CoRunReport { waiters, waiters_cpu_s: waiters_cpu_s.into_inner().expect("only the harness wrote it") })
+    let sides = with_partners(waiter_cpus, waiter, || release::<W>(&word), harness)?;
+    Ok(CoRunReport { waiters: sides.partner, waiters_cpu_s: sides.main })
 }
 
 /// A policy as this experiment sees it.
@@ -492,7 +492,8 @@ fn row(at: &CoRunAt<'_>, m: &Measured, clock: &Clock, units: u64) -> Row {
     };
     row.set("isolated_cpu_share_pct", share(&m.isolated));
     row.set("corun_cpu_share_pct", share(&m.corun));
-    let taken: Vec<f64> = m.waiters_cpu_s.iter().zip(&m.corun.cpu_s).map(|(w, a)| 100.0 * w / a).collect();
+    let taken: Vec<f64> =
+        m.waiters_cpu_s.iter().zip(&m.corun.cpu_s).filter(|(_, &a)| a > 0.0).map(|(w, a)| 100.0 * w / a).collect();
     if let Some(s) = Summary::of(&taken) {
         row.set(WAITER_CPU_PCT, s.mean);
         row.set("waiter_cpu_ci95_pct", s.ci95);

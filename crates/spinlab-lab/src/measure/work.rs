@@ -64,17 +64,14 @@ impl SharedLines {
     /// [`SharedLines::total`] no longer matches the acquisitions counted.
     #[inline]
     pub fn touch(&self) {
-        for line in &self.lines {
-            line.store(line.load(Relaxed).wrapping_add(1), Relaxed);
-        }
+        self.lines.iter().for_each(|line| bump(line));
     }
 
     /// Increments line `i` only: one thread's own line, written without a lock as a floor's
     /// stand-in for [`SharedLines::touch`] (the same store to a line, but never moved).
     #[inline]
     pub fn touch_one(&self, i: usize) {
-        let line = &self.lines[i];
-        line.store(line.load(Relaxed).wrapping_add(1), Relaxed);
+        bump(&self.lines[i]);
     }
 
     /// The first line's count: acquisitions made under the lock, if mutual exclusion held.
@@ -88,6 +85,12 @@ impl SharedLines {
             line.store(0, Relaxed);
         }
     }
+}
+
+/// Adds one to `line` with a separate load and store (see [`SharedLines::touch`]).
+#[inline]
+fn bump(line: &AtomicU64) {
+    line.store(line.load(Relaxed).wrapping_add(1), Relaxed);
 }
 
 #[cfg(test)]
