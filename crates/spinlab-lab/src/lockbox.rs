@@ -61,6 +61,16 @@ impl LockBox {
         unsafe { (self.ops.unlock)(self.at) }
     }
 
+    /// Takes and releases the lock `n` times, in a loop compiled for the lock (one indirect
+    /// call for all `n`).
+    ///
+    /// # Safety
+    /// The lock is free, and no other thread uses it meanwhile.
+    pub unsafe fn pairs(&self, n: u64) {
+        // SAFETY: a live lock, free and ours alone (the caller's contract).
+        unsafe { (self.ops.pairs)(self.at, n) }
+    }
+
     /// The lock's address (for checking placement).
     pub fn address(&self) -> usize {
         self.at as usize

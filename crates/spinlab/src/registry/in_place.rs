@@ -48,6 +48,11 @@ pub struct RawLockOps {
     pub try_lock_until: unsafe fn(at: *const u8, deadline: Instant) -> bool,
     /// Releases. # Safety: as `lock`, and the caller holds the lock.
     pub unlock: unsafe fn(at: *const u8),
+    /// Takes and releases the lock `n` times in a loop compiled for this lock, with no call
+    /// per operation: what an uncontended lock/unlock pair costs the caller that inlines the
+    /// lock (seed 003 timed such a loop), measured without the two indirect calls that
+    /// `lock` and `unlock` add. # Safety: as `lock`, and nobody else uses the lock meanwhile.
+    pub pairs: unsafe fn(at: *const u8, n: u64),
     /// Destroys an unlocked lock. # Safety: as `lock`, the lock is not held, and `at` is not
     /// used again before another `init`.
     pub drop: unsafe fn(at: *mut u8),
@@ -203,6 +208,19 @@ pub(crate) fn ops<T: Named>() -> RawLockOps {
         unsafe { (*(at as *const T)).release() }
     }
     /// # Safety
+    /// As `lock`, and the lock is free and stays unused by other threads.
+    unsafe fn pairs<T: Named>(at: *const u8, n: u64) {
+        for _ in 0..n {
+            // The address passes through `black_box` each time, so the compiler can neither
+            // merge pairs nor hoist the lock's loads out of the loop.
+            // SAFETY: the caller's contract: a live `T`, only ever shared.
+            let lock = unsafe { &*core::hint::black_box(at as *const T) };
+            lock.acquire();
+            // SAFETY: acquired just above.
+            unsafe { lock.release() };
+        }
+    }
+    /// # Safety
     /// As `lock`, nobody holds or waits for the lock, and it is not used again before `init`.
     unsafe fn drop<T: Named>(at: *mut u8) {
         // SAFETY: the caller's contract: a live `T` that nothing else references.
@@ -217,6 +235,7 @@ pub(crate) fn ops<T: Named>() -> RawLockOps {
         try_lock: try_lock::<T>,
         try_lock_until: try_lock_until::<T>,
         unlock: unlock::<T>,
+        pairs: pairs::<T>,
         drop: drop::<T>,
     }
 }

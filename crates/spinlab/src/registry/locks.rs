@@ -384,6 +384,40 @@ mod tests {
         }
     }
 
+    /// `pairs` (the lab's uncontended loop) must really take the lock each time and leave it
+    /// free: it waits while another holder has the lock, and the lock is free once it returns.
+    #[test]
+    fn the_pairs_loop_takes_the_lock_and_leaves_it_free() {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        for entry in locks().iter().filter(|e| e.availability.is_ok()) {
+            let ops = entry.ops;
+            assert!(ops.align <= 16, "{}", entry.name);
+            let mut storage = vec![0u128; ops.size.div_ceil(16) + 1];
+            let at = storage.as_mut_ptr() as *mut u8;
+            let done = AtomicBool::new(false);
+            // SAFETY: aligned storage of the right size; `init` before any use, `drop` after
+            // the last; the main thread holds the lock until the loop's thread has started.
+            unsafe {
+                (ops.init)(at);
+                (ops.lock)(at);
+                let address = at as usize;
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        (ops.pairs)(address as *const u8, 1000);
+                        done.store(true, SeqCst);
+                    });
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    assert!(!done.load(SeqCst), "{}: the loop ran while the lock was held", entry.name);
+                    (ops.unlock)(at);
+                });
+                assert!(done.load(SeqCst), "{}", entry.name);
+                assert!((ops.try_lock)(at), "{}: the loop left the lock held", entry.name);
+                (ops.unlock)(at);
+                (ops.drop)(at);
+            }
+        }
+    }
+
     #[test]
     fn zeroed_storage_is_an_unlocked_lock_where_the_entry_says_so() {
         for entry in locks().iter().filter(|e| e.availability.is_ok() && e.ops.zero_is_unlocked) {
