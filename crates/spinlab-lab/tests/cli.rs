@@ -425,6 +425,11 @@ fn run_contention_rows_carry_every_figure() {
         assert!(busy > 0.0 && busy <= 100.0 + 1e-9, "cpu_busy_pct {busy}: {row}");
         let jain_cpu = row["jain_cpu_time"].as_f64().unwrap();
         assert!(jain_cpu > 0.0 && jain_cpu <= 1.0 + 1e-9);
+        // The uncontended floor was measured in the same rounds, and the ratio is the two
+        // figures' (no value is asserted: these are timings).
+        let (u, floor) = (row["uncontended_ns"].as_f64().unwrap(), row["uncontended_floor_ns"].as_f64().unwrap());
+        assert!(floor > 0.0, "{row}");
+        assert!((row["uncontended_vs_floor"].as_f64().unwrap() - u / floor).abs() < 1e-9, "{row}");
         // A line transfer is measured exactly when the threads span two CPUs (a CPU list such
         // as "0-1" or "0,2"; "0" is one CPU).
         let spans_two = row["cpus"].as_str().unwrap().contains([',', '-']);

@@ -33,7 +33,7 @@ use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
 use crate::results::format::{duration_words, number};
-use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, THREADS};
+use crate::results::keys::{BELOW_FLOOR, LOCK, ORIGIN, PLACEMENT, THREADS};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
@@ -41,7 +41,7 @@ use clap::Args;
 use serde_json::json;
 use spinlab::CachePadded;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use std::time::{Duration, Instant};
 
 /// Acquisitions per second of all threads (mean over repetitions; `Row::summary("throughput", "ops_s", …)`).
@@ -129,6 +129,7 @@ const COLUMNS: &[Column] = &[
     col("max_hold_ns", "max hold ns"),
     col("bound", "fairness bound"),
     col(UNCONTENDED_NS, "uncontended ns"),
+    col("uncontended_vs_floor", "uncontended / floor"),
     col("reps", "reps"),
 ];
 
@@ -288,18 +289,16 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
 
 /// Nanoseconds per uncontended lock/unlock pair, one repetition: the median of
 /// `UNCONTENDED_BATCHES` batches of `UNCONTENDED_BATCH` pairs, so that an interrupt or a
-/// preemption spoils one batch rather than the repetition. A batch is one loop compiled for
-/// the lock (`RawLockOps::pairs`), as seed 003 timed its locks: through the per-operation
-/// function pointers the contention loop uses, two indirect calls per pair hid half of a
-/// read-modify-write's cost (the fair lock measured 1.04-1.17 times the spinlock that way,
-/// 2.0 times inlined).
-fn uncontended_rep(lock: &LockBox, lab: &Lab) -> f64 {
+/// preemption spoils one batch rather than the repetition. `pairs(n)` runs `n` pairs in one
+/// loop compiled for the lock (`RawLockOps::pairs`), as seed 003 timed its locks: through the
+/// per-operation function pointers the contention loop uses, two indirect calls per pair hid
+/// half of a read-modify-write's cost (the fair lock measured 1.04-1.17 times the spinlock
+/// that way, 2.0 times inlined).
+fn median_pair_ns(lab: &Lab, pairs: impl Fn(u64)) -> f64 {
     let mut batches: Vec<u64> = (0..UNCONTENDED_BATCHES)
         .map(|_| {
             let batch_started = now();
-            // SAFETY: one thread measures at a time, and the lock is free between
-            // measurements.
-            unsafe { lock.pairs(UNCONTENDED_BATCH) };
+            pairs(UNCONTENDED_BATCH);
             now().wrapping_sub(batch_started).saturating_sub(lab.clock.overhead_ticks)
         })
         .collect();
@@ -389,18 +388,52 @@ impl Totals {
     }
 }
 
-/// Table 3, on the home CPU: each lock's uncontended lock/unlock pair, in nanoseconds.
+/// The floor under every uncontended lock/unlock pair: a compare-and-swap that takes a word
+/// (Acquire) and a plain store that gives it back (Release), what a test-and-set spin lock does
+/// and no lock can do with less. Its own padded word, timed as the locks are.
+struct UncontendedFloor(CachePadded<AtomicU32>);
+
+impl UncontendedFloor {
+    fn pairs(&self, n: u64) {
+        for _ in 0..n {
+            // As `RawLockOps::pairs`: the word's address passes through `black_box` each time.
+            let word = black_box(&self.0);
+            // Nothing else touches the word, so the CAS always succeeds.
+            let _ = word.compare_exchange(0, 1, Acquire, Relaxed);
+            word.store(0, Release);
+        }
+    }
+}
+
+/// What the uncontended pass measured: each lock's pair, and the floor's in the same rounds.
+struct Uncontended {
+    locks: Vec<Option<Summary>>,
+    floor: Option<Summary>,
+}
+
+/// Table 3, on the home CPU: each lock's uncontended lock/unlock pair, in nanoseconds, with
+/// the floor's ([`UncontendedFloor`]) as one more subject of the same interleaved rounds.
 fn measure_uncontended(
     instances: &[LockBox],
     rule: &StoppingRule,
     progress: &Progress,
     lab: &Lab,
-) -> Result<Vec<Option<Summary>>, LabError> {
+) -> Result<Uncontended, LabError> {
+    let floor = UncontendedFloor(CachePadded::new(AtomicU32::new(0)));
     let series = with_pinned(lab.home_cpu(), || {
-        interleave(instances.len(), rule, Some(progress), |i, _| Ok(uncontended_rep(&instances[i], lab)))
+        interleave(instances.len() + 1, rule, Some(progress), |i, _| {
+            Ok(match instances.get(i) {
+                // SAFETY: one thread measures at a time, and the lock is free between
+                // measurements.
+                Some(lock) => median_pair_ns(lab, |n| unsafe { lock.pairs(n) }),
+                None => median_pair_ns(lab, |n| floor.pairs(n)),
+            })
+        })
     })?;
     progress.inc();
-    Ok(series.iter().map(|s| Summary::of(&s.samples)).collect())
+    let mut summaries: Vec<Option<Summary>> = series.iter().map(|s| Summary::of(&s.samples)).collect();
+    let floor = summaries.pop().flatten();
+    Ok(Uncontended { locks: summaries, floor })
 }
 
 /// Every lock of `locks` at one setting, interleaved after one shared warm-up; a lock whose
@@ -486,9 +519,9 @@ impl Contention {
         at: &At,
         cpus: &[usize],
         measured: &[Measured],
-        uncontended_ns: &[Option<Summary>],
+        uncontended: &Uncontended,
     ) -> Vec<Row> {
-        let mut figures = measured.iter().zip(uncontended_ns);
+        let mut figures = measured.iter().zip(&uncontended.locks);
         let mut rows = Vec::new();
         for lock in &plan.locks {
             if let Some(why) = lock.unavailable() {
@@ -512,6 +545,7 @@ impl Contention {
                 row.set(UNCONTENDED_NS, u.mean);
                 row.set("uncontended_ci95_ns", u.ci95);
                 row.set("uncontended_reps", u.reps);
+                add_uncontended_floor(&mut row, u, uncontended.floor.as_ref());
             }
             if self.cs_lines > 0 {
                 add_lost_updates(&mut row, lock, at, t);
@@ -520,6 +554,18 @@ impl Contention {
         }
         add_ratios(&mut rows, self.baseline.name());
         rows
+    }
+}
+
+/// The floor's uncontended pair beside the lock's, their ratio, and `below_floor` when the
+/// lock measured below it (`run` says so on stderr, once per lock).
+fn add_uncontended_floor(row: &mut Row, u: &Summary, floor: Option<&Summary>) {
+    let Some(f) = floor.filter(|f| f.mean > 0.0) else { return };
+    row.set("uncontended_floor_ns", f.mean);
+    row.set("uncontended_floor_ci95_ns", f.ci95);
+    row.set("uncontended_vs_floor", u.mean / f.mean);
+    if let Some(why) = floor::below_floor(u, f, "cost") {
+        row.set(BELOW_FLOOR, format!("uncontended: {why}"));
     }
 }
 
@@ -650,6 +696,11 @@ impl Experiment for Contention {
             ));
             seen.push(at);
         }
+        if let Some(floor) = run.rows.iter().find_map(|r| r.number("uncontended_floor_ns")) {
+            out.push_str(&format!(
+                "uncontended floor (a compare-and-swap and a store, timed in the same rounds): {floor:.2} ns\n"
+            ));
+        }
         out
     }
 
@@ -666,7 +717,14 @@ impl Experiment for Contention {
             .iter()
             .map(|l| LockBox::new(l.entry).map_err(|e| LabError::failed(e.to_string())))
             .collect::<Result<_, _>>()?;
-        let uncontended_ns = measure_uncontended(&instances, &plan.rule, &progress, lab)?;
+        let uncontended = measure_uncontended(&instances, &plan.rule, &progress, lab)?;
+        for (lock, u) in available.iter().zip(&uncontended.locks) {
+            if let (Some(u), Some(f)) = (u, &uncontended.floor) {
+                if let Some(why) = floor::below_floor(u, f, "cost") {
+                    eprintln!("warning: contention: {} uncontended: {why}", lock.name());
+                }
+            }
+        }
 
         let lines = SharedLines::new(self.cs_lines as usize);
         let order = Topology::spread_order(&plan.groups);
@@ -701,7 +759,7 @@ impl Experiment for Contention {
                 let measured = measure_contended(&available, &instances, &setting, &plan.rule, &progress)?;
                 let transfer_after = floor::first_pair_transfer(&cpus, &lab.clock)?;
                 progress.inc();
-                let mut config_rows = self.rows(&plan, lab, &at, &cpus, &measured, &uncontended_ns);
+                let mut config_rows = self.rows(&plan, lab, &at, &cpus, &measured, &uncontended);
                 if let (Some(before), Some(after)) = (transfer_before, transfer_after) {
                     for row in config_rows.iter_mut().filter(|r| !r.is_skipped()) {
                         row.set(LINE_TRANSFER_CPUS, format!("{},{}", before.a, before.b));
@@ -1260,4 +1318,39 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     let mut line = Advice::new(situation, name.to_string(), why);
     line.caveats = caveats_of([run]);
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(mean: f64, ci95: f64) -> Summary {
+        Summary { mean, median: mean, sd: 0.0, ci95: Some(ci95), min: mean, max: mean, reps: 3 }
+    }
+
+    #[test]
+    fn a_lock_below_the_uncontended_floor_is_flagged_and_one_above_is_not() {
+        let floor = summary(2.5, 0.1);
+        let mut below = Row::new();
+        add_uncontended_floor(&mut below, &summary(1.0, 0.2), Some(&floor));
+        assert!(
+            below.text(BELOW_FLOOR).is_some_and(|why| why.starts_with("uncontended: 1.0 ns is below")),
+            "{below:?}"
+        );
+        let mut above = Row::new();
+        add_uncontended_floor(&mut above, &summary(5.0, 0.2), Some(&floor));
+        assert_eq!(above.text(BELOW_FLOOR), None);
+        assert_eq!(above.number("uncontended_vs_floor"), Some(2.0));
+        assert_eq!(above.number("uncontended_floor_ns"), Some(2.5));
+        let mut no_floor = Row::new();
+        add_uncontended_floor(&mut no_floor, &summary(1.0, 0.2), None);
+        assert_eq!(no_floor.number("uncontended_vs_floor"), None);
+    }
+
+    #[test]
+    fn the_floor_loop_leaves_its_word_free() {
+        let floor = UncontendedFloor(CachePadded::new(AtomicU32::new(0)));
+        floor.pairs(1000);
+        assert_eq!(floor.0.load(Relaxed), 0);
+    }
 }

@@ -441,6 +441,21 @@ pub(crate) struct Transfer {
     pub ns: f64,
 }
 
+/// Why a lock's `figure` (in nanoseconds) is below its physical floor's, when it is by more
+/// than both 95% intervals; `what` names the figure ("latency", "cost"). No lock can move its
+/// cache line fewer times, or take and release itself with fewer atomics, than its floor does,
+/// so such a figure measures something else (a timer read taken early, a clock offset, work
+/// the compiler removed) and must not be read as the lock's.
+pub(crate) fn below_floor(figure: &Summary, floor: &Summary, what: &str) -> Option<String> {
+    let margin = figure.ci95.unwrap_or(0.0) + floor.ci95.unwrap_or(0.0);
+    (figure.mean + margin < floor.mean).then(|| {
+        format!(
+            "{:.1} ns is below the floor's {:.1} ns (beyond both 95% intervals): not a {what} this lock can have",
+            figure.mean, floor.mean
+        )
+    })
+}
+
 /// [`one_way_ns`] between the first CPU of `cpus` and the first one after it that differs;
 /// `None` when all are one CPU.
 pub(crate) fn first_pair_transfer(cpus: &[usize], clock: &Clock) -> Result<Option<Transfer>, LabError> {

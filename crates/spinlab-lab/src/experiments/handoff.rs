@@ -23,7 +23,7 @@
 //! spinning, a long one catches it asleep. Both are run by default.
 
 use super::settings::{smoke_locks, Length, Step};
-use super::{finish, Common, Experiment, Lab};
+use super::{finish, floor, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::Placement;
@@ -289,20 +289,6 @@ fn add_tail(row: &mut Row, sorted_ticks: &[f64], clock: &Clock) {
     }
 }
 
-/// Why `lock`'s hand-off is below the floor's, when it is by more than both intervals: a
-/// hand-off cannot move its cache line fewer times than the floor does, so such a figure
-/// measures something else (a timer read taken early, a clock offset) and must not be read
-/// as a latency.
-fn below_floor(lock: &Summary, floor: &Summary) -> Option<String> {
-    let margin = lock.ci95.unwrap_or(0.0) + floor.ci95.unwrap_or(0.0);
-    (lock.mean + margin < floor.mean).then(|| {
-        format!(
-            "{:.1} ns is below the floor's {:.1} ns (beyond both 95% intervals): not a latency this lock can have",
-            lock.mean, floor.mean
-        )
-    })
-}
-
 impl Handoff {
     fn locks(&self, common: &Common) -> Vec<LockChoice> {
         let mut locks: Vec<LockChoice> = Vec::new();
@@ -444,7 +430,7 @@ impl Experiment for Handoff {
                     row = row.summary("handoff", "ns", &s).with("stop", series[k + 1].verdict);
                     if let Some(f) = floor.filter(|f| f.mean > 0.0) {
                         row.set(RATIO_TO_FLOOR, s.mean / f.mean);
-                        if let Some(why) = below_floor(&s, &f) {
+                        if let Some(why) = floor::below_floor(&s, &f, "latency") {
                             eprintln!("warning: handoff: {} at {placement}, hold {hold} ns: {why}", lock.name());
                             row.set(BELOW_FLOOR, why);
                         }
@@ -531,10 +517,10 @@ mod tests {
 
     #[test]
     fn only_a_figure_below_the_floor_by_more_than_both_intervals_is_flagged() {
-        let floor = summary(70.0, 2.0);
-        assert!(below_floor(&summary(35.0, 3.0), &floor).is_some());
-        assert!(below_floor(&summary(66.0, 3.0), &floor).is_none(), "within the intervals");
-        assert!(below_floor(&summary(90.0, 3.0), &floor).is_none());
+        let at = summary(70.0, 2.0);
+        assert!(floor::below_floor(&summary(35.0, 3.0), &at, "latency").is_some());
+        assert!(floor::below_floor(&summary(66.0, 3.0), &at, "latency").is_none(), "within the intervals");
+        assert!(floor::below_floor(&summary(90.0, 3.0), &at, "latency").is_none());
     }
 
     #[test]

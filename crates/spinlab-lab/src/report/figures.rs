@@ -80,9 +80,7 @@ fn skipped_notes(rows: &[&Row]) -> Vec<String> {
 /// number no lock or wait can have, shown so that nobody reads it as a measurement.
 fn below_floor_notes(rows: &[&Row]) -> Vec<String> {
     rows.iter()
-        .filter_map(|row| {
-            row.text(BELOW_FLOOR).map(|why| format!("Below its floor, not a latency: {} ({why})", label(row)))
-        })
+        .filter_map(|row| row.text(BELOW_FLOOR).map(|why| format!("Below its floor: {} ({why})", label(row))))
         .collect()
 }
 
