@@ -3,7 +3,9 @@
 //! driver, with the registry as the adapter): mutual exclusion counted exactly, `try_lock`,
 //! timed acquisition, and, for the queue locks, many locks held at once.
 //!
-//! Timings are never asserted here: only outcomes that a broken lock would get wrong.
+//! Timings are never asserted here: only outcomes that a broken lock would get wrong. A
+//! broken lock can also hang a test (a timed wait that ignores its deadline, a lost wake-up):
+//! a watchdog then fails it, naming the lock and the step, instead of stalling CI.
 
 use lock_api::RawMutex;
 use spinlab::lock::{Clh, Fair, Mcs, Ticket};
@@ -13,6 +15,9 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
+use watchdog::Watchdog;
+
+mod watchdog;
 
 /// The tests of this file run one at a time: each already starts as many threads as it needs,
 /// and overlapping them would oversubscribe the CPUs in ways no test asked for (a spinning
@@ -25,6 +30,15 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// Far beyond any step below with a working lock, on a loaded 2-CPU machine, and beyond the
+/// 60 s deadlines the timed tests give themselves, so that those fail with their own message.
+const WATCHDOG_LIMIT: Duration = Duration::from_secs(90);
+
+/// A watchdog over one step of a test with the lock `entry`.
+fn watchdog(entry: &str, step: &str) -> Watchdog {
+    Watchdog::new(WATCHDOG_LIMIT, format!("{entry}: {step}"))
 }
 
 /// Every lock this CPU can run.
@@ -67,6 +81,7 @@ fn iterations_per_thread(entry: &LockEntry, threads: usize) -> u64 {
 }
 
 fn hammer(entry: &LockEntry, threads: usize) {
+    let _watchdog = watchdog(&entry.name, &format!("{threads} threads taking the lock in turn"));
     let started = Instant::now();
     let lock = entry.build().unwrap();
     let counter = Unprotected(UnsafeCell::new(0));
@@ -115,6 +130,7 @@ fn mutual_exclusion_oversubscribed_8x_cpus() {
 fn try_lock_fails_while_held_and_succeeds_when_free() {
     let _serial = serial();
     for entry in available() {
+        let _watchdog = watchdog(&entry.name, "try_lock on the held lock, then lock on the free one");
         let lock = entry.build().unwrap();
         assert!(!lock.is_locked(), "{}", entry.name);
         assert!(lock.try_lock(), "{}: free lock refused", entry.name);
@@ -145,6 +161,9 @@ fn timed_lock_expires_and_leaves_the_lock_consistent() {
         let lock = entry.build().unwrap();
         let held = AtomicBool::new(false);
         let release = AtomicBool::new(false);
+        // A timed lock that ignores its deadline waits here for ever: the holder lets go only
+        // once both timed waits have given up.
+        let timing_out = watchdog(&entry.name, "two timed waits on a held lock, with deadlines 5 and 15 ms away");
         std::thread::scope(|s| {
             s.spawn(|| {
                 lock.lock();
@@ -172,6 +191,8 @@ fn timed_lock_expires_and_leaves_the_lock_consistent() {
             // Both waiters are gone; only now may the holder release.
             release.store(true, Ordering::Release);
         });
+        drop(timing_out);
+        let _watchdog = watchdog(&entry.name, "taking the lock after the time-outs, timed and by 3 threads");
         assert!(
             lock.try_lock_until(Instant::now() + Duration::from_secs(10)),
             "{}: free lock not acquired by a timed lock after time-outs",
@@ -214,6 +235,7 @@ fn timed_waiters_racing_hand_overs_keep_exclusion() {
     let _serial = serial();
     for entry in available() {
         let name = &entry.name;
+        let _watchdog = watchdog(name, "timed waiters racing hand-overs");
         let lock = entry.build().unwrap();
         let counter = Unprotected(UnsafeCell::new(0));
         let acquired = AtomicUsize::new(0);
@@ -309,6 +331,7 @@ unsafe fn count_and_release(lock: &dyn DynMutex, counter: &Unprotected, acquired
 /// MCS and CLH take a queue node per held lock: one thread holding 64 at once, released in
 /// reverse and in acquisition order, with another thread contending on each.
 fn nested<R: RawMutex + Sync>(name: &str) {
+    let _watchdog = watchdog(name, "64 locks held at once, then taken hand over hand");
     let locks: Vec<R> = (0..64).map(|_| R::INIT).collect();
     for release_in_order in [false, true] {
         let mut guards = Vec::new();
@@ -370,6 +393,7 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
 /// every hand-over follows the slots' cyclic order, so any three consecutive holders are three
 /// different threads. Conditions, not timings: the holder waits for the queue it observes.
 fn round_robin<W: spinlab::wait::Wait>() {
+    let _watchdog = watchdog(&format!("fair:{}", W::NAME), "three threads handing over round-robin");
     let lock = Fair::<W>::new();
     let rounds = 100;
     let order = std::sync::Mutex::new(Vec::with_capacity(3 * rounds));

@@ -19,8 +19,10 @@ use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use watchdog::Watchdog;
+
+mod watchdog;
 
 /// The tests of this file run one at a time: each starts as many threads as it needs, and
 /// overlapping them would oversubscribe the CPUs in ways no test asked for.
@@ -34,31 +36,8 @@ fn cpus() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-/// Aborts the process with `what` if it is still alive after a few minutes: a lost wake-up or a
-/// starved thread hangs, and a hang should fail the run with a message, not stall it.
-struct Watchdog(Option<mpsc::Sender<()>>);
-
-impl Watchdog {
-    const LIMIT: Duration = Duration::from_secs(180);
-
-    fn new(what: String) -> Self {
-        let (done, finished) = mpsc::channel::<()>();
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(Self::LIMIT) {
-                eprintln!("no progress in {:?}: {what}", Self::LIMIT);
-                std::process::abort();
-            }
-        });
-        Watchdog(Some(done))
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        // Dropping the sender ends the watchdog's wait with `Disconnected`.
-        self.0.take();
-    }
-}
+/// Minutes, far beyond what a working primitive needs (see the file's docs).
+const WATCHDOG_LIMIT: Duration = Duration::from_secs(180);
 
 /// Fewer rounds for primitives whose waiters never sleep when threads outnumber CPUs: a
 /// spinning waiter holds its CPU until preempted, so each round can cost a time slice.
@@ -120,7 +99,8 @@ fn producers_and_consumers(name: &str, event: &dyn registry::DynEvent) {
 fn events_lose_no_notification_between_4x_cpus_producers_and_consumers() {
     let _serial = serial();
     for entry in registry::events().iter().filter(|e| e.availability.is_ok()) {
-        let _watchdog = Watchdog::new(format!("{}: producers and consumers (a lost notification?)", entry.name));
+        let _watchdog =
+            Watchdog::new(WATCHDOG_LIMIT, format!("{}: producers and consumers (a lost notification?)", entry.name));
         producers_and_consumers(&entry.name, &*entry.build().unwrap());
     }
 }
@@ -151,7 +131,7 @@ fn event_timeouts_return_and_say_whether_notified() {
 fn event_notify_all_releases_every_waiter_and_keeps_nothing() {
     let _serial = serial();
     for entry in registry::events().iter().filter(|e| e.availability.is_ok()) {
-        let _watchdog = Watchdog::new(format!("{}: notify_all", entry.name));
+        let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{}: notify_all", entry.name));
         let event = entry.build().unwrap();
         let returned = AtomicUsize::new(0);
         let waiters = 3;
@@ -191,7 +171,7 @@ where
     R: RawMutex + Send + Sync,
     W: Wait,
 {
-    let _watchdog = Watchdog::new(format!("condvar bounded queue over {what} (a lost wake-up?)"));
+    let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("condvar bounded queue over {what} (a lost wake-up?)"));
     let threads = 4 * cpus();
     let (producers, consumers) = (threads / 2, threads - threads / 2);
     let total = producers * items_per_producer;
@@ -269,7 +249,7 @@ fn condvar_bounded_queue_with_every_condvar_policy() {
 fn condvar_waits_with_every_sleeping_registry_lock() {
     let _serial = serial();
     for entry in registry::locks().iter().filter(|e| e.availability.is_ok() && e.may_sleep) {
-        let _watchdog = Watchdog::new(format!("condvar over registry lock {}", entry.name));
+        let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("condvar over registry lock {}", entry.name));
         let lock = entry.build().unwrap();
         let condvar = Condvar::<SpinPark>::new();
         let ready = AtomicBool::new(false);
@@ -357,7 +337,7 @@ fn phases_in_order(name: &str, barrier: &dyn registry::DynBarrier, threads: usiz
 fn barriers_three_threads_1000_phases() {
     let _serial = serial();
     for entry in registry::barriers().iter().filter(|e| e.availability.is_ok()) {
-        let _watchdog = Watchdog::new(format!("{}: 3 threads", entry.name));
+        let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{}: 3 threads", entry.name));
         let barrier = entry.build(NonZeroU32::new(3).unwrap()).unwrap();
         phases_in_order(&entry.name, &*barrier, 3, rounds(entry.may_sleep, 3, 1_000));
     }
@@ -368,7 +348,7 @@ fn barriers_oversubscribed_4x_cpus() {
     let _serial = serial();
     let threads = 4 * cpus();
     for entry in registry::barriers().iter().filter(|e| e.availability.is_ok()) {
-        let _watchdog = Watchdog::new(format!("{}: {threads} threads", entry.name));
+        let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{}: {threads} threads", entry.name));
         let barrier = entry.build(NonZeroU32::new(threads as u32).unwrap()).unwrap();
         assert_eq!(barrier.parties(), threads);
         phases_in_order(&entry.name, &*barrier, threads, rounds(entry.may_sleep, threads, 400));
@@ -447,7 +427,7 @@ fn exclusion(name: &str, lock: &dyn DynRwLock, may_sleep: bool) {
 fn rwlocks_writers_exclude_writers_and_readers() {
     let _serial = serial();
     for entry in registry::rwlocks().iter().filter(|e| e.availability.is_ok()) {
-        let _watchdog = Watchdog::new(format!("{}: exclusion", entry.name));
+        let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{}: exclusion", entry.name));
         exclusion(&entry.name, &*entry.build().unwrap(), entry.may_sleep);
     }
 }
@@ -456,7 +436,8 @@ fn rwlocks_writers_exclude_writers_and_readers() {
 fn rwlocks_let_two_readers_hold_the_lock_at_once() {
     let _serial = serial();
     for entry in registry::rwlocks().iter().filter(|e| e.availability.is_ok()) {
-        let _watchdog = Watchdog::new(format!("{}: a second reader could not get in beside the first", entry.name));
+        let _watchdog =
+            Watchdog::new(WATCHDOG_LIMIT, format!("{}: a second reader could not get in beside the first", entry.name));
         let lock = entry.build().unwrap();
         let both_inside = std::sync::Barrier::new(2);
         let first_inside = std::sync::Barrier::new(2);
@@ -528,7 +509,8 @@ impl PolicyVisitor for ReadAgainPastACountedWriter {
         }
         self.checked = true;
         let name = format!("rw-reader:{}", W::NAME);
-        let _watchdog = Watchdog::new(format!("{name}: a second read lock waited behind a waiting writer"));
+        let _watchdog =
+            Watchdog::new(WATCHDOG_LIMIT, format!("{name}: a second read lock waited behind a waiting writer"));
         let lock = ReaderPref::<W>::new();
         let first = lock.lock_shared();
         std::thread::scope(|s| {
@@ -561,7 +543,7 @@ fn a_reader_arriving_after_a_waiting_writer_goes_after_it() {
     let _serial = serial();
     for entry in writer_safe() {
         let name = &entry.name;
-        let _watchdog = Watchdog::new(format!("{name}: late reader"));
+        let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{name}: late reader"));
         let lock = entry.build().unwrap();
         let order = AtomicUsize::new(0);
         let (writer_at, late_reader_at) = (AtomicUsize::new(0), AtomicUsize::new(0));
@@ -610,7 +592,7 @@ fn a_writer_is_not_starved_by_a_stream_of_readers() {
     let _serial = serial();
     for entry in writer_safe() {
         let name = &entry.name;
-        let _watchdog = Watchdog::new(format!("{name}: writer starved by readers"));
+        let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{name}: writer starved by readers"));
         let lock = entry.build().unwrap();
         let writer_done = AtomicBool::new(false);
         let writes = rounds(entry.may_sleep, cpus() + 2, 200);
