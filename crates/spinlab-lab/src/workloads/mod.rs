@@ -326,21 +326,49 @@ impl Active {
     }
 
     /// Sets the units so one call takes about `target` on the calling thread (at least one
-    /// unit): one warm call of one unit, then the fastest of three timed calls.
+    /// unit); see [`units_for`].
     pub fn calibrate(&mut self, target: Duration) {
-        self.set_units(1);
-        std::hint::black_box(self.run());
-        let best = (0..3)
-            .map(|_| {
-                let call_started = Instant::now();
-                std::hint::black_box(self.run());
-                call_started.elapsed()
-            })
-            .min()
-            .unwrap_or(Duration::ZERO);
-        let units = target.as_secs_f64() / best.as_secs_f64().max(1e-9);
-        self.set_units(units.round().max(1.0) as u64);
+        let units = units_for(target, |units| {
+            self.set_units(units);
+            let call_started = Instant::now();
+            std::hint::black_box(self.run());
+            call_started.elapsed()
+        });
+        self.set_units(units);
     }
+}
+
+/// How close a calibrated call must come to its target before [`units_for`] stops refining.
+const CALIBRATION_TOLERANCE: f64 = 0.05;
+/// The most refining calls [`units_for`] makes.
+const CALIBRATION_ROUNDS: usize = 4;
+/// Calls are calibrated at no more than this, then scaled: long enough that a call's time is
+/// proportional to its units, short enough that a refining call stays cheap.
+const CALIBRATION_CEILING: Duration = Duration::from_millis(100);
+
+/// The units for which one call takes about `target`, given `time(units)`, which runs one
+/// call of that many units and returns how long it took.
+///
+/// A first estimate comes from one-unit calls (one warm, then the fastest of three). A single
+/// unit takes a fraction of a microsecond, where the clock's own cost and a cold pipeline
+/// weigh, so that estimate was off by up to three times (calls of 31-238 ms for a 100 ms
+/// target). It is refined by timing calls of the estimated size and rescaling, until one
+/// lands within [`CALIBRATION_TOLERANCE`] of `min(target, CALIBRATION_CEILING)`, then scaled
+/// up to `target`.
+fn units_for(target: Duration, mut time: impl FnMut(u64) -> Duration) -> u64 {
+    let seconds = |d: Duration| d.as_secs_f64().max(1e-9);
+    let aim = target.min(CALIBRATION_CEILING);
+    time(1);
+    let one = (0..3).map(|_| time(1)).min().unwrap_or(Duration::ZERO);
+    let mut units = (seconds(aim) / seconds(one)).round().max(1.0);
+    for _ in 0..CALIBRATION_ROUNDS {
+        let off = seconds(aim) / seconds(time(units as u64));
+        units = (units * off).round().max(1.0);
+        if (off - 1.0).abs() <= CALIBRATION_TOLERANCE {
+            break;
+        }
+    }
+    (units * seconds(target) / seconds(aim)).round().max(1.0) as u64
 }
 
 /// A small, fast, deterministic generator (xorshift64*), so data and checksums are the same
@@ -398,6 +426,37 @@ pub fn shuffled(n: usize, rng: &mut Rng) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call of `units` that costs a fixed 300 ns (the clock, a cold pipeline) plus 10 ns a
+    /// unit: timed one unit at a time, a unit looks 31 times dearer than it is.
+    fn fake_call(units: u64) -> Duration {
+        Duration::from_nanos(300 + 10 * units)
+    }
+
+    #[test]
+    fn calibration_refines_an_estimate_that_one_unit_calls_got_wrong() {
+        let mut calls = 0;
+        let units = units_for(Duration::from_millis(100), |u| {
+            calls += 1;
+            fake_call(u)
+        });
+        let took = fake_call(units).as_secs_f64();
+        assert!((took / 0.1 - 1.0).abs() <= CALIBRATION_TOLERANCE, "{units} units take {took} s");
+        assert!(calls <= 4 + CALIBRATION_ROUNDS, "{calls} calls");
+    }
+
+    #[test]
+    fn a_target_past_the_ceiling_is_scaled_from_a_calibrated_call() {
+        let mut longest = 0;
+        let units = units_for(Duration::from_secs(2), |u| {
+            longest = longest.max(u);
+            fake_call(u)
+        });
+        let took = fake_call(units).as_secs_f64();
+        assert!((took / 2.0 - 1.0).abs() <= CALIBRATION_TOLERANCE, "{units} units take {took} s");
+        // No refining call ran much past the ceiling.
+        assert!(fake_call(longest) <= 2 * CALIBRATION_CEILING, "a refining call of {longest} units");
+    }
 
     #[test]
     fn names_parse_and_unknown_ones_list_the_valid_ones() {
