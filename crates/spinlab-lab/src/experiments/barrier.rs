@@ -166,29 +166,41 @@ fn two() -> NonZeroU32 {
     NonZeroU32::new(2).expect("2 is not zero")
 }
 
-/// One run of the Fig. 3b loop: wall seconds from the start until both threads are done.
-/// `units` of work per iteration for the heavy thread (pinned to `cpus.0`, the calling thread)
-/// and the light one (`cpus.1`).
+/// What one run of the Fig. 3b loop did.
+#[derive(Clone, Copy, Debug)]
+pub struct PseudoBenchmark {
+    /// Wall seconds from the start until both threads are done.
+    pub completion_s: f64,
+    /// The sum of the results of the light thread's multiplies, one after the other: a light
+    /// thread that skipped some of its work returns less.
+    pub light_checksum: f64,
+}
+
+/// One run of the Fig. 3b loop: [`HEAVY_UNITS`] of work per iteration for the heavy thread
+/// (pinned to `cpus.0`, the calling thread) and `light_units` for the light one (`cpus.1`).
 pub fn pseudo_benchmark(
     barrier: &dyn DynBarrier,
     cpus: (usize, usize),
     iterations: usize,
     light_units: usize,
-) -> Result<f64, LabError> {
+) -> Result<PseudoBenchmark, LabError> {
     let go = AtomicBool::new(false);
     let ready = std::sync::Barrier::new(2);
     let light = || {
         let mut unit = Matmul::new(UNIT_N);
+        // A local, returned once at the end: nothing shared is written inside the loop.
+        let mut checksum = 0.0;
         ready.wait();
         while !go.load(Acquire) {
             std::hint::spin_loop();
         }
         for _ in 0..iterations {
             for _ in 0..light_units {
-                unit.run();
+                checksum += unit.run();
             }
             barrier.wait();
         }
+        checksum
     };
     let heavy = || {
         with_pinned(cpus.0, || {
@@ -207,7 +219,8 @@ pub fn pseudo_benchmark(
             started.elapsed().as_secs_f64()
         })
     };
-    Ok(with_partner(cpus.1, light, heavy)?.main)
+    let sides = with_partner(cpus.1, light, heavy)?;
+    Ok(PseudoBenchmark { completion_s: sides.main, light_checksum: sides.partner })
 }
 
 impl Experiment for BarrierExperiment {
@@ -332,7 +345,7 @@ impl Experiment for BarrierExperiment {
                 let warmup_iterations = (self.iterations / 10).max(1);
                 let series = interleave(built.len(), &rule_3b, Some(&progress), |i, rep| {
                     let n = if rep == Rep::Warmup { warmup_iterations } else { self.iterations };
-                    pseudo_benchmark(&*built[i], cpus, n, light)
+                    pseudo_benchmark(&*built[i], cpus, n, light).map(|run| run.completion_s)
                 })?;
                 let mut config_rows = Vec::new();
                 let mut next = 0;
@@ -584,11 +597,28 @@ mod tests {
             light_waits: AtomicUsize::new(0),
             leaders: AtomicUsize::new(0),
         };
+        let (iterations, light_units) = (20, 3);
         // Same CPU, so a lost phase would hang rather than spin past.
-        let completion_s = pseudo_benchmark(&witness, (cpu, cpu), 20, 3).unwrap();
-        assert!(completion_s > 0.0);
-        assert_eq!(witness.heavy_waits.load(Relaxed), 20, "the heavy thread met the barrier once per iteration");
-        assert_eq!(witness.light_waits.load(Relaxed), 20, "the light thread met the barrier once per iteration");
-        assert_eq!(witness.leaders.load(Relaxed), 20, "one leader per phase: every phase was completed");
+        let run = pseudo_benchmark(&witness, (cpu, cpu), iterations, light_units).unwrap();
+        assert!(run.completion_s > 0.0);
+        assert_eq!(
+            witness.heavy_waits.load(Relaxed),
+            iterations,
+            "the heavy thread met the barrier once per iteration"
+        );
+        assert_eq!(
+            witness.light_waits.load(Relaxed),
+            iterations,
+            "the light thread met the barrier once per iteration"
+        );
+        assert_eq!(witness.leaders.load(Relaxed), iterations, "one leader per phase: every phase was completed");
+        // Every multiply returns the same value; summed in the same order, the checksum of
+        // the light thread's units is that of exactly iterations x light_units of them.
+        let one_unit = Matmul::new(UNIT_N).run();
+        let all_units: f64 = std::iter::repeat_n(one_unit, iterations * light_units).sum();
+        assert_eq!(
+            run.light_checksum, all_units,
+            "the light thread did {light_units} units in each of {iterations} iterations"
+        );
     }
 }
