@@ -110,6 +110,8 @@ fn event_timeouts_return_and_say_whether_notified() {
     let _serial = serial();
     for entry in registry::events().iter().filter(|e| e.availability.is_ok()) {
         let name = &entry.name;
+        // A timed wait that ignores its deadline would otherwise hang here for ever.
+        let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{name}: timed waits, notified and not"));
         let event = entry.build().unwrap();
         let deadline = Instant::now() + Duration::from_millis(2);
         assert!(!event.wait_until(deadline), "{name}: nothing was notified");

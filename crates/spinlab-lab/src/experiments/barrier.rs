@@ -174,6 +174,8 @@ pub struct PseudoBenchmark {
     /// The sum of the results of the light thread's multiplies, one after the other: a light
     /// thread that skipped some of its work returns less.
     pub light_checksum: f64,
+    /// The same for the heavy thread, summed after its clock has stopped.
+    pub heavy_checksum: f64,
 }
 
 /// One run of the Fig. 3b loop: [`HEAVY_UNITS`] of work per iteration for the heavy thread
@@ -205,22 +207,24 @@ pub fn pseudo_benchmark(
     let heavy = || {
         with_pinned(cpus.0, || {
             let mut unit = Matmul::new(UNIT_N);
+            let mut checksum = 0.0;
             ready.wait();
             let started = Instant::now();
             go.store(true, Release);
             for _ in 0..iterations {
                 for _ in 0..HEAVY_UNITS {
-                    unit.run();
+                    checksum += unit.run();
                 }
                 barrier.wait();
             }
             // The light thread leaves the last barrier with the heavy one; waiting for it
             // would add the join, not the benchmark.
-            started.elapsed().as_secs_f64()
+            (started.elapsed().as_secs_f64(), checksum)
         })
     };
     let sides = with_partner(cpus.1, light, heavy)?;
-    Ok(PseudoBenchmark { completion_s: sides.main, light_checksum: sides.partner })
+    let (completion_s, heavy_checksum) = sides.main;
+    Ok(PseudoBenchmark { completion_s, light_checksum: sides.partner, heavy_checksum })
 }
 
 impl Experiment for BarrierExperiment {
@@ -619,6 +623,11 @@ mod tests {
         assert_eq!(
             run.light_checksum, all_units,
             "the light thread did {light_units} units in each of {iterations} iterations"
+        );
+        let heavy_units: f64 = std::iter::repeat_n(one_unit, iterations * HEAVY_UNITS).sum();
+        assert_eq!(
+            run.heavy_checksum, heavy_units,
+            "the heavy thread did {HEAVY_UNITS} units in each of {iterations} iterations"
         );
     }
 }
