@@ -66,8 +66,17 @@ pub const LINE_TRANSFER_CPUS: &str = "line_transfer_cpus";
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
 /// references.
-pub const DEFAULT_LOCKS: &[&str] =
-    &["ttas:spin", "ticket:spin", "mcs:spin-park", "fair:spin-park", "default", "std", "parking_lot", "pthread"];
+pub const DEFAULT_LOCKS: &[&str] = &[
+    "ttas:spin",
+    "ticket:spin",
+    "fair:spin",
+    "mcs:spin-park",
+    "fair:spin-park",
+    "default",
+    "std",
+    "parking_lot",
+    "pthread",
+];
 
 fn parse_groups(s: &str) -> Result<GroupBy, String> {
     GroupBy::parse(s)
@@ -851,6 +860,11 @@ const FAIR_WAIT_VS_HOLD: Claim = Claim {
 /// The spinlock seed 003 measured against (Linux's spinlock: test and test-and-set).
 const SPINLOCK: &str = "ttas:spin";
 
+/// Whether `lock` names seed 003's fairlock: a `fair:` registry entry that hands over in order.
+fn is_seed_fairlock(lock: &str) -> bool {
+    lock.starts_with("fair:") && spinlab::registry::lock_info(lock).is_ok_and(|entry| entry.fair)
+}
+
 /// One contention run, read at one thread per CPU (every CPU contending, as in seed 003's
 /// measurements).
 struct OnePerCpu<'a> {
@@ -877,10 +891,33 @@ impl<'a> OnePerCpu<'a> {
         })
     }
 
-    /// The first `fair:POLICY` lock measured.
+    /// Seed 003's fairlock: the first `fair:POLICY` lock measured that hands the lock over in
+    /// round-robin order (`fair:spin` in the report). Over a policy that may sleep the registry
+    /// builds the fair lock as a gate in front of a word that running threads may take
+    /// (`lock::Gated`): a different lock, with a different cost and fairness, so it does not
+    /// stand for the seed's.
     fn fairlock(&self) -> Option<&'a Row> {
-        let name = self.run?.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| l.starts_with("fair:"))?;
+        let name = self.run?.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| is_seed_fairlock(l))?;
         self.row(name)
+    }
+
+    /// Why no fairlock figure can be read: the run is missing, or it measured no lock that is
+    /// seed 003's fairlock (only gated fair locks, say).
+    fn no_fairlock(&self, ctx: &Context<'_>) -> Judged {
+        let Some(run) = self.run.filter(|_| self.fairlock().is_none()) else {
+            return Judged::NotMeasured(missing_reason(ctx, "contention"));
+        };
+        let gated: Vec<&str> =
+            run.rows.iter().filter_map(|r| r.text(LOCK)).filter(|l| l.starts_with("fair:")).collect();
+        let mut why = "not measured: the contention run has no lock that hands over as seed 003's fairlock does \
+                       (fair:spin, or fair over another spinning policy)"
+            .to_string();
+        if let Some(first) = gated.first() {
+            why.push_str(&format!(
+                "; {first} is the fair lock as a gate in front of a word that running threads may take, another lock"
+            ));
+        }
+        Judged::NotMeasured(why)
     }
 
     fn words(&self, figure: &str) -> String {
@@ -904,7 +941,10 @@ fn fair_vs_spin(
     reason: &str,
 ) -> Finding {
     let rows = at.words(key);
-    let (Some(fair), Some(spin)) = (at.fairlock(), at.row(SPINLOCK)) else {
+    let Some(fair) = at.fairlock() else {
+        return Finding::without(claim, &rows, at.no_fairlock(ctx));
+    };
+    let Some(spin) = at.row(SPINLOCK) else {
         return Finding::without(claim, &rows, Judged::NotMeasured(missing_reason(ctx, "contention")));
     };
     let (Some(f), Some(s)) = (Estimate::of(fair, key), Estimate::of(spin, key)) else {
@@ -938,11 +978,14 @@ fn node_favoured(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
 fn fair_wait_vs_hold(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
     let rows =
         at.words("rep_max_wait_over_hold_x of the fairlock (each repetition's longest wait over its longest hold)");
-    let fair = at.fairlock();
-    let figures = fair.and_then(|r| {
-        Some((Estimate::of(r, "rep_max_wait_over_hold_x")?, r.number("rep_max_wait_ns")?, r.number("rep_max_hold_ns")?))
-    });
-    let Some((here, wait, hold)) = figures else {
+    let Some(fair) = at.fairlock() else {
+        return Finding::without(&FAIR_WAIT_VS_HOLD, &rows, at.no_fairlock(ctx));
+    };
+    let (Some(here), Some(wait), Some(hold)) = (
+        Estimate::of(fair, "rep_max_wait_over_hold_x"),
+        fair.number("rep_max_wait_ns"),
+        fair.number("rep_max_hold_ns"),
+    ) else {
         return Finding::without(&FAIR_WAIT_VS_HOLD, &rows, Judged::NotMeasured(missing_reason(ctx, "contention")));
     };
     let detail =

@@ -323,6 +323,37 @@ mod tests {
     }
 
     #[test]
+    fn the_fairlock_claims_read_the_seeds_fairlock_not_the_gated_one() {
+        let row = |lock: &str, uncontended: f64| {
+            Row::new()
+                .with("lock", lock)
+                .with("threads", 4)
+                .with("uncontended_ns", uncontended)
+                .with("uncontended_ci95_ns", 0.0)
+                .with("throughput_ops_s", 100.0)
+                .with("throughput_ci95_ops_s", 0.0)
+        };
+        let run = |rows: Vec<Row>| {
+            let mut run = Run::new("contention");
+            run.param("cs_ns", 100);
+            run.rows = rows;
+            run
+        };
+        // The gated fair lock comes first, as in the report's list; the seed's is read.
+        let both = document(vec![run(vec![row("ttas:spin", 3.0), row("fair:spin-park", 9.0), row("fair:spin", 6.0)])]);
+        let all = findings(&Context::new(&both));
+        let cost = finding(&all, "003-fairlock-uncontended-cost");
+        assert_eq!(cost.here.unwrap().value, 2.0, "fair:spin over ttas:spin");
+        // A run with only the gated one says why it cannot stand for the seed's.
+        let gated = document(vec![run(vec![row("ttas:spin", 3.0), row("fair:spin-park", 9.0)])]);
+        let all = findings(&Context::new(&gated));
+        let cost = finding(&all, "003-fairlock-uncontended-cost");
+        assert!(cost.here.is_none());
+        let why = cost.verdict.why();
+        assert!(why.contains("fair:spin-park is the fair lock as a gate"), "{why}");
+    }
+
+    #[test]
     fn a_claim_whose_run_saw_the_machine_change_says_so_and_one_whose_run_did_not_does_not() {
         let run = |before: f64, after: f64| {
             let mut run = Run::new("interference");
