@@ -28,6 +28,7 @@ use crate::measure::clock::{cpu_clock_s, now, this_thread_cpu_clock, thread_cpu_
 use crate::measure::memory::check_room;
 use crate::measure::partner::{with_partners, Announced};
 use crate::measure::pin::with_pinned;
+use crate::measure::sharing::{busy_neighbour_slowdown_pct, SHARED_CORE_PCT};
 use crate::measure::{repeat, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
 use crate::reading::plot;
 use crate::reading::scorecard::{mean_of, why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
@@ -618,6 +619,19 @@ impl Experiment for Interference {
             .collect();
 
         let configs = (plan.actives.len() * offered.len() * plan.waiter_counts.len() * usable.len()) as u64;
+        // Whether the `core` placement's two CPUs share a physical core (a virtual machine's
+        // host can make them two hardware threads of one), just before and just after the run.
+        let core_pair = offered.contains(&Placement::Core).then(|| cpus_at(lab, Placement::Core, 1).ok()).flatten();
+        let probe = |run: &mut Run, when: &str| -> Result<(), LabError> {
+            if let Some(CoRunCpus { active, waiters }) = &core_pair {
+                let pct = busy_neighbour_slowdown_pct(*active, waiters[0])?;
+                run.param(&format!("core_busy_neighbour_{when}_pct"), pct);
+                run.param("core_busy_neighbour_cpus", format!("{active},{}", waiters[0]));
+            }
+            Ok(())
+        };
+        let mut run = run;
+        probe(&mut run, "before")?;
         let progress = lab.progress("interference", configs);
         for &workload in &plan.actives {
             for &placement in &offered {
@@ -636,6 +650,7 @@ impl Experiment for Interference {
                 }
             }
         }
+        probe(&mut run, "after")?;
         finish(&progress, run, rows, started)
     }
 
@@ -755,8 +770,18 @@ fn mean_slowdown(
         .map(|(r, e)| format!("{} {}", r.text(ACTIVE).unwrap_or("?"), words(e, "%")))
         .collect::<Vec<_>>()
         .join(", ");
-    let detail = format!("{most} waiter(s): {detail}");
+    let mut detail = format!("{most} waiter(s): {detail}");
+    let probed = core_sharing(ctx);
+    if placement == Placement::Core {
+        if let Some(probe) = &probed {
+            detail.push_str(&format!("; {}", probe.words));
+        }
+    }
     let reason = match placement {
+        Placement::Core if probed.as_ref().is_some_and(|p| p.shared) => {
+            "the two CPUs shared one physical core when probed: a virtual machine's host had put them on one \
+             core's two hardware threads, which the guest cannot see"
+        }
         Placement::Core => {
             "the two cores still share a last-level cache, memory bandwidth and, in a virtual \
                             machine, the host's scheduling"
@@ -767,6 +792,32 @@ fn mean_slowdown(
         }
     };
     Finding::judged(claim, ctx, "interference", Observed { here, unit: "%", detail, rows: rows_words }, range, reason)
+}
+
+/// What the interference run's busy-neighbour probes said about its `core` CPUs.
+struct CoreSharing {
+    /// Whether either probe found them sharing a physical core.
+    shared: bool,
+    /// The probes, in words.
+    words: String,
+}
+
+/// The busy-neighbour probes of the first interference run that took them (see
+/// [`crate::measure::sharing`]); `None` when none did.
+fn core_sharing(ctx: &Context<'_>) -> Option<CoreSharing> {
+    ctx.runs_of("interference").iter().find_map(|run| {
+        let [before, after] = ["before", "after"]
+            .map(|when| run.params.get(&format!("core_busy_neighbour_{when}_pct")).and_then(|v| v.as_f64()));
+        let (before, after) = (before?, after?);
+        let shared = before.max(after) >= SHARED_CORE_PCT;
+        let verdict = if shared { "they shared a physical core" } else { "two cores" };
+        let words = format!(
+            "an add loop beside a busy one on the other CPU ran {}% slower before the run and {}% after ({verdict})",
+            number(before),
+            number(after)
+        );
+        Some(CoreSharing { shared, words })
+    })
 }
 
 /// The mean interval between two reads of the watched word in one co-run's reports (its

@@ -12,6 +12,7 @@ pub mod memory;
 pub mod partner;
 pub mod pin;
 pub mod progress;
+pub mod sharing;
 pub mod stats;
 pub mod team;
 pub mod work;

@@ -323,6 +323,28 @@ mod tests {
     }
 
     #[test]
+    fn a_core_claim_that_differs_names_a_shared_core_only_when_the_probe_found_one() {
+        let run = |before: f64, after: f64| {
+            let mut run = Run::new("interference");
+            run.param("core_busy_neighbour_before_pct", before).param("core_busy_neighbour_after_pct", after);
+            run.rows = vec![slowdown("spin", "add", "single", "core", 95.0, 5.0)];
+            run
+        };
+        let claim = "000-linux-loop-other-core";
+        let shared = document(vec![run(2.0, 97.0)]);
+        let all = findings(&Context::new(&shared));
+        let f = finding(&all, claim);
+        assert_eq!(f.verdict.name(), "differs");
+        assert!(f.verdict.why().contains("shared one physical core"), "{}", f.verdict.why());
+        assert!(f.figure_text().contains("2% slower before the run and 97% after"), "{}", f.figure_text());
+        let apart = document(vec![run(1.0, 3.0)]);
+        let all = findings(&Context::new(&apart));
+        let f = finding(&all, claim);
+        assert!(!f.verdict.why().contains("shared one physical core"), "{}", f.verdict.why());
+        assert!(f.figure_text().contains("(two cores)"), "{}", f.figure_text());
+    }
+
+    #[test]
     fn the_fairlock_claims_read_the_seeds_fairlock_not_the_gated_one() {
         let row = |lock: &str, uncontended: f64| {
             Row::new()

@@ -355,7 +355,7 @@ const CALIBRATION_CEILING: Duration = Duration::from_millis(100);
 /// target). It is refined by timing calls of the estimated size and rescaling, until one
 /// lands within [`CALIBRATION_TOLERANCE`] of `min(target, CALIBRATION_CEILING)`, then scaled
 /// up to `target`.
-fn units_for(target: Duration, mut time: impl FnMut(u64) -> Duration) -> u64 {
+pub(crate) fn units_for(target: Duration, mut time: impl FnMut(u64) -> Duration) -> u64 {
     let seconds = |d: Duration| d.as_secs_f64().max(1e-9);
     let aim = target.min(CALIBRATION_CEILING);
     time(1);
