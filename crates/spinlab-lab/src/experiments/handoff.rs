@@ -430,7 +430,7 @@ impl Experiment for Handoff {
                     row = row.summary("handoff", "ns", &s).with("stop", series[k + 1].verdict);
                     if let Some(f) = floor.filter(|f| f.mean > 0.0) {
                         row.set(RATIO_TO_FLOOR, s.mean / f.mean);
-                        if let Some(why) = floor::below_floor(&s, &f, "latency") {
+                        if let Some(why) = floor::below_floor(&s, &f, "latency", 0.0) {
                             eprintln!("warning: handoff: {} at {placement}, hold {hold} ns: {why}", lock.name());
                             row.set(BELOW_FLOOR, why);
                         }
@@ -518,9 +518,9 @@ mod tests {
     #[test]
     fn only_a_figure_below_the_floor_by_more_than_both_intervals_is_flagged() {
         let at = summary(70.0, 2.0);
-        assert!(floor::below_floor(&summary(35.0, 3.0), &at, "latency").is_some());
-        assert!(floor::below_floor(&summary(66.0, 3.0), &at, "latency").is_none(), "within the intervals");
-        assert!(floor::below_floor(&summary(90.0, 3.0), &at, "latency").is_none());
+        assert!(floor::below_floor(&summary(35.0, 3.0), &at, "latency", 0.0).is_some());
+        assert!(floor::below_floor(&summary(66.0, 3.0), &at, "latency", 0.0).is_none(), "within the intervals");
+        assert!(floor::below_floor(&summary(90.0, 3.0), &at, "latency", 0.0).is_none());
     }
 
     #[test]

@@ -809,8 +809,12 @@ fn core_sharing(ctx: &Context<'_>) -> Option<CoreSharing> {
         let [before, after] = ["before", "after"]
             .map(|when| run.params.get(&format!("core_busy_neighbour_{when}_pct")).and_then(|v| v.as_f64()));
         let (before, after) = (before?, after?);
+        let verdict = match (before >= SHARED_CORE_PCT, after >= SHARED_CORE_PCT) {
+            (true, true) => "they shared a physical core",
+            (false, false) => "two cores",
+            _ => "they shared a physical core at one probe and not at the other: the host moved them during the run",
+        };
         let shared = before.max(after) >= SHARED_CORE_PCT;
-        let verdict = if shared { "they shared a physical core" } else { "two cores" };
         let words = format!(
             "an add loop beside a busy one on the other CPU ran {}% slower before the run and {}% after ({verdict})",
             number(before),

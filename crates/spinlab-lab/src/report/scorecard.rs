@@ -337,6 +337,7 @@ mod tests {
         assert_eq!(f.verdict.name(), "differs");
         assert!(f.verdict.why().contains("shared one physical core"), "{}", f.verdict.why());
         assert!(f.figure_text().contains("2% slower before the run and 97% after"), "{}", f.figure_text());
+        assert!(f.figure_text().contains("the host moved them during the run"), "{}", f.figure_text());
         let apart = document(vec![run(1.0, 3.0)]);
         let all = findings(&Context::new(&apart));
         let f = finding(&all, claim);
