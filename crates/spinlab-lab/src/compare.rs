@@ -37,6 +37,7 @@ const NOT_CONFIG: &[&str] = &[
     "collapsed",
     "below_floor",
     "timed_out",
+    "core_shared",
 ];
 
 /// A row's configuration: its naming keys and their values.
@@ -310,6 +311,26 @@ pub fn run(a_path: &Path, b_path: &Path) -> Result<String, LabError> {
 mod tests {
     use super::*;
     use crate::reading::scorecard::Side;
+
+    #[test]
+    fn rows_that_differ_only_in_what_the_core_probe_found_still_match() {
+        let doc = |shared: &str| {
+            let mut run = crate::results::Run::new("interference");
+            run.rows = vec![Row::new()
+                .with("active", "add")
+                .with("wait", "spin")
+                .with("placement", "core")
+                .with("waiters", 1)
+                .with("cpu_slowdown_pct", 1.0)
+                .with("cpu_slowdown_ci95_pct", 0.5)
+                .with("core_shared", shared)];
+            let mut results = Results::new(&serde_json::json!({"cpu_model": "test CPU"}));
+            results.runs = vec![run];
+            results
+        };
+        let c = compare(&doc("no"), &doc("yes"));
+        assert_eq!((c.lines.len(), c.only_a, c.only_b), (1, 0, 0));
+    }
 
     #[test]
     fn only_verdicts_that_cannot_both_hold_contradict() {

@@ -59,12 +59,16 @@ fn interference_on_tiny_settings_yields_rows_with_every_key() {
     let measured: Vec<&Value> = rows.iter().filter(|r| r.get("skipped").is_none()).collect();
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let placements = if cpus >= 2 { 2 } else { 1 };
-    // Where `core` was measured, whether its two CPUs shared a physical core was probed
-    // around the run (a timing: no value is asserted).
-    let params = &serde_json::from_slice::<Value>(&o.stdout).unwrap()["runs"][0]["params"];
-    for when in ["before", "after"] {
-        let probe = params.get(format!("core_busy_neighbour_{when}_pct"));
-        assert_eq!(probe.is_some_and(|p| p.as_f64().is_some_and(f64::is_finite)), cpus >= 2, "{params}");
+    // Every `core` row says whether its two CPUs shared a physical core, from probes just
+    // before and after its workload's rows there (timings: no value is asserted); no other
+    // placement's row is probed.
+    for row in &measured {
+        let at_core = row["placement"] == "core";
+        for key in ["core_busy_neighbour_before_pct", "core_busy_neighbour_after_pct"] {
+            assert_eq!(row.get(key).is_some_and(|p| p.as_f64().is_some_and(f64::is_finite)), at_core, "{key}: {row}");
+        }
+        let said = row.get("core_shared").and_then(Value::as_str);
+        assert_eq!(said.is_some_and(|s| ["yes", "no", "moved"].contains(&s)), at_core, "{row}");
     }
     assert_eq!(measured.len(), 9 * 3 * 2 * placements, "{rows:?}");
     for row in &measured {

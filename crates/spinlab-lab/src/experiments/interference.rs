@@ -28,7 +28,7 @@ use crate::measure::clock::{cpu_clock_s, now, this_thread_cpu_clock, thread_cpu_
 use crate::measure::memory::check_room;
 use crate::measure::partner::{with_partners, Announced};
 use crate::measure::pin::with_pinned;
-use crate::measure::sharing::{busy_neighbour_slowdown_pct, SHARED_CORE_PCT};
+use crate::measure::sharing::{BusyNeighbour, SHARED_CORE_PCT};
 use crate::measure::{repeat, Clock, Progress, Rep, StoppingRule, Summary, Verdict};
 use crate::reading::plot;
 use crate::reading::scorecard::{mean_of, why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
@@ -168,6 +168,7 @@ const COLUMNS: &[Column] = &[
     col(WAITER_CPU_PCT, "waiters' CPU %"),
     col("reread_ns", "re-read ns"),
     col("active_ipc", "IPC"),
+    col(CORE_SHARED, "one core?"),
     col("reps", "reps"),
 ];
 
@@ -619,25 +620,23 @@ impl Experiment for Interference {
             .collect();
 
         let configs = (plan.actives.len() * offered.len() * plan.waiter_counts.len() * usable.len()) as u64;
-        // Whether the `core` placement's two CPUs share a physical core (a virtual machine's
-        // host can make them two hardware threads of one), just before and just after the run.
-        let core_pair = offered.contains(&Placement::Core).then(|| cpus_at(lab, Placement::Core, 1).ok()).flatten();
-        let probe = |run: &mut Run, when: &str| -> Result<(), LabError> {
-            if let Some(CoRunCpus { active, waiters }) = &core_pair {
-                let pct = busy_neighbour_slowdown_pct(*active, waiters[0])?;
-                run.param(&format!("core_busy_neighbour_{when}_pct"), pct);
-                run.param("core_busy_neighbour_cpus", format!("{active},{}", waiters[0]));
-            }
-            Ok(())
-        };
-        let mut run = run;
-        probe(&mut run, "before")?;
+        // The CPU beside the active one at `core`, where the busy-neighbour probe runs.
+        let core_neighbour = offered
+            .contains(&Placement::Core)
+            .then(|| cpus_at(lab, Placement::Core, 1).ok())
+            .flatten()
+            .map(|c| (BusyNeighbour::calibrated_on(c.active), c.waiters[0]));
         let progress = lab.progress("interference", configs);
         for &workload in &plan.actives {
             for &placement in &offered {
                 let Ok(CoRunCpus { active: active_cpu, .. }) = cpus_at(lab, placement, 1) else { continue };
                 check_room(plan.sizes.bytes(workload), &format!("the {workload} workload's data"))?;
                 let mut calibrated = self.calibrated(workload, &plan, active_cpu, placement);
+                // At `core`, whether the two CPUs share a physical core, just before and just
+                // after this workload's rows there (see `core_shared`).
+                let neighbour = core_neighbour.as_ref().filter(|_| placement == Placement::Core);
+                let probe = || neighbour.map(|(probe, other)| probe.slowdown_pct(active_cpu, *other)).transpose();
+                let (first_row, before) = (rows.len(), probe()?);
                 for &n in &plan.waiter_counts {
                     let waiter_cpus = cpus_at(lab, placement, n).map_err(LabError::failed)?.waiters;
                     for &policy in &usable {
@@ -648,9 +647,13 @@ impl Experiment for Interference {
                         progress.inc();
                     }
                 }
+                if let (Some(before), Some(after)) = (before, probe()?) {
+                    for row in &mut rows[first_row..] {
+                        tag_core_sharing(row, before, after);
+                    }
+                }
             }
         }
-        probe(&mut run, "after")?;
         finish(&progress, run, rows, started)
     }
 
@@ -757,8 +760,25 @@ fn mean_slowdown(
     let most = at.iter().filter_map(|r| r.number("waiters")).fold(f64::NAN, f64::max);
     let rows: Vec<&Row> = at.into_iter().filter(|r| r.number("waiters") == Some(most)).collect();
     let group = if workloads == Workloads::All { "every" } else { "each multiple-behaviour" };
-    let rows_words =
+    let mut rows_words =
         format!("interference, wait {wait}, at {placement}, the most waiters measured, {group} active workload");
+    // At `core`, only rows whose CPUs were two cores when probed: the others measured one
+    // core's two hardware threads (a virtual machine's host can run its CPUs so), which is
+    // another claim's placement.
+    let (rows, one_core): (Vec<&Row>, Vec<&Row>) =
+        rows.into_iter().partition(|r| placement != Placement::Core || r.text(CORE_SHARED).is_none_or(|s| s == "no"));
+    if !one_core.is_empty() {
+        rows_words.push_str(&format!(
+            ", less {} measured while the two CPUs shared one physical core or the host moved them ({CORE_SHARED})",
+            one_core.iter().map(|r| r.text(ACTIVE).unwrap_or("?")).collect::<Vec<_>>().join(", ")
+        ));
+        if rows.is_empty() {
+            let why = "every row was measured while the two CPUs shared one physical core (a virtual machine's host \
+                       ran them on one core's two hardware threads, which the guest cannot see) or moved between \
+                       probes: no row measured two cores";
+            return Finding::without(claim, &rows_words, Judged::CannotTest(why.to_string()));
+        }
+    }
     let per_workload: Vec<Estimate> = rows.iter().filter_map(|r| Estimate::of(r, "cpu_slowdown_pct")).collect();
     let Some(here) = mean_of(&per_workload) else {
         let why = why_missing(ctx, "interference", &[(PLACEMENT, placement.name()), (WAIT, wait)]);
@@ -770,18 +790,8 @@ fn mean_slowdown(
         .map(|(r, e)| format!("{} {}", r.text(ACTIVE).unwrap_or("?"), words(e, "%")))
         .collect::<Vec<_>>()
         .join(", ");
-    let mut detail = format!("{most} waiter(s): {detail}");
-    let probed = core_sharing(ctx);
-    if placement == Placement::Core {
-        if let Some(probe) = &probed {
-            detail.push_str(&format!("; {}", probe.words));
-        }
-    }
+    let detail = format!("{most} waiter(s): {detail}");
     let reason = match placement {
-        Placement::Core if probed.as_ref().is_some_and(|p| p.shared) => {
-            "the two CPUs shared one physical core when probed: a virtual machine's host had put them on one \
-             core's two hardware threads, which the guest cannot see"
-        }
         Placement::Core => {
             "the two cores still share a last-level cache, memory bandwidth and, in a virtual \
                             machine, the host's scheduling"
@@ -794,34 +804,21 @@ fn mean_slowdown(
     Finding::judged(claim, ctx, "interference", Observed { here, unit: "%", detail, rows: rows_words }, range, reason)
 }
 
-/// What the interference run's busy-neighbour probes said about its `core` CPUs.
-struct CoreSharing {
-    /// Whether either probe found them sharing a physical core.
-    shared: bool,
-    /// The probes, in words.
-    words: String,
-}
+/// `core_shared` when the busy-neighbour probes (`crate::measure::sharing`) just before and
+/// just after a row found its two CPUs on one physical core; `moved` when one did and the
+/// other did not (the host moved them during the rows); `no` when neither did.
+pub const CORE_SHARED: &str = "core_shared";
 
-/// The busy-neighbour probes of the first interference run that took them (see
-/// [`crate::measure::sharing`]); `None` when none did.
-fn core_sharing(ctx: &Context<'_>) -> Option<CoreSharing> {
-    ctx.runs_of("interference").iter().find_map(|run| {
-        let [before, after] = ["before", "after"]
-            .map(|when| run.params.get(&format!("core_busy_neighbour_{when}_pct")).and_then(|v| v.as_f64()));
-        let (before, after) = (before?, after?);
-        let verdict = match (before >= SHARED_CORE_PCT, after >= SHARED_CORE_PCT) {
-            (true, true) => "they shared a physical core",
-            (false, false) => "two cores",
-            _ => "they shared a physical core at one probe and not at the other: the host moved them during the run",
-        };
-        let shared = before.max(after) >= SHARED_CORE_PCT;
-        let words = format!(
-            "an add loop beside a busy one on the other CPU ran {}% slower before the run and {}% after ({verdict})",
-            number(before),
-            number(after)
-        );
-        Some(CoreSharing { shared, words })
-    })
+/// Puts the probes around a `core` row, and what they say, on the row.
+fn tag_core_sharing(row: &mut Row, before: f64, after: f64) {
+    row.set("core_busy_neighbour_before_pct", before);
+    row.set("core_busy_neighbour_after_pct", after);
+    let said = match (before >= SHARED_CORE_PCT, after >= SHARED_CORE_PCT) {
+        (true, true) => "yes",
+        (false, false) => "no",
+        _ => "moved",
+    };
+    row.set(CORE_SHARED, said);
 }
 
 /// The mean interval between two reads of the watched word in one co-run's reports (its

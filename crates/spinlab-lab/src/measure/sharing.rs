@@ -36,36 +36,51 @@ const PAIRS: usize = 5;
 /// How long one probe call runs.
 const CALL: Duration = Duration::from_millis(5);
 
-/// The `add` loop's slowdown on `cpu`, in percent, while the same loop runs on `other`: the
-/// median of [`PAIRS`] paired calls, by CPU time.
-pub fn busy_neighbour_slowdown_pct(cpu: usize, other: usize) -> Result<f64, LabError> {
-    with_pinned(cpu, || {
-        let units = units_for(CALL, |units| {
-            let started = Instant::now();
-            black_box(single::add(units, 1));
-            started.elapsed()
+/// The probe, with its call calibrated once.
+pub struct BusyNeighbour {
+    /// Units of the `add` loop per call: about [`CALL`] on the CPU it was calibrated on.
+    units: u64,
+}
+
+impl BusyNeighbour {
+    /// A probe whose call is calibrated on `cpu`.
+    pub fn calibrated_on(cpu: usize) -> BusyNeighbour {
+        let units = with_pinned(cpu, || {
+            units_for(CALL, |units| {
+                let started = Instant::now();
+                black_box(single::add(units, 1));
+                started.elapsed()
+            })
         });
-        let call = || {
-            let cpu_before = thread_cpu_s();
-            black_box(single::add(units, 1));
-            thread_cpu_s() - cpu_before
-        };
-        let mut ratios = Vec::with_capacity(PAIRS);
-        for pair in 0..PAIRS {
-            let mut alone = 0.0;
-            if pair % 2 == 0 {
-                alone = call();
+        BusyNeighbour { units }
+    }
+
+    /// The `add` loop's slowdown on `cpu`, in percent, while the same loop runs on `other`:
+    /// the median of [`PAIRS`] alternating pairs, by CPU time.
+    pub fn slowdown_pct(&self, cpu: usize, other: usize) -> Result<f64, LabError> {
+        with_pinned(cpu, || {
+            let call = || {
+                let cpu_before = thread_cpu_s();
+                black_box(single::add(self.units, 1));
+                thread_cpu_s() - cpu_before
+            };
+            let mut ratios = Vec::with_capacity(PAIRS);
+            for pair in 0..PAIRS {
+                let mut alone = 0.0;
+                if pair % 2 == 0 {
+                    alone = call();
+                }
+                let busy = beside_busy_loop(other, call)?;
+                if pair % 2 == 1 {
+                    alone = call();
+                }
+                if alone > 0.0 {
+                    ratios.push(busy / alone);
+                }
             }
-            let busy = beside_busy_loop(other, call)?;
-            if pair % 2 == 1 {
-                alone = call();
-            }
-            if alone > 0.0 {
-                ratios.push(busy / alone);
-            }
-        }
-        Ok(100.0 * (Summary::of(&ratios).map_or(1.0, |s| s.median) - 1.0))
-    })
+            Ok(100.0 * (Summary::of(&ratios).map_or(1.0, |s| s.median) - 1.0))
+        })
+    }
 }
 
 /// Runs `call` on this thread while a busy `add` loop runs on `other`, once the loop is going.
