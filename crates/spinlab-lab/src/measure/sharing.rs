@@ -6,8 +6,8 @@
 //! 18%, 91% and 99% slower beside a spinning waiter on the other CPU, in three reports taken
 //! within five minutes, while the memory-bound `mbv-int` beside it did not move: the two
 //! CPUs had shared a core's execution ports at some times and not at others. So the
-//! interference experiment probes for it around its run, and its `core` rows are read with
-//! the answer.
+//! interference experiment probes for it around each workload's `core` rows and tags them
+//! (`core_shared`), and the scorecard reads only those measured on two cores.
 //!
 //! The probe: a register-only `add` loop (the `add` workload, which keeps an x86 core's
 //! integer ports busy) on one CPU, alone and beside the same loop on the other CPU, in
