@@ -1391,30 +1391,26 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
 mod tests {
     use super::*;
 
-    fn summary(mean: f64, ci95: f64) -> Summary {
-        Summary { mean, median: mean, sd: 0.0, ci95: Some(ci95), min: mean, max: mean, reps: 3 }
-    }
-
     #[test]
     fn a_lock_below_the_uncontended_floor_is_flagged_and_one_above_is_not() {
-        let floor = summary(2.5, 0.1);
+        let floor = Summary::exact(2.5, 0.1);
         let mut below = Row::new();
-        add_uncontended_floor(&mut below, &summary(1.0, 0.2), Some(&floor));
+        add_uncontended_floor(&mut below, &Summary::exact(1.0, 0.2), Some(&floor));
         assert!(
             below.text(BELOW_FLOOR).is_some_and(|why| why.starts_with("uncontended: 1.0 ns is below")),
             "{below:?}"
         );
         let mut above = Row::new();
-        add_uncontended_floor(&mut above, &summary(5.0, 0.2), Some(&floor));
+        add_uncontended_floor(&mut above, &Summary::exact(5.0, 0.2), Some(&floor));
         assert_eq!(above.text(BELOW_FLOOR), None);
         assert_eq!(above.number("uncontended_vs_floor"), Some(2.0));
         assert_eq!(above.number("uncontended_floor_ns"), Some(2.5));
         // Two percent below, with intervals far narrower: code placement, not a broken figure.
         let mut close = Row::new();
-        add_uncontended_floor(&mut close, &summary(2.45, 0.001), Some(&summary(2.5, 0.001)));
+        add_uncontended_floor(&mut close, &Summary::exact(2.45, 0.001), Some(&Summary::exact(2.5, 0.001)));
         assert_eq!(close.text(BELOW_FLOOR), None);
         let mut no_floor = Row::new();
-        add_uncontended_floor(&mut no_floor, &summary(1.0, 0.2), None);
+        add_uncontended_floor(&mut no_floor, &Summary::exact(1.0, 0.2), None);
         assert_eq!(no_floor.number("uncontended_vs_floor"), None);
     }
 

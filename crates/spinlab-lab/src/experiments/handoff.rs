@@ -502,10 +502,6 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
 mod tests {
     use super::*;
 
-    fn summary(mean: f64, ci95: f64) -> Summary {
-        Summary { mean, median: mean, sd: 0.0, ci95: Some(ci95), min: mean, max: mean, reps: 3 }
-    }
-
     #[test]
     fn a_counter_offset_cancels_between_the_two_directions() {
         // True hand-off 100 ticks each way; b's counter runs 30 ahead of a's.
@@ -517,10 +513,10 @@ mod tests {
 
     #[test]
     fn only_a_figure_below_the_floor_by_more_than_both_intervals_is_flagged() {
-        let at = summary(70.0, 2.0);
-        assert!(floor::below_floor(&summary(35.0, 3.0), &at, "latency", 0.0).is_some());
-        assert!(floor::below_floor(&summary(66.0, 3.0), &at, "latency", 0.0).is_none(), "within the intervals");
-        assert!(floor::below_floor(&summary(90.0, 3.0), &at, "latency", 0.0).is_none());
+        let at = Summary::exact(70.0, 2.0);
+        assert!(floor::below_floor(&Summary::exact(35.0, 3.0), &at, "latency", 0.0).is_some());
+        assert!(floor::below_floor(&Summary::exact(66.0, 3.0), &at, "latency", 0.0).is_none(), "within the intervals");
+        assert!(floor::below_floor(&Summary::exact(90.0, 3.0), &at, "latency", 0.0).is_none());
     }
 
     #[test]

@@ -23,6 +23,13 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// A summary of three repetitions that all read `mean`, with the interval `ci95`: for
+    /// tests of code that reads summaries.
+    #[cfg(test)]
+    pub fn exact(mean: f64, ci95: f64) -> Summary {
+        Summary { mean, median: mean, sd: 0.0, ci95: Some(ci95), min: mean, max: mean, reps: 3 }
+    }
+
     /// The summary of `samples`, or `None` when there are none. NaN samples are ignored:
     /// experiments use NaN for a repetition that produced no value.
     pub fn of(samples: &[f64]) -> Option<Summary> {

@@ -220,6 +220,17 @@ mod tests {
             .with("cpu_slowdown_ci95_pct", ci)
     }
 
+    /// A contention row with exact figures (intervals of zero).
+    fn contention_row(lock: &str, threads: u64, uncontended: f64, throughput: f64) -> Row {
+        Row::new()
+            .with("lock", lock)
+            .with("threads", threads)
+            .with("uncontended_ns", uncontended)
+            .with("uncontended_ci95_ns", 0.0)
+            .with("throughput_ops_s", throughput)
+            .with("throughput_ci95_ops_s", 0.0)
+    }
+
     fn finding<'a>(all: &'a [Finding], id: &str) -> &'a Finding {
         all.iter().find(|f| f.claim.id == id).unwrap_or_else(|| panic!("no claim {id}"))
     }
@@ -292,13 +303,7 @@ mod tests {
         run.param("cs_ns", 100);
         run.param("groups_by", "halves of the CPU list");
         let row = |lock: &str, threads: u64, uncontended: f64, throughput: f64| {
-            Row::new()
-                .with("lock", lock)
-                .with("threads", threads)
-                .with("uncontended_ns", uncontended)
-                .with("uncontended_ci95_ns", 0.0)
-                .with("throughput_ops_s", throughput)
-                .with("throughput_ci95_ops_s", 0.0)
+            contention_row(lock, threads, uncontended, throughput)
                 .with("rep_max_wait_ns", 3000.0)
                 .with("rep_max_hold_ns", 1000.0)
                 .with("rep_max_wait_over_hold_x", 3.0)
@@ -349,15 +354,7 @@ mod tests {
 
     #[test]
     fn the_fairlock_claims_read_the_seeds_fairlock_not_the_gated_one() {
-        let row = |lock: &str, uncontended: f64| {
-            Row::new()
-                .with("lock", lock)
-                .with("threads", 4)
-                .with("uncontended_ns", uncontended)
-                .with("uncontended_ci95_ns", 0.0)
-                .with("throughput_ops_s", 100.0)
-                .with("throughput_ci95_ops_s", 0.0)
-        };
+        let row = |lock: &str, uncontended: f64| contention_row(lock, 4, uncontended, 100.0);
         let run = |rows: Vec<Row>| {
             let mut run = Run::new("contention");
             run.param("cs_ns", 100);
