@@ -632,24 +632,25 @@ impl Experiment for Interference {
                 let Ok(CoRunCpus { active: active_cpu, .. }) = cpus_at(lab, placement, 1) else { continue };
                 check_room(plan.sizes.bytes(workload), &format!("the {workload} workload's data"))?;
                 let mut calibrated = self.calibrated(workload, &plan, active_cpu, placement);
-                // At `core`, whether the two CPUs share a physical core, just before and just
-                // after this workload's rows there (see `core_shared`).
+                // At `core`, whether the two CPUs share a physical core, between every two rows
+                // there: each row gets the probes just before and just after it (`core_shared`).
                 let neighbour = core_neighbour.as_ref().filter(|_| placement == Placement::Core);
                 let probe = || neighbour.map(|(probe, other)| probe.slowdown_pct(active_cpu, *other)).transpose();
-                let (first_row, before) = (rows.len(), probe()?);
+                let mut before = probe()?;
                 for &n in &plan.waiter_counts {
                     let waiter_cpus = cpus_at(lab, placement, n).map_err(LabError::failed)?.waiters;
                     for &policy in &usable {
                         progress.step(&format!("{workload}, {} x{n}, {placement}", policy.name));
                         let at = CoRunAt { workload, placement, active_cpu, waiter_cpus: &waiter_cpus, policy };
                         let measured = measure(&at, &mut calibrated, &plan.rule, &progress, &lab.clock)?;
-                        rows.push(row(&at, &measured, &lab.clock, calibrated.active.units()));
+                        let mut row = row(&at, &measured, &lab.clock, calibrated.active.units());
+                        let after = probe()?;
+                        if let (Some(before), Some(after)) = (before, after) {
+                            tag_core_sharing(&mut row, before, after);
+                        }
+                        before = after;
+                        rows.push(row);
                         progress.inc();
-                    }
-                }
-                if let (Some(before), Some(after)) = (before, probe()?) {
-                    for row in &mut rows[first_row..] {
-                        tag_core_sharing(row, before, after);
                     }
                 }
             }
@@ -766,7 +767,7 @@ fn mean_slowdown(
     // core's two hardware threads (a virtual machine's host can run its CPUs so), which is
     // another claim's placement.
     let (rows, one_core): (Vec<&Row>, Vec<&Row>) =
-        rows.into_iter().partition(|r| placement != Placement::Core || r.text(CORE_SHARED).is_none_or(|s| s == "no"));
+        rows.into_iter().partition(|r| placement != Placement::Core || on_two_cores(r));
     if !one_core.is_empty() {
         rows_words.push_str(&format!(
             ", less {} measured while the two CPUs shared one physical core or the host moved them ({CORE_SHARED})",
@@ -809,6 +810,12 @@ fn mean_slowdown(
 /// other did not (the host moved them during the rows); `no` when neither did.
 pub const CORE_SHARED: &str = "core_shared";
 
+/// Whether a `core` row was measured on two cores: its probes said so, or it has none (a
+/// document from before the probes, or a machine without the `core` pair's probe).
+fn on_two_cores(row: &Row) -> bool {
+    row.text(CORE_SHARED).is_none_or(|said| said == "no")
+}
+
 /// Puts the probes around a `core` row, and what they say, on the row.
 fn tag_core_sharing(row: &mut Row, before: f64, after: f64) {
     row.set("core_busy_neighbour_before_pct", before);
@@ -832,11 +839,13 @@ fn reread_ticks(reports: &[WaiterReport]) -> Option<f64> {
 /// The miss loop's re-read interval over the Linux loop's, both at `core` (waiters alone on
 /// their CPU), averaged over the active workloads.
 fn responsiveness(ctx: &Context<'_>) -> Finding {
-    let rows_words = "interference, waits miss and spin, one waiter, at core: reread_ns".to_string();
+    let rows_words =
+        "interference, waits miss and spin, one waiter, at core, on two cores (core_shared): reread_ns".to_string();
     let reread = |wait: &str| -> Vec<Estimate> {
         measured(ctx.rows_of("interference"))
             .into_iter()
             .filter(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(Placement::Core.name()))
+            .filter(|r| on_two_cores(r))
             .filter_map(|r| Estimate::of(r, "reread_ns"))
             .collect()
     };

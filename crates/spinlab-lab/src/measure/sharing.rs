@@ -6,7 +6,7 @@
 //! 18%, 91% and 99% slower beside a spinning waiter on the other CPU, in three reports taken
 //! within five minutes, while the memory-bound `mbv-int` beside it did not move: the two
 //! CPUs had shared a core's execution ports at some times and not at others. So the
-//! interference experiment probes for it around each workload's `core` rows and tags them
+//! interference experiment probes for it before and after each `core` row and tags it
 //! (`core_shared`), and the scorecard reads only those measured on two cores.
 //!
 //! The probe: a register-only `add` loop (the `add` workload, which keeps an x86 core's

@@ -353,6 +353,23 @@ mod tests {
     }
 
     #[test]
+    fn the_miss_loop_responsiveness_reads_only_rows_measured_on_two_cores() {
+        let reread = |wait: &str, active: &str, ns: f64, said: &str| {
+            slowdown(wait, active, "multiple", "core", 0.0, 0.0).with("reread_ns", ns).with("core_shared", said)
+        };
+        let mut run = Run::new("interference");
+        run.rows = vec![
+            reread("miss", "hash", 400.0, "no"),
+            reread("spin", "hash", 2.0, "no"),
+            reread("miss", "sort", 100.0, "yes"),
+            reread("spin", "sort", 50.0, "moved"),
+        ];
+        let doc = document(vec![run]);
+        let all = findings(&Context::new(&doc));
+        assert_eq!(finding(&all, "002-miss-loop-responsiveness").here.unwrap().value, 200.0, "hash's rows alone");
+    }
+
+    #[test]
     fn the_fairlock_claims_read_the_seeds_fairlock_not_the_gated_one() {
         let row = |lock: &str, uncontended: f64| contention_row(lock, 4, uncontended, 100.0);
         let run = |rows: Vec<Row>| {
