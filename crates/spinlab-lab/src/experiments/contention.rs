@@ -440,6 +440,8 @@ struct Uncontended {
     locks: Vec<Option<Summary>>,
     /// The cheapest of the [`UncontendedFloor`] pairs.
     floor: Option<Summary>,
+    /// For each lock, why its pair is below the floor, when it is (`below_floor`).
+    below_floor: Vec<Option<String>>,
 }
 
 /// Table 3, on the home CPU: each lock's uncontended lock/unlock pair, in nanoseconds, with
@@ -466,7 +468,16 @@ fn measure_uncontended(
     let mut summaries: Vec<Option<Summary>> = series.iter().map(|s| Summary::of(&s.samples)).collect();
     let floors = summaries.split_off(instances.len());
     let floor = floors.into_iter().flatten().min_by(|a, b| a.mean.total_cmp(&b.mean));
-    Ok(Uncontended { locks: summaries, floor })
+    let below_floor = summaries
+        .iter()
+        .map(|u| match (u, &floor) {
+            (Some(u), Some(f)) => {
+                floor::below_floor(u, f, "cost", UNCONTENDED_SLACK).map(|why| format!("uncontended: {why}"))
+            }
+            _ => None,
+        })
+        .collect();
+    Ok(Uncontended { locks: summaries, floor, below_floor })
 }
 
 /// Every lock of `locks` at one setting, interleaved after one shared warm-up; a lock whose
@@ -554,14 +565,14 @@ impl Contention {
         measured: &[Measured],
         uncontended: &Uncontended,
     ) -> Vec<Row> {
-        let mut figures = measured.iter().zip(&uncontended.locks);
+        let mut figures = measured.iter().zip(uncontended.locks.iter().zip(&uncontended.below_floor));
         let mut rows = Vec::new();
         for lock in &plan.locks {
             if let Some(why) = lock.unavailable() {
                 rows.push(at.row(lock).skipped(why));
                 continue;
             }
-            let (m, u) = figures.next().expect("one measurement per available lock");
+            let (m, (u, below)) = figures.next().expect("one measurement per available lock");
             let t = &m.totals;
             let mut row = at.row(lock).with("cpus", format_cpu_list(cpus));
             if let Some(sum) = Summary::of(&m.series.samples) {
@@ -580,6 +591,9 @@ impl Contention {
                 row.set("uncontended_reps", u.reps);
                 add_uncontended_floor(&mut row, u, uncontended.floor.as_ref());
             }
+            if let Some(why) = below {
+                row.set(BELOW_FLOOR, why);
+            }
             if self.cs_lines > 0 {
                 add_lost_updates(&mut row, lock, at, t);
             }
@@ -590,16 +604,12 @@ impl Contention {
     }
 }
 
-/// The floor's uncontended pair beside the lock's, their ratio, and `below_floor` when the
-/// lock measured below it (`run` says so on stderr, once per lock).
+/// The floor's uncontended pair beside the lock's, and their ratio.
 fn add_uncontended_floor(row: &mut Row, u: &Summary, floor: Option<&Summary>) {
     let Some(f) = floor.filter(|f| f.mean > 0.0) else { return };
     row.set("uncontended_floor_ns", f.mean);
     row.set("uncontended_floor_ci95_ns", f.ci95);
     row.set("uncontended_vs_floor", u.mean / f.mean);
-    if let Some(why) = floor::below_floor(u, f, "cost", UNCONTENDED_SLACK) {
-        row.set(BELOW_FLOOR, format!("uncontended: {why}"));
-    }
 }
 
 /// The longest drain after the stop, and whether the lock collapsed (also said on stderr).
@@ -751,11 +761,9 @@ impl Experiment for Contention {
             .map(|l| LockBox::new(l.entry).map_err(|e| LabError::failed(e.to_string())))
             .collect::<Result<_, _>>()?;
         let uncontended = measure_uncontended(&instances, &plan.rule, &progress, lab)?;
-        for (lock, u) in available.iter().zip(&uncontended.locks) {
-            if let (Some(u), Some(f)) = (u, &uncontended.floor) {
-                if let Some(why) = floor::below_floor(u, f, "cost", UNCONTENDED_SLACK) {
-                    eprintln!("warning: contention: {} uncontended: {why}", lock.name());
-                }
+        for (lock, why) in available.iter().zip(&uncontended.below_floor) {
+            if let Some(why) = why {
+                eprintln!("warning: contention: {}: {why}", lock.name());
             }
         }
 
@@ -928,15 +936,14 @@ impl<'a> OnePerCpu<'a> {
     /// Why no fairlock figure can be read: the run is missing, or it measured no lock that is
     /// seed 003's fairlock (only gated fair locks, say).
     fn no_fairlock(&self, ctx: &Context<'_>) -> Judged {
-        let Some(run) = self.run.filter(|_| self.fairlock().is_none()) else {
+        let Some(run) = self.run else {
             return Judged::NotMeasured(missing_reason(ctx, "contention"));
         };
-        let gated: Vec<&str> =
-            run.rows.iter().filter_map(|r| r.text(LOCK)).filter(|l| l.starts_with("fair:")).collect();
+        let gated = run.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| l.starts_with("fair:"));
         let mut why = "not measured: the contention run has no lock that hands over as seed 003's fairlock does \
                        (fair:spin, or fair over another spinning policy)"
             .to_string();
-        if let Some(first) = gated.first() {
+        if let Some(first) = gated {
             why.push_str(&format!(
                 "; {first} is the fair lock as a gate in front of a word that running threads may take, another lock"
             ));
@@ -1394,32 +1401,19 @@ mod tests {
     #[test]
     fn a_lock_below_the_uncontended_floor_is_flagged_and_one_above_is_not() {
         let floor = Summary::exact(2.5, 0.1);
-        let mut below = Row::new();
-        add_uncontended_floor(&mut below, &Summary::exact(1.0, 0.2), Some(&floor));
-        assert!(
-            below.text(BELOW_FLOOR).is_some_and(|why| why.starts_with("uncontended: 1.0 ns is below")),
-            "{below:?}"
-        );
+        let below = |u: f64, ci: f64, floor: &Summary| {
+            floor::below_floor(&Summary::exact(u, ci), floor, "cost", UNCONTENDED_SLACK)
+        };
+        assert!(below(1.0, 0.2, &floor).is_some_and(|why| why.starts_with("1.0 ns is below")));
+        assert_eq!(below(5.0, 0.2, &floor), None);
+        // Two percent below, with intervals far narrower: code placement, not a broken figure.
+        assert_eq!(below(2.45, 0.001, &Summary::exact(2.5, 0.001)), None);
         let mut above = Row::new();
         add_uncontended_floor(&mut above, &Summary::exact(5.0, 0.2), Some(&floor));
-        assert_eq!(above.text(BELOW_FLOOR), None);
         assert_eq!(above.number("uncontended_vs_floor"), Some(2.0));
         assert_eq!(above.number("uncontended_floor_ns"), Some(2.5));
-        // Two percent below, with intervals far narrower: code placement, not a broken figure.
-        let mut close = Row::new();
-        add_uncontended_floor(&mut close, &Summary::exact(2.45, 0.001), Some(&Summary::exact(2.5, 0.001)));
-        assert_eq!(close.text(BELOW_FLOOR), None);
         let mut no_floor = Row::new();
         add_uncontended_floor(&mut no_floor, &Summary::exact(1.0, 0.2), None);
         assert_eq!(no_floor.number("uncontended_vs_floor"), None);
-    }
-
-    #[test]
-    fn every_floor_loop_takes_its_word_and_leaves_it_free() {
-        for floor in UncontendedFloor::ALL {
-            let word = AtomicU32::new(0);
-            floor.pairs(&word, 1000);
-            assert_eq!(word.load(Relaxed), 0);
-        }
     }
 }

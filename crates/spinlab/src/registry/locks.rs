@@ -401,15 +401,19 @@ mod tests {
                 (ops.init)(at);
                 (ops.lock)(at);
                 let address = at as usize;
-                std::thread::scope(|s| {
+                let ran_while_held = std::thread::scope(|s| {
                     s.spawn(|| {
                         (ops.pairs)(address as *const u8, 1000);
                         done.store(true, SeqCst);
                     });
                     std::thread::sleep(std::time::Duration::from_millis(10));
-                    assert!(!done.load(SeqCst), "{}: the loop ran while the lock was held", entry.name);
+                    let ran = done.load(SeqCst);
+                    // Let go before asserting: a failed assertion here would leave the loop's
+                    // thread waiting for ever and the scope joining it.
                     (ops.unlock)(at);
+                    ran
                 });
+                assert!(!ran_while_held, "{}: the loop ran while the lock was held", entry.name);
                 assert!(done.load(SeqCst), "{}", entry.name);
                 assert!((ops.try_lock)(at), "{}: the loop left the lock held", entry.name);
                 (ops.unlock)(at);
