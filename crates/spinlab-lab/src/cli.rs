@@ -47,7 +47,7 @@ enum Command {
     /// with plots and a recommendation, DIR/results.json and DIR/results.csv
     Report(Box<crate::report::ReportOptions>),
     /// Two results documents side by side: matching rows, B/A ratios, and a mark where the
-    /// difference exceeds both runs' 95% intervals
+    /// difference exceeds its 95% interval, the root of the sum of the squared half-widths
     Compare {
         /// The first results document (spinlab.results/1)
         a: PathBuf,

@@ -13,7 +13,7 @@ fn spinlab_compare(a: &Path, b: &Path) -> std::process::Output {
 }
 
 #[test]
-fn matching_rows_get_ratios_and_a_mark_only_beyond_both_intervals() {
+fn matching_rows_get_ratios_and_a_mark_only_beyond_the_differences_interval() {
     let a = load(&fixture("compare_a.json")).unwrap();
     let b = load(&fixture("compare_b.json")).unwrap();
     let c = compare(&a, &b);
@@ -23,11 +23,11 @@ fn matching_rows_get_ratios_and_a_mark_only_beyond_both_intervals() {
             .find(|l| l.config == config && l.figure == figure)
             .unwrap_or_else(|| panic!("{config} {figure}: {c:?}"))
     };
-    // 2e6 / 1e6, intervals of 1e4: far beyond both.
+    // 2e6 / 1e6, intervals of 1e4: far beyond √(1e4² + 1e4²).
     let spin = line("ttas:spin, threads 2, spread", "throughput_ops_s");
     assert_eq!(spin.ratio, Some(2.0));
     assert!(spin.marked);
-    // 5.5e5 / 5e5: a difference of 5e4 inside the 1e5 intervals.
+    // 5.5e5 / 5e5: a difference of 5e4 inside √(1e5² + 1e5²).
     let std = line("std, threads 2, spread", "throughput_ops_s");
     assert!((std.ratio.unwrap() - 1.1).abs() < 1e-12);
     assert!(!std.marked);
