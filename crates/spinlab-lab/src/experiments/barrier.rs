@@ -24,7 +24,7 @@ use crate::machine::Placement;
 use crate::measure::partner::with_partner;
 use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Rep};
-use crate::reading::advice::{lowest_tie, missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::scorecard::{mean_of, why_missing, Claim, Estimate, Finding, Observed};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
@@ -536,7 +536,8 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             Some((b, mean_of(&each)?))
         })
         .collect();
-    let Some(tie) = lowest_tie(&means, |(b, e)| (*b, e.value, e.ci95), &TIE_ORDER) else {
+    let order = total_order(&TIE_ORDER, barriers.iter().copied());
+    let Some(tie) = lowest_tie(&means, |(b, e)| (*b, e.value, e.ci95), &order) else {
         return Advice::missing(situation, missing_reason(ctx, "barrier"));
     };
     let (best, mean) = *tie.chosen;
@@ -546,18 +547,40 @@ fn quickest(ctx: &Context<'_>) -> Advice {
     if worst != best {
         why.push_str(&format!("; {worst}: {} s", number(worst_mean.value)));
     }
-    why.push_str(&tie.words(|(b, _)| b, &TIE_ORDER));
+    why.push_str(&tie.words(|(b, _)| b, &order));
     Advice::new(situation, format!("barrier {best}"), why)
 }
 
 /// The barriers a tie is resolved towards, in order: spinlab's and the C API's default, then
-/// glibc's.
-const TIE_ORDER: [&str; 2] = ["barrier:spin-park", "pthread"];
+/// glibc's, then the others by how soon a waiter gives its CPU up (seeds 000 and 002: of two
+/// barriers that finish alike, the gentler costs a co-runner or a sibling less): sleeping at
+/// once, yielding, the monitor waits, `pause`, a bare spin. Every barrier of
+/// [`DEFAULT_BARRIERS`] is here, so a tie in the report never falls back to the figures.
+const TIE_ORDER: [&str; 10] = [
+    "barrier:spin-park",
+    "pthread",
+    "barrier:futex",
+    "std",
+    "barrier:yield",
+    "barrier:umwait",
+    "barrier:mwaitx",
+    "barrier:wfe",
+    "barrier:pause",
+    "barrier:spin",
+];
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn every_default_barrier_has_a_place_in_the_tie_order() {
+        for barrier in DEFAULT_BARRIERS {
+            assert!(TIE_ORDER.contains(barrier), "{barrier}");
+        }
+        assert_eq!(TIE_ORDER.len(), DEFAULT_BARRIERS.len());
+    }
 
     #[test]
     fn barrier_lists_are_checked_against_the_registry() {

@@ -1327,28 +1327,30 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
             },
         );
     };
-    let mut at: Vec<&Row> = rows.iter().copied().filter(|r| r.number(THREADS) == Some(n)).collect();
+    // In the order the run measured them (its `--locks`), then sorted, fastest first.
+    let listed: Vec<&Row> = rows.iter().copied().filter(|r| r.number(THREADS) == Some(n)).collect();
+    let mut at = listed.clone();
     at.sort_by(|a, b| b.number(THROUGHPUT_OPS_S).unwrap_or(0.0).total_cmp(&a.number(THROUGHPUT_OPS_S).unwrap_or(0.0)));
     let Some(&fastest) = at.first() else {
         return Advice::missing(situation, "not measured".to_string());
     };
     // Locks whose interval reaches the fastest's are a tie on this run; among them the choice
     // follows a fixed order, so that reruns that differ only by noise name the same lock:
-    // spinlab's default, then the reference locks people already use, then the fastest lock
-    // with a fairness guarantee (its `bound` is not "none": equal speed, and no starvation),
-    // then the fastest.
+    // spinlab's default, then the reference locks people already use, then the first lock with
+    // a fairness guarantee (its `bound` is not "none": equal speed, and no starvation) in the
+    // order the run measured them, then the first in that order. Never the fastest of a tie:
+    // within the intervals, which one that is is noise.
     let fastest_t = fastest.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
-    let tied: Vec<&Row> = at
-        .iter()
-        .copied()
-        .filter(|r| fastest_t - ci(fastest) <= r.number(THROUGHPUT_OPS_S).unwrap_or(0.0) + ci(r))
-        .collect();
-    let named = |name: &str| tied.iter().copied().find(|r| r.text(LOCK) == Some(name));
-    let guaranteed = || tied.iter().copied().find(|r| r.text("bound").is_some_and(|b| b != "none"));
+    let ties = |r: &&Row| fastest_t - ci(fastest) <= r.number(THROUGHPUT_OPS_S).unwrap_or(0.0) + ci(r);
+    let tied: Vec<&Row> = at.iter().copied().filter(ties).collect();
+    let tied_listed: Vec<&Row> = listed.iter().copied().filter(ties).collect();
+    let named = |name: &str| tied_listed.iter().copied().find(|r| r.text(LOCK) == Some(name));
+    let guaranteed = || tied_listed.iter().copied().find(|r| r.text("bound").is_some_and(|b| b != "none"));
     let best = std::iter::once(select::DEFAULT_LOCK)
         .chain(PREFERRED_REFERENCES)
         .find_map(named)
         .or_else(guaranteed)
+        .or_else(|| tied_listed.first().copied())
         .unwrap_or(fastest);
     let name = best.text(LOCK).unwrap_or("?");
     let t = best.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
@@ -1381,7 +1383,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
         } else {
             format!(
                 ", and {name} comes first among tied locks (spinlab's default, then std, parking_lot, pthread, then \
-                 the fastest with a fairness guarantee)"
+                 the first with a fairness guarantee in the run's list of locks, then the first in that list)"
             )
         };
         why.push_str(&format!("; {} within the 95% intervals: a tie on this run{rule}", others.join(", ")));

@@ -15,7 +15,7 @@ use crate::measure::pin::pin_or_die;
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave, Rep, Summary};
-use crate::reading::advice::{lowest_tie, missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
@@ -456,6 +456,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         return Advice::missing(situation, missing_reason(ctx, "herd"));
     };
     let mut at: Vec<&Row> = rows.into_iter().filter(|r| r.number(THREADS) == Some(n)).collect();
+    let order = total_order(&TIE_ORDER, at.iter().filter_map(|r| r.text(LOCK)));
     at.sort_by(|a, b| a.number(WALL_S).unwrap_or(f64::MAX).total_cmp(&b.number(WALL_S).unwrap_or(f64::MAX)));
     let tie = lowest_tie(
         &at,
@@ -463,7 +464,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             let wall = Estimate::of(r, WALL_S);
             (r.text(LOCK).unwrap_or("?"), wall.map_or(f64::MAX, |w| w.value), wall.map_or(0.0, |w| w.ci95))
         },
-        &TIE_ORDER,
+        &order,
     )
     .expect("rows at the largest thread count");
     let best = *tie.chosen;
@@ -484,7 +485,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             worst.number(WALL_S).unwrap_or(0.0) / wall.max(1e-12)
         ));
     }
-    why.push_str(&tie.words(|r| r.text(LOCK).unwrap_or("?"), &TIE_ORDER));
+    why.push_str(&tie.words(|r| r.text(LOCK).unwrap_or("?"), &order));
     Advice::new(situation, best.text(LOCK).unwrap_or("?").to_string(), why)
 }
 
@@ -494,7 +495,7 @@ fn is_lock(row: &Row) -> bool {
 }
 
 /// The locks a tie is resolved towards, in order: spinlab's default, then the references people
-/// already use.
+/// already use; then the others in the order the run measured them (its `--locks`).
 const TIE_ORDER: [&str; 4] = [select::DEFAULT_LOCK, "std", "parking_lot", "pthread"];
 
 #[cfg(test)]

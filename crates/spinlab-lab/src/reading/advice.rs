@@ -73,6 +73,19 @@ impl<T> Tie<'_, T> {
     }
 }
 
+/// `preferred`, then the names of `measured` not among them, in the order first seen: the
+/// order a tie is resolved in, made total so that no tie falls back to the best figure (which,
+/// within a tie, is noise). `measured` is the candidates in the order the run measured them.
+pub fn total_order<'a>(preferred: &[&'a str], measured: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut order = preferred.to_vec();
+    for name in measured {
+        if !order.contains(&name) {
+            order.push(name);
+        }
+    }
+    order
+}
+
 /// `; a, b within the 95% intervals too: a tie on this run, named in the order …` for the
 /// candidates that tied with the one a line names (`others`), or nothing when there are none.
 pub fn tie_words(others: &[&str], order: &[&str]) -> String {
@@ -166,5 +179,16 @@ mod tie_tests {
         assert_eq!(tie.chosen.0, "fast", "outside the intervals the best is named");
         assert_eq!(tie.words(|c| c.0, &order), "");
         assert!(lowest_tie(&[] as &[(&str, f64, f64)], figure, &order).is_none());
+    }
+
+    #[test]
+    fn a_total_order_names_the_same_candidate_whichever_was_faster() {
+        let order = total_order(&["std"], ["b", "a", "std", "b"]);
+        assert_eq!(order, ["std", "b", "a"]);
+        // Neither tied candidate is preferred: the one measured first, on both runs.
+        for (a, b) in [(10.0, 10.2), (10.2, 10.0)] {
+            let tied = [("a", a, 0.5), ("b", b, 0.5)];
+            assert_eq!(lowest_tie(&tied, figure, &order).unwrap().chosen.0, "b");
+        }
     }
 }

@@ -71,19 +71,25 @@ mod tests {
         assert!(tie.why.contains("comes first among tied locks"), "{}", tie.why);
         let reference = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("parking_lot", "reference", 2, 8.95e6)]);
         assert_eq!(reference.choice, "parking_lot", "{}", reference.why);
-        // Neither the default nor a reference in the tie: the lock with a fairness guarantee,
-        // whichever of the two was faster on this run.
-        for (ttas, ticket) in [(9.0e6, 8.95e6), (8.95e6, 9.0e6)] {
+        // Neither the default nor a reference in the tie: the first lock with a fairness
+        // guarantee in the run's list, then the first in the list, whichever was faster.
+        let tied_on = |rows: &[(&str, &str, f64)]| {
             let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
-            let mut run =
-                contention_run(100, &[("ttas:spin", "spinlab", 2, ttas), ("ticket:spin", "spinlab", 2, ticket)]);
-            for (row, bound) in run.rows.iter_mut().zip(["none", "FIFO"]) {
+            let listed: Vec<(&str, &str, u64, f64)> = rows.iter().map(|&(l, _, t)| (l, "spinlab", 2, t)).collect();
+            let mut run = contention_run(100, &listed);
+            for (row, &(_, bound, _)) in run.rows.iter_mut().zip(rows) {
                 row.set("bound", bound);
             }
             results.runs.push(run);
-            let fair = recommend(&Context::new(&results)).remove(0);
+            recommend(&Context::new(&results)).remove(0)
+        };
+        for (x, y, z) in [(9.0e6, 8.95e6, 8.93e6), (8.93e6, 8.95e6, 9.0e6), (8.95e6, 9.0e6, 8.93e6)] {
+            let fair =
+                tied_on(&[("ttas:spin", "none", x), ("ticket:spin", "FIFO", y), ("fair:spin", "round-robin", z)]);
             assert_eq!(fair.choice, "ticket:spin", "{}", fair.why);
             assert!(fair.why.contains("a tie on this run"), "{}", fair.why);
+            let listed = tied_on(&[("ttas:spin", "none", x), ("tas:spin", "none", y), ("clh:spin", "none", z)]);
+            assert_eq!(listed.choice, "ttas:spin", "{}", listed.why);
         }
         let clear =
             advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("bounded:pause-yield-park", "spinlab", 2, 7.0e6)]);
