@@ -20,6 +20,7 @@
 //! virtual machine's CPUs, above all), so a real change between runs is still marked.
 
 use crate::error::LabError;
+use crate::experiments::contention::UNCONTENDED_FLOOR_NS;
 use crate::reading::scorecard::Verdict;
 use crate::reading::Context;
 use crate::report::scorecard::findings;
@@ -181,6 +182,7 @@ pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparis
     let cpu = |r: &Results| r.machine.get("cpu_model").and_then(Value::as_str).unwrap_or("unknown CPU").to_string();
     let mut out = format!("A: {a_name} ({})\nB: {b_name} ({})\n", cpu(a), cpu(b));
     out.push_str(&line_transfers(a, b));
+    out.push_str(&uncontended_floors(a, b));
     let mut experiments: Vec<&str> = Vec::new();
     for line in &c.lines {
         if !experiments.contains(&line.experiment.as_str()) {
@@ -252,6 +254,47 @@ fn line_transfers(a: &Results, b: &Results) -> String {
             "note: the machine moved a cache line at a different cost in the two runs (a virtual machine whose \
              host placed its CPUs differently?): figures that depend on it, contention throughput above all, \
              compare two machines, not two runs of one\n",
+        );
+    }
+    out
+}
+
+/// The smallest and largest uncontended floor (the cheapest read-modify-write and a store,
+/// `uncontended_floor_ns`) that a document's contention runs measured, in nanoseconds.
+fn floor_range(results: &Results) -> Option<(f64, f64)> {
+    let ns: Vec<f64> = results
+        .runs
+        .iter()
+        .filter(|run| run.experiment == "contention")
+        .flat_map(|run| run.rows.iter().filter_map(|row| row.number(UNCONTENDED_FLOOR_NS)))
+        .filter(|ns| ns.is_finite() && *ns > 0.0)
+        .collect();
+    Some((ns.iter().copied().reduce(f64::min)?, ns.iter().copied().reduce(f64::max)?))
+}
+
+/// A line on the speed the two documents ran the same instructions at: the uncontended floor
+/// each measured, and a note when the two ranges lie more than 2% apart. Each run times the
+/// floor to within 1% (two reports in one host state gave 2.395 and 2.397 ns), so ranges
+/// apart are a host that ran the CPUs at another speed. On this project's 2-CPU guest the floor took 2.40-2.97 ns from one run to the next,
+/// and the fair lock's uncontended cost over the spinlock's (seed 003's 2.01) moved with it:
+/// 2.07-2.16 where the floor was 2.40-2.52 ns, 2.00-2.06 where it was 2.60-2.97 ns.
+fn uncontended_floors(a: &Results, b: &Results) -> String {
+    let (Some(fa), Some(fb)) = (floor_range(a), floor_range(b)) else {
+        return String::new();
+    };
+    let range = |(lo, hi): (f64, f64)| {
+        if hi - lo < 0.005 {
+            format!("{lo:.2} ns")
+        } else {
+            format!("{lo:.2}-{hi:.2} ns")
+        }
+    };
+    let mut out = format!("uncontended floor (a read-modify-write and a store): A {}, B {}\n", range(fa), range(fb));
+    if fb.0 > 1.02 * fa.1 || fa.0 > 1.02 * fb.1 {
+        out.push_str(
+            "note: the same instructions took different times in the two runs (a host that ran the CPUs at \
+             another speed?): figures in nanoseconds, and ratios between unlike instructions such as seed 003's \
+             uncontended fairlock-over-spinlock cost, follow it\n",
         );
     }
     out
@@ -410,6 +453,26 @@ mod tests {
         assert!(!moved(5.0, 0.3, 5.4, 0.4), "0.4 is within √(0.3² + 0.4²) = 0.5");
         assert!(moved(5.0, 0.3, 5.6, 0.4), "0.6 is beyond 0.5");
         assert!(moved(5.6, 0.4, 5.0, 0.3), "either direction");
+    }
+
+    fn with_floors(floors: &[f64]) -> Results {
+        let mut run = crate::results::Run::new("contention");
+        run.rows = floors.iter().map(|&f| Row::new().with("lock", "ttas:spin").with(UNCONTENDED_FLOOR_NS, f)).collect();
+        let mut results = Results::new(&serde_json::json!({"cpu_model": "test CPU"}));
+        results.runs = vec![run];
+        results
+    }
+
+    #[test]
+    fn floors_apart_get_a_note_and_overlapping_ones_none() {
+        let apart = uncontended_floors(&with_floors(&[2.395, 2.396]), &with_floors(&[2.451, 2.602]));
+        assert!(apart.starts_with("uncontended floor (a read-modify-write and a store): A 2.40 ns, B 2.45-2.60 ns"));
+        assert!(apart.contains("note: the same instructions took different times"), "{apart}");
+        let overlapping = uncontended_floors(&with_floors(&[2.40, 2.82]), &with_floors(&[2.45, 2.60]));
+        assert!(!overlapping.contains("note"), "{overlapping}");
+        let within_two_percent = uncontended_floors(&with_floors(&[2.395, 2.396]), &with_floors(&[2.397, 2.817]));
+        assert!(!within_two_percent.contains("note"), "{within_two_percent}");
+        assert_eq!(uncontended_floors(&with_floors(&[]), &with_floors(&[2.4])), "");
     }
 
     #[test]

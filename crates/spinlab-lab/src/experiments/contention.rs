@@ -50,6 +50,9 @@ pub const THROUGHPUT_OPS_S: &str = "throughput_ops_s";
 pub const THROUGHPUT_CI95_OPS_S: &str = "throughput_ci95_ops_s";
 /// One thread's uncontended lock/unlock pair.
 pub const UNCONTENDED_NS: &str = "uncontended_ns";
+/// The row key of the uncontended floor measured beside the locks (the cheapest
+/// read-modify-write and a store).
+pub const UNCONTENDED_FLOOR_NS: &str = "uncontended_floor_ns";
 /// Acquisitions per thread, over all repetitions.
 pub const PER_THREAD: &str = "per_thread";
 /// Jain's fairness index of the per-thread acquisitions (1 is even).
@@ -607,7 +610,7 @@ impl Contention {
 /// The floor's uncontended pair beside the lock's, and their ratio.
 fn add_uncontended_floor(row: &mut Row, u: &Summary, floor: Option<&Summary>) {
     let Some(f) = floor.filter(|f| f.mean > 0.0) else { return };
-    row.set("uncontended_floor_ns", f.mean);
+    row.set(UNCONTENDED_FLOOR_NS, f.mean);
     row.set("uncontended_floor_ci95_ns", f.ci95);
     row.set("uncontended_vs_floor", u.mean / f.mean);
 }
@@ -739,7 +742,7 @@ impl Experiment for Contention {
             ));
             seen.push(at);
         }
-        if let Some(floor) = run.rows.iter().find_map(|r| r.number("uncontended_floor_ns")) {
+        if let Some(floor) = run.rows.iter().find_map(|r| r.number(UNCONTENDED_FLOOR_NS)) {
             out.push_str(&format!(
                 "uncontended floor (the cheapest read-modify-write and a store, timed in the same rounds): {floor:.2} ns\n"
             ));
