@@ -275,9 +275,10 @@ fn floor_range(results: &Results) -> Option<(f64, f64)> {
 /// A line on the speed the two documents ran the same instructions at: the uncontended floor
 /// each measured, and a note when the two ranges lie more than 2% apart. Each run times the
 /// floor to within 1% (two reports in one host state gave 2.395 and 2.397 ns), so ranges
-/// apart are a host that ran the CPUs at another speed. On this project's 2-CPU guest the floor took 2.40-2.97 ns from one run to the next,
-/// and the fair lock's uncontended cost over the spinlock's (seed 003's 2.01) moved with it:
-/// 2.07-2.16 where the floor was 2.40-2.52 ns, 2.00-2.06 where it was 2.60-2.97 ns.
+/// apart are a host that ran the CPUs at another speed. On this project's 2-CPU guest the
+/// floor took 2.40-2.97 ns from one run to the next, and the fair lock's uncontended cost over
+/// the spinlock's (seed 003's 2.01) moved with the host's speed: 2.07-2.16 in the runs where
+/// `ttas:spin` took 2.38-2.52 ns, 2.00-2.06 where it took 2.55-2.96 ns.
 fn uncontended_floors(a: &Results, b: &Results) -> String {
     let (Some(fa), Some(fb)) = (floor_range(a), floor_range(b)) else {
         return String::new();
