@@ -21,7 +21,7 @@
 
 use crate::error::LabError;
 use crate::experiments::contention::UNCONTENDED_FLOOR_NS;
-use crate::reading::scorecard::Verdict;
+use crate::reading::scorecard::{Finding, Verdict};
 use crate::reading::Context;
 use crate::report::scorecard::findings;
 use crate::report::transfer::Transfers;
@@ -305,7 +305,7 @@ fn uncontended_floors(a: &Results, b: &Results) -> String {
 fn scorecard(a: &Results, b: &Results) -> String {
     let card_a = findings(&Context::new(a));
     let card_b = findings(&Context::new(b));
-    let mut marked = 0;
+    let (mut marked, mut under_a_move) = (0, 0);
     let rows: Vec<Row> = card_a
         .iter()
         .filter_map(|fa| Some((fa, card_b.iter().find(|fb| fb.claim.id == fa.claim.id)?)))
@@ -317,13 +317,20 @@ fn scorecard(a: &Results, b: &Results) -> String {
             };
             let mark = figure_moved || contradict(&fa.verdict, &fb.verdict);
             marked += usize::from(mark);
+            let machine = machine_moved_under(fa, fb);
+            under_a_move += usize::from(mark && machine.is_some());
+            let mark_text = match (mark, machine) {
+                (false, _) => String::new(),
+                (true, None) => "*".to_string(),
+                (true, Some(which)) => format!("* ({which})"),
+            };
             Row::new()
                 .with("claim", fa.claim.id)
                 .with("a", fa.value_text())
                 .with("a_verdict", fa.verdict.name())
                 .with("b", fb.value_text())
                 .with("b_verdict", fb.verdict.name())
-                .with("mark", if mark { "*" } else { "" })
+                .with("mark", mark_text)
         })
         .collect();
     if rows.is_empty() {
@@ -342,11 +349,23 @@ fn scorecard(a: &Results, b: &Results) -> String {
         ],
     ));
     out.push_str(&format!(
-        "\n{} claims compared; {marked} marked * (a figure moved beyond its 95% interval, or the verdicts contradict each other; {}).\n",
+        "\n{} claims compared; {marked} marked * (a figure moved beyond its 95% interval, or the verdicts contradict each other; {}), {under_a_move} of them with the machine changing under a run behind the figure (its line transfer moved: the report's caveat).\n",
         rows.len(),
         by_chance(rows.len())
     ));
     out
+}
+
+/// Which of the two documents saw the machine change under a run behind the claim's figure
+/// (`Finding::machine_moved`: the run's line transfer before and after it differed), in
+/// words: such a figure mixes two machines, and a move between A and B is expected of it.
+fn machine_moved_under(fa: &Finding, fb: &Finding) -> Option<&'static str> {
+    match (fa.machine_moved.is_some(), fb.machine_moved.is_some()) {
+        (true, true) => Some("machine moved under A and B"),
+        (true, false) => Some("machine moved under A"),
+        (false, true) => Some("machine moved under B"),
+        (false, false) => None,
+    }
 }
 
 /// Whether two verdicts on one claim cannot both be right: reproduced against differs, differs
@@ -474,6 +493,24 @@ mod tests {
         let within_two_percent = uncontended_floors(&with_floors(&[2.395, 2.396]), &with_floors(&[2.397, 2.817]));
         assert!(!within_two_percent.contains("note"), "{within_two_percent}");
         assert_eq!(uncontended_floors(&with_floors(&[]), &with_floors(&[2.4])), "");
+    }
+
+    #[test]
+    fn a_claim_whose_run_saw_the_machine_move_says_under_which_document() {
+        let claim = crate::reading::scorecard::Claim {
+            id: "000-test",
+            seed: "000",
+            source: "Table 1",
+            claim: "a claim",
+            paper: "a figure",
+        };
+        let still = Finding::without(&claim, "rows", Verdict::Reproduced);
+        let mut moved_under = still.clone();
+        moved_under.machine_moved = Some("a cache line took 51 ns before this run and 224 ns after it".into());
+        assert_eq!(machine_moved_under(&still, &still), None);
+        assert_eq!(machine_moved_under(&moved_under, &still), Some("machine moved under A"));
+        assert_eq!(machine_moved_under(&still, &moved_under), Some("machine moved under B"));
+        assert_eq!(machine_moved_under(&moved_under, &moved_under), Some("machine moved under A and B"));
     }
 
     #[test]
