@@ -23,6 +23,7 @@ use crate::error::LabError;
 use crate::experiments::contention::UNCONTENDED_FLOOR_NS;
 use crate::reading::scorecard::{Finding, Verdict};
 use crate::reading::Context;
+use crate::report::recommend::recommend;
 use crate::report::scorecard::findings;
 use crate::report::transfer::Transfers;
 use crate::results::format::number;
@@ -222,6 +223,7 @@ pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparis
         ));
         out.push('\n');
     }
+    out.push_str(&recommendations(a, b));
     out.push_str(&scorecard(a, b));
     let marked = c.lines.iter().filter(|l| l.marked).count();
     out.push_str(&format!(
@@ -298,6 +300,39 @@ fn uncontended_floors(a: &Results, b: &Results) -> String {
              uncontended fairlock-over-spinlock cost, follow it\n",
         );
     }
+    out
+}
+
+/// The recommendations of `a` and `b` side by side, situation by situation, with a `*` where
+/// they name different choices.
+fn recommendations(a: &Results, b: &Results) -> String {
+    let lines_b = recommend(&Context::new(b));
+    let mut marked = 0;
+    let rows: Vec<Row> = recommend(&Context::new(a))
+        .iter()
+        .filter_map(|la| Some((la, lines_b.iter().find(|lb| lb.situation == la.situation)?)))
+        .map(|(la, lb)| {
+            let differ = la.choice != lb.choice;
+            marked += usize::from(differ);
+            Row::new()
+                .with("situation", &la.situation)
+                .with("a", &la.choice)
+                .with("b", &lb.choice)
+                .with("mark", if differ { "*" } else { "" })
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nrecommendation (docs/report.md)\n");
+    out.push_str(&table::render(
+        &rows,
+        &[table::col("situation", "if"), table::col("a", "A uses"), table::col("b", "B uses"), table::col("mark", "")],
+    ));
+    out.push_str(&format!(
+        "\n{} situations compared; {marked} marked * (the two name different choices).\n",
+        rows.len()
+    ));
     out
 }
 
@@ -511,6 +546,31 @@ mod tests {
         assert_eq!(machine_moved_under(&moved_under, &still), Some("machine moved under A"));
         assert_eq!(machine_moved_under(&still, &moved_under), Some("machine moved under B"));
         assert_eq!(machine_moved_under(&moved_under, &moved_under), Some("machine moved under A and B"));
+    }
+
+    #[test]
+    fn recommendations_that_name_different_choices_are_marked() {
+        let doc = |ttas: f64, std: f64| {
+            let mut run = crate::results::Run::new("contention");
+            run.param("cs_ns", 100);
+            for (lock, origin, t) in [("ttas:spin", "spinlab", ttas), ("std", "reference", std)] {
+                run.rows.push(
+                    Row::new()
+                        .with("lock", lock)
+                        .with("origin", origin)
+                        .with("threads", 2)
+                        .with("throughput_ops_s", t)
+                        .with("throughput_ci95_ops_s", t * 0.01),
+                );
+            }
+            let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1", "cpu_model": "test CPU"}));
+            results.runs = vec![run];
+            results
+        };
+        let differ = recommendations(&doc(9e6, 6e6), &doc(6e6, 9e6));
+        assert!(differ.contains("1 marked *"), "{differ}");
+        let same = recommendations(&doc(9e6, 6e6), &doc(9.1e6, 6e6));
+        assert!(same.contains("0 marked *"), "{same}");
     }
 
     #[test]
