@@ -321,19 +321,13 @@ fn recommendations(a: &Results, b: &Results) -> String {
                 .with("mark", if differ { "*" } else { "" })
         })
         .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("\nrecommendation (docs/report.md)\n");
-    out.push_str(&table::render(
+    let summary = format!("{} situations compared; {marked} marked * (the two name different choices).", rows.len());
+    section(
+        "recommendation (docs/report.md)",
         &rows,
         &[table::col("situation", "if"), table::col("a", "A uses"), table::col("b", "B uses"), table::col("mark", "")],
-    ));
-    out.push_str(&format!(
-        "\n{} situations compared; {marked} marked * (the two name different choices).\n",
-        rows.len()
-    ));
-    out
+        &summary,
+    )
 }
 
 /// The scorecards of `a` and `b` side by side.
@@ -368,11 +362,13 @@ fn scorecard(a: &Results, b: &Results) -> String {
                 .with("mark", mark_text)
         })
         .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("\nscorecard (the seeds' claims, docs/scorecard.md)\n");
-    out.push_str(&table::render(
+    let summary = format!(
+        "{} claims compared; {marked} marked * (a figure moved beyond its 95% interval, or the verdicts contradict each other; {}), {under_a_move} of them with the machine changing under a run behind the figure (its line transfer moved: the report's caveat).",
+        rows.len(),
+        by_chance(rows.len())
+    );
+    section(
+        "scorecard (the seeds' claims, docs/scorecard.md)",
         &rows,
         &[
             table::col("claim", "claim"),
@@ -382,13 +378,16 @@ fn scorecard(a: &Results, b: &Results) -> String {
             table::col("b_verdict", "B verdict"),
             table::col("mark", ""),
         ],
-    ));
-    out.push_str(&format!(
-        "\n{} claims compared; {marked} marked * (a figure moved beyond its 95% interval, or the verdicts contradict each other; {}), {under_a_move} of them with the machine changing under a run behind the figure (its line transfer moved: the report's caveat).\n",
-        rows.len(),
-        by_chance(rows.len())
-    ));
-    out
+        &summary,
+    )
+}
+
+/// A titled table with its summary line, or nothing when there are no rows.
+fn section(title: &str, rows: &[Row], columns: &[table::Column], summary: &str) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("\n{title}\n{}\n{summary}\n", table::render(rows, columns))
 }
 
 /// Which of the two documents saw the machine change under a run behind the claim's figure
