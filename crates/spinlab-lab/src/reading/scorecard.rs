@@ -68,7 +68,7 @@ impl Estimate {
     /// is infinite, and no verdict rests on it. (First-order propagation gave such a ratio a
     /// finite interval: a spinner's wake-up of 39.6 ± 109.5 µs, one repetition of five caught
     /// by a 197 µs stall, made pthreads/spin 1.69 ± 4.68x, "differs" from the seed's 200x,
-    /// where the other four repetitions gave about 140 ns and 480x.)
+    /// where the median repetition gave 140 ns, and 480x.)
     pub fn ratio(&self, other: &Estimate) -> Option<Estimate> {
         if other.value <= 0.0 || !other.value.is_finite() {
             return None;
