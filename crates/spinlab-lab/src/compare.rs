@@ -28,7 +28,7 @@ use crate::report::scorecard::findings;
 use crate::report::transfer::Transfers;
 use crate::results::format::number;
 pub use crate::results::load;
-use crate::results::{table, Results, Row};
+use crate::results::{table, Results, Row, MOVED_FACTOR, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use serde_json::Value;
 use std::path::Path;
 
@@ -101,6 +101,8 @@ pub struct Line {
     pub ratio: Option<f64>,
     /// The figure [`moved`] from A to B.
     pub marked: bool,
+    /// How the machine differed under the two rows, when it did ([`machine_under`]).
+    pub machine: Option<String>,
 }
 
 /// Everything the comparison found.
@@ -126,6 +128,36 @@ fn by_chance(n: usize) -> String {
     format!("at 5% per figure, about {:.1} of {n} unchanged figures are marked by chance", n as f64 / 20.0)
 }
 
+/// The line transfer measured just before and just after a row (contention's checks around
+/// each configuration), else around its run (`spinlab report`'s checks), when known.
+fn transfers(run: &crate::results::Run, row: &Row) -> Option<(f64, f64)> {
+    let of_row = (row.number(TRANSFER_BEFORE_NS), row.number(TRANSFER_AFTER_NS));
+    match of_row {
+        (Some(before), Some(after)) => Some((before, after)),
+        _ => match run.transfers() {
+            [Some(before), Some(after)] => Some((before, after)),
+            _ => None,
+        },
+    }
+}
+
+/// How the machine differed under two compared rows, in words: it moved a line at a
+/// different cost during one of them (before and after more than [`MOVED_FACTOR`] apart), or
+/// at costs more than a quarter apart in the two documents. A figure that follows the line
+/// transfer (contention throughput, hand-offs, spin wake-ups) then compares two machines.
+fn machine_under(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> Option<String> {
+    let span = |(x, y): (f64, f64)| (x.min(y), x.max(y));
+    let moved_within = |t: Option<(f64, f64)>| t.map(span).is_some_and(|(lo, hi)| hi > MOVED_FACTOR * lo);
+    match (moved_within(a), moved_within(b)) {
+        (true, true) => return Some("machine moved under A and B".into()),
+        (true, false) => return Some("machine moved under A".into()),
+        (false, true) => return Some("machine moved under B".into()),
+        (false, false) => {}
+    }
+    let ((alo, ahi), (blo, bhi)) = (span(a?), span(b?));
+    (blo > 1.25 * ahi || alo > 1.25 * bhi).then(|| format!("line {alo:.0}-{ahi:.0} ns in A, {blo:.0}-{bhi:.0} ns in B"))
+}
+
 /// Matches the rows of `a` and `b`.
 pub fn compare(a: &Results, b: &Results) -> Comparison {
     let mut out = Comparison::default();
@@ -145,6 +177,7 @@ pub fn compare(a: &Results, b: &Results) -> Comparison {
             };
             let run_b_index = b.runs.iter().position(|r| std::ptr::eq(r, run_b.expect("found in it"))).unwrap_or(0);
             matched_b.push((run_b_index, j));
+            let machine = machine_under(transfers(run_a, row_a), transfers(run_b.expect("found in it"), row_b));
             let config = id
                 .iter()
                 .map(|(k, v)| if NUMERIC_CONFIG.contains(&k.as_str()) { format!("{k} {v}") } else { v.clone() })
@@ -164,6 +197,7 @@ pub fn compare(a: &Results, b: &Results) -> Comparison {
                     b_ci,
                     ratio: (va != 0.0).then(|| vb / va),
                     marked: moved(va, a_ci, vb, b_ci),
+                    machine: machine.clone(),
                 });
             }
         }
@@ -204,7 +238,7 @@ pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparis
                     .with("b", number(l.b))
                     .with("b_ci", if l.b_ci > 0.0 { number(l.b_ci) } else { String::new() })
                     .with("ratio", l.ratio.map_or("-".to_string(), |r| format!("{r:.3}")))
-                    .with("mark", if l.marked { "*" } else { "" })
+                    .with("mark", mark_words(l.marked, l.machine.as_deref()))
             })
             .collect();
         out.push_str(&format!("\n{experiment}\n"));
@@ -226,8 +260,9 @@ pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparis
     out.push_str(&recommendations(a, b));
     out.push_str(&scorecard(a, b));
     let marked = c.lines.iter().filter(|l| l.marked).count();
+    let under_machine = c.lines.iter().filter(|l| l.marked && l.machine.is_some()).count();
     out.push_str(&format!(
-        "\n{} figures compared; {marked} marked * (the difference exceeds its 95% interval, √(A's² + B's²); {}). Rows only in A: {}; only in B: {}.\n",
+        "\n{} figures compared; {marked} marked * (the difference exceeds its 95% interval, √(A's² + B's²); {}), {under_machine} of them where the machine moved a line at another cost under one of the two rows or between them (named beside the mark). Rows only in A: {}; only in B: {}.\n",
         c.lines.len(),
         by_chance(c.lines.len()),
         c.only_a,
@@ -348,11 +383,7 @@ fn scorecard(a: &Results, b: &Results) -> String {
             marked += usize::from(mark);
             let machine = machine_moved_under(fa, fb);
             under_a_move += usize::from(mark && machine.is_some());
-            let mark_text = match (mark, machine) {
-                (false, _) => String::new(),
-                (true, None) => "*".to_string(),
-                (true, Some(which)) => format!("* ({which})"),
-            };
+            let mark_text = mark_words(mark, machine);
             Row::new()
                 .with("claim", fa.claim.id)
                 .with("a", fa.value_text())
@@ -388,6 +419,15 @@ fn section(title: &str, rows: &[Row], columns: &[table::Column], summary: &str) 
         return String::new();
     }
     format!("\n{title}\n{}\n{summary}\n", table::render(rows, columns))
+}
+
+/// `*`, with how the machine differed beside it when it did; nothing for an unmarked figure.
+fn mark_words(marked: bool, machine: Option<&str>) -> String {
+    match (marked, machine) {
+        (false, _) => String::new(),
+        (true, None) => "*".to_string(),
+        (true, Some(how)) => format!("* ({how})"),
+    }
 }
 
 /// Which of the two documents saw the machine change under a run behind the claim's figure
@@ -570,6 +610,25 @@ mod tests {
         assert!(differ.contains("1 marked *"), "{differ}");
         let same = recommendations(&doc(9e6, 6e6), &doc(9.1e6, 6e6));
         assert!(same.contains("0 marked *"), "{same}");
+    }
+
+    #[test]
+    fn rows_under_a_machine_that_moved_or_differed_say_so() {
+        assert_eq!(machine_under(Some((45.0, 50.0)), Some((48.0, 52.0))), None);
+        assert_eq!(machine_under(Some((51.0, 224.0)), Some((48.0, 52.0))).as_deref(), Some("machine moved under A"));
+        assert_eq!(machine_under(Some((45.0, 50.0)), Some((224.0, 51.0))).as_deref(), Some("machine moved under B"));
+        assert_eq!(
+            machine_under(Some((45.0, 50.0)), Some((218.0, 230.0))).as_deref(),
+            Some("line 45-50 ns in A, 218-230 ns in B")
+        );
+        assert_eq!(machine_under(None, Some((218.0, 230.0))), None, "unknown on one side: nothing to say");
+        let mut run = crate::results::Run::new("wakeup");
+        run.param(TRANSFER_BEFORE_NS, 40.0).param(TRANSFER_AFTER_NS, 51.0);
+        assert_eq!(transfers(&run, &Row::new()), Some((40.0, 51.0)), "the run's, for a row without its own");
+        let row = Row::new().with(TRANSFER_BEFORE_NS, 31.0).with(TRANSFER_AFTER_NS, 218.0);
+        assert_eq!(transfers(&run, &row), Some((31.0, 218.0)), "the row's own first");
+        assert_eq!(mark_words(true, Some("machine moved under A")), "* (machine moved under A)");
+        assert_eq!(mark_words(false, Some("machine moved under A")), "");
     }
 
     #[test]
