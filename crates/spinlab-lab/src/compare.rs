@@ -369,13 +369,16 @@ fn recommendations(a: &Results, b: &Results) -> String {
 fn scorecard(a: &Results, b: &Results) -> String {
     let card_a = findings(&Context::new(a));
     let card_b = findings(&Context::new(b));
-    let (mut marked, mut under_a_move) = (0, 0);
+    let (mut marked, mut under_a_move, mut with_figures) = (0, 0, 0);
     let rows: Vec<Row> = card_a
         .iter()
         .filter_map(|fa| Some((fa, card_b.iter().find(|fb| fb.claim.id == fa.claim.id)?)))
         .map(|(fa, fb)| {
             let figure_moved = match (fa.here, fb.here) {
-                (Some(ea), Some(eb)) => moved(ea.value, ea.ci95, eb.value, eb.ci95),
+                (Some(ea), Some(eb)) => {
+                    with_figures += 1;
+                    moved(ea.value, ea.ci95, eb.value, eb.ci95)
+                }
                 (None, None) => false,
                 _ => true,
             };
@@ -394,9 +397,9 @@ fn scorecard(a: &Results, b: &Results) -> String {
         })
         .collect();
     let summary = format!(
-        "{} claims compared; {marked} marked * (a figure moved beyond its 95% interval, or the verdicts contradict each other; {}), {under_a_move} of them with the machine changing under a run behind the figure (its line transfer moved: the report's caveat).",
+        "{} claims compared, {with_figures} with a figure in both; {marked} marked * (a figure moved beyond its 95% interval, or the verdicts contradict each other; {}), {under_a_move} of them with the machine changing under a run behind the figure (its line transfer moved: the report's caveat).",
         rows.len(),
-        by_chance(rows.len())
+        by_chance(with_figures)
     );
     section(
         "scorecard (the seeds' claims, docs/scorecard.md)",

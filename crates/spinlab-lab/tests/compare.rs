@@ -94,7 +94,7 @@ fn a_report_compared_with_itself_matches_every_row_and_every_claim() {
     let out = spinlab_compare(&report, &report);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("scorecard (the seeds' claims"), "{text}");
-    assert!(text.contains("002-linux-loop-smt") && text.contains("claims compared; 0 marked *"), "{text}");
+    assert!(text.contains("002-linux-loop-smt") && text.contains("with a figure in both; 0 marked *"), "{text}");
 }
 
 #[test]
