@@ -148,14 +148,31 @@ fn transfers(run: &crate::results::Run, row: &Row) -> Option<(f64, f64)> {
 fn machine_under(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> Option<String> {
     let span = |(x, y): (f64, f64)| (x.min(y), x.max(y));
     let moved_within = |t: Option<(f64, f64)>| t.map(span).is_some_and(|(lo, hi)| hi > MOVED_FACTOR * lo);
-    match (moved_within(a), moved_within(b)) {
-        (true, true) => return Some("machine moved under A and B".into()),
-        (true, false) => return Some("machine moved under A".into()),
-        (false, true) => return Some("machine moved under B".into()),
-        (false, false) => {}
+    if let Some(which) = moved_under(moved_within(a), moved_within(b)) {
+        return Some(which.to_string());
     }
     let ((alo, ahi), (blo, bhi)) = (span(a?), span(b?));
-    (blo > 1.25 * ahi || alo > 1.25 * bhi).then(|| format!("line {alo:.0}-{ahi:.0} ns in A, {blo:.0}-{bhi:.0} ns in B"))
+    apart((alo, ahi), (blo, bhi), TRANSFERS_APART)
+        .then(|| format!("line {alo:.0}-{ahi:.0} ns in A, {blo:.0}-{bhi:.0} ns in B"))
+}
+
+/// Line transfers whose ranges lie further apart than this factor come from two placements
+/// of the CPUs, not from one placement's noise.
+const TRANSFERS_APART: f64 = 1.25;
+
+/// Whether the ranges `a` and `b` (lowest, highest) lie more than `factor` apart.
+fn apart(a: (f64, f64), b: (f64, f64), factor: f64) -> bool {
+    b.0 > factor * a.1 || a.0 > factor * b.1
+}
+
+/// "machine moved under A", "… B" or "… A and B", from whether each document saw it move.
+fn moved_under(a: bool, b: bool) -> Option<&'static str> {
+    match (a, b) {
+        (true, true) => Some("machine moved under A and B"),
+        (true, false) => Some("machine moved under A"),
+        (false, true) => Some("machine moved under B"),
+        (false, false) => None,
+    }
 }
 
 /// Matches the rows of `a` and `b`.
@@ -286,7 +303,7 @@ fn line_transfers(a: &Results, b: &Results) -> String {
             out.push_str(&format!("note: within {name} itself {note}\n"));
         }
     }
-    if tb.lo > 1.25 * ta.hi || ta.lo > 1.25 * tb.hi {
+    if apart((ta.lo, ta.hi), (tb.lo, tb.hi), TRANSFERS_APART) {
         out.push_str(
             "note: the machine moved a cache line at a different cost in the two runs (a virtual machine whose \
              host placed its CPUs differently?): figures that depend on it, contention throughput above all, \
@@ -328,7 +345,7 @@ fn uncontended_floors(a: &Results, b: &Results) -> String {
         }
     };
     let mut out = format!("uncontended floor (a read-modify-write and a store): A {}, B {}\n", range(fa), range(fb));
-    if fb.0 > 1.02 * fa.1 || fa.0 > 1.02 * fb.1 {
+    if apart(fa, fb, 1.02) {
         out.push_str(
             "note: the same instructions took different times in the two runs (a host that ran the CPUs at \
              another speed?): figures in nanoseconds, and ratios between unlike instructions such as seed 003's \
@@ -437,12 +454,7 @@ fn mark_words(marked: bool, machine: Option<&str>) -> String {
 /// (`Finding::machine_moved`: the run's line transfer before and after it differed), in
 /// words: such a figure mixes two machines, and a move between A and B is expected of it.
 fn machine_moved_under(fa: &Finding, fb: &Finding) -> Option<&'static str> {
-    match (fa.machine_moved.is_some(), fb.machine_moved.is_some()) {
-        (true, true) => Some("machine moved under A and B"),
-        (true, false) => Some("machine moved under A"),
-        (false, true) => Some("machine moved under B"),
-        (false, false) => None,
-    }
+    moved_under(fa.machine_moved.is_some(), fb.machine_moved.is_some())
 }
 
 /// Whether two verdicts on one claim cannot both be right: reproduced against differs, differs

@@ -1345,15 +1345,15 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     // within the intervals, which one that is is noise.
     let fastest_t = fastest.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
     let ties = |r: &&Row| fastest_t - ci(fastest) <= r.number(THROUGHPUT_OPS_S).unwrap_or(0.0) + ci(r);
-    let tied: Vec<&Row> = at.iter().copied().filter(ties).collect();
-    let tied_listed: Vec<&Row> = listed.iter().copied().filter(ties).collect();
-    let named = |name: &str| tied_listed.iter().copied().find(|r| r.text(LOCK) == Some(name));
-    let guaranteed = || tied_listed.iter().copied().find(|r| r.text("bound").is_some_and(|b| b != "none"));
+    // The tied locks in the run's order (the order the choice and the line's words follow).
+    let tied: Vec<&Row> = listed.iter().copied().filter(ties).collect();
+    let named = |name: &str| tied.iter().copied().find(|r| r.text(LOCK) == Some(name));
+    let guaranteed = || tied.iter().copied().find(|r| r.text("bound").is_some_and(|b| b != "none"));
     let best = std::iter::once(select::DEFAULT_LOCK)
         .chain(PREFERRED_REFERENCES)
         .find_map(named)
         .or_else(guaranteed)
-        .or_else(|| tied_listed.first().copied())
+        .or_else(|| tied.first().copied())
         .unwrap_or(fastest);
     let name = best.text(LOCK).unwrap_or("?");
     let t = best.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
