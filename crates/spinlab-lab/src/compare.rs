@@ -28,7 +28,7 @@ use crate::report::scorecard::findings;
 use crate::report::transfer::Transfers;
 use crate::results::format::number;
 pub use crate::results::load;
-use crate::results::{table, Results, Row, MOVED_FACTOR, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
+use crate::results::{table, transfers_moved, Results, Row, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use serde_json::Value;
 use std::path::Path;
 
@@ -142,12 +142,12 @@ fn transfers(run: &crate::results::Run, row: &Row) -> Option<(f64, f64)> {
 }
 
 /// How the machine differed under two compared rows, in words: it moved a line at a
-/// different cost during one of them (before and after more than [`MOVED_FACTOR`] apart), or
+/// different cost during one of them ([`transfers_moved`]), or
 /// at costs more than a quarter apart in the two documents. A figure that follows the line
 /// transfer (contention throughput, hand-offs, spin wake-ups) then compares two machines.
 fn machine_under(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> Option<String> {
     let span = |(x, y): (f64, f64)| (x.min(y), x.max(y));
-    let moved_within = |t: Option<(f64, f64)>| t.map(span).is_some_and(|(lo, hi)| hi > MOVED_FACTOR * lo);
+    let moved_within = |t: Option<(f64, f64)>| t.is_some_and(|(x, y)| transfers_moved(x, y));
     if let Some(which) = moved_under(moved_within(a), moved_within(b)) {
         return Some(which.to_string());
     }

@@ -432,6 +432,7 @@ pub(crate) fn one_way_ns(a: usize, b: usize, clock: &Clock) -> Result<f64, LabEr
 }
 
 /// A line transfer measured between two CPUs.
+#[derive(Clone, Copy)]
 pub(crate) struct Transfer {
     /// The CPU pair.
     pub a: usize,

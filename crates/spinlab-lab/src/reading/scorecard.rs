@@ -242,7 +242,8 @@ pub struct Finding {
     /// Set when a run behind the figure ran under load (the run's `under_load` words).
     pub under_load: Option<String>,
     /// Set when the machine moved a cache line at a different cost before and after a run
-    /// behind the figure (`spinlab report` measures it around every run).
+    /// behind the figure (`spinlab report` measures it around every run), or before and after
+    /// the rows behind it where they carry their own transfers ([`Finding::read_from`]).
     pub machine_moved: Option<String>,
 }
 
@@ -282,6 +283,16 @@ impl Finding {
             under_load: load_of(ctx, experiment),
             machine_moved: ctx.runs_of(experiment).iter().find_map(|r| r.machine_moved()),
         }
+    }
+
+    /// Judges the machine's moves by the transfers `row` carries, where it carries any: a
+    /// contention row measures them around its own configuration, which the run measured
+    /// again while the machine moved under it, so the run's moves elsewhere do not touch it.
+    pub fn read_from(mut self, row: &Row) -> Finding {
+        if row.has_transfers() {
+            self.machine_moved = row.machine_moved();
+        }
+        self
     }
 
     /// This machine's figure with its interval: `0.52 ± 0.04x`.

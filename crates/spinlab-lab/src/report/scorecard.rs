@@ -416,6 +416,37 @@ mod tests {
     }
 
     #[test]
+    fn a_contention_claim_reads_the_machine_under_its_own_rows_when_they_carry_transfers() {
+        let doc = |transfers: Option<(f64, f64)>| {
+            let mut run = Run::new("contention");
+            run.param("cs_ns", 100).param("line_transfer_before_ns", 40.0).param("line_transfer_after_ns", 200.0);
+            run.rows = ["ttas:spin", "fair:spin"]
+                .iter()
+                .map(|lock| {
+                    let row = contention_row(lock, 4, 3.0, 100.0);
+                    match transfers {
+                        Some((b, a)) => row.with("line_transfer_before_ns", b).with("line_transfer_after_ns", a),
+                        None => row,
+                    }
+                })
+                .collect();
+            document(vec![run])
+        };
+        let moved = |transfers| {
+            let doc = doc(transfers);
+            let all = findings(&Context::new(&doc));
+            finding(&all, "003-fairlock-throughput").machine_moved.clone()
+        };
+        // The run moved (another configuration, measured again), these rows held still.
+        assert_eq!(moved(Some((45.0, 50.0))), None);
+        // These rows moved: said with their own transfers.
+        let words = moved(Some((45.0, 220.0))).unwrap();
+        assert!(words.contains("45 ns") && words.contains("220 ns"), "{words}");
+        // Rows without transfers of their own: the run's.
+        assert!(moved(None).unwrap().contains("200 ns"));
+    }
+
+    #[test]
     fn the_terminal_table_and_the_page_carry_every_claim_and_the_other_machine() {
         let empty = document(Vec::new());
         let ctx = Context::new(&empty);

@@ -8,7 +8,7 @@
 //! disagree with one another, and neither is wrong.
 
 use crate::experiments::handoff;
-use crate::results::{Results, MOVED_FACTOR, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
+use crate::results::{transfers_moved, Results, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 
 /// A document's one-way line-transfer figures, in nanoseconds.
 pub struct Transfers {
@@ -50,10 +50,10 @@ impl Transfers {
         }
     }
 
-    /// When the largest transfer is more than [`MOVED_FACTOR`] times the smallest, what that
+    /// When the largest transfer is more than [`MOVED_FACTOR`](crate::results::MOVED_FACTOR) times the smallest, what that
     /// means for the document's figures, in words.
     pub fn moved(&self) -> Option<String> {
-        (self.hi > MOVED_FACTOR * self.lo).then(|| {
+        transfers_moved(self.lo, self.hi).then(|| {
             format!(
                 "a line moved in {:.0} ns at one time and {:.0} ns at another: the machine changed under the run (a \
                  virtual machine whose host moved its CPUs?), and figures that follow the transfer (hand-off, spin \

@@ -35,6 +35,20 @@ pub const TRANSFER_AFTER_NS: &str = "line_transfer_after_ns";
 /// floor's ping-pong repeats to within a few percent while the machine holds still.
 pub const MOVED_FACTOR: f64 = 1.5;
 
+/// Whether two line transfers lie more than [`MOVED_FACTOR`] apart: the machine changed
+/// between them.
+pub fn transfers_moved(a: f64, b: f64) -> bool {
+    a.max(b) > MOVED_FACTOR * a.min(b)
+}
+
+/// When the line transfers just before and just after `what` lie more than [`MOVED_FACTOR`]
+/// apart: the machine changed under it, in words.
+fn moved_words(before: f64, after: f64, what: &str) -> Option<String> {
+    transfers_moved(before, after).then(|| {
+        format!("a cache line took {before:.0} ns to move between two CPUs just before {what} and {after:.0} ns just after it")
+    })
+}
+
 /// The schema name every document carries.
 pub const SCHEMA: &str = "spinlab.results/1";
 
@@ -157,9 +171,7 @@ impl Run {
     /// the machine changed under the run, in words.
     pub fn machine_moved(&self) -> Option<String> {
         let [Some(before), Some(after)] = self.transfers() else { return None };
-        (before.max(after) > MOVED_FACTOR * before.min(after)).then(|| {
-            format!("a cache line took {before:.0} ns to move between two CPUs just before this run and {after:.0} ns just after it")
-        })
+        moved_words(before, after, "this run")
     }
 
     /// Adds a parameter.
@@ -219,6 +231,19 @@ impl Row {
     /// The number under `key`, if it is one.
     pub fn number(&self, key: &str) -> Option<f64> {
         self.0.get(key).and_then(Value::as_f64)
+    }
+
+    /// When the line transfers a row carries (contention measures them around each
+    /// configuration) lie more than [`MOVED_FACTOR`] apart, in words; `None` when they held
+    /// still or the row has none.
+    pub fn machine_moved(&self) -> Option<String> {
+        let (before, after) = (self.number(TRANSFER_BEFORE_NS)?, self.number(TRANSFER_AFTER_NS)?);
+        moved_words(before, after, "this row's locks ran")
+    }
+
+    /// Whether the row carries its own line transfers (see [`Row::machine_moved`]).
+    pub fn has_transfers(&self) -> bool {
+        self.number(TRANSFER_BEFORE_NS).is_some() && self.number(TRANSFER_AFTER_NS).is_some()
     }
 
     /// Whether the row was skipped.
