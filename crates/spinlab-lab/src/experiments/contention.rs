@@ -29,7 +29,7 @@ use crate::measure::stats::{jain, mean, population_rsd_pct};
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
-use crate::reading::advice::{caveats_of, missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{caveats_of_row, missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
@@ -1465,7 +1465,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
         why.push_str(&format!("; {} ns per uncontended lock/unlock", number(u)));
     }
     let mut line = Advice::new(situation, name.to_string(), why);
-    line.caveats = caveats_of([run]);
+    line.caveats = caveats_of_row(run, best);
     line
 }
 

@@ -129,17 +129,31 @@ pub struct Contribution {
 pub fn caveats_of<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<String> {
     let mut caveats = Vec::new();
     for run in runs {
-        let said = [
-            run.under_load().map(|w| format!("{} ran under load: {w}", run.experiment)),
-            run.machine_moved().map(|w| format!("the machine changed under {}: {w}", run.experiment)),
-        ];
-        for caveat in said.into_iter().flatten() {
+        for caveat in caveats_with(run, run.machine_moved()) {
             if !caveats.contains(&caveat) {
                 caveats.push(caveat);
             }
         }
     }
     caveats
+}
+
+/// [`caveats_of`] for a line read from one row of `run`: the run's load, and the machine's
+/// moves under that row where it carries line transfers of its own ([`Row::machine_moved`]:
+/// contention measures a thread count again while the machine moves under it), else under
+/// the run.
+pub fn caveats_of_row(run: &Run, row: &Row) -> Vec<String> {
+    let moved = if row.has_transfers() { row.machine_moved() } else { run.machine_moved() };
+    caveats_with(run, moved).collect()
+}
+
+/// `run`'s load and the machine's move `moved`, in words.
+fn caveats_with(run: &Run, moved: Option<String>) -> impl Iterator<Item = String> {
+    let said = [
+        run.under_load().map(|w| format!("{} ran under load: {w}", run.experiment)),
+        moved.map(|w| format!("the machine changed under {}: {w}", run.experiment)),
+    ];
+    said.into_iter().flatten()
 }
 
 /// Why an experiment has no usable rows: not run, or every configuration skipped.

@@ -135,6 +135,22 @@ mod tests {
         assert_eq!(long.choice, "ttas:spin", "the long line recommends, from the run that held still");
         let loaded = advice_for(&[(UNDER_LOAD, "other processes used 35% of the CPUs".into())]);
         assert_eq!(loaded[0].caveats, ["contention ran under load: other processes used 35% of the CPUs"]);
+        // Rows with transfers of their own (measured again until the machine held still under
+        // them): the run's move elsewhere is not theirs, and their own move is said.
+        let rows_moved = |after: f64| {
+            let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+            let mut run = contention_run(100, &[("ttas:spin", "spinlab", 2, 9e6), ("std", "reference", 2, 6e6)]);
+            run.param(TRANSFER_BEFORE_NS, 40.0).param(TRANSFER_AFTER_NS, 200.0);
+            for row in &mut run.rows {
+                row.set(TRANSFER_BEFORE_NS, 45.0);
+                row.set(TRANSFER_AFTER_NS, after);
+            }
+            results.runs.push(run);
+            recommend(&Context::new(&results)).remove(0).caveats
+        };
+        assert!(rows_moved(50.0).is_empty(), "{:?}", rows_moved(50.0));
+        let own = rows_moved(230.0);
+        assert!(own.len() == 1 && own[0].contains("45 ns") && own[0].contains("230 ns"), "{own:?}");
     }
 
     #[test]
