@@ -36,7 +36,7 @@ use crate::reading::{distinct, measured, value_string, Context, Panel};
 use crate::results::format::{duration_words, number};
 use crate::results::keys::{BELOW_FLOOR, LOCK, ORIGIN, PLACEMENT, THREADS};
 use crate::results::table::{col, Column};
-use crate::results::{transfers_moved, Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
+use crate::results::{transfers_moved, Row, Run, ATTEMPTS, MOVED_UNDER_NS, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
 use clap::Args;
 use serde_json::json;
@@ -67,15 +67,10 @@ pub const JAIN_CPU_TIME: &str = "jain_cpu_time";
 /// The CPU pair of the line-transfer figures ([`TRANSFER_BEFORE_NS`], [`TRANSFER_AFTER_NS`]:
 /// ping-pong between them just before and just after the locks ran at the configuration).
 pub const LINE_TRANSFER_CPUS: &str = "line_transfer_cpus";
-/// How many times the configuration was measured: more than once when the machine moved a
-/// line at a different cost before and after an attempt ([`MOVED_UNDER_NS`]).
-pub const ATTEMPTS_KEY: &str = "attempts";
-/// The line transfers (before, after, in nanoseconds) around each discarded attempt.
-pub const MOVED_UNDER_NS: &str = "moved_under_ns";
 /// Attempts at a configuration, in all, while the machine moves under them. Each attempt runs
 /// every lock through the stopping rule, so a third costs as much as the first; a machine that
 /// moves under three in a row is reported as moved.
-const ATTEMPTS: usize = 3;
+const MAX_ATTEMPTS: usize = 3;
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
 /// references.
@@ -702,13 +697,13 @@ struct Kept<T> {
 }
 
 /// Runs `attempt` (numbered from 1) until the line transfers around it hold still, at most
-/// [`ATTEMPTS`] times.
+/// [`MAX_ATTEMPTS`] times.
 fn until_still<T>(mut attempt: impl FnMut(usize) -> Result<(T, Around), LabError>) -> Result<Kept<T>, LabError> {
     let mut moved_under = Vec::new();
     loop {
         let (result, transfers) = attempt(moved_under.len() + 1)?;
         match transfers {
-            Some((b, a)) if transfers_moved(b.ns, a.ns) && moved_under.len() + 1 < ATTEMPTS => {
+            Some((b, a)) if transfers_moved(b.ns, a.ns) && moved_under.len() + 1 < MAX_ATTEMPTS => {
                 moved_under.push([b.ns, a.ns]);
             }
             _ => return Ok(Kept { result, transfers, moved_under }),
@@ -858,7 +853,7 @@ impl Experiment for Contention {
                 // just after the locks ran: on a virtual machine it changes when the host moves
                 // the virtual CPUs, and with it which lock is fastest. A configuration the
                 // machine changed under mixes two machines' figures, so it is measured again,
-                // every lock, up to ATTEMPTS times in all; the rows keep the last attempt and
+                // every lock, up to MAX_ATTEMPTS times in all; the rows keep the last attempt and
                 // say what the earlier ones saw.
                 let Kept { result: measured, transfers, moved_under } = until_still(|attempt| {
                     if attempt > 1 {
@@ -872,7 +867,7 @@ impl Experiment for Contention {
                 progress.inc();
                 let mut config_rows = self.rows(&plan, lab, &at, &cpus, &measured, &uncontended);
                 for row in config_rows.iter_mut().filter(|r| !r.is_skipped()) {
-                    row.set(ATTEMPTS_KEY, moved_under.len() + 1);
+                    row.set(ATTEMPTS, moved_under.len() + 1);
                     row.set(MOVED_UNDER_NS, &moved_under);
                     if let Some((before, after)) = transfers {
                         row.set(LINE_TRANSFER_CPUS, format!("{},{}", before.a, before.b));
@@ -1514,10 +1509,10 @@ mod tests {
         // Moved back the other way: that counts as moving too.
         let (kept, _, moved) = attempts(&[Some((228.0, 45.0)), Some((230.0, 31.0)), Some((31.0, 33.0))]);
         assert_eq!((kept, moved), (3, vec![[228.0, 45.0], [230.0, 31.0]]));
-        // Moving under every attempt: the last is kept, as moved, after ATTEMPTS in all.
+        // Moving under every attempt: the last is kept, as moved, after MAX_ATTEMPTS in all.
         let always = vec![Some((40.0, 200.0)); 10];
         let (kept, last, moved) = attempts(&always);
-        assert_eq!((kept, last, moved.len()), (ATTEMPTS, Some((40.0, 200.0)), ATTEMPTS - 1));
+        assert_eq!((kept, last, moved.len()), (MAX_ATTEMPTS, Some((40.0, 200.0)), MAX_ATTEMPTS - 1));
         // One CPU, no transfer: nothing to judge, one attempt.
         assert_eq!(attempts(&[None]), (1, None, vec![]));
     }

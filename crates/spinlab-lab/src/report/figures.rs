@@ -133,12 +133,19 @@ fn figure(ctx: &Context<'_>, experiment: Option<&dyn Experiment>, name: &str, ru
     fig
 }
 
-/// A note per run taken while other work held the CPUs (`under_load`).
+/// A note per run taken while other work held the CPUs (`under_load`), and per run whose
+/// configurations were measured again while the machine moved under them.
 fn under_load_notes(runs: &[&Run]) -> Vec<String> {
-    runs.iter()
+    let loaded = runs
+        .iter()
         .filter_map(|run| run.under_load())
-        .map(|why| format!("Taken under load: {why}. These figures may not hold on an idle machine."))
-        .collect()
+        .map(|why| format!("Taken under load: {why}. These figures may not hold on an idle machine."));
+    let again = runs.iter().filter_map(|run| run.remeasured()).map(|words| {
+        let mut words = words;
+        words[..1].make_ascii_uppercase();
+        format!("{words}; the rows carry the line transfers around each attempt (attempts, moved_under_ns).")
+    });
+    loaded.chain(again).collect()
 }
 
 /// The first figure key of the rows (a number with a unit suffix), drawn as bars per row.

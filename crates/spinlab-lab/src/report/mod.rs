@@ -193,6 +193,9 @@ pub fn summary(results: &Results, advice: &[recommend::Advice], card: &Scorecard
         if let Some(why) = run.under_load() {
             out.push_str(&format!("  {:<13} under load: {why}\n", ""));
         }
+        if let Some(again) = run.remeasured() {
+            out.push_str(&format!("  {:<13} {again}\n", ""));
+        }
     }
     let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
     out.push_str(&format!("  {:<13} {:>6.1} s\n", "total", total));

@@ -35,6 +35,12 @@ pub const TRANSFER_AFTER_NS: &str = "line_transfer_after_ns";
 /// floor's ping-pong repeats to within a few percent while the machine holds still.
 pub const MOVED_FACTOR: f64 = 1.5;
 
+/// How many times a contention configuration was measured: more than once when the machine
+/// moved a line at a different cost before and after an attempt ([`MOVED_UNDER_NS`]).
+pub const ATTEMPTS: &str = "attempts";
+/// The line transfers (before, after, in nanoseconds) around each discarded attempt.
+pub const MOVED_UNDER_NS: &str = "moved_under_ns";
+
 /// Whether two line transfers lie more than [`MOVED_FACTOR`] apart: the machine changed
 /// between them.
 pub fn transfers_moved(a: f64, b: f64) -> bool {
@@ -174,6 +180,37 @@ impl Run {
         moved_words(before, after, "this run")
     }
 
+    /// When configurations were measured again because the machine moved under them (rows
+    /// with [`ATTEMPTS`] above one), how many, in words: `2 of 4 configurations measured
+    /// again while the machine moved under them; it moved under all 3 attempts at 1 (its
+    /// figures mix two machines)`.
+    pub fn remeasured(&self) -> Option<String> {
+        // One entry per configuration (its threads and placement): attempts, and whether the
+        // machine moved under the one kept.
+        let mut configs: Vec<([Option<&Value>; 2], u64, bool)> = Vec::new();
+        for row in self.rows.iter().filter(|r| !r.is_skipped()) {
+            let Some(attempts) = row.number(ATTEMPTS) else { continue };
+            let config = [row.get(keys::THREADS), row.get(keys::PLACEMENT)];
+            if !configs.iter().any(|(c, ..)| *c == config) {
+                configs.push((config, attempts as u64, row.machine_moved().is_some()));
+            }
+        }
+        let again = configs.iter().filter(|(_, n, _)| *n > 1).count();
+        if again == 0 {
+            return None;
+        }
+        let mut words =
+            format!("{again} of {} configurations measured again while the machine moved under them", configs.len());
+        let moved_every_time: Vec<u64> = configs.iter().filter(|(_, n, moved)| *n > 1 && *moved).map(|c| c.1).collect();
+        if let Some(n) = moved_every_time.iter().max() {
+            words.push_str(&format!(
+                "; it moved under all {n} attempts at {} (those figures mix two machines)",
+                moved_every_time.len()
+            ));
+        }
+        Some(words)
+    }
+
     /// Adds a parameter.
     pub fn param(&mut self, key: &str, value: impl Serialize) -> &mut Self {
         self.params.insert(key.to_string(), to_value(value));
@@ -273,6 +310,38 @@ impl Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_says_how_many_configurations_it_measured_again_and_under_which_the_machine_kept_moving() {
+        let row = |lock: &str, threads: u64, attempts: u64, after: f64| {
+            Row::new()
+                .with("lock", lock)
+                .with(keys::THREADS, threads)
+                .with(ATTEMPTS, attempts)
+                .with(TRANSFER_BEFORE_NS, 45.0)
+                .with(TRANSFER_AFTER_NS, after)
+        };
+        let mut run = Run::new("contention");
+        // Two locks per configuration: each configuration counts once.
+        run.rows = vec![row("a", 2, 1, 50.0), row("b", 2, 1, 50.0), row("a", 4, 2, 48.0), row("b", 4, 2, 48.0)];
+        assert_eq!(
+            run.remeasured().as_deref(),
+            Some("1 of 2 configurations measured again while the machine moved under them")
+        );
+        run.rows.extend([row("a", 8, 3, 230.0), row("b", 8, 3, 230.0)]);
+        assert_eq!(
+            run.remeasured().as_deref(),
+            Some(
+                "2 of 3 configurations measured again while the machine moved under them; it moved under all 3 \
+                 attempts at 1 (those figures mix two machines)"
+            )
+        );
+        // Every configuration held still at once, or the rows carry no attempts: nothing to say.
+        run.rows = vec![row("a", 2, 1, 50.0)];
+        assert_eq!(run.remeasured(), None);
+        run.rows = vec![Row::new().with("lock", "a")];
+        assert_eq!(run.remeasured(), None);
+    }
 
     #[test]
     fn summary_keys_carry_the_unit_last() {
