@@ -152,8 +152,9 @@ fn machine_under(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> Option<String>
         return Some(which.to_string());
     }
     let ((alo, ahi), (blo, bhi)) = (span(a?), span(b?));
+    let range = |lo, hi| Transfers { lo, hi }.range();
     apart((alo, ahi), (blo, bhi), TRANSFERS_APART)
-        .then(|| format!("line {alo:.0}-{ahi:.0} ns in A, {blo:.0}-{bhi:.0} ns in B"))
+        .then(|| format!("line {} in A, {} in B", range(alo, ahi), range(blo, bhi)))
 }
 
 /// Line transfers whose ranges lie further apart than this factor come from two placements
@@ -356,24 +357,31 @@ fn uncontended_floors(a: &Results, b: &Results) -> String {
 }
 
 /// The recommendations of `a` and `b` side by side, situation by situation, with a `*` where
-/// they name different choices.
+/// they name different choices, and how the machine differed under the rows the two lines
+/// were chosen from, where they say ([`Advice::transfers`](crate::reading::advice::Advice)).
 fn recommendations(a: &Results, b: &Results) -> String {
     let lines_b = recommend(&Context::new(b));
-    let mut marked = 0;
+    let (mut marked, mut under_machine) = (0, 0);
     let rows: Vec<Row> = recommend(&Context::new(a))
         .iter()
         .filter_map(|la| Some((la, lines_b.iter().find(|lb| lb.situation == la.situation)?)))
         .map(|(la, lb)| {
             let differ = la.choice != lb.choice;
+            let machine = machine_under(la.transfers, lb.transfers);
             marked += usize::from(differ);
+            under_machine += usize::from(differ && machine.is_some());
             Row::new()
                 .with("situation", &la.situation)
                 .with("a", &la.choice)
                 .with("b", &lb.choice)
-                .with("mark", if differ { "*" } else { "" })
+                .with("mark", mark_words(differ, machine.as_deref()))
         })
         .collect();
-    let summary = format!("{} situations compared; {marked} marked * (the two name different choices).", rows.len());
+    let summary = format!(
+        "{} situations compared; {marked} marked * (the two name different choices), {under_machine} of them where \
+         the machine moved a line at another cost under the rows of one line or between the two (named beside the mark).",
+        rows.len()
+    );
     section(
         "recommendation (docs/report.md)",
         &rows,
@@ -625,6 +633,20 @@ mod tests {
         assert!(differ.contains("1 marked *"), "{differ}");
         let same = recommendations(&doc(9e6, 6e6), &doc(9.1e6, 6e6));
         assert!(same.contains("0 marked *"), "{same}");
+        // Chosen from rows measured on a machine that differed: said beside the mark.
+        let at = |ttas: f64, std: f64, transfer: f64| {
+            let mut doc = doc(ttas, std);
+            for row in &mut doc.runs[0].rows {
+                row.set("line_transfer_before_ns", transfer);
+                row.set("line_transfer_after_ns", transfer + 5.0);
+            }
+            doc
+        };
+        let apart = recommendations(&at(9e6, 6e6, 45.0), &at(6e6, 9e6, 230.0));
+        assert!(apart.contains("* (line 45-50 ns in A, 230-235 ns in B)"), "{apart}");
+        assert!(apart.contains("1 marked *") && apart.contains("1 of them where the machine moved"), "{apart}");
+        let near = recommendations(&at(9e6, 6e6, 45.0), &at(6e6, 9e6, 48.0));
+        assert!(near.contains("0 of them where the machine moved"), "{near}");
     }
 
     #[test]
@@ -635,6 +657,11 @@ mod tests {
         assert_eq!(
             machine_under(Some((45.0, 50.0)), Some((218.0, 230.0))).as_deref(),
             Some("line 45-50 ns in A, 218-230 ns in B")
+        );
+        assert_eq!(
+            machine_under(Some((31.0, 31.2)), Some((45.0, 48.0))).as_deref(),
+            Some("line 31 ns in A, 45-48 ns in B"),
+            "one transfer: one figure, not a range"
         );
         assert_eq!(machine_under(None, Some((218.0, 230.0))), None, "unknown on one side: nothing to say");
         let mut run = crate::results::Run::new("wakeup");

@@ -1461,6 +1461,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     }
     let mut line = Advice::new(situation, name.to_string(), why);
     line.caveats = caveats_of_row(run, best);
+    line.transfers = best.transfers();
     line
 }
 

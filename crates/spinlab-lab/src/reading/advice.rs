@@ -18,12 +18,16 @@ pub struct Advice {
     /// run gets that run's; the recommendation adds those of every run its contribution read
     /// ([`Contribution::reads`]).
     pub caveats: Vec<String>,
+    /// The line transfers (before, after, in ns) around the rows the line was chosen from,
+    /// where those rows carry their own (contention's): `spinlab compare` says so when two
+    /// documents' lines were chosen on a machine that differed.
+    pub transfers: Option<(f64, f64)>,
 }
 
 impl Advice {
     /// A line that recommends `choice` in `situation`, because of `why`.
     pub fn new(situation: &str, choice: String, why: String) -> Advice {
-        Advice { situation: situation.to_string(), choice, why, caveats: Vec::new() }
+        Advice { situation: situation.to_string(), choice, why, caveats: Vec::new(), transfers: None }
     }
 
     /// A line that recommends nothing, saying why.
@@ -143,7 +147,7 @@ pub fn caveats_of<'a>(runs: impl IntoIterator<Item = &'a Run>) -> Vec<String> {
 /// contention measures a thread count again while the machine moves under it), else under
 /// the run.
 pub fn caveats_of_row(run: &Run, row: &Row) -> Vec<String> {
-    let moved = if row.has_transfers() { row.machine_moved() } else { run.machine_moved() };
+    let moved = if row.transfers().is_some() { row.machine_moved() } else { run.machine_moved() };
     caveats_with(run, moved).collect()
 }
 

@@ -289,7 +289,7 @@ impl Finding {
     /// contention row measures them around its own configuration, which the run measured
     /// again while the machine moved under it, so the run's moves elsewhere do not touch it.
     pub fn read_from(mut self, row: &Row) -> Finding {
-        if row.has_transfers() {
+        if row.transfers().is_some() {
             self.machine_moved = row.machine_moved();
         }
         self

@@ -274,13 +274,14 @@ impl Row {
     /// configuration) lie more than [`MOVED_FACTOR`] apart, in words; `None` when they held
     /// still or the row has none.
     pub fn machine_moved(&self) -> Option<String> {
-        let (before, after) = (self.number(TRANSFER_BEFORE_NS)?, self.number(TRANSFER_AFTER_NS)?);
+        let (before, after) = self.transfers()?;
         moved_words(before, after, "this row's locks ran")
     }
 
-    /// Whether the row carries its own line transfers (see [`Row::machine_moved`]).
-    pub fn has_transfers(&self) -> bool {
-        self.number(TRANSFER_BEFORE_NS).is_some() && self.number(TRANSFER_AFTER_NS).is_some()
+    /// The line transfers (before, after, in ns) the row carries, if it carries its own (see
+    /// [`Row::machine_moved`]).
+    pub fn transfers(&self) -> Option<(f64, f64)> {
+        Some((self.number(TRANSFER_BEFORE_NS)?, self.number(TRANSFER_AFTER_NS)?))
     }
 
     /// Whether the row was skipped.
