@@ -128,14 +128,14 @@ fn figure(ctx: &Context<'_>, experiment: Option<&dyn Experiment>, name: &str, ru
         }
     }
     fig.notes.extend(below_floor_notes(&rows));
-    fig.notes.extend(under_load_notes(runs));
+    fig.notes.extend(run_notes(runs));
     fig.notes.extend(skipped_notes(&rows));
     fig
 }
 
 /// A note per run taken while other work held the CPUs (`under_load`), and per run whose
 /// configurations were measured again while the machine moved under them.
-fn under_load_notes(runs: &[&Run]) -> Vec<String> {
+fn run_notes(runs: &[&Run]) -> Vec<String> {
     let loaded = runs
         .iter()
         .filter_map(|run| run.under_load())
