@@ -724,7 +724,8 @@ fn discarded(row: &Row) -> String {
     if pairs.is_empty() {
         return String::new();
     }
-    format!(" (attempt {}; the machine moved under the earlier: {})", pairs.len() + 1, pairs.join(", "))
+    let this_one = if row.machine_moved().is_some() { ", and under this one too" } else { "" };
+    format!(" (attempt {}; the machine moved under the earlier: {}{this_one})", pairs.len() + 1, pairs.join(", "))
 }
 
 /// Updates lost to a mutual-exclusion failure (a warning on stderr when there are any).
@@ -1524,6 +1525,12 @@ mod tests {
         assert_eq!(
             discarded(&row),
             " (attempt 3; the machine moved under the earlier: 48 then 230 ns, 228 then 45 ns)"
+        );
+        let every_time = row.with(TRANSFER_BEFORE_NS, 230.0).with(TRANSFER_AFTER_NS, 47.0);
+        assert!(
+            discarded(&every_time).ends_with("228 then 45 ns, and under this one too)"),
+            "{}",
+            discarded(&every_time)
         );
         assert_eq!(discarded(&Row::new().with(MOVED_UNDER_NS, Vec::<[f64; 2]>::new())), "");
         assert_eq!(discarded(&Row::new()), "");
