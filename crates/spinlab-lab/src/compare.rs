@@ -28,7 +28,7 @@ use crate::report::scorecard::findings;
 use crate::report::transfer::Transfers;
 use crate::results::format::number;
 pub use crate::results::load;
-use crate::results::{table, transfers_moved, Results, Row, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
+use crate::results::{table, transfers_moved, Results, Row};
 use serde_json::Value;
 use std::path::Path;
 
@@ -131,14 +131,10 @@ fn by_chance(n: usize) -> String {
 /// The line transfer measured just before and just after a row (contention's checks around
 /// each configuration), else around its run (`spinlab report`'s checks), when known.
 fn transfers(run: &crate::results::Run, row: &Row) -> Option<(f64, f64)> {
-    let of_row = (row.number(TRANSFER_BEFORE_NS), row.number(TRANSFER_AFTER_NS));
-    match of_row {
-        (Some(before), Some(after)) => Some((before, after)),
-        _ => match run.transfers() {
-            [Some(before), Some(after)] => Some((before, after)),
-            _ => None,
-        },
-    }
+    row.transfers().or_else(|| match run.transfers() {
+        [Some(before), Some(after)] => Some((before, after)),
+        _ => None,
+    })
 }
 
 /// How the machine differed under two compared rows, in words: it moved a line at a
@@ -490,6 +486,7 @@ pub fn run(a_path: &Path, b_path: &Path) -> Result<String, LabError> {
 mod tests {
     use super::*;
     use crate::reading::scorecard::Side;
+    use crate::results::{TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 
     #[test]
     fn rows_that_differ_only_in_what_the_core_probe_found_still_match() {
