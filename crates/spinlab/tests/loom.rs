@@ -36,7 +36,7 @@ use lock_api::{RawMutex, RawMutexTimed};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
+use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
 use spinlab::wait::{Futex, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Wait};
 use std::time::Duration;
 
@@ -59,7 +59,7 @@ macro_rules! impl_lock {
         }
     )*};
 }
-impl_lock!(Tas, Ttas, Ticket, Mcs, Clh, Fair, Bounded);
+impl_lock!(Tas, Ttas, Ticket, Mcs, McsQueue, Clh, Fair, Bounded);
 
 impl<L: Lock, W: Wait> Lock for Gated<L, W> {
     fn new_unlocked() -> Self {
@@ -609,6 +609,10 @@ models! {
     mcs_spin: Mcs<Spin>, OTHERS;
     mcs_futex: Mcs<Futex>, OTHERS;
     mcs_spin_park: Mcs<SpinPark>, OTHERS;
+    // The classic MCS lock, the gate of the registry's `mcs` over sleeping policies.
+    mcs_queue_spin: McsQueue<Spin>, OTHERS;
+    mcs_queue_futex: McsQueue<Futex>, OTHERS;
+    mcs_queue_spin_park: McsQueue<SpinPark>, OTHERS;
     clh_spin: Clh<Spin>, OTHERS;
     clh_futex: Clh<Futex>, OTHERS;
     clh_spin_park: Clh<SpinPark>, OTHERS;
@@ -629,7 +633,7 @@ models! {
     // bounded word. One policy each keeps the file's run time down; the gate's own models
     // above cover its algorithm over every policy.
     gated_ticket_futex: Gated<Ticket<Futex>, Futex>, OTHERS;
-    gated_mcs_spin_park: Gated<Mcs<SpinPark>, SpinPark>, OTHERS;
+    gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>, OTHERS;
     gated_clh_futex: Gated<Clh<Futex>, Futex>, OTHERS;
     gated_fair_spin_park: Gated<Fair<SpinPark>, SpinPark>, OTHERS;
 }
@@ -695,6 +699,6 @@ macro_rules! never_starving_models {
 never_starving_models! {
     never_starving_bounded_futex: Bounded<Futex>, release_whose_wake_finds_nobody;
     never_starving_bounded_pause_yield_park: Bounded<PauseYieldPark>, release_whose_wake_finds_nobody;
-    never_starving_gated_mcs_spin_park: Gated<Mcs<SpinPark>, SpinPark>;
+    never_starving_gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>;
     never_starving_gated_ticket_futex: Gated<Ticket<Futex>, Futex>;
 }

@@ -8,7 +8,7 @@
 //! a watchdog then fails it, naming the lock and the step, instead of stalling CI.
 
 use lock_api::RawMutex;
-use spinlab::lock::{Clh, Fair, Mcs, Ticket};
+use spinlab::lock::{Clh, Fair, Mcs, McsQueue, Ticket};
 use spinlab::registry::{self, DynMutex, LockEntry};
 use spinlab::wait::{Futex, Spin, SpinPark};
 use std::cell::UnsafeCell;
@@ -328,8 +328,9 @@ unsafe fn count_and_release(lock: &dyn DynMutex, counter: &Unprotected, acquired
     unsafe { lock.unlock() };
 }
 
-/// MCS and CLH take a queue node per held lock: one thread holding 64 at once, released in
-/// reverse and in acquisition order, with another thread contending on each.
+/// The classic MCS lock and CLH hold a queue node per held lock (spinlab's `Mcs` one per
+/// waiter): one thread holding 64 at once, released in reverse and in acquisition order,
+/// with another thread contending on each.
 fn nested<R: RawMutex + Sync>(name: &str) {
     let _watchdog = watchdog(name, "64 locks held at once, then taken hand over hand");
     let locks: Vec<R> = (0..64).map(|_| R::INIT).collect();
@@ -382,10 +383,54 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     let _serial = serial();
     nested::<Mcs<Spin>>("mcs:spin");
     nested::<Mcs<SpinPark>>("mcs:spin-park");
+    nested::<McsQueue<Spin>>("the MCS queue over spin");
+    nested::<McsQueue<Futex>>("the MCS queue over futex");
     nested::<Clh<Spin>>("clh:spin");
     nested::<Clh<Futex>>("clh:futex");
     nested::<Ticket<SpinPark>>("ticket:spin-park");
     nested::<Fair<SpinPark>>("fair:spin-park");
+}
+
+/// MCS's bypass bound rests on one rule: an attempt that begins while a waiter is queued lines
+/// up behind it. Here the holder sees the other thread queued, releases and locks again at
+/// once: it must get the lock after that thread, every round. A lock that let the releaser
+/// barge (a test-and-set lock, or an MCS fast path that ignored the queue) usually wins that
+/// race, as the releaser's cache still holds the word. Conditions, not timings.
+fn releaser_queues_behind_waiter<W: spinlab::wait::Wait>() {
+    let name = format!("mcs:{}", W::NAME);
+    let _watchdog = watchdog(&name, "a releaser that locks again queues behind the waiter");
+    let lock = Mcs::<W>::new();
+    for round in 0..200 {
+        let order = std::sync::Mutex::new(Vec::with_capacity(2));
+        let held = lock.lock();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let guard = lock.lock();
+                order.lock().unwrap().push("waiter");
+                // SAFETY: locked above by this thread.
+                unsafe { lock.unlock(guard) };
+            });
+            while !lock.has_queue() {
+                std::thread::yield_now();
+            }
+            // SAFETY: locked above by this thread.
+            unsafe { lock.unlock(held) };
+            let again = lock.lock();
+            order.lock().unwrap().push("releaser");
+            // SAFETY: locked just above by this thread.
+            unsafe { lock.unlock(again) };
+        });
+        assert_eq!(order.into_inner().unwrap(), ["waiter", "releaser"], "{name}, round {round}");
+    }
+    assert!(!lock.is_locked() && !lock.has_queue(), "{name}");
+}
+
+#[test]
+fn mcs_releaser_that_locks_again_queues_behind_the_waiter() {
+    let _serial = serial();
+    releaser_queues_behind_waiter::<Spin>();
+    releaser_queues_behind_waiter::<SpinPark>();
+    releaser_queues_behind_waiter::<Futex>();
 }
 
 /// The fair lock hands over round-robin (seed 003): with three threads that each wait until

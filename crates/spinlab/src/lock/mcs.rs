@@ -1,35 +1,63 @@
-//! MCS queue lock (Mellor-Crummey and Scott, 1991): each waiter spins on its own node, and the
-//! holder hands the lock to its successor by writing that node alone. A hand-over touches one
-//! waiter's line, whatever the number of waiters.
+//! MCS queue lock (Mellor-Crummey and Scott, 1991) with the lock itself kept in a word of its
+//! own, as the Linux kernel's queued spinlock does. Waiters line up in an MCS queue, each
+//! spinning on its own node; only the queue's head waits on the lock word. A thread that
+//! finds nobody queued takes the word with one atomic and releases it with a store (a swap
+//! with a policy that may sleep), the cost of a test-and-set lock. The classic MCS lock pays
+//! two atomics for every acquisition: the swap into the tail, and the CAS that empties it.
+//! That lock is here too, as [`McsQueue`]: the queue alone, whose head holds the lock. The
+//! registry's `mcs` is [`Mcs`] over the pure spin policies, and a [`Gated`](super::Gated)
+//! [`McsQueue`] over the policies that may sleep.
 //!
-//! Node states (`QueueNode::state`, written by the waiter and by the releaser that grants it):
+//! - **Lock**: if the queue is empty, try the word once. Otherwise (or if that fails), take a
+//!   node, swap it into the tail and link it behind the predecessor, then wait on the node
+//!   until the predecessor makes it the head. The head waits on the word, with the policy,
+//!   until it takes it; then it makes its successor the head (or empties the queue) and
+//!   gives its node back before its critical section starts.
+//! - **Unlock**: release the word. The holder holds no node.
+//!
+//! Fairness guarantee: FIFO among the waiters in the queue, and a bypass bound for the rest.
+//! A thread that finds the queue empty and the word free takes the lock even if a waiter
+//! joined the queue in between. Any attempt that begins after a waiter joined sees the queue
+//! and lines up behind it, so each waiter is passed over by at most one acquisition of each
+//! other thread (qspinlock's bound as well). A releaser that locks again at once queues: the
+//! head is never starved by a hot releaser, which a test-and-set lock allows (seed 003).
+//!
+//! Node states (`QueueNode::state`, written by the waiter and by the head that passes it on):
 //!
 //! | value | name        | meaning                                                          |
 //! |-------|-------------|------------------------------------------------------------------|
-//! | 0     | `GRANTED`   | the lock is this node's                                          |
+//! | 0     | `HEAD`      | the node's waiter is the queue's head: it may take the word       |
 //! | 1     | `WAITING`   | queued, spinning                                                 |
-//! | 2     | `ASLEEP`    | queued, may be asleep on `state`: the granter must wake it         |
+//! | 2     | `ASLEEP`    | queued, may be asleep on `state`: the passer must wake it        |
 //! | 3     | `ABANDONED` | the waiter timed out and left; the node now belongs to the queue |
 //!
-//! A timed-out waiter cannot unlink itself (its predecessor may be granting it at that
-//! moment), so it marks its node `ABANDONED` with one CAS and leaves. A releaser that grants
-//! an abandoned node finds out from the value its swap returns, takes the node as its own, and
-//! passes the lock on to that node's successor, or frees the lock if there is none.
+//! The word's states are [`Ttas`](super::Ttas)'s (`word.rs`), with one difference: only the
+//! head ever sleeps on it, so a head that was woken takes the word as `LOCKED`, and the next
+//! release wakes nobody unless the next head has marked the word again.
+//!
+//! A timed-out waiter cannot unlink itself (its predecessor may be making it the head at that
+//! moment), so it marks its node `ABANDONED` with one CAS and leaves. A head that finds its
+//! successor's node abandoned takes the node as its own and passes headship on to that node's
+//! successor, or empties the queue if there is none. A head that times out while waiting on
+//! the word is running, and passes headship on itself before it leaves.
 
 use super::queue_node::{self, Node};
+use super::word::{LockWord, LOCKED, LOCKED_SLEEPERS, UNLOCKED};
 use crate::sync::{AtomicPtr, Ordering::*};
+use crate::sys::futex::FutexWait;
 use crate::wait::{Episode, Spun, Wait};
 use core::marker::PhantomData;
 use core::ptr::null_mut;
-use lock_api::{RawMutex, RawMutexFair};
+use lock_api::{GuardSend, RawMutex, RawMutexFair};
 use std::time::Instant;
 
-const GRANTED: u32 = 0;
+const HEAD: u32 = 0;
 const WAITING: u32 = 1;
 const ASLEEP: u32 = 2;
 const ABANDONED: u32 = 3;
 
-/// MCS queue lock waiting with policy `W`. One word: the queue's tail.
+/// MCS queue lock waiting with policy `W` (the module docs give the design): the lock word
+/// and an [`McsQueue`], 16 bytes.
 ///
 /// ```
 /// use spinlab::{lock::Mcs, wait::SpinPark};
@@ -38,11 +66,29 @@ const ABANDONED: u32 = 3;
 /// assert_eq!(*m.lock(), 1);
 /// ```
 pub struct Mcs<W: Wait> {
+    word: LockWord<W>,
+    queue: McsQueue<W>,
+}
+
+/// The MCS queue on its own, which is the classic MCS lock: the queue's head holds the lock,
+/// and a release makes the next waiter the head. Two read-modify-writes per uncontended
+/// acquisition (the swap into the tail and the CAS that empties it), and a convoy when the
+/// next waiter is not running. One word: the queue's tail. [`Gated`](super::Gated) uses it as
+/// the queue in front of its word, with which it fits in 16 bytes; there the head holds only
+/// the gate.
+///
+/// ```
+/// use spinlab::{lock::McsQueue, wait::Spin};
+/// let m = lock_api::Mutex::<McsQueue<Spin>, _>::new(0u32);
+/// *m.lock() += 1;
+/// assert_eq!(*m.lock(), 1);
+/// ```
+pub struct McsQueue<W: Wait> {
     tail: AtomicPtr<Node>,
     policy: PhantomData<fn() -> W>,
 }
 
-/// What an MCS holder keeps while it holds the lock: its queue node.
+/// What a holder of an [`McsQueue`] keeps while it holds the lock: its queue node.
 pub struct McsGuard {
     node: &'static Node,
 }
@@ -51,67 +97,141 @@ impl<W: Wait> Mcs<W> {
     crate::sync::loom_const_fn! {
         /// A new, unlocked lock.
         pub fn new() -> Self {
-            Mcs { tail: AtomicPtr::new(null_mut()), policy: PhantomData }
+            Mcs { word: LockWord::new(), queue: McsQueue::<W>::new() }
         }
+    }
+
+    /// Whether any thread waits in the queue (a snapshot). While one does, every new attempt
+    /// to lock joins the queue behind it.
+    ///
+    /// ```
+    /// use spinlab::{lock::Mcs, wait::Spin};
+    /// assert!(!Mcs::<Spin>::new().has_queue());
+    /// ```
+    #[inline]
+    pub fn has_queue(&self) -> bool {
+        self.queue.is_locked()
     }
 
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
+        let acquired = self.try_unqueued() || self.lock_queued(deadline);
+        acquired.then(GuardSend::new)
+    }
+
+    /// The uncontended path: one attempt at the word, made only while nobody is queued.
+    #[inline(always)]
+    fn try_unqueued(&self) -> bool {
+        !self.has_queue() && self.word.try_acquire(LOCKED).is_ok()
+    }
+
+    /// Joins the queue, waits to become its head, then waits for the word. Returns `false`
+    /// if `deadline` passed first, having left the queue consistent.
+    #[cold]
+    fn lock_queued(&self, deadline: Option<Instant>) -> bool {
+        let Some(node) = self.queue.lead_until(deadline) else { return false };
+        let acquired = self.wait_for_word(deadline);
+        self.queue.pass_headship(node);
+        acquired
+    }
+
+    /// The head's wait: re-read the word until it is free, take it, and sleep on it once the
+    /// policy's spin phase is over. The head is the word's only sleeper, so it marks the word
+    /// `LOCKED_SLEEPERS` to sleep and takes it as `LOCKED`.
+    fn wait_for_word(&self, deadline: Option<Instant>) -> bool {
+        let state = &self.word.state;
+        let mut episode = Episode::new(deadline);
+        loop {
+            let seen = state.load(Relaxed);
+            if seen == UNLOCKED {
+                if self.word.try_acquire(LOCKED).is_ok() {
+                    return true;
+                }
+                continue;
+            }
+            match W::spin(state, seen, &mut episode) {
+                Spun::Changed => {}
+                Spun::TimedOut => return false,
+                Spun::Exhausted => {
+                    if seen == LOCKED && state.compare_exchange(LOCKED, LOCKED_SLEEPERS, Relaxed, Relaxed).is_err() {
+                        continue;
+                    }
+                    if W::sleep(state, LOCKED_SLEEPERS, deadline) == FutexWait::TimedOut {
+                        return false;
+                    }
+                    episode.restart_spinning();
+                }
+            }
+        }
+    }
+}
+
+impl<W: Wait> McsQueue<W> {
+    crate::sync::loom_const_fn! {
+        /// A new, empty queue (an unlocked lock).
+        pub fn new() -> Self {
+            McsQueue { tail: AtomicPtr::new(null_mut()), policy: PhantomData }
+        }
+    }
+
+    /// Acquires the lock (leads the queue), giving up at `deadline` (`None`: never).
+    #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<McsGuard> {
-        let (node, pred) = self.enqueue();
-        if pred.is_null() || self.wait_behind(node, pred, deadline) {
-            Some(McsGuard { node })
+        self.lead_until(deadline).map(|node| McsGuard { node })
+    }
+
+    /// Takes a node, swaps it into the tail, links it behind its predecessor and waits until
+    /// it is the head. Returns the node, or `None` if `deadline` passed first (the node was
+    /// then abandoned to the queue).
+    #[inline]
+    fn lead_until(&self, deadline: Option<Instant>) -> Option<&'static Node> {
+        let node = queue_node::take();
+        node.next.store(null_mut(), Relaxed);
+        node.state.store(WAITING, Relaxed);
+        // AcqRel: Release publishes the node's initialised fields to the predecessor's
+        // waiter, which reads our node through its `next`; Acquire makes the predecessor's
+        // node visible to us.
+        let pred = self.tail.swap(queue_node::as_ptr(node), AcqRel);
+        if pred.is_null() || Self::wait_behind(node, pred, deadline) {
+            Some(node)
         } else {
             None
         }
     }
 
-    /// Takes a node and swaps it into the tail; returns it and its predecessor (null: the
-    /// lock was free and is ours).
-    #[inline(always)]
-    fn enqueue(&self) -> (&'static Node, *mut Node) {
-        let node = queue_node::take();
-        node.next.store(null_mut(), Relaxed);
-        node.state.store(WAITING, Relaxed);
-        // AcqRel: Release publishes the node's initialised fields to the successor that will
-        // read our `next`; Acquire makes the predecessor's node visible to us.
-        (node, self.tail.swap(queue_node::as_ptr(node), AcqRel))
-    }
-
-    /// Links `node` behind `pred` and waits to be granted. On time-out, abandons the node and
+    /// Links `node` behind `pred` and waits to lead. On time-out, abandons the node and
     /// returns `false`.
     #[cold]
-    fn wait_behind(&self, node: &'static Node, pred: *mut Node, deadline: Option<Instant>) -> bool {
+    fn wait_behind(node: &'static Node, pred: *mut Node, deadline: Option<Instant>) -> bool {
         // SAFETY: queue pointers always come from `queue_node::as_ptr`.
         let pred = unsafe { queue_node::from_ptr(pred) };
-        // Release: the successor's node fields, initialised in `enqueue`, are visible to the
-        // predecessor's holder when it reads `next` with Acquire.
+        // Release: our node's fields are visible to whoever reads `next` with Acquire.
         pred.next.store(queue_node::as_ptr(node), Release);
-        self.wait_granted(node, deadline)
+        Self::wait_to_lead(node, deadline)
     }
 
-    /// Waits until `node` is granted. On time-out, abandons the node (which then belongs to
-    /// the queue) and returns `false`.
-    #[cold]
-    fn wait_granted(&self, node: &'static Node, deadline: Option<Instant>) -> bool {
+    /// Waits until `node` is the queue's head. On time-out, abandons the node (which then
+    /// belongs to the queue) and returns `false`; a waiter made head in that race stays.
+    fn wait_to_lead(node: &'static Node, deadline: Option<Instant>) -> bool {
         let mut episode = Episode::new(deadline);
         loop {
-            // Acquire: on GRANTED, the granting holder's critical section (its Release swap)
-            // happens-before ours.
+            // Acquire: where the head holds the lock (`McsQueue`), the previous holder's
+            // critical section, ended by its Release swap of our state, happens-before ours.
             let seen = node.state.load(Acquire);
-            if seen == GRANTED {
+            if seen == HEAD {
                 return true;
             }
             match W::spin(&node.state, seen, &mut episode) {
                 Spun::Changed => {}
-                Spun::TimedOut => return !self.abandon(node),
+                Spun::TimedOut => return !Self::abandon(node),
                 Spun::Exhausted => {
-                    // Acquire on both outcomes: a failure that reads GRANTED is our acquisition.
-                    if node.state.compare_exchange(WAITING, ASLEEP, Acquire, Acquire) == Err(GRANTED) {
+                    // Acquire on both outcomes: a failure that reads HEAD is our acquisition.
+                    if node.state.compare_exchange(WAITING, ASLEEP, Acquire, Acquire) == Err(HEAD) {
                         return true;
                     }
-                    if W::sleep(&node.state, ASLEEP, deadline) == crate::sys::futex::FutexWait::TimedOut {
-                        return !self.abandon(node);
+                    if W::sleep(&node.state, ASLEEP, deadline) == FutexWait::TimedOut {
+                        return !Self::abandon(node);
                     }
                     episode.restart_spinning();
                 }
@@ -119,19 +239,55 @@ impl<W: Wait> Mcs<W> {
         }
     }
 
-    /// Tries to leave the queue. Returns `false` if the lock was granted first (we hold it).
-    #[cold]
-    fn abandon(&self, node: &'static Node) -> bool {
-        // Acquire: a GRANTED read here is an acquisition, as in `wait_granted`.
+    /// Tries to leave the queue. Returns `false` if the node was made head first.
+    fn abandon(node: &'static Node) -> bool {
+        // Acquire: a HEAD read here is an acquisition, as in `wait_to_lead`.
         let mut seen = node.state.load(Acquire);
         loop {
-            if seen == GRANTED {
+            if seen == HEAD {
                 return false;
             }
             match node.state.compare_exchange(seen, ABANDONED, Acquire, Acquire) {
                 Ok(_) => return true,
                 Err(now) => seen = now,
             }
+        }
+    }
+
+    /// Makes `node`'s successor the head (skipping successors that abandoned their nodes), or
+    /// empties the queue if there is none, and gives the node back.
+    fn pass_headship(&self, mut node: &'static Node) {
+        loop {
+            // Acquire: the successor's node fields, published by its Release store of `next`,
+            // are visible before we write its state.
+            let mut next = node.next.load(Acquire);
+            if next.is_null() {
+                // No successor linked yet: if we are still the tail, the queue empties.
+                // Release: our node goes back to the pool only after nobody can reach it.
+                if self.tail.compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed).is_ok() {
+                    queue_node::give(node);
+                    return;
+                }
+                next = Self::wait_for_successor_link(node);
+            }
+            // Our node is no longer referenced by anyone once its successor is known.
+            queue_node::give(node);
+            // SAFETY: queue pointers always come from `queue_node::as_ptr`.
+            let successor = unsafe { queue_node::from_ptr(next) };
+            // Release: where the head holds the lock (`McsQueue`), the critical section
+            // happens-before the successor's Acquire load.
+            match successor.state.swap(HEAD, AcqRel) {
+                ASLEEP => {
+                    W::wake_one(&successor.state);
+                }
+                // The successor left: its node is ours now; pass headship on past it.
+                ABANDONED => {
+                    node = successor;
+                    continue;
+                }
+                _ => {}
+            }
+            return;
         }
     }
 
@@ -162,26 +318,73 @@ impl<W: Wait> Default for Mcs<W> {
     }
 }
 
-// SAFETY: the lock is held by the node at the head of the queue: the first node swapped into
-// an empty tail, then each node granted by its predecessor's holder. Grants are Release swaps
-// observed by the waiter's Acquire load.
+// SAFETY: mutual exclusion is the word's (`LockWord`): every acquisition is a successful
+// `try_acquire` from UNLOCKED with Acquire ordering, made either on the uncontended path or
+// by the queue's head, and only the holder releases the word, with Release ordering. The
+// queue only decides which waiter may try.
 unsafe impl<W: Wait> RawMutex for Mcs<W> {
+    crate::sync::raw_init!();
+    type Guard = GuardSend;
+
+    #[inline]
+    fn lock(&self) -> GuardSend {
+        if !self.try_unqueued() {
+            let acquired = self.lock_queued(None);
+            debug_assert!(acquired, "an acquisition without a deadline cannot time out");
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<GuardSend> {
+        self.try_unqueued().then(GuardSend::new)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, _: GuardSend) {
+        self.word.unlock();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.word.is_locked() || self.has_queue()
+    }
+}
+
+// SAFETY: a release leaves the word to the queue's head: a thread that locks again after the
+// release finds the queue and lines up behind it.
+unsafe impl<W: Wait> RawMutexFair for Mcs<W> {
+    #[inline]
+    unsafe fn unlock_fair(&self, guard: GuardSend) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlock(guard) }
+    }
+}
+
+super::timed_via_lock_until!(Mcs);
+
+impl<W: Wait> Default for McsQueue<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: the lock is held by the queue's head: the first node swapped into an empty tail,
+// then each node made head by its predecessor's holder. Passing headship is a Release swap
+// that the waiter observes with an Acquire load.
+unsafe impl<W: Wait> RawMutex for McsQueue<W> {
     crate::sync::raw_init!();
     type Guard = McsGuard;
 
     #[inline]
     fn lock(&self) -> McsGuard {
-        let (node, pred) = self.enqueue();
-        if !pred.is_null() {
-            let granted = self.wait_behind(node, pred, None);
-            debug_assert!(granted, "an acquisition without a deadline cannot time out");
-        }
-        McsGuard { node }
+        let node = self.lead_until(None);
+        McsGuard { node: node.expect("an acquisition without a deadline cannot time out") }
     }
 
     #[inline]
     fn try_lock(&self) -> Option<McsGuard> {
-        if !self.tail.load(Relaxed).is_null() {
+        if self.is_locked() {
             return None;
         }
         let node = queue_node::take();
@@ -198,16 +401,16 @@ unsafe impl<W: Wait> RawMutex for Mcs<W> {
     #[inline]
     unsafe fn unlock(&self, guard: McsGuard) {
         let node = guard.node;
-        // Acquire on `next`: the successor's node fields, published by its Release store of
-        // `next`, are visible before `hand_over` writes its state. Release on the CAS: the
-        // critical section happens-before the next acquirer's Acquire swap.
+        // Acquire on `next`: the successor's node fields are visible before `pass_headship`
+        // writes its state. Release on the CAS: the critical section happens-before the next
+        // acquirer's Acquire swap.
         if node.next.load(Acquire).is_null()
             && self.tail.compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed).is_ok()
         {
             queue_node::give(node);
             return;
         }
-        self.hand_over(node);
+        self.pass_headship(node);
     }
 
     #[inline]
@@ -216,44 +419,8 @@ unsafe impl<W: Wait> RawMutex for Mcs<W> {
     }
 }
 
-impl<W: Wait> Mcs<W> {
-    /// Passes the lock to `node`'s successor (which has swapped itself into the tail, and
-    /// may not have linked itself yet), skipping successors that abandoned their nodes.
-    #[cold]
-    fn hand_over(&self, mut node: &'static Node) {
-        loop {
-            let mut next = node.next.load(Acquire);
-            if next.is_null() {
-                // No successor linked yet: if we are still the tail, the queue empties.
-                if self.tail.compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed).is_ok() {
-                    queue_node::give(node);
-                    return;
-                }
-                next = Self::wait_for_successor_link(node);
-            }
-            // Our node is no longer referenced by anyone once its successor is known.
-            queue_node::give(node);
-            // SAFETY: queue pointers always come from `queue_node::as_ptr`.
-            let successor = unsafe { queue_node::from_ptr(next) };
-            // Release: the critical section happens-before the successor's Acquire load.
-            match successor.state.swap(GRANTED, AcqRel) {
-                ASLEEP => {
-                    W::wake_one(&successor.state);
-                }
-                // The successor left: its node is ours now; pass the lock on past it.
-                ABANDONED => {
-                    node = successor;
-                    continue;
-                }
-                _ => {}
-            }
-            return;
-        }
-    }
-}
-
 // SAFETY: unlock already hands over in queue order.
-unsafe impl<W: Wait> RawMutexFair for Mcs<W> {
+unsafe impl<W: Wait> RawMutexFair for McsQueue<W> {
     #[inline]
     unsafe fn unlock_fair(&self, guard: McsGuard) {
         // SAFETY: forwarded from the caller.
@@ -261,4 +428,4 @@ unsafe impl<W: Wait> RawMutexFair for Mcs<W> {
     }
 }
 
-super::timed_via_lock_until!(Mcs);
+super::timed_via_lock_until!(McsQueue);

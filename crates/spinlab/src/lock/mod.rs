@@ -7,22 +7,26 @@
 //! | [`Tas`]  |           | swap + store            | none (whoever's atomic wins)  |
 //! | [`Ttas`] | seed 000  | swap + store            | none                          |
 //! | [`Ticket`] |         | fetch-add + store       | FIFO                          |
-//! | [`Mcs`]  |           | swap + CAS              | FIFO, each waiter on its own line |
+//! | [`Mcs`]  |           | swap + store            | FIFO in the queue, each waiter on its own line; a bypass bound for the rest |
 //! | [`Clh`]  |           | swap + store            | FIFO, each waiter on its predecessor's line |
 //! | [`Fair`] | seed 003  | bit-set + CAS           | round-robin over waiters' slots |
 //! | [`Bounded`] |        | CAS + CAS               | none, but a bypass bound in time |
 //! | [`Gated`] |          | CAS + CAS               | waiters queue in the gate's order; a bypass bound in time |
 //!
-//! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas` and
-//! `Ttas` become a swap, so they can see whether to wake anyone.)
+//! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas`,
+//! `Ttas` and `Mcs` become a swap, so they can see whether to wake anyone.)
 //!
 //! Fairness guarantees, precisely:
 //!
 //! - `Tas`, `Ttas`: none. A waiter can be passed over without bound (seed 003's Table 4).
-//! - `Ticket`, `Mcs`, `Clh`: FIFO among the waiters that joined the queue with `lock()`: no
-//!   waiter is passed over once it has its ticket or node in the queue. A timed waiter that
-//!   gives up leaves the order; a `Ticket` timed acquisition takes no ticket and is not served
-//!   in order (see [`Ticket`]).
+//! - `Ticket`, `Clh`: FIFO among the waiters that joined the queue with `lock()`: no
+//!   waiter is passed over once it has its ticket or node in the queue.
+//! - `Mcs`: FIFO among the waiters in the queue, and each of them passed over by at most one
+//!   acquisition of each other thread: those that found the queue empty just before it
+//!   joined. Its lock is a word of its own (as in Linux's queued spinlock), taken with one
+//!   atomic while nobody is queued; every later attempt lines up in the queue.
+//! - In all three, a timed waiter that gives up leaves the order; a `Ticket` timed
+//!   acquisition takes no ticket and is not served in order (see [`Ticket`]).
 //! - `Fair`: every waiter holding a slot gets the lock within one turn of the round-robin,
 //!   that is after at most one acquisition by each other slot holder (seed 003). Threads past
 //!   the 63 slots poll without order.
@@ -62,7 +66,7 @@ pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
 pub use gated::Gated;
-pub use mcs::{Mcs, McsGuard};
+pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;
 pub use ttas::{TestAndTestAndSet, Ttas};

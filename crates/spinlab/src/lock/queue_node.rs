@@ -3,11 +3,11 @@
 //!
 //! Nodes are allocated once and never freed: a node may still be read by another thread after
 //! its last owner is done with it (a CLH successor spins on its predecessor's node; an MCS
-//! releaser may wake a node whose owner has already moved on), and never freeing makes that
+//! head may wake a node whose owner has already moved on), and never freeing makes that
 //! safe without reclamation schemes. Each thread keeps a small fixed cache of free nodes; a
 //! thread that exits, or has more than its cache holds, returns them to a lock-free global
 //! pool, from which threads draw first. Memory is bounded by the most nodes ever in use at
-//! once (held + waiting, across all queue locks), plus the threads' caches.
+//! once (waiting, across all queue locks, plus CLH's held ones), plus the threads' caches.
 //!
 //! Under loom nodes are reused within one model execution (per thread, as here) and leaked
 //! at its end: loom's atomics belong to one execution and cannot be pooled across them.
@@ -51,8 +51,8 @@ mod pool {
     //! leave it locked in the child (its only thread would then hang in the next lock).
     //!
     //! In front of that cache sits one more slot, [`SPARE`], a thread-local with no destructor.
-    //! An uncontended CLH release gives back a node and the next acquisition takes it again,
-    //! and an MCS one takes and gives back the same node: through the spare that round trip is
+    //! An uncontended CLH release gives back a node and the next acquisition takes it again
+    //! (an uncontended MCS acquisition takes none): through the spare that round trip is
     //! one load and one store at a fixed address, where the cache would add its destructor's
     //! registration check and a load of its length before the node's address is known.
     //! The spare opens at the thread's first use of the cache, which registers the cache's

@@ -3,7 +3,7 @@
 use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
+use crate::lock::{Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use std::time::Instant;
 
@@ -78,6 +78,10 @@ macro_rules! algorithm {
     // An in-order lock whose waiters may sleep is built as the gate of a bounded-bypass word
     // (`lock::Gated`): handing the lock itself to a sleeping waiter is a convoy.
     ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated when sleeping) => {
+        algorithm!($marker, $lock, $name, fair: $fair, bound: $bound, gated on $lock when sleeping);
+    };
+    // The same with a queue of its own as the gate (MCS: the classic lock, one word).
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when sleeping) => {
         struct $marker;
         impl Algorithm for $marker {
             const NAME: &'static str = $name;
@@ -85,7 +89,7 @@ macro_rules! algorithm {
             const BOUND: &'static str = $bound;
             const SLEEPING_BOUND: &'static str = GATED_BOUND;
             type With<W: Wait> = Stored<$lock<W>>;
-            type Sleeping<W: Wait> = Stored<Gated<$lock<W>, W>>;
+            type Sleeping<W: Wait> = Stored<Gated<$gate<W>, W>>;
         }
     };
 }
@@ -96,7 +100,7 @@ const GATED_BOUND: &str = "waiters in queue order; the head passed over for at m
 algorithm!(TasAlgorithm, Tas, "tas", fair: false, bound: "none");
 algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false, bound: "none");
 algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, bound: "FIFO", gated when sleeping);
-algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO", gated when sleeping);
+algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO in the queue; passed over at most once by each thread that found it empty", gated on McsQueue when sleeping);
 algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when sleeping);
 algorithm!(FairAlgorithm, Fair, "fair", fair: true, bound: "round-robin among slot holders", gated when sleeping);
 algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running waiter passed over for at most 0.5 ms");
