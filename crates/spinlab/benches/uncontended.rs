@@ -25,7 +25,7 @@
 
 use criterion::{Bencher, Criterion};
 use lock_api::RawMutex;
-use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, Tas, Ticket, Ttas};
+use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
 use spinlab::wait::{PauseYieldPark, Spin, SpinPark, Wait};
 use spinlab::{CachePadded, DefaultRawMutex};
 use std::cell::UnsafeCell;
@@ -140,6 +140,8 @@ fn spinlab_locks<W: Wait + 'static>(subjects: &mut Vec<Subject>) {
     subjects.push(subject("spinlab", format!("ttas:{p}"), Raw(Ttas::<W>::INIT)));
     subjects.push(subject("spinlab", format!("ticket:{p}"), Raw(Ticket::<W>::INIT)));
     subjects.push(subject("spinlab", format!("mcs:{p}"), Raw(Mcs::<W>::INIT)));
+    // The classic MCS lock, the gate of the registry's `mcs` over sleeping policies.
+    subjects.push(subject("spinlab", format!("mcs-queue:{p}"), Raw(McsQueue::<W>::INIT)));
     subjects.push(subject("spinlab", format!("clh:{p}"), Raw(Clh::<W>::INIT)));
     subjects.push(subject("spinlab", format!("fair:{p}"), Raw(Fair::<W>::INIT)));
     subjects.push(subject("spinlab", format!("bounded:{p}"), Raw(Bounded::<W>::INIT)));
