@@ -488,6 +488,51 @@ clh_holder_models! {
     clh_holder_spin_park: SpinPark;
 }
 
+/// MCS's bypass bound rests on one rule: an attempt that begins while a waiter is queued lines
+/// up behind it. The holder waits until the waiter has joined the queue, then starts a
+/// newcomer that locks twice and releases at once, racing the newcomer's first attempt: the
+/// waiter must take the lock before either of the newcomer's acquisitions. With a sleeping
+/// policy the release also races the waiter, as the queue's head, going to sleep on the word.
+fn newcomer_queues_behind_waiter<W: Wait>(bound: Bound) {
+    check(bound, || {
+        let lock = Arc::new(Mcs::<W>::new());
+        let order = Arc::new(loom::sync::Mutex::new(Vec::new()));
+        let held = lock.lock();
+        let take = |me: &'static str, times: usize| {
+            let (lock, order) = (lock.clone(), order.clone());
+            move || {
+                for _ in 0..times {
+                    let guard = lock.lock();
+                    order.lock().unwrap().push(me);
+                    // SAFETY: locked just above by this thread.
+                    unsafe { lock.unlock(guard) };
+                }
+            }
+        };
+        let waiter = thread::spawn(take("waiter", 1));
+        while !lock.has_queue() {
+            thread::yield_now();
+        }
+        let newcomer = thread::spawn(take("newcomer", 2));
+        // SAFETY: locked above by this thread.
+        unsafe { lock.unlock(held) };
+        waiter.join().unwrap();
+        newcomer.join().unwrap();
+        assert_eq!(*order.lock().unwrap(), ["waiter", "newcomer", "newcomer"]);
+        assert!(!lock.is_locked());
+    });
+}
+
+#[test]
+fn mcs_spin_newcomer_queues_behind_waiter() {
+    newcomer_queues_behind_waiter::<Spin>(Bound::Default(2));
+}
+
+#[test]
+fn mcs_spin_park_newcomer_queues_behind_waiter() {
+    newcomer_queues_behind_waiter::<SpinPark>(Bound::Default(2));
+}
+
 /// How to run the two models in which two threads wait without a deadline at once.
 #[derive(Clone, Copy)]
 struct TwoWaiters {
