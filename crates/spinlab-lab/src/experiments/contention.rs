@@ -15,7 +15,8 @@
 //! Locks are interleaved within each thread count: one shared warm-up, then rounds in which
 //! every lock runs once.
 
-use super::floor::{self, Transfer};
+use super::floor;
+use super::moved::{around, discarded, mark, until_still, LINE_TRANSFER_CPUS};
 use super::settings::{smoke_locks, Length, Step};
 use super::Threads;
 use super::{finish, Common, Experiment, Lab};
@@ -36,7 +37,7 @@ use crate::reading::{distinct, measured, value_string, Context, Panel};
 use crate::results::format::{duration_words, number};
 use crate::results::keys::{BELOW_FLOOR, LOCK, ORIGIN, PLACEMENT, THREADS};
 use crate::results::table::{col, Column};
-use crate::results::{transfers_moved, Row, Run, ATTEMPTS, MOVED_UNDER_NS, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
+use crate::results::{Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
 use clap::Args;
 use serde_json::json;
@@ -64,13 +65,6 @@ pub const CPU_BUSY_PCT: &str = "cpu_busy_pct";
 /// Jain's index of the CPU time each thread got: how evenly the scheduler (and the lock's
 /// sleeping) shared the CPUs out.
 pub const JAIN_CPU_TIME: &str = "jain_cpu_time";
-/// The CPU pair of the line-transfer figures ([`TRANSFER_BEFORE_NS`], [`TRANSFER_AFTER_NS`]:
-/// ping-pong between them just before and just after the locks ran at the configuration).
-pub const LINE_TRANSFER_CPUS: &str = "line_transfer_cpus";
-/// Attempts at a configuration, in all, while the machine moves under them. Each attempt runs
-/// every lock through the stopping rule, so a third costs as much as the first; a machine that
-/// moves under three in a row is reported as moved.
-const MAX_ATTEMPTS: usize = 3;
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
 /// references.
@@ -681,53 +675,6 @@ fn add_waits(row: &mut Row, clock: &Clock, t: &Totals) {
     }
 }
 
-/// The line transfers just before and just after an attempt at a configuration (`None` when
-/// every thread shares one CPU).
-type Around = Option<(Transfer, Transfer)>;
-
-/// What [`until_still`] kept.
-struct Kept<T> {
-    /// The last attempt's result.
-    result: T,
-    /// The transfers around it.
-    transfers: Around,
-    /// The transfers (before, after, ns) around each attempt discarded because the machine
-    /// moved under it.
-    moved_under: Vec<[f64; 2]>,
-}
-
-/// Runs `attempt` (numbered from 1) until the line transfers around it hold still, at most
-/// [`MAX_ATTEMPTS`] times.
-fn until_still<T>(mut attempt: impl FnMut(usize) -> Result<(T, Around), LabError>) -> Result<Kept<T>, LabError> {
-    let mut moved_under = Vec::new();
-    loop {
-        let (result, transfers) = attempt(moved_under.len() + 1)?;
-        match transfers {
-            Some((b, a)) if transfers_moved(b.ns, a.ns) && moved_under.len() + 1 < MAX_ATTEMPTS => {
-                moved_under.push([b.ns, a.ns]);
-            }
-            _ => return Ok(Kept { result, transfers, moved_under }),
-        }
-    }
-}
-
-/// What the discarded attempts at a row's configuration saw, for the terminal: empty when the
-/// first attempt held still.
-fn discarded(row: &Row) -> String {
-    let pairs: Vec<String> = row
-        .get(MOVED_UNDER_NS)
-        .and_then(|v| v.as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|p| Some(format!("{:.0} then {:.0} ns", p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
-        .collect();
-    if pairs.is_empty() {
-        return String::new();
-    }
-    let this_one = if row.machine_moved().is_some() { ", and under this one too" } else { "" };
-    format!(" (attempt {}; the machine moved under the earlier: {}{this_one})", pairs.len() + 1, pairs.join(", "))
-}
-
 /// Updates lost to a mutual-exclusion failure (a warning on stderr when there are any).
 fn add_lost_updates(row: &mut Row, lock: &LockChoice, at: &At, t: &Totals) {
     row.set("lost_updates", t.lost_updates);
@@ -856,25 +803,18 @@ impl Experiment for Contention {
                 // machine changed under mixes two machines' figures, so it is measured again,
                 // every lock, up to MAX_ATTEMPTS times in all; the rows keep the last attempt and
                 // say what the earlier ones saw.
-                let Kept { result: measured, transfers, moved_under } = until_still(|attempt| {
+                let kept = until_still(|attempt| {
                     if attempt > 1 {
                         progress.step(&format!("{} again, attempt {attempt} (the machine moved)", at.label()));
                     }
-                    let before = floor::first_pair_transfer(&cpus, &lab.clock)?;
-                    let measured = measure_contended(&available, &instances, &setting, &plan.rule, &progress)?;
-                    let after = floor::first_pair_transfer(&cpus, &lab.clock)?;
-                    Ok((measured, before.zip(after)))
+                    around(&cpus, &lab.clock, || {
+                        measure_contended(&available, &instances, &setting, &plan.rule, &progress)
+                    })
                 })?;
                 progress.inc();
-                let mut config_rows = self.rows(&plan, lab, &at, &cpus, &measured, &uncontended);
+                let mut config_rows = self.rows(&plan, lab, &at, &cpus, &kept.result, &uncontended);
                 for row in config_rows.iter_mut().filter(|r| !r.is_skipped()) {
-                    row.set(ATTEMPTS, moved_under.len() + 1);
-                    row.set(MOVED_UNDER_NS, &moved_under);
-                    if let Some((before, after)) = transfers {
-                        row.set(LINE_TRANSFER_CPUS, format!("{},{}", before.a, before.b));
-                        row.set(TRANSFER_BEFORE_NS, before.ns);
-                        row.set(TRANSFER_AFTER_NS, after.ns);
-                    }
+                    mark(row, &kept);
                 }
                 rows.extend(config_rows);
             }
@@ -1487,52 +1427,5 @@ mod tests {
         let mut no_floor = Row::new();
         add_uncontended_floor(&mut no_floor, &Summary::exact(1.0, 0.2), None);
         assert_eq!(no_floor.number("uncontended_vs_floor"), None);
-    }
-
-    /// Plays `until_still` against line transfers (before, after) given in advance, one pair
-    /// per attempt; `None` for a machine with one CPU. Returns the attempt kept and the ones
-    /// discarded.
-    fn attempts(script: &[Option<(f64, f64)>]) -> (usize, Option<(f64, f64)>, Vec<[f64; 2]>) {
-        let transfer = |ns| Transfer { a: 0, b: 1, ns };
-        let kept = until_still(|n| {
-            let pair = script[n - 1].map(|(b, a)| (transfer(b), transfer(a)));
-            Ok((n, pair))
-        })
-        .unwrap();
-        (kept.result, kept.transfers.map(|(b, a)| (b.ns, a.ns)), kept.moved_under)
-    }
-
-    #[test]
-    fn a_configuration_the_machine_moved_under_is_measured_again() {
-        // Held still: one attempt.
-        assert_eq!(attempts(&[Some((48.0, 60.0))]), (1, Some((48.0, 60.0)), vec![]));
-        // Moved, then held still: the second attempt is kept, the first reported.
-        assert_eq!(attempts(&[Some((48.0, 230.0)), Some((45.0, 50.0))]), (2, Some((45.0, 50.0)), vec![[48.0, 230.0]]));
-        // Moved back the other way: that counts as moving too.
-        let (kept, _, moved) = attempts(&[Some((228.0, 45.0)), Some((230.0, 31.0)), Some((31.0, 33.0))]);
-        assert_eq!((kept, moved), (3, vec![[228.0, 45.0], [230.0, 31.0]]));
-        // Moving under every attempt: the last is kept, as moved, after MAX_ATTEMPTS in all.
-        let always = vec![Some((40.0, 200.0)); 10];
-        let (kept, last, moved) = attempts(&always);
-        assert_eq!((kept, last, moved.len()), (MAX_ATTEMPTS, Some((40.0, 200.0)), MAX_ATTEMPTS - 1));
-        // One CPU, no transfer: nothing to judge, one attempt.
-        assert_eq!(attempts(&[None]), (1, None, vec![]));
-    }
-
-    #[test]
-    fn the_terminal_names_the_attempts_the_machine_moved_under() {
-        let row = Row::new().with(MOVED_UNDER_NS, vec![[48.0, 230.0], [228.0, 45.0]]);
-        assert_eq!(
-            discarded(&row),
-            " (attempt 3; the machine moved under the earlier: 48 then 230 ns, 228 then 45 ns)"
-        );
-        let every_time = row.with(TRANSFER_BEFORE_NS, 230.0).with(TRANSFER_AFTER_NS, 47.0);
-        assert!(
-            discarded(&every_time).ends_with("228 then 45 ns, and under this one too)"),
-            "{}",
-            discarded(&every_time)
-        );
-        assert_eq!(discarded(&Row::new().with(MOVED_UNDER_NS, Vec::<[f64; 2]>::new())), "");
-        assert_eq!(discarded(&Row::new()), "");
     }
 }

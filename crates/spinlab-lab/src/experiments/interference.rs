@@ -19,6 +19,7 @@
 //! added to it. (The registry lock's word is private, so the harness cannot hold a registry
 //! lock and read its waiters' episodes.) See docs/interference.md.
 
+use super::moved::{around, discarded, mark, until_still, LINE_TRANSFER_CPUS};
 use super::settings::{Length, Step};
 use super::Waits;
 use super::{finish, Common, Experiment, Lab};
@@ -36,7 +37,7 @@ use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::format::number;
 use crate::results::keys::{LOCK, PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
-use crate::results::{Row, Run};
+use crate::results::{Row, Run, ATTEMPTS, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use crate::select::{self, Bounds};
 use crate::workloads::counters::{Counted, Ipc};
 use crate::workloads::{Active, CacheSizes, Caches, Sizes, Workload};
@@ -170,6 +171,7 @@ const COLUMNS: &[Column] = &[
     col("active_ipc", "IPC"),
     col(CORE_SHARED, "one core?"),
     col("reps", "reps"),
+    col(ATTEMPTS, "attempts"),
 ];
 
 /// What one waiter saw.
@@ -592,6 +594,36 @@ impl Experiment for Interference {
         &["waits", "placement"]
     }
 
+    fn render(&self, run: &Run) -> String {
+        let mut out = crate::results::table::render(&run.rows, COLUMNS);
+        let mut first = true;
+        for row in run.rows.iter().filter(|r| r.number(ATTEMPTS).is_some_and(|n| n > 1.0)) {
+            let (Some(pair), Some(before), Some(after)) =
+                (row.text(LINE_TRANSFER_CPUS), row.number(TRANSFER_BEFORE_NS), row.number(TRANSFER_AFTER_NS))
+            else {
+                continue;
+            };
+            if first {
+                if !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(
+                    "measured again, the machine having moved a cache line at a different cost before and after:\n",
+                );
+                first = false;
+            }
+            out.push_str(&format!(
+                "  {}, {} x{}, {}: CPUs {pair}: {before:.0} ns before, {after:.0} ns after{}\n",
+                row.text(ACTIVE).unwrap_or("?"),
+                row.text(WAIT).unwrap_or("?"),
+                row.get("waiters").map(|w| w.to_string()).unwrap_or_default(),
+                row.text(PLACEMENT).unwrap_or("?"),
+                discarded(row)
+            ));
+        }
+        out
+    }
+
     fn columns(&self) -> &'static [Column] {
         COLUMNS
     }
@@ -642,8 +674,25 @@ impl Experiment for Interference {
                     for &policy in &usable {
                         progress.step(&format!("{workload}, {} x{n}, {placement}", policy.name));
                         let at = CoRunAt { workload, placement, active_cpu, waiter_cpus: &waiter_cpus, policy };
-                        let measured = measure(&at, &mut calibrated, &plan.rule, &progress, &lab.clock)?;
-                        let mut row = row(&at, &measured, &lab.clock, calibrated.active.units());
+                        // Where the waiters run on other CPUs, a line transfer between the active
+                        // CPU and a waiter's just before and just after the row: a row the host
+                        // moved those CPUs under is measured again (`moved`).
+                        let pair = [active_cpu, waiter_cpus[0]];
+                        let kept = until_still(|attempt| {
+                            if attempt > 1 {
+                                progress.step(&format!(
+                                    "{workload}, {} x{n}, {placement} again, attempt {attempt} (the machine moved)",
+                                    policy.name
+                                ));
+                            }
+                            around(&pair, &lab.clock, || {
+                                measure(&at, &mut calibrated, &plan.rule, &progress, &lab.clock)
+                            })
+                        })?;
+                        let mut row = row(&at, &kept.result, &lab.clock, calibrated.active.units());
+                        if !row.is_skipped() {
+                            mark(&mut row, &kept);
+                        }
                         let after = probe()?;
                         if let (Some(before), Some(after)) = (before, after) {
                             tag_core_sharing(&mut row, before, after);
@@ -803,6 +852,7 @@ fn mean_slowdown(
         }
     };
     Finding::judged(claim, ctx, "interference", Observed { here, unit: "%", detail, rows: rows_words }, range, reason)
+        .read_from_rows(&rows)
 }
 
 /// `core_shared` when the busy-neighbour probes (`crate::measure::sharing`) just before and
@@ -841,13 +891,13 @@ fn reread_ticks(reports: &[WaiterReport]) -> Option<f64> {
 fn responsiveness(ctx: &Context<'_>) -> Finding {
     let rows_words =
         "interference, waits miss and spin, one waiter, at core, on two cores (core_shared): reread_ns".to_string();
+    let rows: Vec<&Row> = measured(ctx.rows_of("interference"))
+        .into_iter()
+        .filter(|r| r.text(PLACEMENT) == Some(Placement::Core.name()) && on_two_cores(r))
+        .filter(|r| matches!(r.text(WAIT), Some("miss" | "spin")) && r.number("reread_ns").is_some())
+        .collect();
     let reread = |wait: &str| -> Vec<Estimate> {
-        measured(ctx.rows_of("interference"))
-            .into_iter()
-            .filter(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(Placement::Core.name()))
-            .filter(|r| on_two_cores(r))
-            .filter_map(|r| Estimate::of(r, "reread_ns"))
-            .collect()
+        rows.iter().filter(|r| r.text(WAIT) == Some(wait)).filter_map(|r| Estimate::of(r, "reread_ns")).collect()
     };
     let (miss, spin) = (mean_of(&reread("miss")), mean_of(&reread("spin")));
     let (Some(miss), Some(spin)) = (miss, spin) else {
@@ -868,6 +918,7 @@ fn responsiveness(ctx: &Context<'_>) -> Finding {
         (11.0, 44.0),
         reason,
     )
+    .read_from_rows(&rows)
 }
 
 fn heatmaps(rows: &[&Row]) -> Vec<Result<Panel, String>> {
@@ -929,5 +980,32 @@ mod tests {
         for placement in [Placement::Smt, Placement::Core, Placement::Llc, Placement::Node] {
             assert_eq!(call_ms(3, placement), 3, "{placement}");
         }
+    }
+
+    #[test]
+    fn the_terminal_lists_the_rows_measured_again() {
+        let row = |wait: &str, attempts: u64| {
+            Row::new()
+                .with(ACTIVE, "add")
+                .with(WAIT, wait)
+                .with("waiters", 1)
+                .with(PLACEMENT, "core")
+                .with(ATTEMPTS, attempts)
+                .with(crate::results::MOVED_UNDER_NS, vec![[48.0, 230.0]; attempts as usize - 1])
+                .with(LINE_TRANSFER_CPUS, "0,1")
+                .with(TRANSFER_BEFORE_NS, 230.0)
+                .with(TRANSFER_AFTER_NS, 225.0)
+        };
+        let mut run = Run::new("interference");
+        run.rows = vec![row("spin", 1), row("miss", 2)];
+        let text = Interference::default().render(&run);
+        let listed: Vec<&str> = text.lines().filter(|l| l.contains("ns before")).collect();
+        assert_eq!(
+            listed,
+            ["  add, miss x1, core: CPUs 0,1: 230 ns before, 225 ns after (attempt 2; the machine moved under the \
+              earlier: 48 then 230 ns)"]
+        );
+        run.rows = vec![row("spin", 1)];
+        assert!(!Interference::default().render(&run).contains("measured again"));
     }
 }

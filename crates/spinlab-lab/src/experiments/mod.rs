@@ -12,6 +12,7 @@
 //! Adding one: a file here and its line in the `experiments!` list below (which declares the
 //! module and makes it a `spinlab run` subcommand and a report step), and a page in docs/.
 
+pub mod moved;
 pub mod settings;
 
 use crate::error::LabError;

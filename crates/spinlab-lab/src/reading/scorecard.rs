@@ -286,11 +286,18 @@ impl Finding {
     }
 
     /// Judges the machine's moves by the transfers `row` carries, where it carries any: a
-    /// contention row measures them around its own configuration, which the run measured
-    /// again while the machine moved under it, so the run's moves elsewhere do not touch it.
-    pub fn read_from(mut self, row: &Row) -> Finding {
-        if row.transfers().is_some() {
-            self.machine_moved = row.machine_moved();
+    /// contention or interference row measures them around its own configuration, which the
+    /// run measured again while the machine moved under it, so the run's moves elsewhere do not
+    /// touch it.
+    pub fn read_from(self, row: &Row) -> Finding {
+        self.read_from_rows(&[row])
+    }
+
+    /// [`Finding::read_from`] for a figure taken from several rows: where every one carries
+    /// transfers of its own, the machine moved under the figure if it moved under any of them.
+    pub fn read_from_rows(mut self, rows: &[&Row]) -> Finding {
+        if !rows.is_empty() && rows.iter().all(|r| r.transfers().is_some()) {
+            self.machine_moved = rows.iter().find_map(|r| r.machine_moved());
         }
         self
     }

@@ -447,6 +447,37 @@ mod tests {
     }
 
     #[test]
+    fn an_interference_claim_reads_the_machine_under_its_own_rows_when_they_carry_transfers() {
+        // Two workloads' rows at `core`; the run's transfers moved. `after` per row, `None`:
+        // rows without transfers of their own.
+        let moved = |afters: [Option<f64>; 2]| {
+            let mut run = Run::new("interference");
+            run.param("line_transfer_before_ns", 40.0).param("line_transfer_after_ns", 200.0);
+            run.rows = [("add", "single"), ("hash", "multiple")]
+                .iter()
+                .zip(afters)
+                .map(|(&(active, behaviour), after)| {
+                    let row = slowdown("spin", active, behaviour, "core", 0.5, 1.0);
+                    match after {
+                        Some(a) => row.with("line_transfer_before_ns", 45.0).with("line_transfer_after_ns", a),
+                        None => row,
+                    }
+                })
+                .collect();
+            let doc = document(vec![run]);
+            let all = findings(&Context::new(&doc));
+            finding(&all, "000-linux-loop-other-core").machine_moved.clone()
+        };
+        // The run moved (under other rows, measured again), these rows held still.
+        assert_eq!(moved([Some(50.0), Some(48.0)]), None);
+        // One of the figure's rows moved: said with its own transfers.
+        let words = moved([Some(50.0), Some(230.0)]).unwrap();
+        assert!(words.contains("45 ns") && words.contains("230 ns"), "{words}");
+        // A row without transfers of its own: the run's.
+        assert!(moved([Some(50.0), None]).unwrap().contains("200 ns"));
+    }
+
+    #[test]
     fn the_terminal_table_and_the_page_carry_every_claim_and_the_other_machine() {
         let empty = document(Vec::new());
         let ctx = Context::new(&empty);

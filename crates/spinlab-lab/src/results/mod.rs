@@ -185,12 +185,13 @@ impl Run {
     /// again while the machine moved under them; it moved under all 3 attempts at 1 (its
     /// figures mix two machines)`.
     pub fn remeasured(&self) -> Option<String> {
-        // One entry per configuration (its threads and placement): attempts, and whether the
-        // machine moved under the one kept.
-        let mut configs: Vec<([Option<&Value>; 2], u64, bool)> = Vec::new();
+        // One entry per configuration: attempts, and whether the machine moved under the one
+        // kept. A contention configuration is its threads and placement (every lock ran in
+        // each attempt); an interference one also its workload, wait and waiters.
+        let mut configs: Vec<([Option<&Value>; 5], u64, bool)> = Vec::new();
         for row in self.rows.iter().filter(|r| !r.is_skipped()) {
             let Some(attempts) = row.number(ATTEMPTS) else { continue };
-            let config = [row.get(keys::THREADS), row.get(keys::PLACEMENT)];
+            let config = [keys::THREADS, keys::PLACEMENT, "active", keys::WAIT, "waiters"].map(|k| row.get(k));
             if !configs.iter().any(|(c, ..)| *c == config) {
                 configs.push((config, attempts as u64, row.machine_moved().is_some()));
             }
@@ -270,12 +271,12 @@ impl Row {
         self.0.get(key).and_then(Value::as_f64)
     }
 
-    /// When the line transfers a row carries (contention measures them around each
-    /// configuration) lie more than [`MOVED_FACTOR`] apart, in words; `None` when they held
+    /// When the line transfers a row carries (contention and interference measure them around
+    /// each configuration) lie more than [`MOVED_FACTOR`] apart, in words; `None` when they held
     /// still or the row has none.
     pub fn machine_moved(&self) -> Option<String> {
         let (before, after) = self.transfers()?;
-        moved_words(before, after, "this row's locks ran")
+        moved_words(before, after, "this row was measured")
     }
 
     /// The line transfers (before, after, in ns) the row carries, if it carries its own (see
@@ -342,6 +343,24 @@ mod tests {
         assert_eq!(run.remeasured(), None);
         run.rows = vec![Row::new().with("lock", "a")];
         assert_eq!(run.remeasured(), None);
+        // Interference: every row is a configuration of its own (workload, wait, waiters), all
+        // at one placement and without a thread count.
+        let row = |active: &str, wait: &str, attempts: u64| {
+            Row::new()
+                .with("active", active)
+                .with(keys::WAIT, wait)
+                .with("waiters", 1)
+                .with(keys::PLACEMENT, "core")
+                .with(ATTEMPTS, attempts)
+                .with(TRANSFER_BEFORE_NS, 45.0)
+                .with(TRANSFER_AFTER_NS, 50.0)
+        };
+        let mut run = Run::new("interference");
+        run.rows = vec![row("add", "spin", 1), row("add", "miss", 2), row("hash", "spin", 2)];
+        assert_eq!(
+            run.remeasured().as_deref(),
+            Some("2 of 3 configurations measured again while the machine moved under them")
+        );
     }
 
     #[test]
