@@ -29,9 +29,9 @@
 //!
 //! The registry builds `ticket`, `mcs`, `clh` and `fair` this way for the policies that may
 //! sleep (`futex`, `spin-park`, `spin-yield-park`, `pause-yield-park`), where the convoy costs a wake-up per
-//! hand-over. The gate's own hand-over wakes one sleeping waiter: CLH and the fair lock
-//! wake the next waiter's node, MCS its queue's head (asleep on the gate's word; the head
-//! woke its successor's node when it became head), and a ticket gate the next ticket's slot of its waiting array
+//! hand-over. The gate's own hand-over wakes one sleeping waiter: MCS (the classic lock,
+//! [`McsQueue`](super::McsQueue)), CLH and the fair lock wake the next waiter's node, and a
+//! ticket gate the next ticket's slot of its waiting array
 //! (see [`Ticket`](super::Ticket); without it a ticket gate woke every sleeper per hand-over,
 //! and CPython's `test_queue`, 75 threads on the GIL's mutex, did not finish in 60 s under
 //! `ticket:futex`). With the pure spin policies the registry keeps the seeds' locks as they are,
