@@ -36,7 +36,10 @@
 //! | 1     | `HANDOFF`  | a starving waiter claims the lock: only it may set `LOCKED` next  |
 //! | 2     | `WAKING`   | a release woke a sleeper that has not come back yet               |
 //! | 3     | `SPINNING` | a waiter is spinning: others sleep at once (sleeping policies)    |
-//! | 4..32 | sleepers   | waiters counted in before they sleep, counted out after they wake |
+//! | 4..8  | absences   | gated locks only: releases in a row that found no head waiting, mod 16 |
+//! | 8     | `LAPPED`   | gated locks only: the absences have wrapped since a head last waited |
+//! | 9..12 | spell      | gated locks only: which run of absences this is, mod 8           |
+//! | 12..32| sleepers   | waiters counted in before they sleep, counted out after they wake |
 //!
 //! A waiter counts itself in with a CAS that also checks the lock is still held (or claimed),
 //! sleeps on the word with that count, and counts itself out when its futex wait returns,
@@ -91,6 +94,11 @@
 //! an earlier protocol lost that duty: a sleeper slept on a free lock until a debugger's
 //! attach woke it. The loom models `never_starving_*` explore those races.)
 //!
+//! **Absences** are written only by the release of a gated lock ([`Gated`](super::Gated),
+//! which says why), in the release's own CAS, and cleared there once a head is seen waiting
+//! again. Every other step carries them along unread; a sleeper whose futex wait returns
+//! because they changed looks at the word again, as after any change.
+//!
 //! Fairness guarantee: a bypass bound in time. A waiter that is running (spinning, or woken)
 //! and has waited [`STARVATION_NS`] gets the lock after at most the current holder and one
 //! earlier claimant. Sleepers come back one per release in the kernel's FIFO order and claim
@@ -109,7 +117,12 @@ const LOCKED: u32 = 1;
 const HANDOFF: u32 = 2;
 const WAKING: u32 = 4;
 const SPINNING: u32 = 8;
-const ONE_SLEEPER: u32 = 16;
+const ONE_ABSENCE: u32 = 16;
+const ABSENCES: u32 = 15 * ONE_ABSENCE;
+const LAPPED: u32 = 256;
+const ONE_SPELL: u32 = 512;
+const SPELLS: u32 = 7 * ONE_SPELL;
+const ONE_SLEEPER: u32 = 4096;
 
 /// How long a waiter waits before it claims the next release, in nanoseconds: parking_lot's
 /// fair hand-over comes about every 0.5 ms. A claim here costs no wake-up (the claimant is
@@ -151,6 +164,13 @@ impl<W: Wait> Bounded<W> {
     #[inline]
     pub fn is_claimed(&self) -> bool {
         self.state.load(Relaxed) & HANDOFF != 0
+    }
+
+    /// Whether a gated release has counted 16 absences in a row or more since a head last
+    /// waited (a snapshot, for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn has_lapped(&self) -> bool {
+        self.state.load(Relaxed) & LAPPED != 0
     }
 
     /// Acquires the lock, giving up at `deadline` (`None`: never).
@@ -320,18 +340,55 @@ impl<W: Wait> Bounded<W> {
         }
     }
 
+    /// Releases the word of a gated lock ([`Gated`](super::Gated)), counting the release as
+    /// an absence of the queue's head when `queued` (the holder found the gate held, before
+    /// this release: a head waits for the word, or is on its way) and the head is not
+    /// waiting here: not spinning, not claiming, not asleep for this release to wake. Returns
+    /// the lap this release completed, if any: each 16th absence in a row.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock.
+    #[inline]
+    pub(crate) unsafe fn unlock_counting_absences(&self, queued: bool) -> Lap {
+        // Release: our critical section happens-before the next holder's Acquire.
+        if !queued && self.state.compare_exchange(LOCKED, 0, Release, Relaxed).is_ok() {
+            return Lap::None;
+        }
+        self.release(queued)
+    }
+
     #[cold]
     fn unlock_contended(&self) {
-        // Clear LOCKED, and set WAKING if we are to wake a sleeper: with a claim pending the
-        // claimant is running and takes the lock itself (its own release wakes a sleeper),
-        // and while a sleeper is on its way back, it takes over (see `count_out`).
+        // Only a gated lock's release counts absences (`unlock_counting_absences`).
+        self.release(false);
+    }
+
+    /// Clears `LOCKED`, and sets `WAKING` if we are to wake a sleeper: with a claim pending
+    /// the claimant is running and takes the lock itself (its own release wakes a sleeper),
+    /// and while a sleeper is on its way back, it takes over (see `count_out`). Counts the
+    /// release as an absence if `queued` and no head waits; otherwise clears the count.
+    #[cold]
+    fn release(&self, queued: bool) -> Lap {
         let mut seen = self.state.load(Relaxed);
-        let wake = loop {
+        let (wake, lap) = loop {
             let wake = seen & (HANDOFF | WAKING) == 0 && sleepers(seen) != 0;
-            let next = (seen & !LOCKED) | if wake { WAKING } else { 0 };
+            let head_waits = seen & (SPINNING | HANDOFF) != 0 || wake;
+            let spell = seen & SPELLS;
+            let (absences, lap) = match seen & ABSENCES {
+                _ if !queued || head_waits => (spell, Lap::None),
+                ABSENCES if seen & LAPPED == 0 => {
+                    let spell = (spell + ONE_SPELL) & SPELLS;
+                    (LAPPED | spell, Lap::First(spell / ONE_SPELL))
+                }
+                ABSENCES => (LAPPED | spell, Lap::Again(spell / ONE_SPELL)),
+                counted => ((seen & (LAPPED | SPELLS)) | (counted + ONE_ABSENCE), Lap::None),
+            };
+            let kept = seen & !(LOCKED | ABSENCES | LAPPED | SPELLS);
+            let next = kept | absences | if wake { WAKING } else { 0 };
             // Release: our critical section happens-before the next holder's Acquire.
             match self.state.compare_exchange_weak(seen, next, Release, Relaxed) {
-                Ok(_) => break wake,
+                Ok(_) => break (wake, lap),
                 Err(now) => seen = now,
             }
         };
@@ -340,7 +397,22 @@ impl<W: Wait> Bounded<W> {
         if wake {
             W::wake_one(&self.state);
         }
+        lap
     }
+}
+
+/// Which lap of 16 absences in a row a gated release completed
+/// ([`Bounded::unlock_counting_absences`]). A spell is one run of absences, from the head's
+/// last wait to its next; spells are numbered modulo 8, so that a thread can tell a spell it
+/// timed from a later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lap {
+    /// No lap completed.
+    None,
+    /// The spell's first lap: the spell numbered so begins.
+    First(u32),
+    /// A later lap of the numbered spell.
+    Again(u32),
 }
 
 /// How a contended acquisition waits.
@@ -847,5 +919,60 @@ mod tests {
             return;
         }
         panic!("the holder never barged back in before the waiter in 100 tries");
+    }
+
+    /// Releases `lock` (taken here first) `n` times as a gated lock's release does, and
+    /// returns the laps they completed.
+    fn gated_releases(lock: &Bounded<Futex>, queued: bool, n: usize) -> Vec<Lap> {
+        let laps = (0..n).map(|_| {
+            assert!(
+                lock.try_lock().is_some(),
+                "absences must never keep the lock from anyone: {:#x}",
+                lock.state.load(SeqCst)
+            );
+            // SAFETY: locked just above.
+            unsafe { lock.unlock_counting_absences(queued) }
+        });
+        laps.filter(|lap| *lap != Lap::None).collect()
+    }
+
+    #[test]
+    fn a_gated_release_counts_the_absences_of_the_head_in_laps_of_16() {
+        let lock = Bounded::<Futex>::new();
+        // Nobody queued: nothing counted, and the word stays clean.
+        assert_eq!(gated_releases(&lock, false, 40), []);
+        assert_eq!(lock.state.load(SeqCst), 0);
+        // Queued, and no head waiting: a lap every 16 releases, all in one spell.
+        assert_eq!(gated_releases(&lock, true, 15), []);
+        assert_eq!(gated_releases(&lock, true, 1), [Lap::First(1)]);
+        assert_eq!(gated_releases(&lock, true, 32), [Lap::Again(1), Lap::Again(1)]);
+        // A head spinning for the word ends the spell; the next is numbered anew.
+        lock.state.fetch_or(SPINNING, SeqCst);
+        assert_eq!(gated_releases(&lock, true, 20), []);
+        assert_eq!(lock.state.load(SeqCst), SPINNING | ONE_SPELL, "the count is cleared, the spell's number kept");
+        lock.state.fetch_and(!SPINNING, SeqCst);
+        assert_eq!(gated_releases(&lock, true, 16), [Lap::First(2)]);
+        // A free word carrying a count is taken by the slow path as well as by try_lock.
+        lock.lock();
+        // SAFETY: locked just above.
+        unsafe { lock.unlock(GuardSend::new()) };
+        assert!(!lock.is_locked());
+        // So is a head asleep on the word, whom the release wakes; nobody queued clears it.
+        lock.state.fetch_add(ONE_SLEEPER, SeqCst);
+        assert_eq!(gated_releases(&lock, true, 1), []);
+        assert_eq!(lock.state.load(SeqCst) & (ABSENCES | LAPPED), 0);
+        assert_ne!(lock.state.load(SeqCst) & WAKING, 0, "the release woke the sleeper");
+        // While that wake-up is on its way, the head is absent again.
+        assert_eq!(gated_releases(&lock, true, 16), [Lap::First(3)]);
+        lock.state.fetch_and(!(WAKING | ONE_SLEEPER), SeqCst);
+        assert_eq!(gated_releases(&lock, false, 1), []);
+        assert_eq!(lock.state.load(SeqCst), 3 * ONE_SPELL);
+        // The spells wrap at 8.
+        for spell in 4..12 {
+            lock.state.fetch_or(SPINNING, SeqCst);
+            gated_releases(&lock, true, 1);
+            lock.state.fetch_and(!SPINNING, SeqCst);
+            assert_eq!(gated_releases(&lock, true, 16), [Lap::First(spell % 8)]);
+        }
     }
 }

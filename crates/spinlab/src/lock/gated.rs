@@ -20,12 +20,30 @@
 //!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim),
 //!   and release the gate, so the next waiter in line becomes the head.
 //! - **Unlock**: release the word. The gate is never held by the lock's holder.
+//! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release
+//!   that finds no head waiting for the word (spinning, claiming, or asleep for this release
+//!   to wake) counts an *absence* in the word ([`Bounded`] keeps the count in its own CAS).
+//!   Once the head has been absent from [`HEAD_STALL_NS`] of one thread's releases, that
+//!   thread yields its CPU after the release. The head is then woken and runnable but not
+//!   running: with threads pinned, or placed by the kernel, on the holder's CPU, it waits
+//!   for the scheduler's tick (4 ms at 250 Hz) while the holder takes the lock again and
+//!   again and the other CPU idles.
 //!
 //! A hand-over of the gate to a waiter that is asleep delays only the waiters behind it: the
 //! word stays free for any running thread. Fairness: the waiters that found the lock taken
 //! get it in the gate's order (FIFO for ticket, MCS and CLH; round-robin for the fair lock),
-//! and the head is passed over by barging threads for at most [`STARVATION_NS`] before it
-//! claims the next release.
+//! and the head is passed over by barging threads for at most [`STARVATION_NS`] of its own
+//! waiting before it claims the next release, and for at most [`HEAD_STALL_NS`] of each
+//! holder's releases while it is not running, before that holder yields to it (a yield is a
+//! request to the scheduler, not a hand-over: the bound is on the holder's releases, not on
+//! when the head runs).
+//!
+//! The yield costs throughput: on the 2-CPU guest, with 8 and 16 threads pinned on 2 CPUs
+//! and a 100 ns critical section, the gated locks went from 0.68-0.96 to 0.51-0.65 of
+//! parking_lot's throughput, their Jain index over 100 ms windows from 0.63-0.89 to
+//! 0.93-0.99, and their longest wait from 13-60 ms to 2-11 ms (docs/contention.md, "A head
+//! that cannot run"). Counting absences costs every contended release a load and a CAS where
+//! a lone holder's took one CAS.
 //!
 //! The registry builds `ticket`, `mcs`, `clh` and `fair` this way for the policies that may
 //! sleep (`futex`, `spin-park`, `spin-yield-park`, `pause-yield-park`), where the convoy costs a wake-up per
@@ -39,7 +57,7 @@
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
-use super::bounded::Outcome;
+use super::bounded::{Lap, Outcome};
 use super::Bounded;
 use crate::wait::Wait;
 use lock_api::{GuardSend, RawMutex, RawMutexTimed};
@@ -133,9 +151,15 @@ unsafe impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>,
     }
 
     #[inline]
-    unsafe fn unlock(&self, guard: GuardSend) {
+    unsafe fn unlock(&self, _: GuardSend) {
+        // Read before the release: afterwards the lock may be gone (`Bounded`'s docs say why).
+        let queued = self.gate.is_locked();
         // SAFETY: forwarded from the caller, who holds the word.
-        unsafe { self.word.unlock(guard) }
+        let lap = unsafe { self.word.unlock_counting_absences(queued) };
+        if lap != Lap::None && stalled::long_enough(self as *const Self as usize, lap) {
+            // The head has missed HEAD_STALL_NS of our releases: let it have our CPU.
+            crate::sync::yield_now();
+        }
     }
 
     #[inline]
@@ -160,5 +184,111 @@ unsafe impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>,
     #[inline]
     fn try_lock_until(&self, deadline: Instant) -> Option<GuardSend> {
         self.lock_until(Some(deadline))
+    }
+}
+
+/// How long a gated lock's head may miss one thread's releases before that thread yields its
+/// CPU, in nanoseconds: longer than a wake-up across CPUs (18-96 µs medians on the 2-CPU
+/// guest), far shorter than the 4 ms a thread woken on a busy CPU can wait for the
+/// scheduler's tick. Shorter bounds (50 and 100 µs) gave the same fairness and less
+/// throughput; 500 and 1000 µs less fairness.
+pub const HEAD_STALL_NS: u64 = 200_000;
+
+/// Times the absences of a gated lock's head, per thread: the release counts them (in the
+/// word, [`Bounded`]), and only every 16th reads the clock.
+mod stalled {
+    use super::Lap;
+    #[cfg(not(loom))]
+    use std::{cell::Cell, time::Instant};
+
+    #[cfg(not(loom))]
+    std::thread_local! {
+        /// The lock (its address, never followed), the spell of its head's absence, and
+        /// when this thread first saw that spell (at 16 absences).
+        static SINCE: Cell<(usize, u32, Option<Instant>)> = const { Cell::new((0, 0, None)) };
+    }
+
+    /// Whether the head of the lock at `key` has now been absent for [`HEAD_STALL_NS`] of
+    /// this thread's releases, within one spell of absence. After a yield the spell is
+    /// timed again from the next lap.
+    ///
+    /// [`HEAD_STALL_NS`]: super::HEAD_STALL_NS
+    #[cfg(not(loom))]
+    pub(super) fn long_enough(key: usize, lap: Lap) -> bool {
+        let now = Instant::now();
+        SINCE.with(|since| match (lap, since.get()) {
+            (Lap::Again(spell), (lock, timed, Some(start))) if lock == key && timed == spell => {
+                let waited = now.duration_since(start).as_nanos() as u64;
+                if waited < super::HEAD_STALL_NS {
+                    return false;
+                }
+                since.set((key, spell, None));
+                true
+            }
+            (Lap::First(spell) | Lap::Again(spell), _) => {
+                since.set((key, spell, Some(now)));
+                false
+            }
+            (Lap::None, _) => false,
+        })
+    }
+
+    /// Loom has no clock: the absences are counted in every model, and nobody yields.
+    #[cfg(loom)]
+    pub(super) fn long_enough(_: usize, _: Lap) -> bool {
+        false
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::lock::McsQueue;
+    use crate::wait::SpinPark;
+    use std::time::Duration;
+
+    #[test]
+    fn a_head_absent_for_the_bound_of_this_threads_releases_is_reported_once() {
+        let (lock, other) = (1, 2);
+        let stall = Duration::from_nanos(HEAD_STALL_NS);
+        assert!(!stalled::long_enough(lock, Lap::First(1)), "a spell is timed from its first lap");
+        assert!(!stalled::long_enough(lock, Lap::Again(1)));
+        std::thread::sleep(stall);
+        assert!(stalled::long_enough(lock, Lap::Again(1)));
+        assert!(!stalled::long_enough(lock, Lap::Again(1)), "after a yield the spell is timed again");
+        std::thread::sleep(stall);
+        assert!(stalled::long_enough(lock, Lap::Again(1)));
+        // A lap of a spell this thread did not time, or of another lock, starts timing.
+        for lap in [Lap::Again(2), Lap::First(3)] {
+            std::thread::sleep(stall);
+            assert!(!stalled::long_enough(lock, lap), "{lap:?}");
+        }
+        std::thread::sleep(stall);
+        assert!(!stalled::long_enough(other, Lap::Again(3)));
+        assert!(!stalled::long_enough(lock, Lap::Again(3)), "the other lock's timing replaced this one's");
+    }
+
+    #[test]
+    fn the_holder_counts_the_absences_of_a_head_that_does_not_come_and_clears_them_when_it_does() {
+        let lock = Gated::<McsQueue<SpinPark>, SpinPark>::default();
+        // A head that holds the gate but never reaches the word, as when it is not running.
+        let head = lock.gate.lock();
+        let start = Instant::now();
+        let mut acquisitions = 0u64;
+        while start.elapsed() < Duration::from_nanos(3 * HEAD_STALL_NS) {
+            lock.lock();
+            acquisitions += 1;
+            // SAFETY: locked just above.
+            unsafe { lock.unlock(GuardSend::new()) };
+        }
+        assert!(acquisitions > 32, "{acquisitions}");
+        assert!(lock.word.has_lapped(), "16 absences in a row or more were counted");
+        assert!(!lock.is_locked(), "the count keeps nobody from the lock");
+        // SAFETY: taken above.
+        unsafe { lock.gate.unlock(head) };
+        lock.lock();
+        // SAFETY: locked just above.
+        unsafe { lock.unlock(GuardSend::new()) };
+        assert!(!lock.word.has_lapped(), "with the gate free, the release clears the count");
     }
 }

@@ -36,7 +36,9 @@
 //!
 //! - `Gated<L, W>`: the waiters that found the lock taken queue in `L`'s order (FIFO, or the
 //!   fair lock's round-robin); the one at the head is passed over by running threads for at
-//!   most [`STARVATION_NS`] before it claims the next release.
+//!   most [`STARVATION_NS`] of its own waiting before it claims the next release, and, while
+//!   it is not running, for at most [`HEAD_STALL_NS`] of each holder's releases before that
+//!   holder yields its CPU to it (see [`Gated`]).
 //!
 //! The in-order locks pay for their guarantee when threads outnumber CPUs: they hand the lock
 //! to the next waiter in line whether or not it is running, so every hand-over waits for that
@@ -65,7 +67,7 @@ pub use bounded::{loom_starve_at_look, LoomStarveAtLook};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
-pub use gated::Gated;
+pub use gated::{Gated, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;

@@ -95,7 +95,8 @@ macro_rules! algorithm {
 }
 
 /// The guarantee of an in-order lock built as the gate of a bounded-bypass word.
-const GATED_BOUND: &str = "waiters in queue order; the head passed over for at most 0.5 ms";
+const GATED_BOUND: &str =
+    "waiters in queue order; the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run";
 
 algorithm!(TasAlgorithm, Tas, "tas", fair: false, bound: "none");
 algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false, bound: "none");
