@@ -242,6 +242,24 @@ fn relock_races_handover<L: Lock>(bound: Bound) {
     });
 }
 
+/// A holder takes the lock three times while a waiter queues, so that its releases can find
+/// the queue's head away (woken and not back, or not yet at the word) several times in a row:
+/// a gated lock counts those absences in the word, in laps, beside its sleepers.
+fn holder_relocks_while_the_head_is_away<L: Lock>(bound: Bound) {
+    check(bound, || {
+        let shared = Shared::<L>::new();
+        let other = spawn_each(&shared, 1, Shared::locked_bump);
+        for _ in 0..3 {
+            shared.locked_bump();
+        }
+        for other in other {
+            other.join().unwrap();
+        }
+        assert_eq!(shared.count(), 4);
+        shared.assert_free_and_working();
+    });
+}
+
 /// try_lock fails while another thread holds the lock and succeeds once it is released.
 fn try_lock_fails_while_held<L: Lock>(bound: Bound) {
     check(bound, || {
@@ -728,6 +746,12 @@ macro_rules! never_starving_models {
                 let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
                 let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
                 release_wakes_every_waiter::<$lock>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn holder_relocks_while_the_head_is_away() {
+                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                super::holder_relocks_while_the_head_is_away::<$lock>(Bound::Default(2));
             }
 
             $(
