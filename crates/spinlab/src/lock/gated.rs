@@ -251,8 +251,8 @@ mod tests {
     fn a_head_absent_for_the_bound_of_this_threads_releases_is_reported_then_timed_again() {
         let (lock, other) = (1, 2);
         let stall = Duration::from_nanos(HEAD_STALL_NS);
+        // Only lower bounds on time are asserted: a preempted test thread must not fail it.
         assert!(!stalled::long_enough(lock, Lap::First(1)), "a spell is timed from its first lap");
-        assert!(!stalled::long_enough(lock, Lap::Again(1)));
         std::thread::sleep(stall);
         assert!(stalled::long_enough(lock, Lap::Again(1)));
         assert!(!stalled::long_enough(lock, Lap::Again(1)), "after a yield the spell is timed again");
