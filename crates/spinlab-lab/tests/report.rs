@@ -205,6 +205,74 @@ fn report_from_a_document_redraws_it_and_bad_options_fail_clearly() {
 }
 
 #[test]
+fn report_from_joins_the_parts_of_one_machine_and_refuses_other_machines_and_repeated_experiments() {
+    let dir = scratch("join");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    let whole = read_json(&fixture);
+    let runs = whole["runs"].as_array().unwrap();
+    // Two documents as `report --only` would write them: the floor alone, then the rest, each
+    // with its own command line and a TSC frequency measured a little differently.
+    let part = |runs: Vec<Value>, command: &str, tsc_hz: u64| {
+        let mut doc = whole.clone();
+        doc["runs"] = Value::from(runs);
+        doc["command"] = serde_json::json!(["spinlab", "report", "--only", command]);
+        doc["machine"]["tsc"]["frequency_hz"] = Value::from(tsc_hz);
+        doc
+    };
+    let (floor, rest): (Vec<Value>, Vec<Value>) = runs.iter().cloned().partition(|r| r["experiment"] == "floor");
+    assert!(!floor.is_empty() && !rest.is_empty(), "the fixture has a floor run and others");
+    let write = |name: &str, doc: &Value| {
+        let path = dir.join(name);
+        std::fs::write(&path, serde_json::to_string(doc).unwrap()).unwrap();
+        path
+    };
+    let a = write("a.json", &part(floor.clone(), "floor", 2_100_000_000));
+    let b = write("b.json", &part(rest.clone(), "rest", 2_100_300_000));
+
+    let report = |from: &[&Path], out: &str| {
+        let mut cmd = spinlab();
+        cmd.args(["report", "--quiet"]);
+        for f in from {
+            cmd.arg("--from").arg(f);
+        }
+        cmd.arg("--out").arg(dir.join(out)).output().unwrap()
+    };
+    let out = report(&[&a, &b], "joined");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let joined = read_json(&dir.join("joined/results.json"));
+    let experiments: Vec<&str> =
+        joined["runs"].as_array().unwrap().iter().map(|r| r["experiment"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = floor.iter().chain(&rest).map(|r| r["experiment"].as_str().unwrap()).collect();
+    assert_eq!(experiments, expected, "every run, in the order of the documents given");
+    for run in joined["runs"].as_array().unwrap() {
+        let command = run["params"]["from_command"].as_str().unwrap();
+        let part = if run["experiment"] == "floor" { "floor" } else { "rest" };
+        assert_eq!(command, format!("spinlab report --only {part}"), "each run names the command that made it");
+    }
+    // The joined document's scorecard is the whole one's: the same runs make the same claims.
+    let out = report(&[&fixture], "whole");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let verdicts = |doc: &Value| -> Vec<(String, String)> {
+        let lines = doc["scorecard"].as_array().unwrap().iter();
+        lines.map(|l| (l["id"].as_str().unwrap().to_string(), l["here"].as_str().unwrap().to_string())).collect()
+    };
+    assert_eq!(verdicts(&joined), verdicts(&read_json(&dir.join("whole/results.json"))));
+
+    let mut other = part(rest.clone(), "rest", 2_100_000_000);
+    other["machine"]["cpu_model"] = Value::from("Big CPU");
+    let other = write("other.json", &other);
+    let again = write("again.json", &part(floor, "floor", 2_100_000_000));
+    for (second, says) in
+        [(&other, "measured on another machine than"), (&again, "its `floor` runs would stand beside")]
+    {
+        let out = report(&[&a, second], "refused");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{err}");
+    }
+}
+
+#[test]
 fn the_scorecard_lists_every_claim_and_takes_another_machine_as_a_column() {
     let dir = scratch("scorecard");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");

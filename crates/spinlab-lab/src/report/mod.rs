@@ -62,9 +62,10 @@ pub struct ReportOptions {
     /// Only these experiments, comma-separated (default: all of them, the floors first)
     #[arg(long, value_name = "LIST", value_parser = parse_only)]
     pub only: Option<Only>,
-    /// Measure nothing: draw the report of an existing results document (results.json)
+    /// Measure nothing: draw the report of an existing results document (results.json);
+    /// repeatable, to join the documents of one machine measured in parts (`--only`)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["full", "only", "smoke"])]
-    pub from: Option<PathBuf>,
+    pub from: Vec<PathBuf>,
     /// The least measuring that still exercises every experiment (for tests; numbers are noise)
     #[arg(long, hide = true, conflicts_with = "full")]
     pub smoke: bool,
@@ -102,9 +103,10 @@ pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> 
     // Read before anything runs, so a bad path fails at once rather than after the run.
     let beside = scorecard::beside(&options.beside)?;
 
-    let mut results = match &options.from {
-        Some(file) => crate::results::load(file)?,
-        None => measure(sys_root, options)?,
+    let mut results = if options.from.is_empty() {
+        measure(sys_root, options)?
+    } else {
+        crate::results::load_together(&options.from)?
     };
     let card = Scorecard::new(&crate::reading::Context::new(&results), beside);
     results.scorecard = card.lines();

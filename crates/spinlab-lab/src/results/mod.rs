@@ -14,7 +14,7 @@ mod load;
 pub mod output;
 pub mod table;
 
-pub use load::load;
+pub use load::{load, load_together, FROM_COMMAND};
 
 use crate::measure::load::Load;
 use crate::measure::stats::Summary;
