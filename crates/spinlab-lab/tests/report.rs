@@ -341,6 +341,41 @@ fn the_scorecard_lists_every_claim_and_takes_another_machine_as_a_column() {
     assert!(err.contains("/nonexistent/results.json: cannot be read") && err.lines().count() == 1, "{err}");
 }
 
+#[test]
+fn every_committed_machine_document_draws_as_a_column() {
+    let machines = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/machines");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    let mut names: Vec<String> = std::fs::read_dir(&machines)
+        .expect("docs/machines holds the other machines' reports")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| machines.join(name).join("results.json").is_file())
+        .collect();
+    names.sort();
+    assert!(!names.is_empty(), "no docs/machines/NAME/results.json");
+    for name in names {
+        let dir = scratch(&format!("machine-{name}"));
+        let out = spinlab()
+            .args(["report", "--quiet", "--from"])
+            .arg(&fixture)
+            .arg("--beside")
+            .arg(machines.join(&name).join("results.json"))
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(&format!("machine B: {name} (")), "{name}: {stdout}");
+        // The terminal's table: the last column is the other machine's verdict.
+        let judged = stdout
+            .lines()
+            .filter(|l| l.contains('┆'))
+            .filter_map(|l| l.rsplit('┆').next())
+            .filter(|v| ["reproduced", "differs", "unsettled"].iter().any(|verdict| v.contains(verdict)));
+        assert!(judged.count() > 0, "{name}: its column judges no claim: {stdout}");
+    }
+}
+
 /// Chromium's name on this machine.
 fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]
