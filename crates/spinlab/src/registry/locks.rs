@@ -78,16 +78,20 @@ macro_rules! algorithm {
     // An in-order lock whose waiters may sleep is built as the gate of a bounded-bypass word
     // (`lock::Gated`): handing the lock itself to a sleeping waiter is a convoy.
     ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated when sleeping) => {
-        algorithm!($marker, $lock, $name, fair: $fair, bound: $bound, gated on $lock when sleeping);
+        algorithm!($marker, $lock, $name, fair: $fair, bound: $bound, gated on $lock when sleeping, bound: GATED_BOUND);
     };
     // The same with a queue of its own as the gate (MCS: the classic lock, one word).
     ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when sleeping) => {
+        algorithm!($marker, $lock, $name, fair: $fair, bound: $bound, gated on $gate when sleeping, bound: GATED_BOUND);
+    };
+    // The same with the gated lock's guarantee in words of its own.
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when sleeping, bound: $sleeping:expr) => {
         struct $marker;
         impl Algorithm for $marker {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
             const BOUND: &'static str = $bound;
-            const SLEEPING_BOUND: &'static str = GATED_BOUND;
+            const SLEEPING_BOUND: &'static str = $sleeping;
             type With<W: Wait> = Stored<$lock<W>>;
             type Sleeping<W: Wait> = Stored<Gated<$gate<W>, W>>;
         }
@@ -98,12 +102,20 @@ macro_rules! algorithm {
 const GATED_BOUND: &str =
     "waiters in queue order; the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run";
 
+/// The same for the fair lock, whose gate orders only the threads holding one of its slots
+/// ([`crate::lock::FAIR_SLOTS`]).
+const FAIR_GATED_BOUND: &str =
+    "round-robin among the threads holding one of its 63 slots (a thread past them polls, with no \
+     bound); the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run";
+
 algorithm!(TasAlgorithm, Tas, "tas", fair: false, bound: "none");
 algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false, bound: "none");
 algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, bound: "FIFO", gated when sleeping);
 algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO in the queue; passed over at most once by each thread that found it empty", gated on McsQueue when sleeping);
 algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when sleeping);
-algorithm!(FairAlgorithm, Fair, "fair", fair: true, bound: "round-robin among slot holders", gated when sleeping);
+algorithm!(FairAlgorithm, Fair, "fair", fair: true,
+           bound: "round-robin among the threads holding one of its 63 slots; a thread past them polls, with no bound",
+           gated on Fair when sleeping, bound: FAIR_GATED_BOUND);
 algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running waiter passed over for at most 0.5 ms");
 
 struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A>);
@@ -348,6 +360,16 @@ mod tests {
             }
         }
         assert_eq!(&names[names.len() - 3..], REFERENCE_LOCKS);
+    }
+
+    #[test]
+    fn the_fair_locks_bounds_name_their_slot_count() {
+        let slots = format!("its {} slots", crate::lock::FAIR_SLOTS);
+        for entry in locks().iter().filter(|e| e.name.starts_with("fair:")) {
+            assert!(entry.bound.contains(&slots), "{}: {}", entry.name, entry.bound);
+        }
+        let gated = locks().iter().find(|e| e.name == "fair:spin-park").unwrap();
+        assert!(gated.bound.contains("0.2 ms of a holder's releases"), "{}", gated.bound);
     }
 
     #[test]
