@@ -14,7 +14,7 @@ use crate::lockbox::LockBox;
 use crate::measure::pin::pin_or_die;
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
-use crate::measure::{interleave, Rep, Summary};
+use crate::measure::{interleave_stoppable, Rep, Summary};
 use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
@@ -25,9 +25,11 @@ use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
 use clap::Args;
+use crate::measure::Taken;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::sync::Barrier;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Wall time of one herd repetition (`Row::summary("wall", "s", …)`).
 pub const WALL_S: &str = "wall_s";
@@ -74,8 +76,31 @@ const COLUMNS: &[Column] = &[
     col(SYS_S, "sys s"),
     col("wall_vs_best_reference", "wall vs best ref"),
     col(WALL_OVER_FLOOR, "x floor"),
+    col("collapsed_done_pct", "collapsed: done %"),
     col("reps", "reps"),
 ];
+
+/// A repetition under a lock is called off once it has run [`COLLAPSE_FACTOR`] times as long as
+/// its critical sections would take one after another with [`HANDOVER_ALLOWANCE_NS`] between
+/// two of them, and at least [`COLLAPSE_AFTER_MIN`]. A healthy lock stays far inside that: on
+/// the 2-CPU guest every default lock took at most 0.6 µs per acquisition at 64 threads. A
+/// spin-only FIFO lock with more threads than CPUs hands each acquisition to a thread that is
+/// not running and takes a scheduler's time slice per hand-over: it would run for minutes and
+/// say nothing more. The lock is then reported `collapsed`, with the share it finished.
+pub const COLLAPSE_FACTOR: f64 = 20.0;
+/// The hand-over allowed per acquisition in [`COLLAPSE_FACTOR`]'s estimate.
+pub const HANDOVER_ALLOWANCE_NS: f64 = 1_000.0;
+/// The least a repetition runs before it may be called off (a herd of a few thousand
+/// acquisitions would otherwise be judged on a scheduler's hiccup).
+pub const COLLAPSE_AFTER_MIN: Duration = Duration::from_secs(1);
+
+/// How long a repetition of `herd` over `threads` threads may run under a lock before it is
+/// called off.
+pub fn collapse_after(herd: &Herd, threads: usize) -> Duration {
+    let acquisitions = (threads * herd.rounds * herd.per_round) as f64;
+    let serial_ns = acquisitions * (herd.cs_ns as f64 + HANDOVER_ALLOWANCE_NS);
+    Duration::from_secs_f64(COLLAPSE_FACTOR * serial_ns * 1e-9).max(COLLAPSE_AFTER_MIN)
+}
 
 /// One repetition: wall seconds, and the threads' user and system CPU seconds.
 struct Times {
@@ -83,6 +108,9 @@ struct Times {
     user_s: f64,
     sys_s: f64,
     lost_updates: u64,
+    /// Acquisitions made, and whether the repetition was called off before all were.
+    done: u64,
+    called_off: bool,
 }
 
 /// CPU time of one thread, in seconds.
@@ -109,38 +137,53 @@ impl CpuTimes {
     }
 }
 
-/// What one herd thread reports: when it finished, and the CPU time it used.
+/// What one herd thread reports: when it finished, the CPU time it used, and how many
+/// sections it ran.
 struct Finished {
     at: Instant,
     cpu: CpuTimes,
+    done: u64,
 }
 
 /// One repetition under `lock`, or, with `None`, the floor: the same threads, barrier and
 /// busy work, where each section writes a line of the thread's own instead of taking the lock
 /// and writing the shared one. No lock can make the herd finish sooner than that: it only adds
 /// the sections' serialisation and the hand-overs between them.
+///
+/// With `limit`, the repetition is called off once it has run that long: every thread stops
+/// taking the lock (a thread already waiting for it still gets it once) and goes through the
+/// remaining barriers, so the team ends. The threads check a shared flag before each section,
+/// the floor's too, so every treatment pays the same load.
 fn herd_rep(
     lock: Option<&LockBox>,
     cpus: &[usize],
     herd: &Herd,
     cs_iterations: u64,
     lines: &SharedLines,
+    limit: Option<Duration>,
 ) -> Result<Times, LabError> {
     let n = cpus.len();
     let line = StartLine::new(n);
     let round = Barrier::new(n);
     let own_lines = SharedLines::new(n);
+    let call_off = AtomicBool::new(false);
+    let finished = AtomicUsize::new(0);
+    let main = std::thread::current();
     lines.reset();
     let worker = |i: usize| {
         pin_or_die(cpus[i]);
         let cpu_at_start = CpuTimes::of_this_thread();
         let mut seed = i as u64 + 1;
+        let mut done = 0u64;
         if !line.arrive() {
             return None;
         }
         for _ in 0..herd.rounds {
             round.wait();
             for _ in 0..herd.per_round {
+                if call_off.load(Relaxed) {
+                    break;
+                }
                 match lock {
                     Some(lock) => {
                         lock.lock();
@@ -154,28 +197,45 @@ fn herd_rep(
                         seed = spin(cs_iterations, seed);
                     }
                 }
+                done += 1;
             }
         }
         black_box(seed);
         let at = Instant::now();
-        Some(Finished { at, cpu: CpuTimes::of_this_thread().since(cpu_at_start) })
+        if finished.fetch_add(1, AcqRel) + 1 == n {
+            main.unpark();
+        }
+        Some(Finished { at, cpu: CpuTimes::of_this_thread().since(cpu_at_start), done })
     };
-    let (started, results) = std::thread::scope(|scope| {
+    let (started, results, called_off) = std::thread::scope(|scope| {
         // The round barrier is only reached past the start line, which a refused thread calls
         // off: no thread waits at it for one that never started.
         let handles = spawn_team(scope, &line, n, &worker)?;
         line.open();
         let started = Instant::now();
+        let mut called_off = false;
+        if let Some(deadline) = limit.map(|l| started + l) {
+            // Parked, not polling: the last thread to finish unparks this one.
+            while finished.load(Acquire) < n {
+                let now = Instant::now();
+                if now >= deadline {
+                    call_off.store(true, Relaxed);
+                    called_off = true;
+                    break;
+                }
+                std::thread::park_timeout(deadline - now);
+            }
+        }
         let results: Vec<Finished> = handles
             .into_iter()
             .map(|h| h.join().expect("a herd thread panicked").expect("the start line was opened"))
             .collect();
-        Ok::<_, LabError>((started, results))
+        Ok::<_, LabError>((started, results, called_off))
     })?;
     let end = results.iter().map(|r| r.at).max().unwrap_or(started);
-    let expected = (n * herd.rounds * herd.per_round) as u64;
+    let done: u64 = results.iter().map(|r| r.done).sum();
     let lost_updates = match lock {
-        Some(_) => lines.total().map_or(0, |seen| expected.saturating_sub(seen)),
+        Some(_) => lines.total().map_or(0, |seen| done.saturating_sub(seen)),
         None => 0,
     };
     Ok(Times {
@@ -183,7 +243,35 @@ fn herd_rep(
         user_s: results.iter().map(|r| r.cpu.user_s).sum(),
         sys_s: results.iter().map(|r| r.cpu.sys_s).sum(),
         lost_updates,
+        done,
+        called_off,
     })
+}
+
+/// A lock whose repetition was called off: how far it got.
+#[derive(Clone, Copy)]
+struct Collapse {
+    limit_s: f64,
+    done: u64,
+    planned: u64,
+    ran_s: f64,
+}
+
+/// Marks `row` collapsed, with what its called-off repetition did (also said on stderr).
+fn add_collapse(row: &mut Row, lock: &LockChoice, threads: usize, c: &Collapse) {
+    row.set("collapsed", true);
+    row.set("collapse_after_s", c.limit_s);
+    row.set("collapsed_done_pct", 100.0 * c.done as f64 / c.planned.max(1) as f64);
+    row.set("collapsed_ops_s", c.done as f64 / c.ran_s.max(f64::MIN_POSITIVE));
+    eprintln!(
+        "note: {} collapsed at {threads} threads: a repetition made {} of its {} acquisitions in {:.1} s \
+         (called off after {:.1} s); not repeated further",
+        lock.name(),
+        c.done,
+        c.planned,
+        c.ran_s,
+        c.limit_s
+    );
 }
 
 impl Experiment for Herd {
@@ -254,7 +342,8 @@ impl Experiment for Herd {
             let treatments = instances.len() + 1;
             let mut cpu_times: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); treatments];
             let mut lost = vec![0u64; treatments];
-            let series = interleave(treatments, &rule, Some(&progress), |i, rep| {
+            let mut collapsed: Vec<Option<Collapse>> = vec![None; treatments];
+            let series = interleave_stoppable(treatments, &rule, Some(&progress), |i, rep| {
                 progress.detail(&format!(
                     "{}, {}",
                     if i == 0 { FLOOR_LOCK } else { available[i - 1].name() },
@@ -263,15 +352,26 @@ impl Experiment for Herd {
                         Rep::Measured(k) => format!("repetition {}", k + 1),
                     }
                 ));
-                if rep == Rep::Warmup {
-                    herd_rep(taken(i), &cpus, &warmup, cs_iterations, &lines)?;
-                    return Ok(f64::NAN);
+                let herd = if rep == Rep::Warmup { &warmup } else { self };
+                let limit = (i > 0).then(|| collapse_after(herd, n));
+                let t = herd_rep(taken(i), &cpus, herd, cs_iterations, &lines, limit)?;
+                lost[i] += t.lost_updates;
+                if t.called_off {
+                    collapsed[i] = Some(Collapse {
+                        limit_s: limit.map_or(0.0, |l| l.as_secs_f64()),
+                        done: t.done,
+                        planned: (n * herd.rounds * herd.per_round) as u64,
+                        ran_s: t.wall_s,
+                    });
+                    // Its wall is where it was stopped, not the herd's: no sample.
+                    return Ok(Taken::Last(f64::NAN));
                 }
-                let t = herd_rep(taken(i), &cpus, self, cs_iterations, &lines)?;
+                if rep == Rep::Warmup {
+                    return Ok(Taken::Value(f64::NAN));
+                }
                 cpu_times[i].0.push(t.user_s);
                 cpu_times[i].1.push(t.sys_s);
-                lost[i] += t.lost_updates;
-                Ok(t.wall_s)
+                Ok(Taken::Value(t.wall_s))
             })?;
             progress.inc();
             let times = |mut row: Row, i: usize| {
@@ -304,6 +404,9 @@ impl Experiment for Herd {
                 }
                 row.set("acquisitions_per_rep", n * self.rounds * self.per_round);
                 row.set("lost_updates", lost[i]);
+                if let Some(c) = collapsed[i] {
+                    add_collapse(&mut row, lock, n, &c);
+                }
                 if lost[i] > 0 {
                     eprintln!(
                         "warning: {} lost {} updates at {n} threads: mutual exclusion failed",
@@ -513,6 +616,44 @@ mod tests {
         }
         results.runs.push(run);
         results
+    }
+
+    #[test]
+    fn a_repetition_whose_lock_never_comes_free_is_called_off_and_ends() {
+        let entry = spinlab::registry::lock_info("ttas:spin-park").unwrap();
+        let lock = LockBox::new(entry).unwrap();
+        let lines = SharedLines::new(1);
+        let herd = Herd { rounds: 10, per_round: 5, cs_ns: 0 };
+        let cpus = vec![crate::measure::pin::allowed_cpus()[0]; 4];
+        lock.lock();
+        let t = std::thread::scope(|s| {
+            let rep = s.spawn(|| herd_rep(Some(&lock), &cpus, &herd, 0, &lines, Some(Duration::from_millis(50))));
+            // Held well past the limit: no thread can make a section before it is called off.
+            std::thread::sleep(Duration::from_millis(200));
+            // SAFETY: locked above, by this thread.
+            unsafe { lock.unlock() };
+            rep.join().unwrap().unwrap()
+        });
+        assert!(t.called_off);
+        // Each thread makes at most the one section it was already waiting for.
+        assert!(t.done <= 4, "{} sections after the call-off", t.done);
+        assert_eq!(lines.total(), Some(t.done), "every section made wrote the shared line once");
+        assert_eq!(t.lost_updates, 0);
+
+        // The floor with no limit, and a lock left free, finish every section.
+        let t = herd_rep(None, &cpus, &herd, 0, &lines, None).unwrap();
+        assert!(!t.called_off && t.done == 4 * 10 * 5);
+        let t = herd_rep(Some(&lock), &cpus, &herd, 0, &lines, Some(Duration::from_secs(600))).unwrap();
+        assert!(!t.called_off && t.done == 4 * 10 * 5 && t.lost_updates == 0);
+    }
+
+    #[test]
+    fn the_limit_grows_with_the_herd_and_is_never_under_a_second() {
+        let herd = Herd { rounds: 100, per_round: 50, cs_ns: 100 };
+        assert_eq!(collapse_after(&herd, 4), COLLAPSE_AFTER_MIN);
+        // 512 threads: 2.56 M acquisitions x 1.1 µs x 20.
+        let big = collapse_after(&herd, 512).as_secs_f64();
+        assert!((big - 56.32).abs() < 1e-6, "{big}");
     }
 
     #[test]
