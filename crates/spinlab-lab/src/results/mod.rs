@@ -187,11 +187,16 @@ impl Run {
     pub fn remeasured(&self) -> Option<String> {
         // One entry per configuration: attempts, and whether the machine moved under the one
         // kept. A contention configuration is its threads and placement (every lock ran in
-        // each attempt); an interference one also its workload, wait and waiters.
-        let mut configs: Vec<([Option<&Value>; 5], u64, bool)> = Vec::new();
+        // each attempt); an interference one also its workload, wait and waiters; a wake-up
+        // one its placement and computation (every primitive ran in each attempt).
+        let named_by: &[&str] = match self.experiment.as_str() {
+            "wakeup" => &[keys::PLACEMENT, "computation"],
+            _ => &[keys::THREADS, keys::PLACEMENT, "active", keys::WAIT, "waiters"],
+        };
+        let mut configs: Vec<(Vec<Option<&Value>>, u64, bool)> = Vec::new();
         for row in self.rows.iter().filter(|r| !r.is_skipped()) {
             let Some(attempts) = row.number(ATTEMPTS) else { continue };
-            let config = [keys::THREADS, keys::PLACEMENT, "active", keys::WAIT, "waiters"].map(|k| row.get(k));
+            let config: Vec<Option<&Value>> = named_by.iter().map(|k| row.get(k)).collect();
             if !configs.iter().any(|(c, ..)| *c == config) {
                 configs.push((config, attempts as u64, row.machine_moved().is_some()));
             }
@@ -360,6 +365,23 @@ mod tests {
         assert_eq!(
             run.remeasured().as_deref(),
             Some("2 of 3 configurations measured again while the machine moved under them")
+        );
+        // Wake-up: a configuration is a placement and a computation, every primitive in it.
+        let row = |wait: &str, placement: &str, computation: &str, attempts: u64| {
+            Row::new()
+                .with(keys::WAIT, wait)
+                .with(keys::PLACEMENT, placement)
+                .with("computation", computation)
+                .with(ATTEMPTS, attempts)
+        };
+        let mut run = Run::new("wakeup");
+        run.rows = ["pause", "futex", "none"]
+            .iter()
+            .flat_map(|w| [row(w, "core", "long", 2), row(w, "core", "short", 1), row(w, "same-cpu", "long", 1)])
+            .collect();
+        assert_eq!(
+            run.remeasured().as_deref(),
+            Some("1 of 3 configurations measured again while the machine moved under them")
         );
     }
 
