@@ -626,8 +626,8 @@ mod tests {
         let cpus = vec![crate::measure::pin::allowed_cpus()[0]; 4];
         lock.lock();
         let t = std::thread::scope(|s| {
-            let rep = s.spawn(|| herd_rep(Some(&lock), &cpus, &herd, 0, &lines, Some(Duration::from_millis(50))));
-            // Held well past the limit: no thread can make a section before it is called off.
+            let rep = s.spawn(|| herd_rep(Some(&lock), &cpus, &herd, 0, &lines, Some(Duration::from_millis(1))));
+            // Held 200 times the limit: no thread can make a section before it is called off.
             std::thread::sleep(Duration::from_millis(200));
             // SAFETY: locked above, by this thread.
             unsafe { lock.unlock() };

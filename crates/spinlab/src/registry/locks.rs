@@ -98,15 +98,22 @@ macro_rules! algorithm {
     };
 }
 
+/// What a gated lock adds to its gate's order: the bound on the queue's head at the word.
+macro_rules! head_at_the_word {
+    () => {
+        "the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run"
+    };
+}
+
 /// The guarantee of an in-order lock built as the gate of a bounded-bypass word.
-const GATED_BOUND: &str =
-    "waiters in queue order; the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run";
+const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!());
 
 /// The same for the fair lock, whose gate orders only the threads holding one of its slots
 /// ([`crate::lock::FAIR_SLOTS`]).
-const FAIR_GATED_BOUND: &str =
-    "round-robin among the threads holding one of its 63 slots (a thread past them polls, with no \
-     bound); the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run";
+const FAIR_GATED_BOUND: &str = concat!(
+    "round-robin among the threads holding one of its 63 slots (a thread past them polls, with no bound); ",
+    head_at_the_word!()
+);
 
 algorithm!(TasAlgorithm, Tas, "tas", fair: false, bound: "none");
 algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false, bound: "none");
