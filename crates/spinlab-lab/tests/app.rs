@@ -121,10 +121,13 @@ fn bad_input_is_refused_with_one_line_and_status_2() {
 
 #[test]
 fn a_missing_preload_library_says_how_to_build_it() {
-    // A copy of the binary in a folder without the library.
+    // A copy of the binary in a folder without the library. `cp` writes it, not this process:
+    // a file this process held open for writing would be inherited by a child that another
+    // test forks meanwhile, and exec would then fail with "Text file busy" (ETXTBSY).
     let dir = scratch("missing");
     let copy = dir.join("spinlab");
-    std::fs::copy(SPINLAB, &copy).unwrap();
+    let cp = Command::new("cp").arg(SPINLAB).arg(&copy).status().expect("cp runs");
+    assert!(cp.success(), "cp {SPINLAB} {}", copy.display());
     let output = Command::new(&copy).args(["app", "--locks", "default", "--", "true"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let text = stderr(&output);
