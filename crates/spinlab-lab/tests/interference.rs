@@ -107,6 +107,40 @@ fn interference_on_tiny_settings_yields_rows_with_every_key() {
     assert!(futex["reread_ns"].as_f64().unwrap() > spin["reread_ns"].as_f64().unwrap(), "{futex} {spin}");
 }
 
+/// The run's params from `spinlab run interference ARGS --json -`.
+fn interference_params(waits: &str) -> serde_json::Map<String, Value> {
+    let args = ["run", "interference", "--active", "add", "--waits", waits, "--waiters", "1", "--placement", "core"];
+    let tiny = ["--units", "1", "--max-reps", "2", "--quiet", "--json", "-"];
+    let o = spinlab(&[&args[..], &tiny[..]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    doc["runs"][0]["params"].as_object().expect("params").clone()
+}
+
+#[test]
+fn a_run_with_the_miss_loop_says_how_its_chase_was_sized() {
+    let params = interference_params("miss,spin");
+    let number = |key: &str| params.get(key).and_then(Value::as_f64).unwrap_or_else(|| panic!("{key}: {params:?}"));
+    let tried: Vec<(f64, f64)> = params["miss_chase_tried_mib_ns"]
+        .as_array()
+        .expect("sizes tried")
+        .iter()
+        .map(|pair| (pair[0].as_f64().unwrap(), pair[1].as_f64().unwrap()))
+        .collect();
+    // The kept chase is one of the sizes tried, at its time; the longest is listed last.
+    let kept_mib = number("miss_chase_bytes") / f64::from(1 << 20);
+    let kept = tried.iter().find(|(mib, _)| *mib == kept_mib).unwrap_or_else(|| panic!("{params:?}"));
+    assert_eq!(kept.1, number("miss_chase_step_ns"), "{params:?}");
+    assert_eq!(tried.last().unwrap().1, number("miss_chase_longest_step_ns"), "{params:?}");
+    assert!(tried.windows(2).all(|w| w[1].0 == 2.0 * w[0].0 || w == &tried[tried.len() - 2..]), "{tried:?}");
+    assert!(number("miss_chase_times_seed_size") >= 1.0, "{params:?}");
+    let settled = params["miss_chase_settled"].as_bool().expect("settled");
+    assert_eq!(params.contains_key("miss_chase_warning"), !settled, "{params:?}");
+    // Without the miss loop, nothing is sized and nothing is said.
+    let params = interference_params("spin");
+    assert!(!params.keys().any(|k| k.starts_with("miss_chase")), "{params:?}");
+}
+
 #[test]
 fn handoff_on_tiny_settings_yields_rows_with_every_key() {
     let o = spinlab(&[

@@ -564,6 +564,9 @@ impl Interference {
         if let Some(why) = &plan.no_ipc {
             run.param("active_ipc", format!("not measured: {why}"));
         }
+        if plan.wait_names.contains(&"miss") {
+            describe_miss_chase(&mut run, spinlab::wait::chase_size());
+        }
         run
     }
 
@@ -878,6 +881,32 @@ fn tag_core_sharing(row: &mut Row, before: f64, after: f64) {
     row.set(CORE_SHARED, said);
 }
 
+/// How the `miss` policy's chase was sized in this process (`spinlab::wait::chase_size`, which
+/// sizes it now if nothing has yet): the figures behind every `miss` row, since a chase that
+/// hits in a cache the machine does not report measures a different loop.
+fn describe_miss_chase(run: &mut Run, chase: &spinlab::wait::ChaseSize) {
+    let reference = chase.tried.last().map_or(f64::NAN, |&(_, ns)| ns);
+    run.param("miss_chase_bytes", chase.bytes())
+        .param("miss_chase_times_seed_size", chase.multiple())
+        .param("miss_chase_step_ns", chase.step_ns())
+        .param("miss_chase_longest_step_ns", reference)
+        .param("miss_chase_settled", chase.settled)
+        .param(
+            "miss_chase_tried_mib_ns",
+            chase.tried.iter().map(|&(pages, ns)| ((pages * 4096) >> 20, ns)).collect::<Vec<_>>(),
+        );
+    if !chase.settled {
+        let warning = format!(
+            "miss: no chase shorter than the longest tried ({} MiB) kept its pace, so the miss loop's \
+             loads may hit in a cache ({} ns a step)",
+            chase.bytes() >> 20,
+            number(chase.step_ns())
+        );
+        eprintln!("warning: {warning}");
+        run.param("miss_chase_warning", warning);
+    }
+}
+
 /// The mean interval between two reads of the watched word in one co-run's reports (its
 /// waiters'), in ticks; `None` if they never read it.
 fn reread_ticks(reports: &[WaiterReport]) -> Option<f64> {
@@ -907,7 +936,19 @@ fn responsiveness(ctx: &Context<'_>) -> Finding {
     let Some(here) = miss.ratio(&spin) else {
         return Finding::without(&RESPONSIVENESS, &rows_words, Judged::NotMeasured("a re-read of zero".to_string()));
     };
-    let detail = format!("miss {} ns, spin {} ns per read", number(miss.value), number(spin.value));
+    let mut detail = format!("miss {} ns, spin {} ns per read", number(miss.value), number(spin.value));
+    let chase = ctx.runs_of("interference").into_iter().find_map(|run| {
+        let param = |key: &str| run.params.get(key).and_then(|v| v.as_f64());
+        Some((param("miss_chase_bytes")?, param("miss_chase_times_seed_size")?, param("miss_chase_step_ns")?))
+    });
+    if let Some((bytes, times, step_ns)) = chase {
+        detail.push_str(&format!(
+            "; the chase: {} MiB, {}x seed 000's size, {} ns a step alone",
+            number(bytes / f64::from(1 << 20)),
+            number(times),
+            number(step_ns)
+        ));
+    }
     let reason = "today's cores re-read a cached line in a cycle or two, far faster than the T2's 10-cycle loop, \
                   while a load from memory still costs a few hundred cycles";
     Finding::judged(

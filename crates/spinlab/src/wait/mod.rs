@@ -28,7 +28,7 @@ pub use cas::Cas;
 pub use divide::{FpDiv, IntDiv};
 pub use futex::Futex;
 pub use hardware::{Mwaitx, Tpause, Umwait, Wfe};
-pub use miss::Miss;
+pub use miss::{chase_size, ChaseSize, Miss};
 pub use plain::{Pause, Spin, Yield};
 pub use spin_park::{PauseYieldPark, SpinPark, SpinYieldPark};
 
