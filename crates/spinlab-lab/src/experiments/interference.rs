@@ -891,6 +891,7 @@ fn describe_miss_chase(run: &mut Run, chase: &spinlab::wait::ChaseSize) {
         .param("miss_chase_step_ns", chase.step_ns())
         .param("miss_chase_longest_step_ns", reference)
         .param("miss_chase_settled", chase.settled)
+        .param("miss_chase_huge_page_bytes", chase.huge_page_bytes)
         .param(
             "miss_chase_tried_mib_ns",
             chase.tried.iter().map(|&(pages, ns)| ((pages * 4096) >> 20, ns)).collect::<Vec<_>>(),

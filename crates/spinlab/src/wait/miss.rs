@@ -13,15 +13,20 @@
 //!
 //! **The size is measured, not only read.** Twice the slice of the cache Linux reports is not
 //! always a miss: on the project's 2-vCPU EPYC guest, which reports a 32 MiB L3, such a chase
-//! took 41-69 ns a step (it hit in a larger cache than the guest is told of), and one of four
-//! to sixteen times the slice 184-234 ns, a load from memory. So the first use builds the
-//! longest chase allowed ([`LARGEST`] times the reported cache, at most [`most_bytes`]) as a
-//! reference, then tries seed 000's size and its doublings below it, and keeps the shortest
-//! whose steps take at least [`SETTLED`] of the reference's.
-//! Comparing each size with the next doubling instead would stop at once where both hit.
-//! [`chase_size`] says what was tried and kept; the lab records it beside its measurements of
-//! the `miss` policy. A cache larger than the longest chase would fool the search; nothing in
-//! user space can tell that from a machine whose memory is that fast.
+//! (64 MiB of pages) took 38-69 ns a step in some minutes and 145-162 ns in others, against
+//! 176-209 ns for one of 512 MiB: the host's cache is larger than the guest is told, and how
+//! much of it the guest gets changes. So the first use builds the longest chase allowed
+//! ([`LARGEST`] times the reported cache, at most [`most_bytes`]) as a reference, tries seed
+//! 000's size and its doublings below it until one's steps take at least [`SETTLED`] of the
+//! reference's, and keeps the chase twice that one's length. Comparing each size with the next
+//! doubling instead would stop at once where both hit. [`chase_size`] says what was tried and
+//! kept; the lab records it beside its measurements of the `miss` policy. A cache larger than
+//! the longest chase would fool the search; nothing in user space can tell that from a machine
+//! whose memory is that fast.
+//!
+//! The pages are offered to the kernel as transparent huge pages, so that a step costs one
+//! load and no page-table walk (see [`Mapped`]); the confinement to a slice of the sets is the
+//! same, since it rests on the page offset.
 //!
 //! The buffer is allocated on first use and never freed; sizing it takes a few hundred
 //! milliseconds once per process (page faults, and a few thousand timed steps per size), and
@@ -54,7 +59,97 @@ struct Page {
 }
 
 struct Chase {
-    pages: Box<[Page]>,
+    pages: Mapped,
+}
+
+/// Pages mapped for a chase: anonymous memory aligned to [`HUGE_PAGE`] and offered to the
+/// kernel for transparent huge pages (`MADV_HUGEPAGE`), so that a chase's steps find their
+/// page in the TLB. With 4 KiB pages each step also missed the TLB, and its page-table walk
+/// missed the caches as often as not: on the 2-vCPU guest a 256 MiB chase took 193-319 ns a
+/// step in six runs on 4 KiB pages, and 180-199 ns on huge pages (a C program in the same
+/// minutes). Where the kernel grants no huge page, the chase still works, on small pages.
+struct Mapped {
+    /// The whole mapping, as mmap returned it, and its length (for munmap).
+    map: *mut libc::c_void,
+    map_len: usize,
+    /// The first page, aligned to [`HUGE_PAGE`], and how many pages follow it.
+    first: *mut Page,
+    len: usize,
+}
+
+const HUGE_PAGE: usize = 2 << 20;
+
+// SAFETY: the mapping is owned by `Mapped` alone and only read once built.
+unsafe impl Send for Mapped {}
+// SAFETY: as above; shared references only read.
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    /// `len` zeroed pages, or `None` if the kernel refuses the memory.
+    fn new(len: usize) -> Option<Mapped> {
+        let map_len = len.checked_mul(PAGE)?.checked_add(HUGE_PAGE)?;
+        // SAFETY: an anonymous private mapping, no address hint.
+        let map = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return None;
+        }
+        let aligned = (map as usize).next_multiple_of(HUGE_PAGE);
+        // SAFETY: the aligned range lies within the mapping. A refusal (no THP in this kernel)
+        // leaves small pages, which the chase works on too.
+        unsafe { libc::madvise(aligned as *mut libc::c_void, len * PAGE, libc::MADV_HUGEPAGE) };
+        Some(Mapped { map, map_len, first: aligned as *mut Page, len })
+    }
+
+    /// Bytes of the chase's pages the kernel backs with huge pages (0 if /proc/self/smaps
+    /// cannot be read). `MADV_HUGEPAGE` gave them an entry of their own there, starting at the
+    /// first page: the advice splits them from the rest of the mapping and its neighbours.
+    fn huge_page_bytes(&self) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+        anon_huge_kib(&smaps, self.first as usize).map_or(0, |kib| (kib << 10).min(self.len * PAGE))
+    }
+}
+
+/// The `AnonHugePages` of the mapping that starts at `start` in an smaps listing, in KiB.
+fn anon_huge_kib(smaps: &str, start: usize) -> Option<usize> {
+    let header = format!("{start:x}-");
+    let mut lines = smaps.lines().skip_while(|line| !line.starts_with(&header));
+    lines.next()?;
+    lines
+        .take_while(|line| line.split_whitespace().next().is_some_and(|key| key.ends_with(':')))
+        .find_map(|line| line.strip_prefix("AnonHugePages:"))
+        .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+impl core::ops::Deref for Mapped {
+    type Target = [Page];
+    fn deref(&self) -> &[Page] {
+        // SAFETY: `len` pages from `first` lie in the mapping, zeroed (a valid `Page`) or
+        // written by `build_chase`, and live as long as `self`.
+        unsafe { core::slice::from_raw_parts(self.first, self.len) }
+    }
+}
+
+impl core::ops::DerefMut for Mapped {
+    fn deref_mut(&mut self) -> &mut [Page] {
+        // SAFETY: as for `deref`, and `&mut self` is the only reference.
+        unsafe { core::slice::from_raw_parts_mut(self.first, self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped; no reference into it outlives `self`.
+        unsafe { libc::munmap(self.map, self.map_len) };
+    }
 }
 
 std::thread_local! {
@@ -76,10 +171,11 @@ fn chase_one() {
 }
 
 /// A chase misses, as far as the search can tell, once its steps take at least this share of
-/// the longest chase's. Below it the chase still hits somewhere: on the 2-vCPU EPYC guest a
-/// chase of twice the reported slice took 0.25-0.34 of the longest's time a step, and one of
-/// four times 0.79-0.97 (the longest is slower still, from its page-table walks).
-pub const SETTLED: f64 = 0.7;
+/// the longest chase's (on huge pages, where the longest pays no more page-table walks than
+/// the others). On the 2-vCPU EPYC guest the 64 MiB chase of seed 000's size took 0.28-0.77 of
+/// the 512 MiB chase's time a step in five runs, and the 128 MiB one 0.71-0.94: a share this
+/// high keeps a chase that only sometimes misses from passing.
+pub const SETTLED: f64 = 0.85;
 
 /// The longest chase, the search's reference, in multiples of the reported last-level
 /// cache's bytes: eight times seed 000's size, and never more than [`most_bytes`].
@@ -113,6 +209,9 @@ pub struct ChaseSize {
     /// Whether a chase shorter than the reference kept its pace (`false`: only the reference
     /// did, so nothing shows that even its loads miss).
     pub settled: bool,
+    /// Bytes of the kept chase on huge pages, as /proc/self/smaps says (0 where the kernel
+    /// granted none: each step then walks the page table too).
+    pub huge_page_bytes: usize,
 }
 
 impl ChaseSize {
@@ -147,46 +246,77 @@ fn sized() -> &'static (Chase, ChaseSize) {
     static SIZED: OnceLock<(Chase, ChaseSize)> = OnceLock::new();
     SIZED.get_or_init(|| {
         let llc = last_level_cache_bytes();
-        let (chase, tried, settled) =
-            size_below_longest(chase_pages(llc), (LARGEST * llc).min(most_bytes()) / PAGE, build_chase, step_ns);
-        let pages = chase.pages.len();
-        (chase, ChaseSize { reported_llc_bytes: llc, pages, tried, settled })
+        let first = chase_pages(llc);
+        let Some(Searched { kept: chase, tried, settled }) =
+            size_below_longest(first, (LARGEST * llc).min(most_bytes()) / PAGE, build_chase, step_ns)
+        else {
+            // As a failed allocation of the buffer always did: the miss loop cannot run without one.
+            std::alloc::handle_alloc_error(std::alloc::Layout::from_size_align(first * PAGE, PAGE).unwrap())
+        };
+        let (pages, huge_page_bytes) = (chase.pages.len(), chase.pages.huge_page_bytes());
+        (chase, ChaseSize { reported_llc_bytes: llc, pages, tried, settled, huge_page_bytes })
     })
 }
 
 /// The search: build the longest chase allowed (`most` pages, or the largest power-of-two
-/// multiple of `first` within it) and time it as the reference, then try `first`, `2 first`,
-/// ... below it, and keep the shortest whose step takes at least [`SETTLED`] of the
-/// reference's. Returns the kept chase, every size tried with its time (the reference last),
-/// and whether a shorter size kept the reference's pace (`false`: only the reference itself
-/// did, so nothing says that even it misses). `time` times one chase, alone: every chase
-/// reads lines of the same cache sets, so timing two in turn would have each evict the other.
+/// multiple of `first` within it; half that, and so on, while the memory is refused) and time
+/// it as the reference, then try `first`, `2 first`, ... below it until one's step takes at
+/// least [`SETTLED`] of the reference's, and keep the chase twice as long as that one (the
+/// reference, if that is the reference's length): how much of the cache the machine gives us
+/// changes from minute to minute under a hypervisor, so the kept chase has one doubling to
+/// spare. Returns the kept chase, every size timed (the reference last), and whether a shorter
+/// size kept the reference's pace (`false`: only the reference itself did, so nothing says
+/// that even it misses); `None` when not even `first` pages could be had. `time` times one
+/// chase, alone: every chase reads lines of the same cache sets, so timing two in turn would
+/// have each evict the other.
 fn size_below_longest<C>(
     first: usize,
     most: usize,
-    build: impl Fn(usize) -> C,
+    build: impl Fn(usize) -> Option<C>,
     time: impl Fn(&C) -> f64,
-) -> (C, Vec<(usize, f64)>, bool) {
+) -> Option<Searched<C>> {
     let mut longest = first;
     while longest * 2 <= most {
         longest *= 2;
     }
-    let reference = build(longest);
+    let reference = loop {
+        match build(longest) {
+            Some(chase) => break chase,
+            None if longest > first => longest /= 2,
+            None => return None,
+        }
+    };
     let reference_ns = time(&reference);
     let mut tried = Vec::new();
     let mut pages = first;
     while pages < longest {
-        let candidate = build(pages);
+        let Some(candidate) = build(pages) else { break };
         let ns = time(&candidate);
         tried.push((pages, ns));
         if ns >= SETTLED * reference_ns {
+            drop(candidate);
+            if pages * 2 < longest {
+                if let Some(spare) = build(pages * 2) {
+                    tried.push((pages * 2, time(&spare)));
+                    tried.push((longest, reference_ns));
+                    return Some(Searched { kept: spare, tried, settled: true });
+                }
+            }
             tried.push((longest, reference_ns));
-            return (candidate, tried, true);
+            return Some(Searched { kept: reference, tried, settled: true });
         }
         pages *= 2;
     }
     tried.push((longest, reference_ns));
-    (reference, tried, false)
+    Some(Searched { kept: reference, tried, settled: false })
+}
+
+/// What [`size_below_longest`] found: the chase kept, each size timed with its nanoseconds a
+/// step (the reference last), and whether a shorter size kept the reference's pace.
+struct Searched<C> {
+    kept: C,
+    tried: Vec<(usize, f64)>,
+    settled: bool,
 }
 
 /// Follows `steps` links of `chase` from page `from`; returns where it ended.
@@ -222,8 +352,8 @@ pub(crate) fn chase_pages(llc_bytes: usize) -> usize {
 
 /// A random single cycle through `n` pages (Sattolo's algorithm), so the hardware prefetcher
 /// sees no stride and the walk never falls into a short loop.
-fn build_chase(n: usize) -> Chase {
-    let mut pages: Vec<Page> = (0..n).map(|_| Page { next: 0 }).collect();
+fn build_chase(n: usize) -> Option<Chase> {
+    let mut pages = Mapped::new(n)?;
     let mut order: Vec<u32> = (0..n as u32).collect();
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     for i in (1..n).rev() {
@@ -236,7 +366,7 @@ fn build_chase(n: usize) -> Chase {
     for (k, &from) in order.iter().enumerate() {
         pages[from as usize].next = order[(k + 1) % n];
     }
-    Chase { pages: pages.into_boxed_slice() }
+    Some(Chase { pages })
 }
 
 /// The size of the largest data or unified cache Linux reports for CPU 0 (32 MiB if sysfs
@@ -283,7 +413,7 @@ mod tests {
 
     #[test]
     fn the_chase_is_one_cycle_through_every_page() {
-        let chase = build_chase(1000);
+        let chase = build_chase(1000).unwrap();
         let mut seen = vec![false; 1000];
         let mut at = 0usize;
         for _ in 0..1000 {
@@ -296,36 +426,73 @@ mod tests {
     }
 
     #[test]
+    fn the_huge_pages_of_one_mapping_are_read_from_its_own_smaps_entry() {
+        let smaps = "7f0000000000-7f0000400000 rw-p 00000000 00:00 0 \n\
+                     Size:               4096 kB\n\
+                     AnonHugePages:      2048 kB\n\
+                     VmFlags: rd wr mr mw me ac hg\n\
+                     7f0000400000-7f0000600000 rw-p 00000000 00:00 0 \n\
+                     Size:               2048 kB\n\
+                     AnonHugePages:         0 kB\n";
+        assert_eq!(anon_huge_kib(smaps, 0x7f00_0000_0000), Some(2048));
+        assert_eq!(anon_huge_kib(smaps, 0x7f00_0040_0000), Some(0));
+        assert_eq!(anon_huge_kib(smaps, 0x7f00_0020_0000), None, "not the start of a mapping");
+        let chase = build_chase(1024).unwrap();
+        assert!(chase.pages.huge_page_bytes() <= 1024 * PAGE);
+        assert_eq!(chase.pages.as_ptr() as usize % HUGE_PAGE, 0, "aligned for a huge page");
+    }
+
+    #[test]
     fn every_line_of_the_chase_has_the_same_page_offset() {
-        let chase = build_chase(16);
+        let chase = build_chase(16).unwrap();
         for page in chase.pages.iter() {
             assert_eq!(&page.next as *const u32 as usize % PAGE, 0);
         }
     }
 
     /// A cache model for the search: steps take 50 ns up to `fits` pages, then 190 ns, and
-    /// 200 ns at 800 pages (page-table walks).
-    fn search(first: usize, most: usize, fits: usize) -> (usize, Vec<(usize, f64)>, bool) {
+    /// 200 ns from 800 pages.
+    fn search_refusing(
+        first: usize,
+        most: usize,
+        fits: usize,
+        refused_from: usize,
+    ) -> (usize, Vec<(usize, f64)>, bool) {
         let ns = |pages: usize| match pages {
             p if p <= fits => 50.0,
             p if p < 800 => 190.0,
             _ => 200.0,
         };
-        size_below_longest(first, most, |pages| pages, |&pages: &usize| ns(pages))
+        let found =
+            size_below_longest(first, most, |pages| (pages < refused_from).then_some(pages), |&p: &usize| ns(p));
+        found.map(|f| (f.kept, f.tried, f.settled)).unwrap()
+    }
+
+    fn search(first: usize, most: usize, fits: usize) -> (usize, Vec<(usize, f64)>, bool) {
+        search_refusing(first, most, fits, usize::MAX)
     }
 
     #[test]
-    fn the_shortest_chase_at_the_longests_pace_is_kept() {
-        // Reported truly: seed 000's size already misses.
-        assert_eq!(search(100, 800, 50), (100, vec![(100, 190.0), (800, 200.0)], true));
-        // A cache three times the reported one (the 2-vCPU EPYC guest): 100 and 200 pages hit.
-        assert_eq!(search(100, 800, 300), (400, vec![(100, 50.0), (200, 50.0), (400, 190.0), (800, 200.0)], true));
+    fn a_chase_twice_the_shortest_at_the_longests_pace_is_kept() {
+        // Reported truly: seed 000's size already misses; the next doubling is kept.
+        assert_eq!(search(100, 800, 50), (200, vec![(100, 190.0), (200, 190.0), (800, 200.0)], true));
+        // A cache three times the reported one (the 2-vCPU EPYC guest): 100 and 200 pages hit;
+        // 400 keeps pace, and twice it is the reference itself.
+        assert_eq!(search(100, 800, 300), (800, vec![(100, 50.0), (200, 50.0), (400, 190.0), (800, 200.0)], true));
         // Both of the first two sizes hit: a doubling would have looked no slower.
-        assert_eq!(search(100, 1000, 250), (400, vec![(100, 50.0), (200, 50.0), (400, 190.0), (800, 200.0)], true));
+        assert_eq!(
+            search(100, 1600, 250),
+            (800, vec![(100, 50.0), (200, 50.0), (400, 190.0), (800, 200.0), (1600, 200.0)], true)
+        );
         // Nothing shorter than the reference keeps its pace: the reference, unsettled.
         assert_eq!(search(100, 800, 700), (800, vec![(100, 50.0), (200, 50.0), (400, 50.0), (800, 200.0)], false));
         // No room for a reference longer than the first size.
         assert_eq!(search(100, 150, 0), (100, vec![(100, 190.0)], false));
+        // Memory refused from 800 pages: the reference is the longest chase that could be had.
+        assert_eq!(search_refusing(100, 1600, 50, 800), (200, vec![(100, 190.0), (200, 190.0), (400, 190.0)], true));
+        assert_eq!(search_refusing(100, 1600, 300, 800), (400, vec![(100, 50.0), (200, 50.0), (400, 190.0)], false));
+        let no_memory = size_below_longest(100, 1600, |_| None::<usize>, |_: &usize| 0.0);
+        assert!(no_memory.is_none());
     }
 
     #[test]
@@ -341,6 +508,7 @@ mod tests {
         assert!(size.pages.is_multiple_of(first) && (size.pages / first).is_power_of_two(), "{size:?}");
         assert!(size.step_ns() > 0.0 && size.multiple() >= 1.0, "{size:?}");
         assert_eq!(chase().pages.len(), size.pages, "the loop reads the chase that was timed");
+        assert!(size.huge_page_bytes <= size.bytes(), "{size:?}");
     }
 
     #[test]
