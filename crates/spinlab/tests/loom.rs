@@ -701,6 +701,48 @@ models! {
     gated_fair_spin_park: Gated<Fair<SpinPark>, SpinPark>, OTHERS;
 }
 
+/// The fair lock with more waiters than slots: under `loom_fair_slots(1)` the first waiter
+/// takes the only slot and the second waits without one, counted as wanting it. When the
+/// first is granted the lock it gives the slot back, and the second takes it and queues in the
+/// round-robin on the same signal word, whose last grant's wake-up call may still be on its
+/// way. In `waiters_relock` each waiter takes the lock twice, so the slot can pass back and
+/// forth, and a thread that gave its slot away hands over from the slot it last held.
+macro_rules! past_the_slots_models {
+    ($($name:ident: $lock:ty;)*) => {$(
+        mod $name {
+            use super::*;
+            type L = $lock;
+
+            #[test]
+            fn release_wakes_two_waiters() {
+                let _one = spinlab::lock::loom_fair_slots(1);
+                release_wakes_every_waiter::<L>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn timed_waiter_queued_with_plain_waiter() {
+                let _one = spinlab::lock::loom_fair_slots(1);
+                timed_waiters_race_holder::<L>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn waiters_relock() {
+                let _one = spinlab::lock::loom_fair_slots(1);
+                // The one who gave its slot away waits without one too when it relocks: two
+                // pollers, who pass loom's CPU to each other without end unless the bound is
+                // `SPINNERS_ON_ONE_WORD`'s.
+                holder_with_predecessor::<L>(0, 2, Relock::Everyone, SPINNERS_ON_ONE_WORD.bound, 0);
+            }
+        }
+    )*};
+}
+
+past_the_slots_models! {
+    fair_spin_park_past_its_slots: Fair<SpinPark>;
+    fair_futex_past_its_slots: Fair<Futex>;
+    gated_fair_spin_park_past_its_slots: Gated<Fair<SpinPark>, SpinPark>;
+}
+
 /// The bounded word's waits in which nobody claims, as for the first 0.5 ms of every real wait
 /// (the models above make a waiter starve at its second look, so their waiters mostly claim
 /// and seldom sleep).

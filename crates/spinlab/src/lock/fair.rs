@@ -20,9 +20,15 @@
 //! the granter wakes it).
 //!
 //! Past the slots: a thread that finds all 63 slots taken by living threads waits without one:
-//! it polls the lock with test-and-set at its policy's pace, and naps 50 µs when the policy
-//! would sleep. It is correct (mutual exclusion holds; it gets the lock whenever it finds it
-//! free) but not fair: while slot holders keep the lock busy, hand-over never frees it.
+//! it polls the lock with test-and-set at its policy's pace, naps 50 µs when the policy would
+//! sleep, and takes the lock whenever it finds it free. It also counts itself as wanting a
+//! slot, and a thread that ends a wait in the round-robin while anyone wants one gives its
+//! slot back (`fair_slots`); the slotless thread that looks first takes it and joins the
+//! round-robin. So with more waiters than slots the slots pass round them, and every waiter
+//! spends part of its wait in the round-robin, but in no set order: a slotless thread has no
+//! bound on how many slots go to others before one comes to it. Before the slots were given
+//! back, the first 63 threads that ever waited kept them, and the rest waited on a lock that
+//! hand-over never freed.
 //! A timed waiter withdraws its bit with a CAS; if a releaser cleared the bit first, the lock
 //! is already its own.
 
@@ -85,9 +91,23 @@ impl<W: Wait> Fair<W> {
 
     #[cold]
     fn lock_contended(&self, deadline: Option<Instant>) -> bool {
-        let Some(slot) = slots::mine() else {
-            return self.lock_without_slot(deadline);
-        };
+        loop {
+            let Some(slot) = slots::mine() else {
+                match self.lock_without_slot(deadline) {
+                    Slotless::Acquired => return true,
+                    Slotless::TimedOut => return false,
+                    Slotless::SlotFree => continue,
+                }
+            };
+            let acquired = self.lock_in_slot(slot, deadline);
+            // Between waits: our bit is in no word, so the slot may pass to a thread without.
+            slots::give_back_if_wanted();
+            return acquired;
+        }
+    }
+
+    /// Waits in the round-robin with our slot's bit; returns whether we got the lock.
+    fn lock_in_slot(&self, slot: usize, deadline: Option<Instant>) -> bool {
         let bit = 1u64 << (slot + 1);
         let signal = slots::signal(slot);
         let mut seen = self.state.load(Relaxed);
@@ -152,20 +172,26 @@ impl<W: Wait> Fair<W> {
         }
     }
 
-    /// The unfair fallback for threads without a slot (see the module docs).
+    /// The wait of a thread without a slot (see the module docs): it counts itself among
+    /// those wanting one, polls the lock with test-and-set at its policy's pace, napping 50 µs
+    /// where the policy would sleep, and looks for a slot given back at every poll.
     #[cold]
-    fn lock_without_slot(&self, deadline: Option<Instant>) -> bool {
+    fn lock_without_slot(&self, deadline: Option<Instant>) -> Slotless {
+        let _wanting = slots::wanting();
         let mut episode = Episode::new(deadline);
         // Nothing wakes a slotless waiter, so its policy paces polls on a word that never
         // changes, and it naps where the policy would sleep.
         let never_changes = AtomicU32::new(0);
         loop {
             if self.state.load(Relaxed) & LOCKED == 0 && self.state.fetch_or(LOCKED, Acquire) & LOCKED == 0 {
-                return true;
+                return Slotless::Acquired;
+            }
+            if slots::mine().is_some() {
+                return Slotless::SlotFree;
             }
             match W::step(&never_changes, 0, &mut episode) {
                 Step::Continue => {}
-                Step::TimedOut => return false,
+                Step::TimedOut => return Slotless::TimedOut,
                 Step::Exhausted => {
                     crate::sync::nap();
                     episode.restart_spinning();
@@ -176,8 +202,9 @@ impl<W: Wait> Fair<W> {
 
     #[cold]
     fn hand_over(&self) {
-        // Round-robin from our own position (seed 003 scans from the releasing CPU's bit).
-        let from = slots::mine().map_or(0, |slot| slot + 1);
+        // Round-robin from our own position (seed 003 scans from the releasing CPU's bit), or
+        // the slot we last held if we gave it back.
+        let from = slots::position();
         let mut seen = self.state.load(Relaxed);
         loop {
             let waiters = seen & !LOCKED;
@@ -206,6 +233,14 @@ impl<W: Wait> Fair<W> {
             }
         }
     }
+}
+
+/// How a wait without a slot ended.
+enum Slotless {
+    Acquired,
+    TimedOut,
+    /// This thread now holds a slot: wait in the round-robin.
+    SlotFree,
 }
 
 /// The first set bit of `waiters` above bit `from`, wrapping around to the lowest.

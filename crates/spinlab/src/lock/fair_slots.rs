@@ -1,7 +1,18 @@
 //! The fair lock's thread slots: [`FAIR_SLOTS`] process-wide slots, one per thread that has
 //! had to wait on a [`Fair`](super::Fair) lock, each with its own padded signal word. A thread
-//! claims a slot the first time it waits and returns it when it exits; bit `s + 1` of every
+//! claims a slot the first time it waits and keeps it until it exits; bit `s + 1` of every
 //! fair lock's word belongs to the thread holding slot `s`.
+//!
+//! **More waiters than slots.** A thread that finds every slot taken counts itself in
+//! [`wanting`] for as long as it waits without one. A thread that holds a slot and ends a wait
+//! (granted, or timed out) while anyone is counted there gives its slot back
+//! ([`give_back_if_wanted`]); the first thread without one to look takes it. So when more
+//! threads wait than there are slots, the slots pass round the waiters instead of staying
+//! with the first 63 threads that ever waited, and every waiter spends part of each wait in
+//! the round-robin. A slot is only given back between waits: its bit is set in no lock's word,
+//! and its signal word is written by nobody but its next holder (the grant that ended the wait
+//! was read before the slot was given back; the granter's wake-up call after it can reach the
+//! next holder, which takes it as the spurious wake-up every futex waiter allows for).
 
 use super::fair::FAIR_SLOTS;
 use crate::padded::CachePadded;
@@ -11,6 +22,8 @@ use core::cell::Cell;
 struct Slots {
     /// Bit `s` is set while slot `s` is unclaimed.
     free: AtomicU64,
+    /// Threads waiting on a fair lock without a slot right now.
+    wanted: AtomicU32,
     signals: [CachePadded<AtomicU32>; FAIR_SLOTS],
 }
 
@@ -18,8 +31,11 @@ const ALL_FREE: u64 = (1u64 << FAIR_SLOTS) - 1;
 
 #[cfg(not(loom))]
 fn table() -> &'static Slots {
-    static SLOTS: Slots =
-        Slots { free: AtomicU64::new(ALL_FREE), signals: [const { CachePadded::new(AtomicU32::new(0)) }; FAIR_SLOTS] };
+    static SLOTS: Slots = Slots {
+        free: AtomicU64::new(ALL_FREE),
+        wanted: AtomicU32::new(0),
+        signals: [const { CachePadded::new(AtomicU32::new(0)) }; FAIR_SLOTS],
+    };
     &SLOTS
 }
 
@@ -30,6 +46,7 @@ fn table() -> &'static Slots {
 loom::lazy_static! {
     static ref SLOTS: loom::sync::Arc<Slots> = loom::sync::Arc::new(Slots {
         free: AtomicU64::new(ALL_FREE),
+        wanted: AtomicU32::new(0),
         signals: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
     });
 }
@@ -44,6 +61,9 @@ const UNCLAIMED: u8 = u8::MAX;
 /// This thread's slot; returns it to the table when the thread exits.
 struct MySlot {
     slot: Cell<u8>,
+    /// The slot this thread last held, after it gave it back: where its hand-overs start
+    /// their round-robin scan while it holds none.
+    last: Cell<u8>,
     #[cfg(loom)]
     table: loom::sync::Arc<Slots>,
 }
@@ -63,25 +83,122 @@ impl Drop for MySlot {
 
 #[cfg(not(loom))]
 crate::sync::thread_local! {
-    static MY_SLOT: MySlot = const { MySlot { slot: Cell::new(UNCLAIMED) } };
+    static MY_SLOT: MySlot = const { MySlot { slot: Cell::new(UNCLAIMED), last: Cell::new(UNCLAIMED) } };
 }
 
 #[cfg(loom)]
 crate::sync::thread_local! {
-    static MY_SLOT: MySlot = MySlot { slot: Cell::new(UNCLAIMED), table: SLOTS.clone() };
+    static MY_SLOT: MySlot = MySlot { slot: Cell::new(UNCLAIMED), last: Cell::new(UNCLAIMED), table: SLOTS.clone() };
 }
 
 fn claim() -> u8 {
     let free = &table().free;
     let mut seen = free.load(Relaxed);
-    while seen != 0 {
-        let slot = seen.trailing_zeros();
+    while seen & claimable() != 0 {
+        let slot = (seen & claimable()).trailing_zeros();
         match free.compare_exchange_weak(seen, seen & !(1 << slot), Acquire, Relaxed) {
             Ok(_) => return slot as u8,
             Err(now) => seen = now,
         }
     }
     UNCLAIMED
+}
+
+/// The slots a thread may claim: all of them, or under loom the first few a model allows
+/// ([`loom_fair_slots`]).
+#[inline]
+fn claimable() -> u64 {
+    #[cfg(not(loom))]
+    {
+        ALL_FREE
+    }
+    #[cfg(loom)]
+    {
+        LOOM_SLOTS.with(|n| (1u64 << n.get()) - 1)
+    }
+}
+
+// How many slots a model may claim (see `loom_fair_slots`); a thread-local of the test's own
+// thread, as `loom_starve_at_look`'s setting is.
+#[cfg(loom)]
+std::thread_local! {
+    static LOOM_SLOTS: Cell<usize> = const { Cell::new(FAIR_SLOTS) };
+}
+
+/// Under loom, lets threads claim only the first `n` fair-lock slots until the returned guard
+/// is dropped, so that a model with two or three threads runs out of slots. Set it on the
+/// test's thread before the model runs; the guard puts the previous setting back.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_fair_slots(n: usize) -> LoomFairSlots {
+    assert!(n <= FAIR_SLOTS);
+    LoomFairSlots(LOOM_SLOTS.with(|slots| slots.replace(n)))
+}
+
+/// Restores the previous [`loom_fair_slots`] setting when dropped.
+#[cfg(loom)]
+#[doc(hidden)]
+#[must_use = "the setting lasts only while the guard lives"]
+pub struct LoomFairSlots(usize);
+
+#[cfg(loom)]
+impl Drop for LoomFairSlots {
+    fn drop(&mut self) {
+        LOOM_SLOTS.with(|slots| slots.set(self.0));
+    }
+}
+
+/// Counts this thread among those waiting without a slot until dropped.
+pub struct Wanting(());
+
+/// Counts this thread among the waiters without a slot, whom threads with one give theirs to.
+pub fn wanting() -> Wanting {
+    table().wanted.fetch_add(1, Relaxed);
+    Wanting(())
+}
+
+impl Drop for Wanting {
+    fn drop(&mut self) {
+        table().wanted.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Gives this thread's slot back if a thread is waiting without one. Call only between waits:
+/// this thread's bit set in no lock's word. The count is read relaxed: a slot given back a
+/// little late, or once when nobody takes it, changes who waits in the round-robin, never
+/// whether the lock is correct.
+#[inline]
+pub fn give_back_if_wanted() {
+    let table = table();
+    if table.wanted.load(Relaxed) == 0 {
+        return;
+    }
+    let _ = MY_SLOT.try_with(|mine| {
+        let slot = mine.slot.get();
+        if (slot as usize) < FAIR_SLOTS {
+            mine.slot.set(UNCLAIMED);
+            mine.last.set(slot);
+            // Release: our last reads of the slot's signal happen-before its next holder's
+            // first write (that holder claims with Acquire).
+            table.free.fetch_or(1 << slot, Release);
+        }
+    });
+}
+
+/// Where a hand-over by this thread starts its round-robin scan: bit `s + 1` for the slot `s`
+/// it holds or last held, 0 if it never held one. Claims nothing.
+#[inline]
+pub fn position() -> usize {
+    MY_SLOT
+        .try_with(|mine| {
+            let slot = if (mine.slot.get() as usize) < FAIR_SLOTS { mine.slot.get() } else { mine.last.get() };
+            if (slot as usize) < FAIR_SLOTS {
+                slot as usize + 1
+            } else {
+                0
+            }
+        })
+        .unwrap_or(0)
 }
 
 /// This thread's slot, claimed on first use; `None` while all slots are taken (or during

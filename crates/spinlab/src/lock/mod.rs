@@ -28,8 +28,9 @@
 //! - In all three, a timed waiter that gives up leaves the order; a `Ticket` timed
 //!   acquisition takes no ticket and is not served in order (see [`Ticket`]).
 //! - `Fair`: every waiter holding a slot gets the lock within one turn of the round-robin,
-//!   that is after at most one acquisition by each other slot holder (seed 003). Threads past
-//!   the 63 slots poll without order.
+//!   that is after at most one acquisition by each other slot holder (seed 003). Past 63
+//!   waiters, a thread without a slot polls, and takes a slot that a holder gives back at the
+//!   end of its wait, in no set order: no bound.
 //! - `Bounded`: a bypass bound in time: a running waiter that has waited
 //!   [`STARVATION_NS`] gets the lock after at most the current holder and one earlier claimant
 //!   (see [`Bounded`]).
@@ -67,6 +68,9 @@ pub use bounded::{loom_starve_at_look, LoomStarveAtLook};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
+#[cfg(loom)]
+#[doc(hidden)]
+pub use fair_slots::{loom_fair_slots, LoomFairSlots};
 pub use gated::{Gated, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};

@@ -1,0 +1,156 @@
+#![cfg(not(loom))]
+//! The fair lock past its 63 slots. Slots are process-wide, so these tests have a process of
+//! their own (this file) and run one at a time.
+//!
+//! Timings are never asserted: the first test waits for a state that only slots given back can
+//! produce, and fails if every holder passed without producing it; the second counts exactly.
+
+use lock_api::{RawMutex, RawMutexTimed};
+use spinlab::lock::{Fair, Gated, FAIR_SLOTS};
+use spinlab::wait::{Futex, SpinPark};
+use std::cell::UnsafeCell;
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+use watchdog::Watchdog;
+
+mod watchdog;
+
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Polls `done` for up to `limit`; whether it came true.
+fn within(limit: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    done()
+}
+
+/// 63 threads take every slot and queue on a held lock; a 64th finds none. Then the lock is
+/// handed from holder to holder, each holding it until told to let go. A holder that was
+/// granted the lock while the 64th wanted a slot gives its slot back, and the 64th takes it and
+/// queues: the word then shows one waiter more than the first 63 have left unserved, which no
+/// thread could make if they kept their slots. The threads stay alive to the end, so no slot
+/// comes free by a thread's exit.
+#[test]
+fn a_slot_given_back_puts_a_thread_past_the_slots_in_the_round_robin() {
+    let _serial = serial();
+    let _watchdog = Watchdog::new(Duration::from_secs(120), "fair lock past its slots".into());
+    let lock = Arc::new(Fair::<SpinPark>::new());
+    let threads = FAIR_SLOTS + 1;
+    let end = Arc::new(Barrier::new(threads + 1));
+    let (held_tx, held) = mpsc::channel::<usize>();
+    let mut go = Vec::new();
+    let mut handles = Vec::new();
+    let guard = lock.lock();
+    let spawn = |id: usize, go: &mut Vec<mpsc::Sender<()>>, handles: &mut Vec<_>| {
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        go.push(go_tx);
+        let (lock, end, held_tx) = (lock.clone(), end.clone(), held_tx.clone());
+        handles.push(std::thread::spawn(move || {
+            let guard = lock.lock();
+            held_tx.send(id).unwrap();
+            go_rx.recv().unwrap();
+            // SAFETY: held through `guard`.
+            unsafe { lock.unlock(guard) };
+            end.wait();
+        }));
+    };
+    for id in 0..FAIR_SLOTS {
+        spawn(id, &mut go, &mut handles);
+    }
+    assert!(within(Duration::from_secs(60), || lock.waiters() as usize == FAIR_SLOTS), "{} queued", lock.waiters());
+    let past = FAIR_SLOTS;
+    spawn(past, &mut go, &mut handles);
+    // SAFETY: held through `guard`.
+    unsafe { lock.unlock(guard) };
+    let mut joined_while_held = false;
+    let mut order = Vec::new();
+    for _ in 0..threads {
+        let holder = held.recv().unwrap();
+        order.push(holder);
+        if holder != past && !joined_while_held {
+            // The holder holds until told. Of the first 63, those not yet served still queue;
+            // one more bit is the thread past the slots, in a slot given back.
+            let queued = FAIR_SLOTS - order.len();
+            joined_while_held = within(Duration::from_millis(500), || lock.waiters() as usize == queued + 1);
+        }
+        go[holder].send(()).unwrap();
+    }
+    end.wait();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+    assert!(joined_while_held, "the thread past the slots never queued while a holder held; order {order:?}");
+    assert!(order.contains(&past));
+    assert!(!lock.is_locked());
+}
+
+/// A counter only the lock protects.
+struct Unprotected(UnsafeCell<u64>);
+// SAFETY: touched only under the lock being tested; a broken lock shows as a wrong count.
+unsafe impl Sync for Unprotected {}
+
+/// 96 threads (more than the slots, so slots change hands at nearly every acquisition), some
+/// of them acquiring with deadlines, on each fair lock that waits by sleeping: the count must
+/// be exact and every timed acquisition accounted for.
+fn exact_count_past_the_slots<L: RawMutex + RawMutexTimed<Duration = Duration> + Send + Sync + 'static>(name: &str) {
+    const THREADS: usize = 96;
+    const EACH: u64 = 200;
+    let _watchdog = Watchdog::new(Duration::from_secs(120), format!("{name}: {THREADS} threads"));
+    let lock = Arc::new((L::INIT, Unprotected(UnsafeCell::new(0))));
+    let start = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (lock, start) = (lock.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let mut made = 0u64;
+                for i in 0..EACH {
+                    let timed = t % 4 == 0 && i % 2 == 0;
+                    let guard =
+                        if timed { lock.0.try_lock_for(Duration::from_micros(50)) } else { Some(lock.0.lock()) };
+                    if let Some(guard) = guard {
+                        // SAFETY: held through `guard`.
+                        unsafe {
+                            let value = core::ptr::read_volatile(lock.1 .0.get());
+                            // Holding the lock across a yield now and then queues the others
+                            // behind it, so that waits, slots and their giving back happen at
+                            // all: without it each thread's loop fits in its time slice.
+                            if i % 8 == 0 {
+                                std::thread::yield_now();
+                            }
+                            core::ptr::write_volatile(lock.1 .0.get(), value + 1);
+                            lock.0.unlock(guard);
+                        }
+                        made += 1;
+                    }
+                }
+                made
+            })
+        })
+        .collect();
+    let made: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    // SAFETY: every thread has been joined.
+    let count = unsafe { *lock.1 .0.get() };
+    assert_eq!(count, made, "{name}: lost updates");
+    assert!(made >= (THREADS as u64 * 3 / 4) * EACH, "{name}: every untimed acquisition counts ({made})");
+    assert!(!lock.0.is_locked(), "{name}");
+}
+
+#[test]
+fn fair_locks_count_exactly_with_more_threads_than_slots() {
+    let _serial = serial();
+    exact_count_past_the_slots::<Fair<SpinPark>>("fair:spin-park, ungated");
+    exact_count_past_the_slots::<Fair<Futex>>("fair:futex, ungated");
+    exact_count_past_the_slots::<Gated<Fair<SpinPark>, SpinPark>>("fair:spin-park (gated)");
+    exact_count_past_the_slots::<Gated<Fair<Futex>, Futex>>("fair:futex (gated)");
+}
