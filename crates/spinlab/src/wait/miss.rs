@@ -7,7 +7,9 @@
 //! the 1/64 of each cache's sets that share those bits; the chase covers at least twice the
 //! capacity of that slice of the last-level cache, in a random cyclic order, so every load
 //! misses. Higher set-index bits come from physical page numbers, which user space does not
-//! control, so this is as narrow as the confinement can be without huge pages. The neighbours
+//! control on 4 KiB pages; on the huge pages the chase asks for (below) it could confine itself
+//! further, but it keeps one line per 4 KiB so that its footprint does not depend on whether
+//! the kernel grants them. The neighbours
 //! lose at most the lines of that slice, which is what seed 000 aimed for on the T1/T2 L2,
 //! however long the chase: a longer one evicts the same sets, only more often.
 //!
@@ -28,9 +30,9 @@
 //! load and no page-table walk (see [`Mapped`]); the confinement to a slice of the sets is the
 //! same, since it rests on the page offset.
 //!
-//! The buffer is allocated on first use and never freed; sizing it takes a few hundred
-//! milliseconds once per process (page faults, and a few thousand timed steps per size), and
-//! the reference's memory (up to [`most_bytes`]) until a shorter chase is kept.
+//! The buffer is allocated on first use and never freed; sizing it takes up to about a second
+//! once per process (page faults, a walk round each chase, and a few thousand timed steps per
+//! size), and the reference's memory (up to [`most_bytes`]) until a shorter chase is kept.
 
 use super::{Episode, Wait};
 use crate::sync::AtomicU32;
