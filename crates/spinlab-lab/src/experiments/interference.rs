@@ -885,17 +885,13 @@ fn tag_core_sharing(row: &mut Row, before: f64, after: f64) {
 /// sizes it now if nothing has yet): the figures behind every `miss` row, since a chase that
 /// hits in a cache the machine does not report measures a different loop.
 fn describe_miss_chase(run: &mut Run, chase: &spinlab::wait::ChaseSize) {
-    let reference = chase.tried.last().map_or(f64::NAN, |&(_, ns)| ns);
     run.param("miss_chase_bytes", chase.bytes())
         .param("miss_chase_times_seed_size", chase.multiple())
         .param("miss_chase_step_ns", chase.step_ns())
-        .param("miss_chase_longest_step_ns", reference)
+        .param("miss_chase_longest_step_ns", chase.longest_step_ns())
         .param("miss_chase_settled", chase.settled)
         .param("miss_chase_huge_page_bytes", chase.huge_page_bytes)
-        .param(
-            "miss_chase_tried_mib_ns",
-            chase.tried.iter().map(|&(pages, ns)| ((pages * 4096) >> 20, ns)).collect::<Vec<_>>(),
-        );
+        .param("miss_chase_tried_mib_ns", chase.tried_mib());
     if !chase.settled {
         let warning = format!(
             "miss: no chase shorter than the longest tried ({} MiB) kept its pace, so the miss loop's \

@@ -9,9 +9,9 @@
 //! misses. Higher set-index bits come from physical page numbers, which user space does not
 //! control on 4 KiB pages; on the huge pages the chase asks for (below) it could confine itself
 //! further, but it keeps one line per 4 KiB so that its footprint does not depend on whether
-//! the kernel grants them. The neighbours
-//! lose at most the lines of that slice, which is what seed 000 aimed for on the T1/T2 L2,
-//! however long the chase: a longer one evicts the same sets, only more often.
+//! the kernel grants them. The neighbours lose at most the lines of that slice, which is what
+//! seed 000 aimed for on the T1/T2 L2, however long the chase: a longer one evicts the same
+//! sets, only more often.
 //!
 //! **The size is measured, not only read.** Twice the slice of the cache Linux reports is not
 //! always a miss: on the project's 2-vCPU EPYC guest, which reports a 32 MiB L3, such a chase
@@ -227,6 +227,16 @@ impl ChaseSize {
         self.pages * PAGE
     }
 
+    /// The reference's nanoseconds per step: the longest chase tried, listed last.
+    pub fn longest_step_ns(&self) -> f64 {
+        self.tried.last().map_or(f64::NAN, |&(_, ns)| ns)
+    }
+
+    /// Each size tried in MiB, with its nanoseconds per step.
+    pub fn tried_mib(&self) -> Vec<(usize, f64)> {
+        self.tried.iter().map(|&(pages, ns)| ((pages * PAGE) >> 20, ns)).collect()
+    }
+
     /// The chase's length in multiples of twice the reported cache's slice (1: seed 000's
     /// size on a cache reported truly).
     pub fn multiple(&self) -> f64 {
@@ -234,7 +244,7 @@ impl ChaseSize {
     }
 }
 
-/// Sizes the chase on first use and says how (a few hundred milliseconds the first time).
+/// Sizes the chase on first use and says how (up to about a second the first time).
 pub fn chase_size() -> &'static ChaseSize {
     &sized().1
 }
