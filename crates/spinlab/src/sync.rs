@@ -44,16 +44,6 @@ pub(crate) fn yield_now() {
     loom::thread::yield_now();
 }
 
-/// A short sleep for a thread that must wait but has no word to sleep on (the fair lock's
-/// waiters beyond its 63 slots, when their policy's spin phase is over).
-#[inline]
-pub(crate) fn nap() {
-    #[cfg(not(loom))]
-    std::thread::sleep(std::time::Duration::from_micros(50));
-    #[cfg(loom)]
-    loom::thread::yield_now();
-}
-
 /// Declares a constructor that is `const` normally and a plain `fn` under loom, whose atomics
 /// cannot be built in a constant.
 macro_rules! loom_const_fn {

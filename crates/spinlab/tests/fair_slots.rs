@@ -1,9 +1,11 @@
 #![cfg(not(loom))]
-//! The fair lock past its 63 slots. Slots are process-wide, so these tests have a process of
+//! The fair lock past its slots. Slots are process-wide, so these tests have a process of
 //! their own (this file) and run one at a time.
 //!
 //! Timings are never asserted: the first test waits for a state that only slots given back can
-//! produce, and fails if every holder passed without producing it; the second counts exactly.
+//! produce, and fails if every holder passed without producing it; the second counts a
+//! sleeper's context switches, which a thread that polls makes by the thousand and a thread
+//! asleep in the kernel does not make at all, then needs it woken; the third counts exactly.
 
 use lock_api::{RawMutex, RawMutexTimed};
 use spinlab::lock::{Fair, Gated, FAIR_SLOTS};
@@ -34,11 +36,11 @@ fn within(limit: Duration, done: impl Fn() -> bool) -> bool {
     done()
 }
 
-/// 63 threads take every slot and queue on a held lock; a 64th finds none. Then the lock is
-/// handed from holder to holder, each holding it until told to let go. A holder that was
-/// granted the lock while the 64th wanted a slot gives its slot back, and the 64th takes it and
-/// queues: the word then shows one waiter more than the first 63 have left unserved, which no
-/// thread could make if they kept their slots. The threads stay alive to the end, so no slot
+/// `FAIR_SLOTS` threads take every slot and queue on a held lock; one more finds none. Then
+/// the lock is handed from holder to holder, each holding it until told to let go. A holder
+/// that was granted the lock while the last wanted a slot gives its slot back, and the last
+/// takes it and queues: the word then shows one waiter more than the first have left unserved,
+/// which no thread could make if they kept their slots. The threads stay alive to the end, so no slot
 /// comes free by a thread's exit.
 #[test]
 fn a_slot_given_back_puts_a_thread_past_the_slots_in_the_round_robin() {
@@ -78,7 +80,7 @@ fn a_slot_given_back_puts_a_thread_past_the_slots_in_the_round_robin() {
         let holder = held.recv().unwrap();
         order.push(holder);
         if holder != past && !joined_while_held {
-            // The holder holds until told. Of the first 63, those not yet served still queue;
+            // The holder holds until told. Of the first threads, those not yet served still queue;
             // one more bit is the thread past the slots, in a slot given back.
             let queued = FAIR_SLOTS - order.len();
             joined_while_held = within(Duration::from_millis(500), || lock.waiters() as usize == queued + 1);
@@ -92,6 +94,80 @@ fn a_slot_given_back_puts_a_thread_past_the_slots_in_the_round_robin() {
     assert!(joined_while_held, "the thread past the slots never queued while a holder held; order {order:?}");
     assert!(order.contains(&past));
     assert!(!lock.is_locked());
+}
+
+/// A thread's voluntary context switches so far, from /proc.
+fn voluntary_switches(tid: i64) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Every slot is taken by threads queued on another lock, so a thread that waits for a held
+/// lock has none: it must sleep in the kernel (its policy sleeps at once), not poll, and the
+/// release that frees its lock must wake it, though its word holds no waiter bit.
+#[test]
+fn a_waiter_without_a_slot_sleeps_until_its_lock_is_free() {
+    let _serial = serial();
+    let _watchdog = Watchdog::new(Duration::from_secs(120), "fair lock: a sleeper without a slot".into());
+    let elsewhere = Arc::new(Fair::<Futex>::new());
+    let lock = Arc::new(Fair::<Futex>::new());
+    let held_elsewhere = elsewhere.lock();
+    let queued: Vec<_> = (0..FAIR_SLOTS)
+        .map(|_| {
+            let elsewhere = elsewhere.clone();
+            std::thread::spawn(move || {
+                let guard = elsewhere.lock();
+                // SAFETY: held through `guard`.
+                unsafe { elsewhere.unlock(guard) };
+            })
+        })
+        .collect();
+    assert!(
+        within(Duration::from_secs(60), || elsewhere.waiters() as usize == FAIR_SLOTS),
+        "{} queued",
+        elsewhere.waiters()
+    );
+    let held = lock.lock();
+    let (tid_tx, tid) = mpsc::channel::<i64>();
+    let (got_tx, got) = mpsc::channel::<()>();
+    let waiter = {
+        let lock = lock.clone();
+        std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tid_tx.send(unsafe { libc::syscall(libc::SYS_gettid) }).unwrap();
+            let guard = lock.lock();
+            got_tx.send(()).unwrap();
+            // SAFETY: held through `guard`.
+            unsafe { lock.unlock(guard) };
+        })
+    };
+    let tid = tid.recv().unwrap();
+    assert_eq!(lock.waiters(), 0, "the waiter found no slot, so it sets no waiter bit");
+    // Asleep: its state is S and it makes no context switch for a while.
+    let state = || std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    assert!(
+        within(Duration::from_secs(10), || state().rsplit(')').next().unwrap().trim_start().starts_with('S')),
+        "the waiter never slept: {}",
+        state()
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    let before = voluntary_switches(tid);
+    std::thread::sleep(Duration::from_millis(200));
+    let switches = voluntary_switches(tid) - before;
+    // A 50 µs nap at a time made about 4000 in 200 ms.
+    assert!(switches <= 20, "the waiter without a slot polled: {switches} voluntary context switches in 200 ms");
+    assert!(got.try_recv().is_err());
+    // SAFETY: held through `held`.
+    unsafe { lock.unlock(held) };
+    got.recv().unwrap();
+    waiter.join().unwrap();
+    // SAFETY: held through `held_elsewhere`.
+    unsafe { elsewhere.unlock(held_elsewhere) };
+    for thread in queued {
+        thread.join().unwrap();
+    }
+    assert!(!lock.is_locked() && !elsewhere.is_locked());
 }
 
 /// A counter only the lock protects.

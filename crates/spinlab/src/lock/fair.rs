@@ -19,16 +19,18 @@
 //! chosen waiter. Signal values: `GRANTED` 0, `WAITING` 1, `ASLEEP` 2 (the waiter may be asleep;
 //! the granter wakes it).
 //!
-//! Past the slots: a thread that finds all 63 slots taken by living threads waits without one:
-//! it polls the lock with test-and-set at its policy's pace, naps 50 µs when the policy would
-//! sleep, and takes the lock whenever it finds it free. It also counts itself as wanting a
-//! slot, and a thread that ends a wait in the round-robin while anyone wants one gives its
-//! slot back (`fair_slots`); the slotless thread that looks first takes it and joins the
-//! round-robin. So with more waiters than slots the slots pass round them, and every waiter
-//! spends part of its wait in the round-robin, but in no set order: a slotless thread has no
-//! bound on how many slots go to others before one comes to it. Before the slots were given
-//! back, the first 63 threads that ever waited kept them, and the rest waited on a lock that
-//! hand-over never freed.
+//! Past the slots: a thread that finds all 62 slots taken by living threads waits without one.
+//! It counts itself as wanting a slot, and a thread that ends a wait in the round-robin while
+//! anyone wants one gives its slot back (`fair_slots`); the slotless thread that looks first
+//! takes it and joins the round-robin. Meanwhile it takes the lock whenever it finds it free,
+//! looking at its policy's pace, and where its policy would sleep it sets the word's top bit,
+//! `SLOTLESS` (only while `LOCKED` is set, like a waiter bit), and sleeps on the slots'
+//! process-wide turn word. A slot given back wakes one such sleeper; a release that finds no
+//! waiter bit but `SLOTLESS` frees the lock, clears the bit and wakes them all. So the slots
+//! pass round the waiters, to sleepers in the order they went to sleep (the kernel's order
+//! for one futex word), but in no set order overall: a slotless thread still spinning may
+//! take a slot before a sleeper woken for it, which then sleeps again. Before the slotless
+//! threads slept, they napped 50 µs at a time, and with 65 of them the naps filled the CPUs.
 //! A timed waiter withdraws its bit with a CAS; if a releaser cleared the bit first, the lock
 //! is already its own.
 
@@ -40,10 +42,14 @@ use lock_api::{GuardSend, RawMutex, RawMutexFair};
 use std::time::Instant;
 
 /// How many threads can wait on fair locks with a slot of their own (bits of the word, less
-/// `LOCKED`).
-pub const FAIR_SLOTS: usize = 63;
+/// `LOCKED` and `SLOTLESS`).
+pub const FAIR_SLOTS: usize = 62;
 
 const LOCKED: u64 = 1;
+/// Threads without a slot may sleep until this lock is free (set only while `LOCKED` is).
+const SLOTLESS: u64 = 1 << 63;
+/// The waiter bits of the threads holding slots.
+const SLOT_BITS: u64 = !(LOCKED | SLOTLESS);
 
 const GRANTED: u32 = 0;
 const WAITING: u32 = 1;
@@ -80,7 +86,7 @@ impl<W: Wait> Fair<W> {
     /// ```
     #[inline]
     pub fn waiters(&self) -> u32 {
-        (self.state.load(Relaxed) & !LOCKED).count_ones()
+        (self.state.load(Relaxed) & SLOT_BITS).count_ones()
     }
 
     /// Acquires the lock, giving up at `deadline` (`None`: never).
@@ -91,6 +97,8 @@ impl<W: Wait> Fair<W> {
 
     #[cold]
     fn lock_contended(&self, deadline: Option<Instant>) -> bool {
+        // A wake-up owed since a release that took the fast path goes out before we wait.
+        slots::settle();
         loop {
             let Some(slot) = slots::mine() else {
                 match self.lock_without_slot(deadline) {
@@ -173,29 +181,60 @@ impl<W: Wait> Fair<W> {
     }
 
     /// The wait of a thread without a slot (see the module docs): it counts itself among
-    /// those wanting one, polls the lock with test-and-set at its policy's pace, napping 50 µs
-    /// where the policy would sleep, and looks for a slot given back at every poll.
+    /// those wanting one, takes the lock whenever it finds it free and a slot whenever one is
+    /// given back, and sleeps on the slots' turn word where its policy would sleep.
     #[cold]
     fn lock_without_slot(&self, deadline: Option<Instant>) -> Slotless {
         let _wanting = slots::wanting();
+        let turn = slots::turn();
         let mut episode = Episode::new(deadline);
-        // Nothing wakes a slotless waiter, so its policy paces polls on a word that never
-        // changes, and it naps where the policy would sleep.
-        let never_changes = AtomicU32::new(0);
-        loop {
+        let ended = loop {
+            // Acquire, before the looks below: a slot given back or a lock freed is announced
+            // on `turn` after the change (Release), so either we see the change or the
+            // count we read is older than the announcement and the futex wait returns.
+            let seen_turn = turn.load(Acquire);
             if self.state.load(Relaxed) & LOCKED == 0 && self.state.fetch_or(LOCKED, Acquire) & LOCKED == 0 {
-                return Slotless::Acquired;
+                break Slotless::Acquired;
             }
             if slots::mine().is_some() {
                 return Slotless::SlotFree;
             }
-            match W::step(&never_changes, 0, &mut episode) {
+            match W::step(turn, seen_turn, &mut episode) {
                 Step::Continue => {}
-                Step::TimedOut => return Slotless::TimedOut,
+                Step::TimedOut => break Slotless::TimedOut,
                 Step::Exhausted => {
-                    crate::sync::nap();
+                    if !self.mark_slotless() {
+                        continue; // free: take it
+                    }
+                    if W::sleep(turn, seen_turn, deadline) == crate::sys::futex::FutexWait::TimedOut {
+                        break Slotless::TimedOut;
+                    }
                     episode.restart_spinning();
                 }
+            }
+        };
+        // A wake-up for a slot may have come to us; a thread that still wants one gets it.
+        slots::pass_on();
+        if ended == Slotless::TimedOut {
+            slots::settle();
+        }
+        ended
+    }
+
+    /// Sets `SLOTLESS` while the lock is held; `false` if it is free. A write even where the
+    /// bit is set already: `Release`, so that our read of the turn word happens-before the
+    /// release that clears the bit and announces it (that release reads the word with
+    /// `Acquire`, after our write in its modification order, every write to it being a
+    /// read-modify-write).
+    fn mark_slotless(&self) -> bool {
+        let mut seen = self.state.load(Relaxed);
+        loop {
+            if seen & LOCKED == 0 {
+                return false;
+            }
+            match self.state.compare_exchange_weak(seen, seen | SLOTLESS, Release, Relaxed) {
+                Ok(_) => return true,
+                Err(now) => seen = now,
             }
         }
     }
@@ -207,10 +246,18 @@ impl<W: Wait> Fair<W> {
         let from = slots::position();
         let mut seen = self.state.load(Relaxed);
         loop {
-            let waiters = seen & !LOCKED;
+            let waiters = seen & SLOT_BITS;
             if waiters == 0 {
-                match self.state.compare_exchange_weak(seen, 0, Release, Relaxed) {
-                    Ok(_) => return,
+                // Acquire: the threads that set SLOTLESS read the turn word before we announce.
+                match self.state.compare_exchange_weak(seen, 0, AcqRel, Relaxed) {
+                    Ok(_) => {
+                        // Only the turn word from here on: the lock may be gone.
+                        if seen & SLOTLESS != 0 {
+                            slots::lock_freed();
+                        }
+                        slots::settle();
+                        return;
+                    }
                     Err(now) => seen = now,
                 }
                 continue;
@@ -227,6 +274,7 @@ impl<W: Wait> Fair<W> {
                     if signal.swap(GRANTED, Release) == ASLEEP {
                         W::wake_one(signal);
                     }
+                    slots::settle();
                     return;
                 }
                 Err(now) => seen = now,
@@ -236,6 +284,7 @@ impl<W: Wait> Fair<W> {
 }
 
 /// How a wait without a slot ended.
+#[derive(PartialEq, Eq)]
 enum Slotless {
     Acquired,
     TimedOut,

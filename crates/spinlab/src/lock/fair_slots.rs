@@ -8,15 +8,27 @@
 //! (granted, or timed out) while anyone is counted there gives its slot back
 //! ([`give_back_if_wanted`]); the first thread without one to look takes it. So when more
 //! threads wait than there are slots, the slots pass round the waiters instead of staying
-//! with the first 63 threads that ever waited, and every waiter spends part of each wait in
+//! with the first threads that ever waited, and every waiter spends part of each wait in
 //! the round-robin. A slot is only given back between waits: its bit is set in no lock's word,
 //! and its signal word is written by nobody but its next holder (the grant that ended the wait
 //! was read before the slot was given back; the granter's wake-up call after it can reach the
 //! next holder, which takes it as the spurious wake-up every futex waiter allows for).
-
+//!
+//! **The turn word.** Threads without a slot sleep on one process-wide futex word, [`turn`],
+//! which counts the events they wait for: a slot given back (or freed by an exiting thread),
+//! and a fair lock freed while threads without a slot wait for it. Whoever causes one adds 1
+//! to the word, with `Release` after the change it announces, and wakes a sleeper: one for a
+//! slot, all of them for a freed lock (their lock's word no longer says they wait). A waiter
+//! reads the word (`Acquire`) before it looks for a slot and at the lock, and sleeps only while
+//! the word still holds what it read, so an event it did not see either changed the word
+//! first (its futex wait returns at once) or wakes it. A slot given back while its giver holds
+//! the lock (the wait it ended was granted) is announced at once, but the giver makes the
+//! wake-up call only when it releases the lock ([`settle`]): the system call stays out of
+//! the critical section, and a waiter still spinning sees the count move meanwhile.
 use super::fair::FAIR_SLOTS;
 use crate::padded::CachePadded;
 use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
+use crate::sys::futex as sys_futex;
 use core::cell::Cell;
 
 struct Slots {
@@ -24,6 +36,8 @@ struct Slots {
     free: AtomicU64,
     /// Threads waiting on a fair lock without a slot right now.
     wanted: AtomicU32,
+    /// Counts the events threads without a slot wait for; they sleep on it (module docs).
+    turn: CachePadded<AtomicU32>,
     signals: [CachePadded<AtomicU32>; FAIR_SLOTS],
 }
 
@@ -34,6 +48,7 @@ fn table() -> &'static Slots {
     static SLOTS: Slots = Slots {
         free: AtomicU64::new(ALL_FREE),
         wanted: AtomicU32::new(0),
+        turn: CachePadded::new(AtomicU32::new(0)),
         signals: [const { CachePadded::new(AtomicU32::new(0)) }; FAIR_SLOTS],
     };
     &SLOTS
@@ -47,6 +62,7 @@ loom::lazy_static! {
     static ref SLOTS: loom::sync::Arc<Slots> = loom::sync::Arc::new(Slots {
         free: AtomicU64::new(ALL_FREE),
         wanted: AtomicU32::new(0),
+        turn: CachePadded::new(AtomicU32::new(0)),
         signals: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
     });
 }
@@ -64,6 +80,8 @@ struct MySlot {
     /// The slot this thread last held, after it gave it back: where its hand-overs start
     /// their round-robin scan while it holds none.
     last: Cell<u8>,
+    /// This thread announced a slot on [`turn`] and owes the sleepers the wake-up ([`settle`]).
+    owed: Cell<bool>,
     #[cfg(loom)]
     table: loom::sync::Arc<Slots>,
 }
@@ -77,18 +95,34 @@ impl Drop for MySlot {
         let slot = self.slot.get();
         if (slot as usize) < FAIR_SLOTS {
             table.free.fetch_or(1 << slot, Release);
+            if table.wanted.load(Relaxed) != 0 {
+                announce(table);
+                self.owed.set(true);
+            }
+        }
+        // Not under loom, whose statics are gone before the main thread's thread-locals (the
+        // models' threads settle when they release; the exit of a thread is not modelled).
+        #[cfg(not(loom))]
+        if self.owed.get() {
+            sys_futex::wake_one(&table.turn);
         }
     }
 }
 
 #[cfg(not(loom))]
 crate::sync::thread_local! {
-    static MY_SLOT: MySlot = const { MySlot { slot: Cell::new(UNCLAIMED), last: Cell::new(UNCLAIMED) } };
+    static MY_SLOT: MySlot =
+        const { MySlot { slot: Cell::new(UNCLAIMED), last: Cell::new(UNCLAIMED), owed: Cell::new(false) } };
 }
 
 #[cfg(loom)]
 crate::sync::thread_local! {
-    static MY_SLOT: MySlot = MySlot { slot: Cell::new(UNCLAIMED), last: Cell::new(UNCLAIMED), table: SLOTS.clone() };
+    static MY_SLOT: MySlot = MySlot {
+        slot: Cell::new(UNCLAIMED),
+        last: Cell::new(UNCLAIMED),
+        owed: Cell::new(false),
+        table: SLOTS.clone(),
+    };
 }
 
 fn claim() -> u8 {
@@ -181,8 +215,54 @@ pub fn give_back_if_wanted() {
             // Release: our last reads of the slot's signal happen-before its next holder's
             // first write (that holder claims with Acquire).
             table.free.fetch_or(1 << slot, Release);
+            announce(table);
+            mine.owed.set(true);
         }
     });
+}
+
+/// Counts an event on [`turn`]; `Release`: the change it announces (a slot freed, a lock's
+/// word cleared) is seen by a waiter that reads the new count with `Acquire`.
+fn announce(table: &Slots) {
+    table.turn.fetch_add(1, Release);
+}
+
+/// The word threads without a slot sleep on (module docs).
+#[inline]
+pub fn turn() -> &'static AtomicU32 {
+    &table().turn
+}
+
+/// Makes the wake-up this thread owes for a slot it announced ([`give_back_if_wanted`]), if
+/// it owes one. Call with no lock of this thread's held, or at the end of a release.
+#[inline]
+pub fn settle() {
+    let _ = MY_SLOT.try_with(|mine| {
+        if mine.owed.replace(false) {
+            sys_futex::wake_one(&table().turn);
+        }
+    });
+}
+
+/// Announces that a fair lock whose word said threads without a slot wait for it is free,
+/// and wakes them all: each looks at its own lock again, and sleeps again if that is not the
+/// one freed.
+pub fn lock_freed() {
+    let table = table();
+    announce(table);
+    sys_futex::wake_all(&table.turn);
+}
+
+/// After a thread without a slot stops waiting without taking one (it took the lock while it
+/// was free, or timed out): if a slot is free and others still want one, the wake-up that
+/// may have been meant for that slot goes to the next sleeper, owed until this thread
+/// [`settle`]s.
+pub fn pass_on() {
+    let table = table();
+    if table.free.load(Relaxed) & claimable() != 0 && table.wanted.load(Relaxed) > 1 {
+        announce(table);
+        let _ = MY_SLOT.try_with(|mine| mine.owed.set(true));
+    }
 }
 
 /// Where a hand-over by this thread starts its round-robin scan: bit `s + 1` for the slot `s`

@@ -111,7 +111,7 @@ const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!(
 /// The same for the fair lock, whose gate orders only the threads holding one of its slots
 /// ([`crate::lock::FAIR_SLOTS`]).
 const FAIR_GATED_BOUND: &str = concat!(
-    "round-robin among the threads holding one of its 63 slots (past 63 waiters, slots pass to the others as waits end, in no set order: no bound); ",
+    "round-robin among the threads holding one of its 62 slots (past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to any still spinning: no bound); ",
     head_at_the_word!()
 );
 
@@ -121,7 +121,7 @@ algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, bound: "FIFO", gated w
 algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO in the queue; passed over at most once by each thread that found it empty", gated on McsQueue when sleeping);
 algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when sleeping);
 algorithm!(FairAlgorithm, Fair, "fair", fair: true,
-           bound: "round-robin among the threads holding one of its 63 slots; past 63 waiters, slots pass to the others as waits end, in no set order: no bound",
+           bound: "round-robin among the threads holding one of its 62 slots; past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to any still spinning: no bound",
            gated on Fair when sleeping, bound: FAIR_GATED_BOUND);
 algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running waiter passed over for at most 0.5 ms");
 
