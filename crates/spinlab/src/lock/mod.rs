@@ -28,9 +28,10 @@
 //! - In all three, a timed waiter that gives up leaves the order; a `Ticket` timed
 //!   acquisition takes no ticket and is not served in order (see [`Ticket`]).
 //! - `Fair`: every waiter holding a slot gets the lock within one turn of the round-robin,
-//!   that is after at most one acquisition by each other slot holder (seed 003). Past 63
-//!   waiters, a thread without a slot polls, and takes a slot that a holder gives back at the
-//!   end of its wait, in no set order: no bound.
+//!   that is after at most one acquisition by each other slot holder (seed 003). Past 62
+//!   waiters, a thread without a slot takes the lock if it finds it free, and a slot that a
+//!   holder gives back at the end of its wait: sleepers in the order they went to sleep, but
+//!   a thread still spinning first, so no bound.
 //! - `Bounded`: a bypass bound in time: a running waiter that has waited
 //!   [`STARVATION_NS`] gets the lock after at most the current holder and one earlier claimant
 //!   (see [`Bounded`]).
