@@ -230,3 +230,64 @@ fn fair_locks_count_exactly_with_more_threads_than_slots() {
     exact_count_past_the_slots::<Gated<Fair<SpinPark>, SpinPark>>("fair:spin-park (gated)");
     exact_count_past_the_slots::<Gated<Fair<Futex>, Futex>>("fair:futex (gated)");
 }
+
+/// 100 threads over three fair locks, each thread moving from lock to lock: threads without
+/// a slot sleep on the one turn word whichever lock they wait for, so a lock freed wakes the
+/// sleepers of all three and a slot given back on one goes to a sleeper of another. The
+/// three are held until every slot is taken, so that 38 threads start without one. Every
+/// lock's count must be exact.
+#[test]
+fn threads_without_a_slot_on_several_locks_count_exactly() {
+    const THREADS: usize = 100;
+    const EACH: u64 = 300;
+    let _serial = serial();
+    let _watchdog = Watchdog::new(Duration::from_secs(120), format!("three fair locks, {THREADS} threads"));
+    type L = Fair<Futex>;
+    let locks: Arc<[(L, Unprotected); 3]> =
+        Arc::new(core::array::from_fn(|_| (L::INIT, Unprotected(UnsafeCell::new(0)))));
+    let held: Vec<_> = locks.iter().map(|(lock, _)| lock.lock()).collect();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let locks = locks.clone();
+            std::thread::spawn(move || {
+                let mut made = [0u64; 3];
+                for i in 0..EACH {
+                    let which = (t + i as usize) % 3;
+                    let (lock, counter) = &locks[which];
+                    let guard = lock.lock();
+                    // SAFETY: held through `guard`.
+                    unsafe {
+                        let value = core::ptr::read_volatile(counter.0.get());
+                        if i % 8 == 0 {
+                            std::thread::yield_now();
+                        }
+                        core::ptr::write_volatile(counter.0.get(), value + 1);
+                        lock.unlock(guard);
+                    }
+                    made[which] += 1;
+                }
+                made
+            })
+        })
+        .collect();
+    let queued = || locks.iter().map(|(lock, _)| lock.waiters() as usize).sum::<usize>();
+    assert!(within(Duration::from_secs(60), || queued() == FAIR_SLOTS), "{} queued", queued());
+    std::thread::sleep(Duration::from_millis(100));
+    for ((lock, _), guard) in locks.iter().zip(held) {
+        // SAFETY: held through `guard`.
+        unsafe { lock.unlock(guard) };
+    }
+    let mut made = [0u64; 3];
+    for handle in handles {
+        for (total, one) in made.iter_mut().zip(handle.join().unwrap()) {
+            *total += one;
+        }
+    }
+    for (which, (lock, counter)) in locks.iter().enumerate() {
+        // SAFETY: every thread has been joined.
+        let count = unsafe { *counter.0.get() };
+        assert_eq!(count, made[which], "lock {which}: lost updates");
+        assert!(!lock.is_locked(), "lock {which}");
+    }
+    assert_eq!(made.iter().sum::<u64>(), THREADS as u64 * EACH);
+}
