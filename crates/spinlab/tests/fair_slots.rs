@@ -96,6 +96,19 @@ fn a_slot_given_back_puts_a_thread_past_the_slots_in_the_round_robin() {
     assert!(!lock.is_locked());
 }
 
+/// Waits up to `limit` for thread `tid` of this process to be asleep (state `S` in /proc).
+fn assert_asleep_within(tid: i64, limit: Duration) {
+    let state = || std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    let asleep = || state().rsplit(')').next().unwrap().trim_start().starts_with('S');
+    assert!(within(limit, asleep), "thread {tid} never slept: {}", state());
+}
+
+/// This thread's id, for /proc.
+fn gettid() -> i64 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
 /// A thread's voluntary context switches so far, from /proc.
 fn voluntary_switches(tid: i64) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
@@ -134,8 +147,7 @@ fn a_waiter_without_a_slot_sleeps_until_its_lock_is_free() {
     let waiter = {
         let lock = lock.clone();
         std::thread::spawn(move || {
-            // SAFETY: gettid has no preconditions.
-            tid_tx.send(unsafe { libc::syscall(libc::SYS_gettid) }).unwrap();
+            tid_tx.send(gettid()).unwrap();
             let guard = lock.lock();
             got_tx.send(()).unwrap();
             // SAFETY: held through `guard`.
@@ -145,12 +157,7 @@ fn a_waiter_without_a_slot_sleeps_until_its_lock_is_free() {
     let tid = tid.recv().unwrap();
     assert_eq!(lock.waiters(), 0, "the waiter found no slot, so it sets no waiter bit");
     // Asleep: its state is S and it makes no context switch for a while.
-    let state = || std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-    assert!(
-        within(Duration::from_secs(10), || state().rsplit(')').next().unwrap().trim_start().starts_with('S')),
-        "the waiter never slept: {}",
-        state()
-    );
+    assert_asleep_within(tid, Duration::from_secs(10));
     std::thread::sleep(Duration::from_millis(50));
     let before = voluntary_switches(tid);
     std::thread::sleep(Duration::from_millis(200));
@@ -168,6 +175,71 @@ fn a_waiter_without_a_slot_sleeps_until_its_lock_is_free() {
         thread.join().unwrap();
     }
     assert!(!lock.is_locked() && !elsewhere.is_locked());
+}
+
+/// A thread holding a slot whose timed wait runs out while another thread sleeps without one
+/// gives its slot back, and holds no lock whose release would make the wake-up call: it must
+/// make it at once. Every slot is taken by threads queued on one lock, one of them with a
+/// deadline; a thread without a slot sleeps waiting for a second lock. When the deadline
+/// passes, the sleeper must take the freed slot and queue with it, while the thread that timed
+/// out stays alive and does nothing more.
+#[test]
+fn a_slot_given_back_by_a_timed_out_waiter_wakes_a_sleeper_at_once() {
+    let _serial = serial();
+    let _watchdog = Watchdog::new(Duration::from_secs(120), "fair lock: a timed-out waiter's slot".into());
+    let elsewhere = Arc::new(Fair::<Futex>::new());
+    let lock = Arc::new(Fair::<Futex>::new());
+    let held_elsewhere = elsewhere.lock();
+    let held = lock.lock();
+    let queued: Vec<_> = (0..FAIR_SLOTS - 1)
+        .map(|_| {
+            let elsewhere = elsewhere.clone();
+            std::thread::spawn(move || {
+                let guard = elsewhere.lock();
+                // SAFETY: held through `guard`.
+                unsafe { elsewhere.unlock(guard) };
+            })
+        })
+        .collect();
+    assert!(within(Duration::from_secs(60), || elsewhere.waiters() as usize == FAIR_SLOTS - 1));
+    let (timed_out_tx, timed_out) = mpsc::channel::<bool>();
+    let (finish_tx, finish) = mpsc::channel::<()>();
+    let timed = {
+        let elsewhere = elsewhere.clone();
+        std::thread::spawn(move || {
+            let got = elsewhere.try_lock_for(Duration::from_secs(5));
+            timed_out_tx.send(got.is_none()).unwrap();
+            finish.recv().unwrap();
+        })
+    };
+    assert!(within(Duration::from_secs(60), || elsewhere.waiters() as usize == FAIR_SLOTS));
+    let (tid_tx, tid) = mpsc::channel::<i64>();
+    let sleeper = {
+        let lock = lock.clone();
+        std::thread::spawn(move || {
+            tid_tx.send(gettid()).unwrap();
+            let guard = lock.lock();
+            // SAFETY: held through `guard`.
+            unsafe { lock.unlock(guard) };
+        })
+    };
+    assert_asleep_within(tid.recv().unwrap(), Duration::from_secs(4));
+    assert_eq!(lock.waiters(), 0, "no slot yet");
+    assert!(timed_out.recv().unwrap(), "the timed wait ran out");
+    assert!(
+        within(Duration::from_secs(30), || lock.waiters() == 1),
+        "the sleeper never took the slot the timed-out waiter gave back"
+    );
+    // SAFETY: held through `held`.
+    unsafe { lock.unlock(held) };
+    sleeper.join().unwrap();
+    // SAFETY: held through `held_elsewhere`.
+    unsafe { elsewhere.unlock(held_elsewhere) };
+    for thread in queued {
+        thread.join().unwrap();
+    }
+    finish_tx.send(()).unwrap();
+    timed.join().unwrap();
 }
 
 /// A counter only the lock protects.

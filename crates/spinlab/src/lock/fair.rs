@@ -109,7 +109,11 @@ impl<W: Wait> Fair<W> {
             };
             let acquired = self.lock_in_slot(slot, deadline);
             // Between waits: our bit is in no word, so the slot may pass to a thread without.
+            // Its wake-up goes out at our release, or now if we timed out and hold nothing.
             slots::give_back_if_wanted();
+            if !acquired {
+                slots::settle();
+            }
             return acquired;
         }
     }

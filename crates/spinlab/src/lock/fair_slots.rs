@@ -234,7 +234,8 @@ pub fn turn() -> &'static AtomicU32 {
 }
 
 /// Makes the wake-up this thread owes for a slot it announced ([`give_back_if_wanted`]), if
-/// it owes one. Call with no lock of this thread's held, or at the end of a release.
+/// it owes one. Call where a system call lengthens no critical section of the lock: at the
+/// end of a release, before a wait, or after a wait that ended without the lock.
 #[inline]
 pub fn settle() {
     let _ = MY_SLOT.try_with(|mine| {
