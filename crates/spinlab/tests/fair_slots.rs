@@ -103,6 +103,27 @@ fn assert_asleep_within(tid: i64, limit: Duration) {
     assert!(within(limit, asleep), "thread {tid} never slept: {}", state());
 }
 
+/// Starts `threads` threads that each take and release `lock`, held by the caller, and waits
+/// until all of them queue in it (with the slots they claimed on the way).
+fn queue_on(lock: &Arc<Fair<Futex>>, threads: usize) -> Vec<std::thread::JoinHandle<()>> {
+    let queued = (0..threads)
+        .map(|_| {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                let guard = lock.lock();
+                // SAFETY: held through `guard`.
+                unsafe { lock.unlock(guard) };
+            })
+        })
+        .collect();
+    assert!(
+        within(Duration::from_secs(60), || lock.waiters() as usize == threads),
+        "{} of {threads} queued",
+        lock.waiters()
+    );
+    queued
+}
+
 /// This thread's id, for /proc.
 fn gettid() -> i64 {
     // SAFETY: gettid has no preconditions.
@@ -126,21 +147,7 @@ fn a_waiter_without_a_slot_sleeps_until_its_lock_is_free() {
     let elsewhere = Arc::new(Fair::<Futex>::new());
     let lock = Arc::new(Fair::<Futex>::new());
     let held_elsewhere = elsewhere.lock();
-    let queued: Vec<_> = (0..FAIR_SLOTS)
-        .map(|_| {
-            let elsewhere = elsewhere.clone();
-            std::thread::spawn(move || {
-                let guard = elsewhere.lock();
-                // SAFETY: held through `guard`.
-                unsafe { elsewhere.unlock(guard) };
-            })
-        })
-        .collect();
-    assert!(
-        within(Duration::from_secs(60), || elsewhere.waiters() as usize == FAIR_SLOTS),
-        "{} queued",
-        elsewhere.waiters()
-    );
+    let queued = queue_on(&elsewhere, FAIR_SLOTS);
     let held = lock.lock();
     let (tid_tx, tid) = mpsc::channel::<i64>();
     let (got_tx, got) = mpsc::channel::<()>();
@@ -191,17 +198,7 @@ fn a_slot_given_back_by_a_timed_out_waiter_wakes_a_sleeper_at_once() {
     let lock = Arc::new(Fair::<Futex>::new());
     let held_elsewhere = elsewhere.lock();
     let held = lock.lock();
-    let queued: Vec<_> = (0..FAIR_SLOTS - 1)
-        .map(|_| {
-            let elsewhere = elsewhere.clone();
-            std::thread::spawn(move || {
-                let guard = elsewhere.lock();
-                // SAFETY: held through `guard`.
-                unsafe { elsewhere.unlock(guard) };
-            })
-        })
-        .collect();
-    assert!(within(Duration::from_secs(60), || elsewhere.waiters() as usize == FAIR_SLOTS - 1));
+    let queued = queue_on(&elsewhere, FAIR_SLOTS - 1);
     let (timed_out_tx, timed_out) = mpsc::channel::<bool>();
     let (finish_tx, finish) = mpsc::channel::<()>();
     let timed = {
