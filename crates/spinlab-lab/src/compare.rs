@@ -21,7 +21,7 @@
 
 use crate::error::LabError;
 use crate::experiments::contention::UNCONTENDED_FLOOR_NS;
-use crate::reading::scorecard::{Finding, Verdict};
+use crate::reading::scorecard::{words, Finding, Verdict};
 use crate::reading::Context;
 use crate::report::recommend::recommend;
 use crate::report::scorecard::findings;
@@ -405,9 +405,9 @@ fn scorecard(a: &Results, b: &Results) -> String {
             };
             let mark = figure_moved || contradict(&fa.verdict, &fb.verdict);
             marked += usize::from(mark);
-            let machine = machine_moved_under(fa, fb);
+            let machine = machine_moved_under(fa, fb).map(str::to_string).or_else(|| machine_state_apart(fa, fb));
             under_a_move += usize::from(mark && machine.is_some());
-            let mark_text = mark_words(mark, machine);
+            let mark_text = mark_words(mark, machine.as_deref());
             Row::new()
                 .with("claim", fa.claim.id)
                 .with("a", fa.value_text())
@@ -418,7 +418,7 @@ fn scorecard(a: &Results, b: &Results) -> String {
         })
         .collect();
     let summary = format!(
-        "{} claims compared, {with_figures} with a figure in both; {marked} marked * (a figure moved beyond its 95% interval, or the verdicts contradict each other; {}), {under_a_move} of them with the machine changing under a run behind the figure (its line transfer moved: the report's caveat).",
+        "{} claims compared, {with_figures} with a figure in both; {marked} marked * (a figure moved beyond its 95% interval, or the verdicts contradict each other; {}), {under_a_move} of them with the machine changing under a run behind the figure (its line transfer moved: the report's caveat) or differing between the two (a figure of the machine measured beside the claim's moved, named beside the mark).",
         rows.len(),
         by_chance(with_figures)
     );
@@ -459,6 +459,16 @@ fn mark_words(marked: bool, machine: Option<&str>) -> String {
 /// words: such a figure mixes two machines, and a move between A and B is expected of it.
 fn machine_moved_under(fa: &Finding, fb: &Finding) -> Option<&'static str> {
     moved_under(fa.machine_moved.is_some(), fb.machine_moved.is_some())
+}
+
+/// The machine's figure measured beside the claim's in each document ([`Finding::machine_state`]),
+/// in words, where the two moved ([`moved`]): the claim's figures then come from two states of
+/// the machine (the uncontended floor of one run 2.79 ns, of the next 3.21 ns: the host ran
+/// atomics slower, and the fairlock's cost over the spinlock's moved with it).
+fn machine_state_apart(fa: &Finding, fb: &Finding) -> Option<String> {
+    let (a, b) = (fa.machine_state?, fb.machine_state?);
+    moved(a.estimate.value, a.estimate.ci95, b.estimate.value, b.estimate.ci95)
+        .then(|| format!("{} in A, {} in B", a.text(), words(&b.estimate, &format!(" {}", b.unit))))
 }
 
 /// Whether two verdicts on one claim cannot both be right: reproduced against differs, differs
@@ -605,6 +615,28 @@ mod tests {
         assert_eq!(machine_moved_under(&moved_under, &still), Some("machine moved under A"));
         assert_eq!(machine_moved_under(&still, &moved_under), Some("machine moved under B"));
         assert_eq!(machine_moved_under(&moved_under, &moved_under), Some("machine moved under A and B"));
+    }
+
+    #[test]
+    fn a_claim_whose_machine_figure_moved_between_the_documents_names_it() {
+        use crate::reading::scorecard::{Estimate, MachineState};
+        let claim = crate::reading::scorecard::Claim {
+            id: "003-test",
+            seed: "003",
+            source: "Table 3",
+            claim: "a claim",
+            paper: "a figure",
+        };
+        let floor =
+            |value, ci95| MachineState { name: "uncontended floor", unit: "ns", estimate: Estimate { value, ci95 } };
+        let with = |state| Finding::without(&claim, "rows", Verdict::Reproduced).beside(state);
+        let (fast, slow) = (with(Some(floor(2.788, 0.01))), with(Some(floor(3.207, 0.012))));
+        assert_eq!(
+            machine_state_apart(&fast, &slow).as_deref(),
+            Some("uncontended floor 2.79 ± 0.01 ns in A, 3.21 ± 0.012 ns in B")
+        );
+        assert_eq!(machine_state_apart(&fast, &with(Some(floor(2.795, 0.01)))), None, "within the intervals");
+        assert_eq!(machine_state_apart(&fast, &with(None)), None, "one document without the figure");
     }
 
     #[test]

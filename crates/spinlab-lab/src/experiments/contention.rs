@@ -32,7 +32,7 @@ use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
 use crate::reading::advice::{caveats_of_row, missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
-use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
+use crate::reading::scorecard::{words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
 use crate::results::format::{duration_words, number};
 use crate::results::keys::{BELOW_FLOOR, LOCK, ORIGIN, PLACEMENT, THREADS};
@@ -993,7 +993,15 @@ fn fair_vs_spin(
         return Finding::without(claim, &rows, Judged::NotMeasured(format!("a {key} of zero")));
     };
     let detail = format!("{} {}, {SPINLOCK} {}", fair.text(LOCK).unwrap_or("fair"), words(&f, ""), words(&s, ""));
-    Finding::judged(claim, ctx, "contention", Observed { here, unit: "x", detail, rows }, range, reason).read_from(fair)
+    // Uncontended costs follow the cost of an atomic on this machine at that time, which the
+    // floor measured in the same rounds shows.
+    let floor = (key == UNCONTENDED_NS)
+        .then(|| Estimate::of(fair, UNCONTENDED_FLOOR_NS))
+        .flatten()
+        .map(|estimate| MachineState { name: "uncontended floor", unit: "ns", estimate });
+    Finding::judged(claim, ctx, "contention", Observed { here, unit: "x", detail, rows }, range, reason)
+        .read_from(fair)
+        .beside(floor)
 }
 
 /// The spinlock's busiest group of CPUs over its idlest, where the groups are NUMA nodes.

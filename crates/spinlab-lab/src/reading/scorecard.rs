@@ -245,6 +245,29 @@ pub struct Finding {
     /// behind the figure (`spinlab report` measures it around every run), or before and after
     /// the rows behind it where they carry their own transfers ([`Finding::read_from`]).
     pub machine_moved: Option<String>,
+    /// A figure of the machine itself measured in the same rounds as the figure, which the
+    /// figure follows ([`Finding::beside`]): where two documents' differ, their figures
+    /// compare two states of the machine (`spinlab compare` says so beside its mark).
+    pub machine_state: Option<MachineState>,
+}
+
+/// A figure of the machine measured beside a finding's figure: its name in words, its unit
+/// and its estimate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MachineState {
+    /// What was measured, in words (`uncontended floor`).
+    pub name: &'static str,
+    /// Its unit (`ns`).
+    pub unit: &'static str,
+    /// Its value and interval.
+    pub estimate: Estimate,
+}
+
+impl MachineState {
+    /// `uncontended floor 2.79 ± 0.01 ns`.
+    pub fn text(&self) -> String {
+        format!("{} {}", self.name, words(&self.estimate, &format!(" {}", self.unit)))
+    }
 }
 
 impl Finding {
@@ -259,6 +282,7 @@ impl Finding {
             verdict,
             under_load: None,
             machine_moved: None,
+            machine_state: None,
         }
     }
 
@@ -282,7 +306,15 @@ impl Finding {
             rows: measured.rows,
             under_load: load_of(ctx, experiment),
             machine_moved: ctx.runs_of(experiment).iter().find_map(|r| r.machine_moved()),
+            machine_state: None,
         }
+    }
+
+    /// Names a figure of the machine measured in the same rounds as this finding's figure,
+    /// one the figure follows (the uncontended floor beside uncontended lock costs).
+    pub fn beside(mut self, state: Option<MachineState>) -> Finding {
+        self.machine_state = state;
+        self
     }
 
     /// Judges the machine's moves by the transfers `row` carries, where it carries any: a
