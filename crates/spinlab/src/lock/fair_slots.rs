@@ -24,7 +24,9 @@
 //! first (its futex wait returns at once) or wakes it. A slot given back while its giver holds
 //! the lock (the wait it ended was granted) is announced at once, but the giver makes the
 //! wake-up call only when it releases the lock ([`settle`]): the system call stays out of
-//! the critical section, and a waiter still spinning sees the count move meanwhile.
+//! the critical section, and a waiter still spinning sees the count move meanwhile. A giver
+//! whose wait timed out holds no lock, and makes the call at once.
+
 use super::fair::FAIR_SLOTS;
 use crate::padded::CachePadded;
 use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
