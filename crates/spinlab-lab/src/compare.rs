@@ -21,7 +21,7 @@
 
 use crate::error::LabError;
 use crate::experiments::contention::UNCONTENDED_FLOOR_NS;
-use crate::reading::scorecard::{words, Finding, Verdict};
+use crate::reading::scorecard::{Finding, Verdict};
 use crate::reading::Context;
 use crate::report::recommend::recommend;
 use crate::report::scorecard::findings;
@@ -468,7 +468,7 @@ fn machine_moved_under(fa: &Finding, fb: &Finding) -> Option<&'static str> {
 fn machine_state_apart(fa: &Finding, fb: &Finding) -> Option<String> {
     let (a, b) = (fa.machine_state?, fb.machine_state?);
     moved(a.estimate.value, a.estimate.ci95, b.estimate.value, b.estimate.ci95)
-        .then(|| format!("{} in A, {} in B", a.text(), words(&b.estimate, &format!(" {}", b.unit))))
+        .then(|| format!("{} in A, {} in B", a.text(), b.figure()))
 }
 
 /// Whether two verdicts on one claim cannot both be right: reproduced against differs, differs

@@ -993,15 +993,14 @@ fn fair_vs_spin(
         return Finding::without(claim, &rows, Judged::NotMeasured(format!("a {key} of zero")));
     };
     let detail = format!("{} {}, {SPINLOCK} {}", fair.text(LOCK).unwrap_or("fair"), words(&f, ""), words(&s, ""));
-    // Uncontended costs follow the cost of an atomic on this machine at that time, which the
-    // floor measured in the same rounds shows.
-    let floor = (key == UNCONTENDED_NS)
-        .then(|| Estimate::of(fair, UNCONTENDED_FLOOR_NS))
-        .flatten()
-        .map(|estimate| MachineState { name: "uncontended floor", unit: "ns", estimate });
-    Finding::judged(claim, ctx, "contention", Observed { here, unit: "x", detail, rows }, range, reason)
-        .read_from(fair)
-        .beside(floor)
+    Finding::judged(claim, ctx, "contention", Observed { here, unit: "x", detail, rows }, range, reason).read_from(fair)
+}
+
+/// The uncontended floor measured in the same rounds as the fairlock's uncontended pair:
+/// uncontended costs follow what an atomic costs on this machine at that time.
+fn uncontended_floor(at: &OnePerCpu<'_>) -> Option<MachineState> {
+    let estimate = Estimate::of(at.fairlock()?, UNCONTENDED_FLOOR_NS)?;
+    Some(MachineState { name: "uncontended floor", unit: "ns", estimate })
 }
 
 /// The spinlock's busiest group of CPUs over its idlest, where the groups are NUMA nodes.
@@ -1064,7 +1063,8 @@ fn fairlock_claims(ctx: &Context<'_>) -> Vec<Finding> {
             true,
             (1.5, 3.0),
             "the fairlock releases with a read-modify-write where the spinlock stores, so the ratio is what a core charges for one such atomic against a plain store",
-        ),
+        )
+        .beside(uncontended_floor(&short)),
         fair_vs_spin(
             ctx,
             &FAIR_THROUGHPUT,

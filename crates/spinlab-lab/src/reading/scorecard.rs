@@ -264,9 +264,14 @@ pub struct MachineState {
 }
 
 impl MachineState {
+    /// `2.79 ± 0.01 ns`.
+    pub fn figure(&self) -> String {
+        words(&self.estimate, &format!(" {}", self.unit))
+    }
+
     /// `uncontended floor 2.79 ± 0.01 ns`.
     pub fn text(&self) -> String {
-        format!("{} {}", self.name, words(&self.estimate, &format!(" {}", self.unit)))
+        format!("{} {}", self.name, self.figure())
     }
 }
 

@@ -309,17 +309,21 @@ mod tests {
                 .with("rep_max_wait_over_hold_x", 3.0)
                 .with("rep_max_wait_over_hold_ci95_x", 0.5)
         };
+        let floor = |r: Row| r.with("uncontended_floor_ns", 2.9).with("uncontended_floor_ci95_ns", 0.05);
         run.rows = vec![
             row("ttas:spin", 2, 3.0, 100.0),
             row("fair:spin", 2, 6.0, 10.0),
-            row("ttas:spin", 4, 3.0, 1000.0),
-            row("fair:spin", 4, 6.0, 640.0),
+            floor(row("ttas:spin", 4, 3.0, 1000.0)),
+            floor(row("fair:spin", 4, 6.0, 640.0)),
         ];
         let results = document(vec![run]);
         let all = findings(&Context::new(&results));
         let cost = finding(&all, "003-fairlock-uncontended-cost");
         assert_eq!((cost.here.unwrap().value, cost.verdict.name()), (2.0, "reproduced"));
+        let state = cost.machine_state.expect("the uncontended floor beside the uncontended cost");
+        assert_eq!(state.text(), "uncontended floor 2.9 ± 0.05 ns", "the fairlock's row at 4 threads");
         let throughput = finding(&all, "003-fairlock-throughput");
+        assert!(throughput.machine_state.is_none(), "throughput does not follow the floor");
         assert_eq!(throughput.here.unwrap().value, 0.64, "at 4 threads, the CPU count, not at 2");
         let wait_vs_hold = finding(&all, "003-fairlock-max-wait-vs-hold").here.unwrap();
         assert_eq!((wait_vs_hold.value, wait_vs_hold.ci95), (3.0, 0.5), "the repetitions' ratio, with its interval");

@@ -259,8 +259,7 @@ impl<W: Wait> Fair<W> {
                         if seen & SLOTLESS != 0 {
                             slots::lock_freed();
                         }
-                        slots::settle();
-                        return;
+                        break;
                     }
                     Err(now) => seen = now,
                 }
@@ -278,12 +277,13 @@ impl<W: Wait> Fair<W> {
                     if signal.swap(GRANTED, Release) == ASLEEP {
                         W::wake_one(signal);
                     }
-                    slots::settle();
-                    return;
+                    break;
                 }
                 Err(now) => seen = now,
             }
         }
+        // A wake-up owed for a slot given back during our critical section.
+        slots::settle();
     }
 }
 
