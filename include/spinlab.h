@@ -304,7 +304,7 @@ const char *spinlab_cond_name(const spinlab_cond_t *cond);
 
 /**
  * Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
- * `"bounded:pause-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
+ * `"adaptive:pause-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
  * (this CPU lacks the policy's instructions), or `SPINLAB_INVALID` for a NULL `mutex`.
  *
  * # Safety
@@ -370,7 +370,7 @@ int spinlab_mutex_unlock(spinlab_mutex_t *mutex);
 int spinlab_mutex_destroy(spinlab_mutex_t *mutex);
 
 /**
- * The registry name of the lock in `mutex` (`"bounded:pause-yield-park"` after a NULL name or
+ * The registry name of the lock in `mutex` (`"adaptive:pause-yield-park"` after a NULL name or
  * `SPINLAB_MUTEX_INITIALIZER`): a static string; do not free it.
  *
  * # Safety
@@ -543,7 +543,7 @@ int spinlab_errno(int status);
 
 /*
  * Static initialisers, as PTHREAD_MUTEX_INITIALIZER and PTHREAD_COND_INITIALIZER: a mutex of
- * the default lock ("bounded:pause-yield-park"), unlocked, and a condition variable of the default
+ * the default lock ("adaptive:pause-yield-park"), unlocked, and a condition variable of the default
  * policy ("spin-park"), with no init call at run time:
  *
  *   static spinlab_mutex_t lock = SPINLAB_MUTEX_INITIALIZER;

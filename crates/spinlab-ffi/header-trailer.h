@@ -1,6 +1,6 @@
 /*
  * Static initialisers, as PTHREAD_MUTEX_INITIALIZER and PTHREAD_COND_INITIALIZER: a mutex of
- * the default lock ("bounded:pause-yield-park"), unlocked, and a condition variable of the default
+ * the default lock ("adaptive:pause-yield-park"), unlocked, and a condition variable of the default
  * policy ("spin-park"), with no init call at run time:
  *
  *   static spinlab_mutex_t lock = SPINLAB_MUTEX_INITIALIZER;

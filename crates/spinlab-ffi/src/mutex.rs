@@ -103,7 +103,7 @@ pub(crate) unsafe fn parts(mutex: *mut spinlab_mutex_t) -> (&'static RawLockOps,
 }
 
 /// Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
-/// `"bounded:pause-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
+/// `"adaptive:pause-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
 /// (this CPU lacks the policy's instructions), or `SPINLAB_INVALID` for a NULL `mutex`.
 ///
 /// # Safety
@@ -244,7 +244,7 @@ pub unsafe extern "C" fn spinlab_mutex_destroy(mutex: *mut spinlab_mutex_t) -> c
     SPINLAB_OK
 }
 
-/// The registry name of the lock in `mutex` (`"bounded:pause-yield-park"` after a NULL name or
+/// The registry name of the lock in `mutex` (`"adaptive:pause-yield-park"` after a NULL name or
 /// `SPINLAB_MUTEX_INITIALIZER`): a static string; do not free it.
 ///
 /// # Safety

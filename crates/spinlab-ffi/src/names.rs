@@ -25,8 +25,9 @@ pub const SPINLAB_KIND_BARRIER: c_int = 2;
 pub const SPINLAB_KIND_RWLOCK: c_int = 3;
 
 /// The mutex `spinlab_mutex_init` builds for a NULL name: spinlab's recommended default,
-/// `spinlab::DefaultRawMutex` (a bounded-bypass word over pause-yield-park).
-pub(crate) const DEFAULT_MUTEX: &CStr = c"bounded:pause-yield-park";
+/// `spinlab::DefaultRawMutex` (a bounded-bypass word over pause-yield-park, gated by an MCS
+/// queue on more than 4 CPUs).
+pub(crate) const DEFAULT_MUTEX: &CStr = c"adaptive:pause-yield-park";
 /// The condition variable `spinlab_cond_init` builds for a NULL name: the policy of
 /// `spinlab::Condvar`'s default.
 pub(crate) const DEFAULT_COND: &CStr = c"spin-park";
@@ -253,11 +254,11 @@ mod tests {
     #[test]
     fn the_default_mutex_is_the_library_default() {
         let default = mutex_kinds().iter().find(|k| k.name.as_c_str() == DEFAULT_MUTEX).unwrap();
-        // The registry hides its entry types; the name says the bounded word over
+        // The registry hides its entry types; the name says the adaptive lock over
         // pause-yield-park, and the storage must be that of `DefaultRawMutex` (whose guard
         // takes no room).
         assert_eq!(default.entry.ops.size, size_of::<spinlab::DefaultRawMutex>());
-        assert_eq!(default.entry.algorithm, "bounded");
+        assert_eq!(default.entry.algorithm, "adaptive");
         assert_eq!(default.entry.policy, Some(<spinlab::wait::PauseYieldPark as spinlab::wait::Wait>::NAME));
         assert_eq!(DEFAULT_COND.to_str().unwrap(), <spinlab::wait::SpinPark as spinlab::wait::Wait>::NAME);
     }

@@ -88,5 +88,5 @@ fn the_gated_row_holds_the_in_order_locks_over_sleeping_policies() {
         assert!(["ticket", "mcs", "clh", "fair"].contains(&entry.algorithm), "{name}");
     }
     assert!(names_in(&rows[1].0).contains("mcs:pause-yield-park"), "every sleeping policy is in the row");
-    assert!(names_in(&rows[2].0).contains("bounded:pause-yield-park"), "the default barges");
+    assert!(names_in(&rows[2].0).contains("adaptive:pause-yield-park"), "the default barges");
 }

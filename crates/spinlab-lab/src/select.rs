@@ -9,9 +9,9 @@ use std::time::Duration;
 /// The alias `--locks` accepts for the library's recommended lock.
 pub const DEFAULT_ALIAS: &str = "default";
 
-/// The registry name of `spinlab::DefaultRawMutex` (`Bounded<PauseYieldPark>`). The registry
+/// The registry name of `spinlab::DefaultRawMutex` (`Adaptive<PauseYieldPark>`). The registry
 /// has no alias for it; a test checks this name against the type.
-pub const DEFAULT_LOCK: &str = "bounded:pause-yield-park";
+pub const DEFAULT_LOCK: &str = "adaptive:pause-yield-park";
 
 /// A lock chosen by name.
 #[derive(Clone, Debug)]
@@ -361,7 +361,7 @@ mod tests {
     #[test]
     fn the_default_alias_names_the_library_default_type() {
         let name = std::any::type_name::<spinlab::DefaultRawMutex>();
-        assert!(name.contains("Bounded<") && name.contains("PauseYieldPark"), "{name}: update DEFAULT_LOCK");
+        assert!(name.contains("Adaptive<") && name.contains("PauseYieldPark"), "{name}: update DEFAULT_LOCK");
         let choice = lock("default").unwrap();
         assert_eq!(choice.name(), DEFAULT_LOCK);
         assert!(choice.via_alias && choice.is_default());
@@ -374,8 +374,8 @@ mod tests {
             err.contains("`nope`") && err.contains("ticket") && err.contains("parking_lot") && err.contains("default")
         );
         assert!(lock_list("std,,pthread").unwrap_err().contains("malformed"));
-        let locks = lock_list("std,default,bounded:pause-yield-park").unwrap();
-        assert_eq!(locks.iter().map(|l| l.name()).collect::<Vec<_>>(), ["std", "bounded:pause-yield-park"]);
+        let locks = lock_list("std,default,adaptive:pause-yield-park").unwrap();
+        assert_eq!(locks.iter().map(|l| l.name()).collect::<Vec<_>>(), ["std", "adaptive:pause-yield-park"]);
     }
 
     #[test]

@@ -94,7 +94,7 @@ fn an_exit_status_unlike_the_baselines_is_noted() {
     let rows = doc["runs"][0]["rows"].as_array().unwrap();
     assert_eq!(rows[0]["exit_status"], "0");
     assert_eq!(rows[1]["lock"], "default");
-    assert_eq!(rows[1]["lock_name"], "bounded:pause-yield-park");
+    assert_eq!(rows[1]["lock_name"], "adaptive:pause-yield-park");
     assert_eq!(rows[1]["exit_status"], "1");
     assert!(rows[1]["note"].as_str().unwrap().contains("differs from the baseline"), "{}", rows[1]);
     assert!(stderr(&output).contains("warning: default:"), "{}", stderr(&output));

@@ -155,7 +155,7 @@ fn list_shows_every_lock_with_availability() {
     }
     let default: Vec<&Value> = locks.iter().filter(|l| l["default"] == true).collect();
     assert_eq!(default.len(), 1);
-    assert_eq!(default[0]["lock"], "bounded:pause-yield-park");
+    assert_eq!(default[0]["lock"], "adaptive:pause-yield-park");
     // The in-order queue locks over a policy that never sleeps are listed as collapsing when
     // oversubscribed, and only those (with a sleeping policy they are gated: lock::Gated).
     for lock in locks {
@@ -441,7 +441,7 @@ fn run_contention_rows_carry_every_figure() {
         }
     }
     // The alias is resolved and recorded.
-    let default = measured.iter().find(|r| r["lock"] == "bounded:pause-yield-park").expect("default lock measured");
+    let default = measured.iter().find(|r| r["lock"] == "adaptive:pause-yield-park").expect("default lock measured");
     assert_eq!(default["alias"], "default");
     // Thread counts 1, 2 and 2x (= 2 × CPUs) for each lock.
     let cpus = v["machine"]["logical_cpus"].as_u64().unwrap();

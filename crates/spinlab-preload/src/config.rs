@@ -15,7 +15,7 @@ use spinlab::registry::{rwlock_info, rwlocks as registry_rwlocks, RawRwLockOps, 
 use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
 
 /// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.
-pub const DEFAULT_LOCK: &str = "bounded:pause-yield-park";
+pub const DEFAULT_LOCK: &str = "adaptive:pause-yield-park";
 /// The reference lock that means "keep glibc's mutexes and condition variables" (and count,
 /// with `SPINLAB_STATS`).
 pub const GLIBC: &str = "pthread";
@@ -469,7 +469,7 @@ mod tests {
             "{accepted}"
         );
         assert!(
-            accepted.contains("; or parking_lot, pthread (`default`, or unset: bounded:pause-yield-park)"),
+            accepted.contains("; or parking_lot, pthread (`default`, or unset: adaptive:pause-yield-park)"),
             "{accepted}"
         );
         assert!(!accepted.contains("clh:POLICY") && !accepted.contains("std"), "{accepted}");

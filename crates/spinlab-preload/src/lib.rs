@@ -6,7 +6,7 @@
 //! LD_PRELOAD=target/release/libspinlab_preload.so SPINLAB_LOCK=mcs:spin-park SPINLAB_STATS=1 ./program
 //! ```
 //!
-//! - `SPINLAB_LOCK`: the registry name of the lock (default `bounded:pause-yield-park`, spinlab's
+//! - `SPINLAB_LOCK`: the registry name of the lock (default `adaptive:pause-yield-park`, spinlab's
 //!   default); `pthread` keeps glibc's mutexes and condition variables (to count them alone).
 //!   A lock must fit before `__kind` in a `pthread_mutex_t` and be unlocked when all-zero.
 //! - `SPINLAB_COND`: the wait policy of the condition variables (default: the lock's policy).

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 const MODULES: [&str; 4] = ["test_threading", "test_thread", "test_queue", "test_threading_local"];
 /// spinlab's default lock, and a queue lock whose waiters sleep at once.
-const LOCKS: [&str; 2] = ["bounded:pause-yield-park", "mcs:futex"];
+const LOCKS: [&str; 2] = ["adaptive:pause-yield-park", "mcs:futex"];
 /// A watchdog for a hung run, several times what a run takes (about 70 s on the 2-CPU guest).
 const LIMIT: Duration = Duration::from_secs(420);
 const RERUNS: usize = 3;

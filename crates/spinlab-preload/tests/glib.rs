@@ -184,7 +184,7 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
             assert_eq!(with.cases, baseline, "{label}: the cases or their outcomes differ from the run without");
             let ran = &with.ran;
             let lock =
-                setting.iter().find(|(v, _)| *v == "SPINLAB_LOCK").map_or("bounded:pause-yield-park", |(_, l)| l);
+                setting.iter().find(|(v, _)| *v == "SPINLAB_LOCK").map_or("adaptive:pause-yield-park", |(_, l)| l);
             let heading = format!("spinlab-preload: lock statistics of {name} (pid ");
             let rwlocks = acquisitions_of(&ran.stderr, "rwlock");
             if takes_rwlocks {

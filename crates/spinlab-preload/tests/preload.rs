@@ -74,7 +74,7 @@ fn everywhere_and(name: &str, more: &[&'static str]) -> Vec<(Option<&'static str
         .map(|lock| {
             let ran = preloaded(&program, lock, &[]);
             ran.assert_success(&format!("{name} with SPINLAB_LOCK={lock:?}"));
-            let expected = format!("preload: {}\n", lock.unwrap_or("bounded:pause-yield-park"));
+            let expected = format!("preload: {}\n", lock.unwrap_or("adaptive:pause-yield-park"));
             assert!(ran.stdout.starts_with(&expected), "{lock:?}: {}", ran.stdout);
             assert!(ran.stdout.ends_with("ok\n"), "{lock:?}: {}", ran.stdout);
             (lock, ran)
@@ -364,7 +364,7 @@ fn statistics_count_every_acquisition_of_a_mutex() {
         let (address, acquired) = (words[2], words[4]);
         let heading = ran.stderr.lines().find(|l| l.starts_with("spinlab-preload: lock statistics of p_exclusion"));
         let heading = heading.unwrap_or_else(|| panic!("no statistics heading in:\n{}", ran.stderr));
-        assert!(heading.contains(&format!("mutexes {}:", lock.unwrap_or("bounded:pause-yield-park"))), "{heading}");
+        assert!(heading.contains(&format!("mutexes {}:", lock.unwrap_or("adaptive:pause-yield-park"))), "{heading}");
         let row = stats_row(&ran.stderr, address);
         assert_eq!(row[1], kind, "{lock:?}: {row:?}");
         assert_eq!(row[2], acquired, "{lock:?}: every acquisition is counted, once: {row:?}");

@@ -25,7 +25,7 @@
 
 use criterion::{Bencher, Criterion};
 use lock_api::RawMutex;
-use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
+use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
 use spinlab::wait::{PauseYieldPark, Spin, SpinPark, Wait};
 use spinlab::{CachePadded, DefaultRawMutex};
 use std::cell::UnsafeCell;
@@ -152,7 +152,7 @@ const FLOOR_CAS_STORE: &str = "cas+store";
 const FLOOR_CAS_SWAP: &str = "cas+swap";
 const DEFAULT: &str = "default";
 /// The registry name of `DefaultRawMutex`.
-const DEFAULT_NAME: &str = "bounded:pause-yield-park";
+const DEFAULT_NAME: &str = "adaptive:pause-yield-park";
 
 fn subjects() -> Vec<Subject> {
     let mut subjects = vec![
@@ -161,9 +161,11 @@ fn subjects() -> Vec<Subject> {
     ];
     spinlab_locks::<Spin>(&mut subjects);
     spinlab_locks::<SpinPark>(&mut subjects);
+    // The default's word alone, the default until 2026-11-27.
+    subjects.push(subject("spinlab", "bounded:pause-yield-park", Raw(Bounded::<PauseYieldPark>::INIT)));
     // The default's type under its registry name, and again as `default`: the pair's ratio
     // shows how far two identical subjects drift apart in this run.
-    subjects.push(subject("spinlab", DEFAULT_NAME, Raw(Bounded::<PauseYieldPark>::INIT)));
+    subjects.push(subject("spinlab", DEFAULT_NAME, Raw(Adaptive::<PauseYieldPark>::INIT)));
     subjects.push(subject("spinlab", DEFAULT, Raw(DefaultRawMutex::INIT)));
     subjects.push(subject("reference", "std", StdMutex(std::sync::Mutex::new(()))));
     subjects.push(subject("reference", "parking_lot", Raw(parking_lot::RawMutex::INIT)));

@@ -46,35 +46,36 @@ pub use condvar::Condvar;
 pub use event::Event;
 pub use padded::CachePadded;
 
-/// The lock spinlab recommends when you have no measurement telling you otherwise: a
-/// bounded-bypass word ([`lock::Bounded`]) whose waiters pause for 100 ns, then offer the CPU
-/// with `sched_yield` up to 64 times, then sleep on a futex ([`wait::PauseYieldPark`]). The
-/// registry calls it `bounded:pause-yield-park`.
+/// The lock spinlab recommends when you have no measurement telling you otherwise
+/// ([`lock::Adaptive`] over [`wait::PauseYieldPark`]; the registry calls it
+/// `adaptive:pause-yield-park`): a bounded-bypass word ([`lock::Bounded`]) whose waiters pause
+/// for 100 ns, then offer the CPU with `sched_yield` up to 64 times, then sleep on a futex;
+/// where the process may run on more than 4 CPUs, the waiters first queue at an MCS gate, and
+/// only the queue's head waits for the word.
 ///
 /// Why this one:
 /// - Uncontended, it is one compare-and-swap to lock and one to unlock, with no system call:
-///   the cost of `std::sync::Mutex`. It takes 4 bytes.
+///   the cost of `std::sync::Mutex`. It takes 16 bytes (the word and the gate's tail).
 /// - Contended, a running thread takes a free lock at once (barging), so the lock never waits
 ///   for a sleeping or preempted thread to be scheduled: the convoy that makes strict FIFO
 ///   locks collapse when threads outnumber CPUs.
-/// - Waiters stay runnable while they wait a little: a waiter that does not see the lock
-///   released within about a cache-line transfer offers its CPU to the threads beside it
-///   rather than spinning against the holder, and sleeps only after about the time a sleep
-///   and wake-up would cost. A CPU whose pinned threads all wait is therefore not left idle,
-///   which is what held the previous default (`mcs:spin-yield-park`, a queue whose waiters
-///   sleep in turn) to 0.55-0.76 of the better of parking_lot and std with 16 threads pinned to
+/// - On a machine of a few CPUs, every waiter waits on the word and stays runnable while it
+///   waits a little: a CPU whose pinned threads all wait is not left idle, which is what held
+///   a queue whose waiters sleep in turn (`mcs:spin-yield-park`, the default until
+///   2026-11-25) to 0.55-0.76 of the better of parking_lot and std with 16 threads pinned to
 ///   2 CPUs.
+/// - On a larger machine that crowd of waiters is many CPUs, each taking the lock's line from
+///   the holder: on a 16-CPU guest the word alone took 3.1-5.4x glibc's time in a program
+///   that only takes the lock, and behind the gate 0.55x (docs/contention.md).
 /// - Barging is bounded: a waiter that has waited 0.5 ms claims the next release
 ///   ([`lock::STARVATION_NS`]), as parking_lot's eventual fairness and the Linux mutex's
 ///   hand-off bit do.
 ///
-/// `mcs:spin-yield-park` stays in the registry: an unpinned program whose many threads hammer
-/// one lock runs faster behind its queue, which serialises them on one CPU (on the 2-CPU guest
-/// a C program with 16 such threads took 0.35 of glibc's time with it, 0.78 with this lock
-/// and 0.77 with parking_lot). `ttas:spin-park`, an earlier default, stays as the seeds'
-/// subject. `spinlab run contention` and `spinlab app` measure them against the others on
-/// your machine.
-pub type DefaultRawMutex = lock::Bounded<wait::PauseYieldPark>;
+/// `bounded:pause-yield-park` (the word alone, 4 bytes; the default from 2026-11-25 to
+/// 2026-11-27) and `mcs:pause-yield-park` (always gated) stay in the registry, and
+/// `ttas:spin-park`, an earlier default, stays as the seeds' subject. `spinlab run
+/// contention` and `spinlab app` measure them against the others on your machine.
+pub type DefaultRawMutex = lock::Adaptive<wait::PauseYieldPark>;
 
 /// A mutex over spinlab's default lock ([`DefaultRawMutex`]); see its docs for why.
 pub type Mutex<T> = lock_api::Mutex<DefaultRawMutex, T>;

@@ -36,7 +36,7 @@ use lock_api::{RawMutex, RawMutexTimed};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use spinlab::lock::{Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
+use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
 use spinlab::wait::{Futex, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Wait};
 use std::time::Duration;
 
@@ -60,6 +60,12 @@ macro_rules! impl_lock {
     )*};
 }
 impl_lock!(Tas, Ttas, Ticket, Mcs, McsQueue, Clh, Fair, Bounded);
+
+impl<W: Wait, const CROWD_CPUS: usize> Lock for Adaptive<W, CROWD_CPUS> {
+    fn new_unlocked() -> Self {
+        Adaptive::new()
+    }
+}
 
 impl<L: Lock, W: Wait> Lock for Gated<L, W> {
     fn new_unlocked() -> Self {
@@ -699,6 +705,10 @@ models! {
     gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>, OTHERS;
     gated_clh_futex: Gated<Clh<Futex>, Futex>, OTHERS;
     gated_fair_spin_park: Gated<Fair<SpinPark>, SpinPark>, OTHERS;
+    // spinlab's default on a large machine (its waiters queue at the MCS gate) and on a small
+    // one (the word alone): the two paths `Adaptive` chooses between, each forced.
+    adaptive_pause_yield_park_gated: Adaptive<PauseYieldPark, 0>, OTHERS;
+    adaptive_pause_yield_park_crowd: Adaptive<PauseYieldPark, { usize::MAX }>, OTHERS;
 }
 
 /// The fair lock with more waiters than slots: under `loom_fair_slots(1)` the first waiter

@@ -482,16 +482,20 @@ fn fair_lock_hands_over_round_robin_to_queued_waiters() {
 }
 
 #[test]
-fn the_default_mutex_is_documented_bounded_pause_yield_park() {
+fn the_default_mutex_is_documented_adaptive_pause_yield_park() {
     let _serial = serial();
     let m = spinlab::Mutex::new(5);
     *m.lock() += 1;
     assert_eq!(*m.lock(), 6);
     assert_eq!(
         core::any::type_name::<spinlab::DefaultRawMutex>(),
-        core::any::type_name::<spinlab::lock::Bounded<spinlab::wait::PauseYieldPark>>()
+        core::any::type_name::<spinlab::lock::Adaptive<spinlab::wait::PauseYieldPark>>()
     );
-    assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 4, "one word");
+    assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 16, "the word and the gate's tail");
+    let entry = spinlab::registry::lock_info("adaptive:pause-yield-park").unwrap();
+    assert_eq!(entry.ops.size, size_of::<spinlab::DefaultRawMutex>(), "the registry builds the same type");
+    let crowd = spinlab::lock::DEFAULT_CROWD_CPUS.to_string();
+    assert!(entry.bound.starts_with(&format!("on up to {crowd} CPUs")), "{}", entry.bound);
     let timed = m.try_lock_for(Duration::from_millis(1));
     assert!(timed.is_some());
 }

@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
 
   spinlab_mutex_t mutex;
   CHECK_EQ(spinlab_mutex_init(&mutex, NULL), SPINLAB_OK);
-  CHECK(strcmp(spinlab_mutex_name(&mutex), "bounded:pause-yield-park") == 0);
+  CHECK(strcmp(spinlab_mutex_name(&mutex), "adaptive:pause-yield-park") == 0);
   CHECK_EQ(spinlab_mutex_destroy(&mutex), SPINLAB_OK);
   CHECK_EQ(spinlab_mutex_init(&mutex, "ttas:sleepy"), SPINLAB_UNKNOWN_NAME);
   CHECK_EQ(spinlab_check(SPINLAB_KIND_MUTEX, "ttas:sleepy"), SPINLAB_UNKNOWN_NAME);

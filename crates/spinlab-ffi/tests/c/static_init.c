@@ -89,7 +89,7 @@ static int all_zero(const void *object, size_t size) {
 }
 
 static void check_names(const spinlab_mutex_t *m, const spinlab_cond_t *c) {
-  CHECK(strcmp(spinlab_mutex_name(m), "bounded:pause-yield-park") == 0);
+  CHECK(strcmp(spinlab_mutex_name(m), "adaptive:pause-yield-park") == 0);
   CHECK(strcmp(spinlab_cond_name(c), "spin-park") == 0);
 }
 

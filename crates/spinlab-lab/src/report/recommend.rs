@@ -63,10 +63,10 @@ mod tests {
         // 1% intervals: 9.0M and 8.95M overlap, 8.0M does not.
         let tie = advice_for(&[
             ("fair:spin-park", "spinlab", 2, 9.0e6),
-            ("bounded:pause-yield-park", "spinlab", 2, 8.95e6),
+            ("adaptive:pause-yield-park", "spinlab", 2, 8.95e6),
             ("std", "reference", 2, 8.0e6),
         ]);
-        assert_eq!(tie.choice, "bounded:pause-yield-park", "{}", tie.why);
+        assert_eq!(tie.choice, "adaptive:pause-yield-park", "{}", tie.why);
         assert!(tie.why.contains("fair:spin-park (9M) within the 95% intervals: a tie on this run"), "{}", tie.why);
         assert!(tie.why.contains("comes first among tied locks"), "{}", tie.why);
         let reference = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("parking_lot", "reference", 2, 8.95e6)]);
@@ -92,7 +92,7 @@ mod tests {
             assert_eq!(listed.choice, "ttas:spin", "{}", listed.why);
         }
         let clear =
-            advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("bounded:pause-yield-park", "spinlab", 2, 7.0e6)]);
+            advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("adaptive:pause-yield-park", "spinlab", 2, 7.0e6)]);
         assert_eq!(clear.choice, "ttas:spin", "outside the intervals the fastest is named: {}", clear.why);
         assert!(!clear.why.contains("tie"), "{}", clear.why);
     }

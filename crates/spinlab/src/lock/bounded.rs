@@ -186,13 +186,13 @@ impl<W: Wait> Bounded<W> {
     }
 
     #[inline(always)]
-    fn fast_lock(&self) -> bool {
+    pub(super) fn fast_lock(&self) -> bool {
         // Acquire: the previous holder's critical section happens-before ours.
         self.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok()
     }
 
     #[cold]
-    fn lock_contended(&self, deadline: Option<Instant>) -> bool {
+    pub(super) fn lock_contended(&self, deadline: Option<Instant>) -> bool {
         self.wait_for(deadline, Mode::Sleep) == Outcome::Acquired
     }
 

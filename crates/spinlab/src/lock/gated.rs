@@ -79,6 +79,12 @@ pub struct Gated<L, W: Wait> {
 }
 
 impl<L, W: Wait> Gated<L, W> {
+    /// The bounded-bypass word, which is the lock.
+    #[inline]
+    pub(super) fn word(&self) -> &Bounded<W> {
+        &self.word
+    }
+
     /// A new, unlocked lock with `gate` (unlocked) as its queue.
     #[cfg(loom)]
     pub fn with_gate(gate: L) -> Self {
@@ -87,6 +93,12 @@ impl<L, W: Wait> Gated<L, W> {
 }
 
 impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>, W: Wait> Gated<L, W> {
+    /// Whether a waiter holds the gate (a snapshot, for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn gate_is_locked(&self) -> bool {
+        self.gate.is_locked()
+    }
+
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
@@ -97,7 +109,7 @@ impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>, W: Wai
     /// Waits at the gate in the queue's order, then for the word as its only queued
     /// contender.
     #[cold]
-    fn lock_queued(&self, deadline: Option<Instant>) -> bool {
+    pub(super) fn lock_queued(&self, deadline: Option<Instant>) -> bool {
         if !self.gate.is_locked() {
             match self.word.spin_then_queue(deadline) {
                 Outcome::Acquired => return true,

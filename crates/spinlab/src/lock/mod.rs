@@ -12,6 +12,7 @@
 //! | [`Fair`] | seed 003  | bit-set + CAS           | round-robin over waiters' slots |
 //! | [`Bounded`] |        | CAS + CAS               | none, but a bypass bound in time |
 //! | [`Gated`] |          | CAS + CAS               | waiters queue in the gate's order; a bypass bound in time |
+//! | [`Adaptive`] |       | CAS + CAS               | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //!
 //! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas`,
 //! `Ttas` and `Mcs` become a swap, so they can see whether to wake anyone.)
@@ -42,6 +43,9 @@
 //!   it is not running, for at most [`HEAD_STALL_NS`] of each holder's releases before that
 //!   holder yields its CPU to it (see [`Gated`]).
 //!
+//! - `Adaptive<W>`: `Bounded`'s bound where the process may run on at most
+//!   [`DEFAULT_CROWD_CPUS`] CPUs, and `Gated<McsQueue<W>, W>`'s on more (see [`Adaptive`]).
+//!
 //! The in-order locks pay for their guarantee when threads outnumber CPUs: they hand the lock
 //! to the next waiter in line whether or not it is running, so every hand-over waits for that
 //! thread to be scheduled (a time slice with a spinning policy, a wake-up with a sleeping one)
@@ -51,6 +55,7 @@
 //! in-order lock in front of a `Bounded` word, so that only its waiters keep the order: the
 //! registry builds `ticket`, `mcs`, `clh` and `fair` that way for the policies that may sleep.
 
+mod adaptive;
 mod bounded;
 mod clh;
 mod fair;
@@ -63,6 +68,7 @@ mod ticket;
 mod ttas;
 mod word;
 
+pub use adaptive::{Adaptive, DEFAULT_CROWD_CPUS};
 #[cfg(loom)]
 #[doc(hidden)]
 pub use bounded::{loom_starve_at_look, LoomStarveAtLook};

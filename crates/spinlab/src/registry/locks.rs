@@ -3,12 +3,12 @@
 use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::lock::{Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
+use crate::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
-pub const ALGORITHMS: [&str; 7] = ["tas", "ttas", "ticket", "mcs", "clh", "fair", "bounded"];
+pub const ALGORITHMS: [&str; 8] = ["tas", "ttas", "ticket", "mcs", "clh", "fair", "bounded", "adaptive"];
 
 /// The reference locks, measured beside spinlab's.
 pub const REFERENCE_LOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
@@ -64,7 +64,7 @@ trait Algorithm {
 }
 
 macro_rules! algorithm {
-    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal) => {
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:expr) => {
         struct $marker;
         impl Algorithm for $marker {
             const NAME: &'static str = $name;
@@ -124,6 +124,9 @@ algorithm!(FairAlgorithm, Fair, "fair", fair: true,
            bound: "round-robin among the threads holding one of its 62 slots; past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to any still spinning: no bound",
            gated on Fair when sleeping, bound: FAIR_GATED_BOUND);
 algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running waiter passed over for at most 0.5 ms");
+algorithm!(AdaptiveAlgorithm, Adaptive, "adaptive", fair: false,
+           bound: concat!("on up to 4 CPUs, a running waiter passed over for at most 0.5 ms; on more, waiters in MCS queue order, ",
+                          head_at_the_word!()));
 
 struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A>);
 
@@ -185,6 +188,7 @@ static LOCKS: Table<LockEntry> = Table::new(
         add_algorithm::<ClhAlgorithm>(&mut table);
         add_algorithm::<FairAlgorithm>(&mut table);
         add_algorithm::<BoundedAlgorithm>(&mut table);
+        add_algorithm::<AdaptiveAlgorithm>(&mut table);
         table.push(reference::<StdMutex>("std", false, "none"));
         table.push(reference::<Stored<parking_lot::RawMutex>>(
             "parking_lot",

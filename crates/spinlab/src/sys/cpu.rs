@@ -55,6 +55,34 @@ fn detect() -> CpuFeatures {
     CpuFeatures::default()
 }
 
+/// How many CPUs this process may run on: those its main thread's affinity allows (`taskset`
+/// sets it for the whole process), or, if that cannot be read, those online. Read once; at
+/// least 1.
+///
+/// The main thread's, not the caller's: a thread pinned to one CPU (as the lab pins its
+/// workers) does not make the machine small. Unlike `std::thread::available_parallelism`,
+/// a cgroup's CPU quota does not lower it either: a quota limits CPU time, not how many CPUs
+/// the threads run on at once.
+pub fn process_cpus() -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    *CPUS.get_or_init(|| main_thread_cpus().or_else(online_cpus).unwrap_or(1).max(1))
+}
+
+fn main_thread_cpus() -> Option<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, and the call writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    // SAFETY: as above; the process id names the main thread.
+    let read = unsafe { libc::sched_getaffinity(libc::getpid(), size_of::<libc::cpu_set_t>(), &mut set) };
+    // SAFETY: `set` was filled in by the kernel.
+    (read == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as usize).filter(|&n| n > 0)
+}
+
+fn online_cpus() -> Option<usize> {
+    // SAFETY: sysconf reads a value and has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n > 0).then_some(n as usize)
+}
+
 /// The CPU's name as cpuid's brand string gives it, if it has one.
 pub fn brand() -> Option<String> {
     #[cfg(target_arch = "x86_64")]

@@ -1,0 +1,213 @@
+//! spinlab's default lock: the bounded-bypass word alone on a machine of a few CPUs, and the
+//! same word behind an MCS gate on a larger one.
+//!
+//! Both designs were measured, and each wins on one machine (docs/contention.md, "On 16 CPUs,
+//! a tight loop"):
+//!
+//! - **The word alone** ([`Bounded`](super::Bounded)) lets every waiter spin with `pause-yield-park`
+//!   ([`Wait::CROWD_SPINS`](crate::wait::Wait::CROWD_SPINS)): a waiter that finds the lock free takes it at once, and no CPU
+//!   idles while its threads wait. On the 2-CPU guest that crowd is at most one other CPU, and
+//!   the word is level with or ahead of parking_lot and std, and takes 0.53-0.66x glibc's wall
+//!   time in a pthread program that does nothing but take the lock.
+//! - **On 16 CPUs the crowd is fifteen CPUs.** Each release sends the lock's line to whichever
+//!   of them wins the compare-and-swap, so the lock changes CPU at every acquisition, and the
+//!   CPUs fill with spinning, yielding and futex calls: the same program took 3.1-5.4x glibc's
+//!   wall time, and an empty critical section at 16 threads ran at 0.73-0.75x the better
+//!   reference. Behind an MCS gate ([`Gated`]) only the queue's head looks at the word, the
+//!   others wait on their own queue nodes: 0.55-0.56x glibc's time, and 1.56-1.68x the better
+//!   reference at 16 and 128 threads. At 2 threads the gate costs 10-20% there.
+//!
+//! So the choice is made by the machine: the word alone where the process may run on at most
+//! `CROWD_CPUS` CPUs ([`DEFAULT_CROWD_CPUS`], 4), the gated word on more. The count is that of
+//! the CPUs the process's main thread may run on (its affinity, which `taskset` sets),
+//! read once at the first contended acquisition; a thread pinned to one CPU does not make a
+//! 16-CPU machine small. The threshold is a judgement between two measured points: 2 CPUs,
+//! where the crowd wins, and 16, where the gate wins; 3 to 15 CPUs have not been measured.
+//!
+//! The choice never changes once made, but nothing depends on that: mutual exclusion is the
+//! word's either way, and a waiter that does not queue contends for the word as a barging
+//! thread does. Uncontended, both are one compare-and-swap to lock and one to unlock; the
+//! gate adds its tail (8 bytes) to the word, 16 bytes in all with alignment.
+//!
+//! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running waiter that has
+//! waited [`STARVATION_NS`] claims the next release); on a large one, the gated lock's
+//! (waiters in MCS order, the head bounded as in [`Gated`]).
+//!
+//! [`STARVATION_NS`]: super::STARVATION_NS
+
+use super::{Gated, McsQueue};
+use crate::wait::Wait;
+use lock_api::{GuardSend, RawMutex};
+use std::time::Instant;
+
+/// The most CPUs on which [`Adaptive`] leaves its waiters to the word alone.
+pub const DEFAULT_CROWD_CPUS: usize = 4;
+
+/// The bounded-bypass word over `W`, gated by an MCS queue when the process may run on more
+/// than `CROWD_CPUS` CPUs (the module docs give the design and the measurements). The
+/// registry's `adaptive` locks; with [`PauseYieldPark`](crate::wait::PauseYieldPark),
+/// spinlab's default. `CROWD_CPUS` 0 always gates, and `usize::MAX` never does (for tests).
+///
+/// ```
+/// use spinlab::lock::Adaptive;
+/// use spinlab::wait::PauseYieldPark;
+/// let m = lock_api::Mutex::<Adaptive<PauseYieldPark>, _>::new(0);
+/// *m.lock() += 1;
+/// assert_eq!(*m.lock(), 1);
+/// ```
+pub struct Adaptive<W: Wait, const CROWD_CPUS: usize = DEFAULT_CROWD_CPUS> {
+    gated: Gated<McsQueue<W>, W>,
+}
+
+impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
+    /// A new, unlocked lock.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        <Self as RawMutex>::INIT
+    }
+
+    /// A new, unlocked lock.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Adaptive { gated: Gated::with_gate(McsQueue::new()) }
+    }
+
+    /// Whether waiters queue at the gate in this process.
+    #[inline]
+    fn gates() -> bool {
+        match CROWD_CPUS {
+            0 => true,
+            usize::MAX => false,
+            most => crate::sys::cpu::process_cpus() > most,
+        }
+    }
+
+    /// Acquires the lock, giving up at `deadline` (`None`: never).
+    #[inline]
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
+        let acquired = self.gated.word().fast_lock() || self.lock_contended(deadline);
+        acquired.then(GuardSend::new)
+    }
+
+    #[cold]
+    fn lock_contended(&self, deadline: Option<Instant>) -> bool {
+        if Self::gates() {
+            // As `Gated` takes it: a free word may carry the gate's count of absences.
+            self.gated.word().try_lock().is_some() || self.gated.lock_queued(deadline)
+        } else {
+            self.gated.word().lock_contended(deadline)
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl<W: Wait, const CROWD_CPUS: usize> Default for Adaptive<W, CROWD_CPUS> {
+    fn default() -> Self {
+        <Self as RawMutex>::INIT
+    }
+}
+
+// SAFETY: every acquisition is one of the word's (`Bounded`'s), alone or through the gate
+// (`Gated`, whose safety argument covers a barging acquisition beside queued ones), and every
+// release is the gated lock's, which is the word's.
+unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPUS> {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Adaptive { gated: <Gated<McsQueue<W>, W> as RawMutex>::INIT };
+    #[cfg(loom)]
+    const INIT: Self = panic!("under loom, construct locks with new()");
+    type Guard = GuardSend;
+
+    #[inline]
+    fn lock(&self) -> GuardSend {
+        if !self.gated.word().fast_lock() {
+            self.lock_contended(None);
+        }
+        GuardSend::new()
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<GuardSend> {
+        self.gated.try_lock()
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: GuardSend) {
+        // SAFETY: forwarded from the caller, who holds the lock.
+        unsafe { self.gated.unlock(guard) }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.gated.is_locked()
+    }
+}
+
+// SAFETY: `lock_until` acquires exactly as `lock` does, or returns `None` having left the word
+// (and the gate) as their timed acquisitions leave them.
+unsafe impl<W: Wait, const CROWD_CPUS: usize> lock_api::RawMutexTimed for Adaptive<W, CROWD_CPUS> {
+    type Duration = std::time::Duration;
+    type Instant = Instant;
+
+    #[inline]
+    fn try_lock_for(&self, timeout: std::time::Duration) -> Option<GuardSend> {
+        self.lock_until(super::deadline_after(timeout))
+    }
+
+    #[inline]
+    fn try_lock_until(&self, deadline: Instant) -> Option<GuardSend> {
+        self.lock_until(Some(deadline))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::lock::Bounded;
+    use crate::wait::PauseYieldPark;
+
+    /// `threads` threads take `lock` 20 000 times each, counting under it with a plain load and
+    /// store. Returns the count and whether a holder ever saw a waiter queued at the gate.
+    fn take_in_turn<const N: usize>(lock: &Adaptive<PauseYieldPark, N>, threads: usize) -> (u64, bool) {
+        let count = std::sync::atomic::AtomicU64::new(0);
+        let queued = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..20_000 {
+                        lock.lock();
+                        let n = count.load(std::sync::atomic::Ordering::Relaxed);
+                        count.store(n + 1, std::sync::atomic::Ordering::Relaxed);
+                        if lock.gated.gate_is_locked() {
+                            queued.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        // SAFETY: locked just above.
+                        unsafe { lock.unlock(GuardSend::new()) };
+                    }
+                });
+            }
+        });
+        (count.into_inner(), queued.into_inner())
+    }
+
+    #[test]
+    fn the_crowd_never_queues_and_the_gated_lock_does() {
+        let crowd = Adaptive::<PauseYieldPark, { usize::MAX }>::INIT;
+        let (count, queued) = take_in_turn(&crowd, 8);
+        assert_eq!(count, 8 * 20_000);
+        assert!(!queued, "a machine of few CPUs: nobody queues at the gate");
+        let gated = Adaptive::<PauseYieldPark, 0>::INIT;
+        let (count, queued) = take_in_turn(&gated, 8);
+        assert_eq!(count, 8 * 20_000);
+        assert!(queued, "a large machine: waiters queue at the gate");
+    }
+
+    #[test]
+    fn the_default_gates_by_the_process_cpus() {
+        let cpus = crate::sys::cpu::process_cpus();
+        assert!(cpus >= 1);
+        assert_eq!(Adaptive::<PauseYieldPark>::gates(), cpus > DEFAULT_CROWD_CPUS);
+        assert_eq!(size_of::<Adaptive<PauseYieldPark>>(), 16, "the word and the gate's tail");
+        assert_eq!(size_of::<Bounded<PauseYieldPark>>(), 4, "the word alone");
+    }
+}
