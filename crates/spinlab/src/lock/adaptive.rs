@@ -19,9 +19,10 @@
 //!
 //! So the choice is made by the machine: the word alone where the process may run on at most
 //! `CROWD_CPUS` CPUs ([`DEFAULT_CROWD_CPUS`], 4), the gated word on more. The count is that of
-//! the CPUs the process's main thread may run on (its affinity, which `taskset` sets),
-//! read once at the first contended acquisition; a thread pinned to one CPU does not make a
-//! 16-CPU machine small. The threshold is a judgement between two measured points: 2 CPUs,
+//! the CPUs the process's main thread may run on (its affinity, which `taskset` sets), or of
+//! those online where the main thread is pinned to one
+//! ([`process_cpus`](crate::sys::cpu::process_cpus)), read once at the first contended
+//! acquisition: a worker thread pinned to one CPU does not make a 16-CPU machine small. The threshold is a judgement between two measured points: 2 CPUs,
 //! where the crowd wins, and 16, where the gate wins; 3 to 15 CPUs have not been measured.
 //!
 //! The choice never changes once made, but nothing depends on that: mutual exclusion is the

@@ -56,16 +56,17 @@ fn detect() -> CpuFeatures {
 }
 
 /// How many CPUs this process may run on: those its main thread's affinity allows (`taskset`
-/// sets it for the whole process), or, if that cannot be read, those online. Read once; at
-/// least 1.
+/// sets it for the whole process), or those online if that cannot be read or names a single
+/// CPU. Read once; at least 1.
 ///
 /// The main thread's, not the caller's: a thread pinned to one CPU (as the lab pins its
-/// workers) does not make the machine small. Unlike `std::thread::available_parallelism`,
-/// a cgroup's CPU quota does not lower it either: a quota limits CPU time, not how many CPUs
-/// the threads run on at once.
+/// workers) does not make the machine small, and a main thread pinned to one CPU (as some
+/// programs pin theirs) says nothing about where the others run. Unlike
+/// `std::thread::available_parallelism`, a cgroup's CPU quota does not lower it either: a
+/// quota limits CPU time, not how many CPUs the threads run on at once.
 pub fn process_cpus() -> usize {
     static CPUS: OnceLock<usize> = OnceLock::new();
-    *CPUS.get_or_init(|| main_thread_cpus().or_else(online_cpus).unwrap_or(1).max(1))
+    *CPUS.get_or_init(|| main_thread_cpus().filter(|&n| n > 1).or_else(online_cpus).unwrap_or(1).max(1))
 }
 
 fn main_thread_cpus() -> Option<usize> {
