@@ -68,8 +68,8 @@ fn refused(lock: &LockChoice) -> Option<String> {
         return Some(format!(
             "`{name}` cannot be preloaded: it does not fit in a pthread_mutex_t: it takes {} bytes \
              aligned to {}{}, and a pthread_mutex_t has \
-             {PTHREAD_MUTEX_LOCK_ROOM} bytes aligned to 8 for it; use tas, ttas, ticket, mcs, clh, fair or \
-             bounded with a wait policy, parking_lot or pthread",
+             {PTHREAD_MUTEX_LOCK_ROOM} bytes aligned to 8 for it; use tas, ttas, ticket, mcs, clh, fair, \
+             bounded or adaptive with a wait policy, parking_lot or pthread",
             ops.size,
             ops.align,
             if ops.zero_is_unlocked { "" } else { " and is not unlocked when all-zero" }
