@@ -180,9 +180,11 @@ mod tests {
     fn take_in_turn<const N: usize>(lock: &Adaptive<PauseYieldPark, N>, threads: usize) -> (u64, bool) {
         let count = std::sync::atomic::AtomicU64::new(0);
         let queued = std::sync::atomic::AtomicBool::new(false);
+        let start = std::sync::Barrier::new(threads);
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
+                    start.wait();
                     for _ in 0..20_000 {
                         lock.lock();
                         let n = count.load(std::sync::atomic::Ordering::Relaxed);
@@ -199,15 +201,18 @@ mod tests {
         (count.into_inner(), queued.into_inner())
     }
 
+    /// Both paths, forced, with 8 times as many threads as CPUs: the count is exact, and only
+    /// the gated path ever has a waiter at the gate.
     #[test]
     fn the_crowd_never_queues_and_the_gated_lock_does() {
+        let threads = 8 * std::thread::available_parallelism().map_or(2, |n| n.get());
         let crowd = Adaptive::<PauseYieldPark, { usize::MAX }>::INIT;
-        let (count, queued) = take_in_turn(&crowd, 8);
-        assert_eq!(count, 8 * 20_000);
+        let (count, queued) = take_in_turn(&crowd, threads);
+        assert_eq!(count, threads as u64 * 20_000);
         assert!(!queued, "a machine of few CPUs: nobody queues at the gate");
         let gated = Adaptive::<PauseYieldPark, 0>::INIT;
-        let (count, queued) = take_in_turn(&gated, 8);
-        assert_eq!(count, 8 * 20_000);
+        let (count, queued) = take_in_turn(&gated, threads);
+        assert_eq!(count, threads as u64 * 20_000);
         assert!(queued, "a large machine: waiters queue at the gate");
     }
 
