@@ -98,9 +98,16 @@ pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
 /// `lock_until(&self, Option<Instant>) -> Option<Guard>`.
 macro_rules! timed_via_lock_until {
     ($lock:ident) => {
+        $crate::lock::timed_via_lock_until!($lock<W>, W);
+    };
+    // A lock with a const parameter after its policy.
+    ($lock:ident, const $param:ident: $ty:ty) => {
+        $crate::lock::timed_via_lock_until!($lock<W, $param>, W, const $param: $ty);
+    };
+    ($lock:ty, W $(, const $param:ident: $ty:ty)?) => {
         // SAFETY: `lock_until` acquires exactly as `lock` does, or returns `None` having left
         // the lock's state consistent (documented per lock).
-        unsafe impl<W: $crate::wait::Wait> lock_api::RawMutexTimed for $lock<W> {
+        unsafe impl<W: $crate::wait::Wait $(, const $param: $ty)?> lock_api::RawMutexTimed for $lock {
             type Duration = std::time::Duration;
             type Instant = std::time::Instant;
 
