@@ -160,7 +160,7 @@ mod tests {
     use super::*;
     use crate::lock::Bounded;
     use crate::wait::PauseYieldPark;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     use std::time::Duration;
 
     /// While this thread holds `lock`, `threads` threads try to take it 2 000 times each,
