@@ -101,10 +101,9 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
     }
 }
 
-#[cfg(not(loom))]
 impl<W: Wait, const CROWD_CPUS: usize> Default for Adaptive<W, CROWD_CPUS> {
     fn default() -> Self {
-        <Self as RawMutex>::INIT
+        Self::new()
     }
 }
 
