@@ -22,14 +22,14 @@
 //! Past the slots: a thread that finds all 62 slots taken by living threads waits without one.
 //! It counts itself as wanting a slot, and a thread that ends a wait in the round-robin while
 //! anyone wants one gives its slot back (`fair_slots`); the slotless thread that looks first
-//! takes it and joins the round-robin. Meanwhile it takes the lock whenever it finds it free,
-//! looking at its policy's pace, and where its policy would sleep it sets the word's top bit,
-//! `SLOTLESS` (only while `LOCKED` is set, like a waiter bit), and sleeps on the slots'
-//! process-wide turn word. A slot given back wakes one such sleeper; a release that finds no
+//! takes it and joins the round-robin. Meanwhile it takes the lock whenever it finds it free;
+//! with a spinning policy it looks at its policy's pace, and with a policy that may sleep it
+//! sleeps after one look, without a spin phase: it sets the word's top bit, `SLOTLESS` (only
+//! while `LOCKED` is set, like a waiter bit), and sleeps on the slots' process-wide turn word. A slot given back wakes one such sleeper; a release that finds no
 //! waiter bit but `SLOTLESS` frees the lock, clears the bit and wakes them all. So the slots
 //! pass round the waiters, to sleepers in the order they went to sleep (the kernel's order
-//! for one futex word), but in no set order overall: a slotless thread still spinning may
-//! take a slot before a sleeper woken for it, which then sleeps again. Before the slotless
+//! for one futex word), but in no set order overall: a thread that has just come, or a
+//! spinning one, may take a slot before a sleeper woken for it, which then sleeps again. Before the slotless
 //! threads slept, they napped 50 µs at a time, and with 65 of them the naps filled the CPUs.
 //! A timed waiter withdraws its bit with a CAS; if a releaser cleared the bit first, the lock
 //! is already its own.
@@ -203,7 +203,12 @@ impl<W: Wait> Fair<W> {
             if slots::mine().is_some() {
                 return Slotless::SlotFree;
             }
-            match W::step(turn, seen_turn, &mut episode) {
+            // A policy that may sleep sleeps at once: the lock is granted only to slot holders,
+            // and what a thread without a slot waits for (a slot given back, the lock freed) is
+            // announced on `turn` with a wake-up, so a spin phase only adds a crowd looking at
+            // the word and the slots.
+            let step = if W::MAY_SLEEP { Step::Exhausted } else { W::step(turn, seen_turn, &mut episode) };
+            match step {
                 Step::Continue => {}
                 Step::TimedOut => break Slotless::TimedOut,
                 Step::Exhausted => {

@@ -32,7 +32,8 @@
 //!   that is after at most one acquisition by each other slot holder (seed 003). Past 62
 //!   waiters, a thread without a slot takes the lock if it finds it free, and a slot that a
 //!   holder gives back at the end of its wait: sleepers in the order they went to sleep, but
-//!   a thread still spinning first, so no bound.
+//!   a thread still spinning (spinning policies), or one that has just come, first, so no
+//!   bound. With a policy that may sleep, such a thread sleeps after one look.
 //! - `Bounded`: a bypass bound in time: a running waiter that has waited
 //!   [`STARVATION_NS`] gets the lock after at most the current holder and one earlier claimant
 //!   (see [`Bounded`]).
