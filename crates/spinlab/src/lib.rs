@@ -65,8 +65,8 @@ pub use padded::CachePadded;
 ///   2026-11-25) to 0.55-0.76 of the better of parking_lot and std with 16 threads pinned to
 ///   2 CPUs.
 /// - On a larger machine that crowd of waiters is many CPUs, each taking the lock's line from
-///   the holder: on a 16-CPU guest the word alone took 3.1-5.4x glibc's time in a program
-///   that only takes the lock, and behind the gate 0.55x (docs/contention.md).
+///   the holder: on a 16-CPU guest the word alone took 3.0-5.4x glibc's time in a program
+///   that only takes the lock, and behind the gate 0.52-0.56x (docs/contention.md).
 /// - Barging is bounded: a waiter that has waited 0.5 ms claims the next release
 ///   ([`lock::STARVATION_NS`]), as parking_lot's eventual fairness and the Linux mutex's
 ///   hand-off bit do.

@@ -11,10 +11,10 @@
 //!   time in a pthread program that does nothing but take the lock.
 //! - **On 16 CPUs the crowd is fifteen CPUs.** Each release sends the lock's line to whichever
 //!   of them wins the compare-and-swap, so the lock changes CPU at every acquisition, and the
-//!   CPUs fill with spinning, yielding and futex calls: the same program took 3.1-5.4x glibc's
+//!   CPUs fill with spinning, yielding and futex calls: the same program took 3.0-5.4x glibc's
 //!   wall time, and an empty critical section at 16 threads ran at 0.73-0.75x the better
 //!   reference. Behind an MCS gate ([`Gated`]) only the queue's head looks at the word, the
-//!   others wait on their own queue nodes: 0.55-0.56x glibc's time, and 1.56-1.68x the better
+//!   others wait on their own queue nodes: 0.52-0.56x glibc's time, and 1.56-1.68x the better
 //!   reference at 16 and 128 threads. At 2 threads the gate costs 10-20% there.
 //!
 //! So the choice is made by the machine: the word alone where the process may run on at most
