@@ -4,11 +4,12 @@
 //! Both designs were measured, and each wins on one machine (docs/contention.md, "On 16 CPUs,
 //! a tight loop"):
 //!
-//! - **The word alone** ([`Bounded`](super::Bounded)) lets every waiter spin with `pause-yield-park`
-//!   ([`Wait::CROWD_SPINS`](crate::wait::Wait::CROWD_SPINS)): a waiter that finds the lock free takes it at once, and no CPU
-//!   idles while its threads wait. On the 2-CPU guest that crowd is at most one other CPU, and
-//!   the word is level with or ahead of parking_lot and std, and takes 0.53-0.66x glibc's wall
-//!   time in a pthread program that does nothing but take the lock.
+//! - **The word alone** ([`Bounded`](super::Bounded)) lets every waiter spin with
+//!   `pause-yield-park` ([`Wait::CROWD_SPINS`](crate::wait::Wait::CROWD_SPINS)): a waiter that
+//!   finds the lock free takes it at once, and no CPU idles while its threads wait. On the
+//!   2-CPU guest that crowd is at most one other CPU, and the word is level with or ahead of
+//!   parking_lot and std, and takes 0.53-0.66x glibc's wall time in a pthread program that
+//!   does nothing but take the lock.
 //! - **On 16 CPUs the crowd is fifteen CPUs.** Each release sends the lock's line to whichever
 //!   of them wins the compare-and-swap, so the lock changes CPU at every acquisition, and the
 //!   CPUs fill with spinning, yielding and futex calls: the same program took 3.0-5.4x glibc's
@@ -22,17 +23,18 @@
 //! the CPUs the process's main thread may run on (its affinity, which `taskset` sets), or of
 //! those online where the main thread is pinned to one
 //! ([`process_cpus`](crate::sys::cpu::process_cpus)), read once at the first contended
-//! acquisition: a worker thread pinned to one CPU does not make a 16-CPU machine small. The threshold is a judgement between two measured points: 2 CPUs,
-//! where the crowd wins, and 16, where the gate wins; 3 to 15 CPUs have not been measured.
+//! acquisition: a worker thread pinned to one CPU does not make a 16-CPU machine small. The
+//! threshold is a judgement between two measured points: 2 CPUs, where the crowd wins, and
+//! 16, where the gate wins; 3 to 15 CPUs have not been measured.
 //!
-//! The choice never changes once made, but nothing depends on that: mutual exclusion is the
+//! The choice never changes once made, but mutual exclusion does not depend on that: it is the
 //! word's either way, and a waiter that does not queue contends for the word as a barging
 //! thread does. Uncontended, both are one compare-and-swap to lock and one to unlock; the
 //! gate adds its tail (8 bytes) to the word, 16 bytes in all with alignment.
 //!
-//! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running waiter that has
-//! waited [`STARVATION_NS`] claims the next release); on a large one, the gated lock's
-//! (waiters in MCS order, the head bounded as in [`Gated`]).
+//! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running
+//! waiter that has waited [`STARVATION_NS`] claims the next release); on a large one, the gated
+//! lock's (waiters in MCS order, the head bounded as in [`Gated`]).
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
@@ -135,7 +137,7 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
     unsafe fn unlock(&self, guard: GuardSend) {
         // Where nobody queues, the word's own release: the gated one reads the gate's tail
         // first, and under contention that load costs the releaser a transfer of the line
-        // (5% of a tight loop's time on the 2-CPU guest).
+        // (3-6% of a tight loop's time on the 2-CPU guest).
         if Self::gates() {
             // SAFETY: forwarded from the caller, who holds the lock.
             unsafe { self.gated.unlock(guard) }

@@ -25,11 +25,12 @@
 //! takes it and joins the round-robin. Meanwhile it takes the lock whenever it finds it free;
 //! with a spinning policy it looks at its policy's pace, and with a policy that may sleep it
 //! sleeps after one look, without a spin phase: it sets the word's top bit, `SLOTLESS` (only
-//! while `LOCKED` is set, like a waiter bit), and sleeps on the slots' process-wide turn word. A slot given back wakes one such sleeper; a release that finds no
-//! waiter bit but `SLOTLESS` frees the lock, clears the bit and wakes them all. So the slots
-//! pass round the waiters, to sleepers in the order they went to sleep (the kernel's order
-//! for one futex word), but in no set order overall: a thread that has just come, or a
-//! spinning one, may take a slot before a sleeper woken for it, which then sleeps again. Before the slotless
+//! while `LOCKED` is set, like a waiter bit), and sleeps on the slots' process-wide turn word.
+//! A slot given back wakes one such sleeper; a release that finds no waiter bit but
+//! `SLOTLESS` frees the lock, clears the bit and wakes them all. So the slots pass round the
+//! waiters, to sleepers in the order they went to sleep (the kernel's order for one futex
+//! word), but in no set order overall: a thread that has just come, or a spinning one, may
+//! take a slot before a sleeper woken for it, which then sleeps again. Before the slotless
 //! threads slept, they napped 50 µs at a time, and with 65 of them the naps filled the CPUs.
 //! A timed waiter withdraws its bit with a CAS; if a releaser cleared the bit first, the lock
 //! is already its own.
