@@ -66,7 +66,7 @@ fn detect() -> CpuFeatures {
 /// quota limits CPU time, not how many CPUs the threads run on at once.
 pub fn process_cpus() -> usize {
     static CPUS: OnceLock<usize> = OnceLock::new();
-    *CPUS.get_or_init(|| main_thread_cpus().filter(|&n| n > 1).or_else(online_cpus).unwrap_or(1).max(1))
+    *CPUS.get_or_init(|| main_thread_cpus().filter(|&n| n > 1).or_else(online_cpus).unwrap_or(1))
 }
 
 fn main_thread_cpus() -> Option<usize> {
@@ -75,7 +75,7 @@ fn main_thread_cpus() -> Option<usize> {
     // SAFETY: as above; the process id names the main thread.
     let read = unsafe { libc::sched_getaffinity(libc::getpid(), size_of::<libc::cpu_set_t>(), &mut set) };
     // SAFETY: `set` was filled in by the kernel.
-    (read == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as usize).filter(|&n| n > 0)
+    (read == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as usize)
 }
 
 fn online_cpus() -> Option<usize> {
