@@ -22,15 +22,23 @@
 //! `CROWD_CPUS` CPUs ([`DEFAULT_CROWD_CPUS`], 4), the gated word on more. The count is that of
 //! the CPUs the process's main thread may run on (its affinity, which `taskset` sets), or of
 //! those online where the main thread is pinned to one
-//! ([`process_cpus`](crate::sys::cpu::process_cpus)), read once at the first contended
-//! acquisition: a worker thread pinned to one CPU does not make a 16-CPU machine small. The
-//! threshold is a judgement between two measured points: 2 CPUs, where the crowd wins, and
-//! 16, where the gate wins; 3 to 15 CPUs have not been measured.
+//! ([`process_cpus`](crate::sys::cpu::process_cpus)), read once at the first
+//! acquisition: a worker thread pinned to one CPU does not make a 16-CPU machine small.
+//!
+//! The threshold is a judgement from four machine sizes (docs/contention.md, "Between 2 and
+//! 16 CPUs"): on 2 CPUs the crowd wins; on 16 the gate wins except at 2 threads. The 16-CPU
+//! machine restricted with `taskset` to 8 CPUs was like 16. Restricted to 4 it was split:
+//! with 2 and 4 threads and an empty critical section the word alone reached 1.08-1.11x the
+//! better reference and the gate 0.73-0.83x; with 16 threads the gate led (1.24x against
+//! 0.86-1.10x), and in a pthread program of 32 threads the gate took 0.37x glibc's wall time
+//! against the word's 0.86-0.90x. Both are within the issue's bounds there; only the word
+//! reaches parking_lot at a few threads, so 4 CPUs stay with the word.
 //!
 //! The choice never changes once made, but mutual exclusion does not depend on that: it is the
 //! word's either way, and a waiter that does not queue contends for the word as a barging
-//! thread does. Uncontended, both are one compare-and-swap to lock and one to unlock; the
-//! gate adds its tail (8 bytes) to the word, 16 bytes in all with alignment.
+//! thread does. Uncontended, both are one compare-and-swap to lock and one to unlock (the
+//! gated path looks at the word first); the gate adds its tail (8 bytes) to the word, 16
+//! bytes in all with alignment.
 //!
 //! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running
 //! waiter that has waited [`STARVATION_NS`] claims the next release); on a large one, the gated
@@ -88,17 +96,11 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
-        let acquired = self.gated.word().fast_lock() || self.lock_contended(deadline);
-        acquired.then(GuardSend::new)
-    }
-
-    #[cold]
-    fn lock_contended(&self, deadline: Option<Instant>) -> bool {
         if Self::gates() {
-            // As `Gated` takes it: a free word may carry the gate's count of absences.
-            self.gated.word().try_lock().is_some() || self.gated.lock_queued(deadline)
+            self.gated.lock_until(deadline)
         } else {
-            self.gated.word().lock_contended(deadline)
+            let acquired = self.gated.word().fast_lock() || self.gated.word().lock_contended(deadline);
+            acquired.then(GuardSend::new)
         }
     }
 }
@@ -122,10 +124,20 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
 
     #[inline]
     fn lock(&self) -> GuardSend {
-        if !self.gated.word().fast_lock() {
-            self.lock_contended(None);
+        if Self::gates() {
+            // The gated lock's own path, which looks at the word before its compare-and-swap:
+            // behind a gate the lock is seldom free when asked for, and a compare-and-swap
+            // that fails takes the line from the holder, whose release must then take it
+            // back. With the gate forced on the 2-CPU guest, `hammer.c` took 1.14-1.17x
+            // `mcs:pause-yield-park`'s time (the same gated lock) with a compare-and-swap
+            // first, and 1.00-1.12x with a look first.
+            self.gated.lock()
+        } else {
+            if !self.gated.word().fast_lock() {
+                self.gated.word().lock_contended(None);
+            }
+            GuardSend::new()
         }
-        GuardSend::new()
     }
 
     #[inline]

@@ -200,12 +200,11 @@ impl<W: Wait> Bounded<W> {
     /// for the policy's budget, as qspinlock's pending waiter does, so that a lone waiter
     /// takes a contended lock without touching the queue. Gives up at once, with
     /// [`Outcome::Queue`], if another waiter is spinning, and when the budget is spent
-    /// (policies that may sleep only: a pure spin policy spins until it acquires).
+    /// (policies that may sleep only: a pure spin policy spins until it acquires). The
+    /// caller has just found the lock taken, so this looks before it tries again: a second
+    /// compare-and-swap at once would only take the line from the holder.
     #[inline]
     pub(crate) fn spin_then_queue(&self, deadline: Option<Instant>) -> Outcome {
-        if self.fast_lock() {
-            return Outcome::Acquired;
-        }
         self.wait_for(deadline, Mode::SpinThenQueue)
     }
 

@@ -4,6 +4,7 @@
 //! A policy built on a missing instruction must never execute it: every such policy asks
 //! here first, and the answer is cached in a static so the check costs one relaxed load.
 
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// The wait-related features of the CPU this process runs on.
@@ -64,9 +65,21 @@ fn detect() -> CpuFeatures {
 /// programs pin theirs) says nothing about where the others run. Unlike
 /// `std::thread::available_parallelism`, a cgroup's CPU quota does not lower it either: a
 /// quota limits CPU time, not how many CPUs the threads run on at once.
+///
+/// The default lock asks at every acquisition ([`Adaptive`](crate::lock::Adaptive)), so the
+/// answer is kept in one word read with a plain load: 0 until the first call has read it.
+/// Threads that race to the first call read the same affinity and store the same number.
+#[inline]
 pub fn process_cpus() -> usize {
-    static CPUS: OnceLock<usize> = OnceLock::new();
-    *CPUS.get_or_init(|| main_thread_cpus().filter(|&n| n > 1).or_else(online_cpus).unwrap_or(1))
+    static CPUS: AtomicUsize = AtomicUsize::new(0);
+    match CPUS.load(Relaxed) {
+        0 => {
+            let cpus = main_thread_cpus().filter(|&n| n > 1).or_else(online_cpus).unwrap_or(1);
+            CPUS.store(cpus, Relaxed);
+            cpus
+        }
+        cpus => cpus,
+    }
 }
 
 fn main_thread_cpus() -> Option<usize> {
