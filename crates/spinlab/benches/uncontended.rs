@@ -146,6 +146,8 @@ fn spinlab_locks<W: Wait + 'static>(subjects: &mut Vec<Subject>) {
     subjects.push(subject("spinlab", format!("fair:{p}"), Raw(Fair::<W>::INIT)));
     subjects.push(subject("spinlab", format!("bounded:{p}"), Raw(Bounded::<W>::INIT)));
     subjects.push(subject("spinlab", format!("gated-ticket:{p}"), Raw(Gated::<Ticket<W>, W>::INIT)));
+    // The registry's `mcs` over sleeping policies.
+    subjects.push(subject("spinlab", format!("gated-mcs:{p}"), Raw(Gated::<McsQueue<W>, W>::INIT)));
 }
 
 const FLOOR_CAS_STORE: &str = "cas+store";
@@ -164,8 +166,10 @@ fn subjects() -> Vec<Subject> {
     // The default's word alone, the default until 2026-11-27.
     subjects.push(subject("spinlab", "bounded:pause-yield-park", Raw(Bounded::<PauseYieldPark>::INIT)));
     // The default's type under its registry name, and again as `default`: the pair's ratio
-    // shows how far two identical subjects drift apart in this run.
+    // shows how far two identical subjects drift apart in this run. Then the default as it is
+    // on a machine of more CPUs than this one may have, the gate forced (`CROWD_CPUS` 0).
     subjects.push(subject("spinlab", DEFAULT_NAME, Raw(Adaptive::<PauseYieldPark>::INIT)));
+    subjects.push(subject("spinlab", "adaptive-gated:pause-yield-park", Raw(Adaptive::<PauseYieldPark, 0>::INIT)));
     subjects.push(subject("spinlab", DEFAULT, Raw(DefaultRawMutex::INIT)));
     subjects.push(subject("reference", "std", StdMutex(std::sync::Mutex::new(()))));
     subjects.push(subject("reference", "parking_lot", Raw(parking_lot::RawMutex::INIT)));
@@ -174,6 +178,13 @@ fn subjects() -> Vec<Subject> {
 }
 
 fn main() {
+    // A second thread, asleep for the whole run. glibc takes a path without atomic
+    // instructions for a mutex in a process that has only ever had one thread
+    // (`__libc_single_threaded`); no program that needs a lock runs it, and on a machine where
+    // a locked instruction is slow it put `pthread` below the floors.
+    std::thread::spawn(|| loop {
+        std::thread::park();
+    });
     let subjects = subjects();
     // ~18 benchmarks at about 3 s each: short enough for a 2-CPU machine; command-line options
     // (`--measurement-time`, ...) still override these.

@@ -96,11 +96,31 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
+        let acquired = self.gated.word().fast_lock() || self.lock_contended(deadline);
+        acquired.then(GuardSend::new)
+    }
+
+    /// After one failed compare-and-swap: the gated lock's path, or the word's own.
+    #[cold]
+    fn lock_contended(&self, deadline: Option<Instant>) -> bool {
         if Self::gates() {
-            self.gated.lock_until(deadline)
+            // Barge if the word is free (`try_lock` looks before it swaps). Behind a gate the
+            // word carries the count of the head's absences, so the compare-and-swap from 0
+            // can fail on a free lock, and sending such a thread to the queue made each
+            // acquisition a hand-over through the gate: with the gate forced, a 16-thread
+            // program on the 2-CPU guest ran past 20 s where it takes 1 s.
+            //
+            // The blind compare-and-swap before this is a trade. Uncontended it is the floor,
+            // where `Gated`'s look first is not (`cargo bench --bench uncontended`, as a
+            // multiple of CAS+swap: `adaptive-gated` 1.016 and `gated-mcs` 1.086 on the 2-CPU
+            // guest, 1.045 and 1.10 on the 16-CPU one; this lock built to look first, 1.22
+            // there). Contended, one that fails takes the line from the holder, whose release
+            // must take it back: `hammer.c` took 1.11-1.18x `mcs:pause-yield-park`'s time on
+            // the 2-CPU guest with the gate forced, and on 16 CPUs 0.70-0.77x glibc's wall
+            // against its 0.53-0.56x (the look-first build: 0.57-0.61x).
+            self.gated.word().try_lock().is_some() || self.gated.lock_queued(deadline)
         } else {
-            let acquired = self.gated.word().fast_lock() || self.gated.word().lock_contended(deadline);
-            acquired.then(GuardSend::new)
+            self.gated.word().lock_contended(deadline)
         }
     }
 }
@@ -124,20 +144,10 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
 
     #[inline]
     fn lock(&self) -> GuardSend {
-        if Self::gates() {
-            // The gated lock's own path, which looks at the word before its compare-and-swap:
-            // behind a gate the lock is seldom free when asked for, and a compare-and-swap
-            // that fails takes the line from the holder, whose release must then take it
-            // back. With the gate forced on the 2-CPU guest, `hammer.c` took 1.14-1.17x
-            // `mcs:pause-yield-park`'s time (the same gated lock) with a compare-and-swap
-            // first, and 1.00-1.12x with a look first.
-            self.gated.lock()
-        } else {
-            if !self.gated.word().fast_lock() {
-                self.gated.word().lock_contended(None);
-            }
-            GuardSend::new()
+        if !self.gated.word().fast_lock() {
+            self.lock_contended(None);
         }
+        GuardSend::new()
     }
 
     #[inline]
