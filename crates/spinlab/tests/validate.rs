@@ -491,7 +491,7 @@ fn the_default_mutex_is_documented_adaptive_pause_yield_park() {
         core::any::type_name::<spinlab::DefaultRawMutex>(),
         core::any::type_name::<spinlab::lock::Adaptive<spinlab::wait::PauseYieldPark>>()
     );
-    assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 16, "the word and the gate's tail");
+    assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 8, "the word and the gate's 4-byte tail");
     let entry = spinlab::registry::lock_info("adaptive:pause-yield-park").unwrap();
     assert_eq!(entry.ops.size, size_of::<spinlab::DefaultRawMutex>(), "the registry builds the same type");
     let crowd = spinlab::lock::DEFAULT_CROWD_CPUS.to_string();

@@ -37,8 +37,8 @@
 //! The choice never changes once made, but mutual exclusion does not depend on that: it is the
 //! word's either way, and a waiter that does not queue contends for the word as a barging
 //! thread does. Uncontended, both are one compare-and-swap to lock and one to unlock (the
-//! gated path looks at the word first); the gate adds its tail (8 bytes) to the word, 16
-//! bytes in all with alignment.
+//! gated path looks at the word first); the gate adds its tail to the word, 4 bytes that hold
+//! a queue node's number rather than its address (`queue_node::index`), 8 bytes in all.
 //!
 //! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running
 //! waiter that has waited [`STARVATION_NS`] claims the next release); on a large one, the gated
@@ -240,7 +240,7 @@ mod tests {
         let cpus = crate::sys::cpu::process_cpus();
         assert!(cpus >= 1);
         assert_eq!(Adaptive::<PauseYieldPark>::gates(), cpus > DEFAULT_CROWD_CPUS);
-        assert_eq!(size_of::<Adaptive<PauseYieldPark>>(), 16, "the word and the gate's tail");
+        assert_eq!(size_of::<Adaptive<PauseYieldPark>>(), 8, "the word and the gate's 4-byte tail");
         assert_eq!(size_of::<Bounded<PauseYieldPark>>(), 4, "the word alone");
     }
 }

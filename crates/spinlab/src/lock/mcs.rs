@@ -43,7 +43,7 @@
 
 use super::queue_node::{self, Node};
 use super::word::{LockWord, LOCKED, LOCKED_SLEEPERS, UNLOCKED};
-use crate::sync::{AtomicPtr, Ordering::*};
+use crate::sync::{AtomicU32, Ordering::*};
 use crate::sys::futex::FutexWait;
 use crate::wait::{Episode, Spun, Wait};
 use core::marker::PhantomData;
@@ -56,8 +56,11 @@ const WAITING: u32 = 1;
 const ASLEEP: u32 = 2;
 const ABANDONED: u32 = 3;
 
+/// The tail of an empty queue: no node is numbered 0.
+const EMPTY: u32 = 0;
+
 /// MCS queue lock waiting with policy `W` (the module docs give the design): the lock word
-/// and an [`McsQueue`], 16 bytes.
+/// and an [`McsQueue`], 8 bytes.
 ///
 /// ```
 /// use spinlab::{lock::Mcs, wait::SpinPark};
@@ -73,9 +76,10 @@ pub struct Mcs<W: Wait> {
 /// The MCS queue on its own, which is the classic MCS lock: the queue's head holds the lock,
 /// and a release makes the next waiter the head. Two read-modify-writes per uncontended
 /// acquisition (the swap into the tail and the CAS that empties it), and a convoy when the
-/// next waiter is not running. One word: the queue's tail. [`Gated`](super::Gated) uses it as
-/// the queue in front of its word, with which it fits in 16 bytes; there the head holds only
-/// the gate.
+/// next waiter is not running. One 4-byte word: the queue's tail, which holds the number of
+/// the last node in the queue (0: empty) rather than its address, as Linux's qspinlock does
+/// (`queue_node::index`). [`Gated`](super::Gated) uses it as the queue in front of its word,
+/// with which it fits in 8 bytes; there the head holds only the gate.
 ///
 /// ```
 /// use spinlab::{lock::McsQueue, wait::Spin};
@@ -84,7 +88,8 @@ pub struct Mcs<W: Wait> {
 /// assert_eq!(*m.lock(), 1);
 /// ```
 pub struct McsQueue<W: Wait> {
-    tail: AtomicPtr<Node>,
+    /// The last node's number (`QueueNode::index`); [`EMPTY`] when nobody holds or waits.
+    tail: AtomicU32,
     policy: PhantomData<fn() -> W>,
 }
 
@@ -171,7 +176,7 @@ impl<W: Wait> McsQueue<W> {
     crate::sync::loom_const_fn! {
         /// A new, empty queue (an unlocked lock).
         pub fn new() -> Self {
-            McsQueue { tail: AtomicPtr::new(null_mut()), policy: PhantomData }
+            McsQueue { tail: AtomicU32::new(EMPTY), policy: PhantomData }
         }
     }
 
@@ -192,8 +197,8 @@ impl<W: Wait> McsQueue<W> {
         // AcqRel: Release publishes the node's initialised fields to the predecessor's
         // waiter, which reads our node through its `next`; Acquire makes the predecessor's
         // node visible to us.
-        let pred = self.tail.swap(queue_node::as_ptr(node), AcqRel);
-        if pred.is_null() || Self::wait_behind(node, pred, deadline) {
+        let pred = self.tail.swap(node.index, AcqRel);
+        if pred == EMPTY || Self::wait_behind(node, pred, deadline) {
             Some(node)
         } else {
             None
@@ -203,9 +208,9 @@ impl<W: Wait> McsQueue<W> {
     /// Links `node` behind `pred` and waits to lead. On time-out, abandons the node and
     /// returns `false`.
     #[cold]
-    fn wait_behind(node: &'static Node, pred: *mut Node, deadline: Option<Instant>) -> bool {
-        // SAFETY: queue pointers always come from `queue_node::as_ptr`.
-        let pred = unsafe { queue_node::from_ptr(pred) };
+    fn wait_behind(node: &'static Node, pred: u32, deadline: Option<Instant>) -> bool {
+        // SAFETY: the tail holds only nodes' own numbers.
+        let pred = unsafe { queue_node::index::node(pred) };
         // Release: our node's fields are visible to whoever reads `next` with Acquire.
         pred.next.store(queue_node::as_ptr(node), Release);
         Self::wait_to_lead(node, deadline)
@@ -264,7 +269,7 @@ impl<W: Wait> McsQueue<W> {
             if next.is_null() {
                 // No successor linked yet: if we are still the tail, the queue empties.
                 // Release: our node goes back to the pool only after nobody can reach it.
-                if self.tail.compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed).is_ok() {
+                if self.tail.compare_exchange(node.index, EMPTY, Release, Relaxed).is_ok() {
                     queue_node::give(node);
                     return;
                 }
@@ -389,7 +394,7 @@ unsafe impl<W: Wait> RawMutex for McsQueue<W> {
         }
         let node = queue_node::take();
         node.next.store(null_mut(), Relaxed);
-        match self.tail.compare_exchange(null_mut(), queue_node::as_ptr(node), AcqRel, Relaxed) {
+        match self.tail.compare_exchange(EMPTY, node.index, AcqRel, Relaxed) {
             Ok(_) => Some(McsGuard { node }),
             Err(_) => {
                 queue_node::give(node);
@@ -404,8 +409,7 @@ unsafe impl<W: Wait> RawMutex for McsQueue<W> {
         // Acquire on `next`: the successor's node fields are visible before `pass_headship`
         // writes its state. Release on the CAS: the critical section happens-before the next
         // acquirer's Acquire swap.
-        if node.next.load(Acquire).is_null()
-            && self.tail.compare_exchange(queue_node::as_ptr(node), null_mut(), Release, Relaxed).is_ok()
+        if node.next.load(Acquire).is_null() && self.tail.compare_exchange(node.index, EMPTY, Release, Relaxed).is_ok()
         {
             queue_node::give(node);
             return;
@@ -415,7 +419,7 @@ unsafe impl<W: Wait> RawMutex for McsQueue<W> {
 
     #[inline]
     fn is_locked(&self) -> bool {
-        !self.tail.load(Relaxed).is_null()
+        self.tail.load(Relaxed) != EMPTY
     }
 }
 

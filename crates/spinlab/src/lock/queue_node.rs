@@ -18,6 +18,8 @@ use crate::sync::{AtomicPtr, AtomicU32};
 /// One queue node, alone on its line: the waiter (MCS) or its successor (CLH) spins on
 /// `state`, and the line must not be shared with anything another thread writes.
 pub(crate) struct QueueNode {
+    /// The node's number, which a queue's tail holds instead of its address (see [`index`]).
+    pub index: u32,
     /// The word waited on; values are defined by the lock that uses the node.
     pub state: AtomicU32,
     /// MCS: the successor, linked by the successor itself. CLH: unused.
@@ -34,12 +36,96 @@ pub(crate) struct QueueNode {
 pub(crate) type Node = CachePadded<QueueNode>;
 
 fn fresh() -> &'static Node {
-    Box::leak(Box::new(CachePadded::new(QueueNode {
+    let index = index::next();
+    let node: &'static Node = Box::leak(Box::new(CachePadded::new(QueueNode {
+        index,
         state: AtomicU32::new(0),
         next: AtomicPtr::new(core::ptr::null_mut()),
         pred: AtomicPtr::new(core::ptr::null_mut()),
         pool_next: AtomicPtr::new(core::ptr::null_mut()),
-    })))
+    })));
+    index::publish(node);
+    node
+}
+
+pub(crate) mod index {
+    //! Every node has a number, from 1, so that a queue's tail can be 4 bytes instead of a
+    //! pointer's 8, as Linux's qspinlock keeps a CPU and a nesting level in its tail: the
+    //! default lock is then its 4-byte word and a 4-byte tail. A number names the same node
+    //! for ever (nodes are never freed), so a stale number read from a tail is as safe as the
+    //! stale pointer it replaces.
+    //!
+    //! The table from numbers to nodes has two levels: 65 536 chunk pointers (512 KiB of
+    //! zeroed static memory, of which a process touches one page per 512 chunks it uses) and
+    //! chunks of 65 536 node pointers, each allocated zeroed when its first number is handed
+    //! out, so untouched pages cost nothing. That covers every `u32` but 0, which means "no
+    //! node": 2^32 - 1 nodes of 128 bytes would need 512 GiB, so memory runs out first.
+    //!
+    //! The table uses the standard library's atomics, under loom too: it is a registry
+    //! written once per node, before the node's number can reach any other thread (through
+    //! the pools or a tail, each a Release/Acquire pair), and it is not one of the models'
+    //! subjects.
+    use super::Node;
+    use core::ptr::null_mut;
+    use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering::*};
+
+    const CHUNK_BITS: u32 = 16;
+    const CHUNK: usize = 1 << CHUNK_BITS;
+    type Chunk = [AtomicPtr<Node>; CHUNK];
+
+    static CHUNKS: [AtomicPtr<Chunk>; 1 << (32 - CHUNK_BITS)] =
+        [const { AtomicPtr::new(null_mut()) }; 1 << (32 - CHUNK_BITS)];
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+
+    /// A number for a new node.
+    pub(super) fn next() -> u32 {
+        let index = NEXT.fetch_add(1, Relaxed);
+        // Unreachable in practice (the module docs say why); a wrapped number would name
+        // another node.
+        assert!(index != 0, "spinlab: more than 4 294 967 295 queue nodes were created");
+        index
+    }
+
+    /// Records `node` under its number.
+    pub(super) fn publish(node: &'static Node) {
+        let index = node.index as usize;
+        let slot = &CHUNKS[index >> CHUNK_BITS];
+        let mut chunk = slot.load(Acquire);
+        if chunk.is_null() {
+            // SAFETY: an all-zero `AtomicPtr` is a valid null pointer.
+            let fresh = Box::into_raw(unsafe { Box::<Chunk>::new_zeroed().assume_init() });
+            // AcqRel: the chunk's zeroed memory is visible to whoever loads it (Release);
+            // a chunk another thread installed first is visible to us (Acquire).
+            chunk = match slot.compare_exchange(null_mut(), fresh, AcqRel, Acquire) {
+                Ok(_) => fresh,
+                Err(installed) => {
+                    // SAFETY: ours, never shared.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    installed
+                }
+            };
+        }
+        // SAFETY: chunks are never freed once installed.
+        let chunk = unsafe { &*chunk };
+        // Release: the node's fields are visible to whoever looks the number up.
+        chunk[index & (CHUNK - 1)].store(super::as_ptr(node), Release);
+    }
+
+    /// The node numbered `index`.
+    ///
+    /// # Safety
+    ///
+    /// `index` was read from a node's `index` field (every such number is published before
+    /// the node is handed out).
+    #[inline]
+    pub(crate) unsafe fn node(index: u32) -> &'static Node {
+        let index = index as usize;
+        // Acquire: pairs with `publish`'s Release stores.
+        let chunk = CHUNKS[index >> CHUNK_BITS].load(Acquire);
+        // SAFETY: the caller's number was published, so its chunk is installed; chunks and
+        // nodes are never freed.
+        unsafe { &*(*chunk)[index & (CHUNK - 1)].load(Acquire) }
+    }
 }
 
 #[cfg(not(loom))]
@@ -379,4 +465,44 @@ pub(crate) fn as_ptr(node: &'static Node) -> *mut Node {
 pub(crate) unsafe fn from_ptr(ptr: *mut Node) -> &'static Node {
     // SAFETY: nodes are leaked, so a pointer to one is valid for 'static.
     unsafe { &*ptr }
+}
+
+#[cfg(all(test, not(loom)))]
+mod index_tests {
+    use super::*;
+    use crate::lock::{Mcs, McsQueue};
+    use crate::wait::{Spin, SpinPark};
+    use std::collections::HashSet;
+
+    /// Makes `n` nodes and checks that each number names its own node. Returns the numbers.
+    /// The nodes are new and never pooled: the pool's tests count what passes through it.
+    fn round_trip(n: usize) -> Vec<u32> {
+        let nodes: Vec<&'static Node> = (0..n).map(|_| fresh()).collect();
+        for node in &nodes {
+            // SAFETY: a node's own number.
+            let named = unsafe { index::node(node.index) };
+            assert!(core::ptr::eq(named, *node), "number {} names another node", node.index);
+        }
+        nodes.iter().map(|node| node.index).collect()
+    }
+
+    /// More nodes at once than one chunk of the table holds, then four threads at once: every
+    /// number names its node, none is 0, and nodes held at the same time have different
+    /// numbers.
+    #[test]
+    fn every_number_names_its_own_node() {
+        let many = round_trip(70_000);
+        assert!(!many.contains(&0), "0 means an empty queue");
+        assert_eq!(many.iter().collect::<HashSet<_>>().len(), many.len(), "two nodes share a number");
+        let threads: Vec<_> = (0..4).map(|_| std::thread::spawn(|| round_trip(1_000))).collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn an_mcs_queue_is_four_bytes() {
+        assert_eq!(size_of::<McsQueue<Spin>>(), 4);
+        assert_eq!(size_of::<Mcs<SpinPark>>(), 8, "the word and the tail");
+    }
 }
