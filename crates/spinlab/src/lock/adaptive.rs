@@ -34,11 +34,12 @@
 //! against the word's 0.86-0.90x. Both are within the bounds there; only the word
 //! reaches parking_lot at a few threads, so 4 CPUs stay with the word.
 //!
-//! The choice never changes once made, but mutual exclusion does not depend on that: it is the
-//! word's either way, and a waiter that does not queue contends for the word as a barging
-//! thread does. Uncontended, both are one compare-and-swap to lock and one to unlock (the
-//! gated path looks at the word first); the gate adds its tail to the word, 4 bytes that hold
-//! a queue node's number rather than its address (`queue_node::index`), 8 bytes in all.
+//! The choice is made once (threads racing to the first reading may see it change once), but
+//! mutual exclusion does not depend on it: it is the word's either way, and a waiter that does
+//! not queue contends for the word as a barging thread does. Uncontended, both are one
+//! compare-and-swap to lock and one to unlock; the gate adds its tail to the word, 4 bytes
+//! that hold a queue node's number rather than its address (`queue_node::index`), 8 bytes in
+//! all.
 //!
 //! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running
 //! waiter that has waited [`STARVATION_NS`] claims the next release); on a large one, the gated

@@ -66,9 +66,11 @@ fn detect() -> CpuFeatures {
 /// `std::thread::available_parallelism`, a cgroup's CPU quota does not lower it either: a
 /// quota limits CPU time, not how many CPUs the threads run on at once.
 ///
-/// The default lock asks at every acquisition ([`Adaptive`](crate::lock::Adaptive)), so the
-/// answer is kept in one word read with a plain load: 0 until the first call has read it.
-/// Threads that race to the first call read the same affinity and store the same number.
+/// The default lock asks at every release and contended acquisition
+/// ([`Adaptive`](crate::lock::Adaptive)), so the answer is kept in one word read with a plain
+/// load: 0 until a first call has read it. Threads that race to the first call each read the
+/// affinity and store what they read, and the last store stands; a lock stays correct
+/// whichever answer it gets (`Adaptive`'s docs say why).
 #[inline]
 pub fn process_cpus() -> usize {
     static CPUS: AtomicUsize = AtomicUsize::new(0);
