@@ -435,8 +435,8 @@ fn mcs_releaser_that_locks_again_queues_behind_the_waiter() {
 
 /// The fair lock hands over round-robin (seed 003): with three threads that each wait until
 /// the other two are queued before releasing, the lock can never go back to its releaser, and
-/// every hand-over follows the slots' cyclic order, so any three consecutive holders are three
-/// different threads. Conditions, not timings: the holder waits for the queue it observes.
+/// once all three hold slots every hand-over follows the slots' cyclic order, so any three
+/// consecutive holders are three different threads. Conditions, not timings: the holder waits for the queue it observes.
 fn round_robin<W: spinlab::wait::Wait>() {
     let _watchdog = watchdog(&format!("fair:{}", W::NAME), "three threads handing over round-robin");
     let lock = Fair::<W>::new();
@@ -462,8 +462,12 @@ fn round_robin<W: spinlab::wait::Wait>() {
     });
     let order = order.into_inner().unwrap();
     assert_eq!(order.len(), 3 * rounds);
-    // While all three take part (the first 3 * (rounds - 1) turns), turns rotate.
-    for window in order[..3 * (rounds - 1)].windows(3) {
+    // While all three take part (the first 3 * (rounds - 1) turns), turns rotate, once each
+    // thread has waited and so holds a slot. The round-robin is among slot holders: the first
+    // holder may have taken the lock without waiting, and the slot it claims at its second
+    // acquisition can fall anywhere in the cycle (slots freed by earlier tests' threads leave
+    // gaps), so the first turns may read [1, 0, 1] (seen once in CI).
+    for window in order[3..3 * (rounds - 1)].windows(3) {
         assert!(
             window[0] != window[1] && window[1] != window[2] && window[0] != window[2],
             "fair:{}: hand-over not round-robin: {window:?} in {:?}",
