@@ -49,7 +49,8 @@ pub use padded::CachePadded;
 /// The lock spinlab recommends when you have no measurement telling you otherwise
 /// ([`lock::Adaptive`] over [`wait::PauseYieldPark`]; the registry calls it
 /// `adaptive:pause-yield-park`): a bounded-bypass word ([`lock::Bounded`]) whose waiters pause
-/// for 100 ns, then offer the CPU with `sched_yield` up to 64 times, then sleep on a futex;
+/// for 100 ns, then offer the CPU with `sched_yield` up to 64 times (pausing 2 µs after a
+/// yield that came back at once), then sleep on a futex;
 /// where the process may run on more than 4 CPUs, the waiters first queue at an MCS gate, and
 /// only the queue's head waits for the word.
 ///

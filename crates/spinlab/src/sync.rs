@@ -44,6 +44,25 @@ pub(crate) fn yield_now() {
     loom::thread::yield_now();
 }
 
+/// `sched_yield`, and whether it came back within `quick_ns`: then no other thread wanted this
+/// CPU, the user-space sign the Linux mutex reads from `need_resched()`. Under loom, which has
+/// no clock, a yield never counts as quick.
+#[inline]
+pub(crate) fn yield_was_quick(quick_ns: u64) -> bool {
+    #[cfg(not(loom))]
+    {
+        let start = std::time::Instant::now();
+        std::thread::yield_now();
+        (start.elapsed().as_nanos() as u64) < quick_ns
+    }
+    #[cfg(loom)]
+    {
+        let _ = quick_ns;
+        loom::thread::yield_now();
+        false
+    }
+}
+
 /// Declares a constructor that is `const` normally and a plain `fn` under loom, whose atomics
 /// cannot be built in a constant.
 macro_rules! loom_const_fn {

@@ -177,6 +177,10 @@ pub struct Episode {
     deadline: Option<Instant>,
     iterations: u32,
     backoff_ticks: u64,
+    /// `pause-yield-park`: yields counted against its budget so far, and `pause` looks left
+    /// in the spell that follows a yield that came back at once.
+    yields: u32,
+    spell: u32,
     /// The previous iteration's result, for loop bodies that chain one iteration's work on
     /// the last one's (the divides).
     chain: u64,
@@ -186,7 +190,7 @@ impl Episode {
     /// A new episode that gives up at `deadline` (`None`: never).
     #[inline]
     pub fn new(deadline: Option<Instant>) -> Self {
-        Episode { deadline, iterations: 0, backoff_ticks: 0, chain: 0 }
+        Episode { deadline, iterations: 0, backoff_ticks: 0, yields: 0, spell: 0, chain: 0 }
     }
 
     /// The deadline this episode gives up at.
@@ -206,6 +210,8 @@ impl Episode {
     pub fn restart_spinning(&mut self) {
         self.iterations = 0;
         self.backoff_ticks = 0;
+        self.yields = 0;
+        self.spell = 0;
     }
 
     #[inline]
