@@ -44,6 +44,19 @@ pub(crate) fn yield_now() {
     loom::thread::yield_now();
 }
 
+/// Sleeps for about `ns` (plus the kernel's timer slack). Under loom, which has no clock, a
+/// yield to the model scheduler.
+#[inline]
+pub(crate) fn nap(ns: u64) {
+    #[cfg(not(loom))]
+    std::thread::sleep(std::time::Duration::from_nanos(ns));
+    #[cfg(loom)]
+    {
+        let _ = ns;
+        loom::thread::yield_now();
+    }
+}
+
 /// `sched_yield`, and whether it came back within `quick_ns`: then no other thread wanted this
 /// CPU, the user-space sign the Linux mutex reads from `need_resched()`. Under loom, which has
 /// no clock, a yield never counts as quick.
