@@ -18,9 +18,12 @@
 //! - **One spinner, and none behind a sleeper.** With a policy that may sleep, one waiter at a
 //!   time runs the policy's spin phase (`SPINNING`), and only while no sleeper is counted
 //!   (parking_lot's rule; crowd policies, below, excepted); the others sleep at once, as the
-//!   Linux mutex queues its optimistic spinners so that only one spins. With more threads than CPUs, a crowd of
-//!   spinners takes the CPU from the holder (on a 2-CPU guest, 16 threads of a real program
-//!   ran 1.6-1.9 times slower than under glibc's mutex with every waiter spinning 4 µs).
+//!   Linux mutex queues its optimistic spinners so that only one spins. With more threads
+//!   than CPUs, a crowd of spinners takes the CPU from the holder (on a 2-CPU guest, 16
+//!   threads of a real program ran 1.6-1.9 times slower than under glibc's mutex with every
+//!   waiter spinning 4 µs), and behind a sleeper even one spinner only pulls the line from a
+//!   holder that takes the lock again at once (the same program over `spin-park`, with the
+//!   `WAKING` nap below as well: 1.9 s against 2.8 s).
 //!   A policy that offers its CPU after a few looks ([`Wait::CROWD_SPINS`], as
 //!   `pause-yield-park`, spinlab's default) lets every waiter spin instead: none of them keeps
 //!   the holder off a CPU, and sending waiters to sleep at once left CPUs idle whenever every
@@ -205,7 +208,8 @@ impl<W: Wait> Bounded<W> {
     /// The queue's first step ([`Gated`](super::Gated)): becomes the one spinner and spins
     /// for the policy's budget, as qspinlock's pending waiter does, so that a lone waiter
     /// takes a contended lock without touching the queue. Gives up at once, with
-    /// [`Outcome::Queue`], if another waiter is spinning, and when the budget is spent
+    /// [`Outcome::Queue`], if another waiter is spinning or (unless the policy keeps a crowd
+    /// running) a sleeper is counted, and when the budget is spent
     /// (policies that may sleep only: a pure spin policy spins until it acquires). The
     /// caller has just found the lock taken, so this looks before it tries again: a second
     /// compare-and-swap at once would only take the line from the holder.

@@ -9,7 +9,8 @@
 //! the lock away from it, as ShflLock and the Linux qspinlock do:
 //!
 //! - **Lock**: one CAS on the word; if the lock is free it is ours (running threads barge).
-//!   Otherwise, if nobody is queued and no other waiter is spinning, spin on the word for
+//!   Otherwise, if nobody is queued, no other waiter is spinning and (for policies that do
+//!   not keep a crowd running) none sleeps on the word, spin on the word for
 //!   the policy's budget as the one spinner (qspinlock's pending waiter): a lone waiter, the
 //!   common case with few threads, takes the lock without touching the queue. Only while the
 //!   queue is empty: letting every newcomer spin first slowed a 16-thread program under the
