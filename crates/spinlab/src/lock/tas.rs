@@ -35,7 +35,7 @@ impl Probe for TestAndSet {
             };
             match W::step(&word.state, seen, &mut episode) {
                 Step::Continue => {}
-                Step::TimedOut => return false,
+                Step::TimedOut => return word.give_up(acquire_as == LOCKED_SLEEPERS),
                 Step::Exhausted => match word.park(deadline) {
                     Parked::Acquired => return true,
                     Parked::TimedOut => return false,

@@ -43,7 +43,7 @@ impl Probe for TestAndTestAndSet {
             }
             match W::spin(&word.state, seen, &mut episode) {
                 Spun::Changed => continue,
-                Spun::TimedOut => return false,
+                Spun::TimedOut => return word.give_up(acquire_as == LOCKED_SLEEPERS),
                 Spun::Exhausted => match word.park(deadline) {
                     Parked::Acquired => return true,
                     Parked::TimedOut => return false,

@@ -75,6 +75,18 @@ impl<W: Wait> LockWord<W> {
         }
     }
 
+    /// A timed waiter gives up; returns whether it holds the lock after all. One that has
+    /// slept may have taken a release's wake-up meant to let some sleeper retry (the kernel
+    /// reports a wake-up that raced a time-out as a wake-up), and found the lock taken again
+    /// by a thread that acquired it without the sleepers' mark, whose release wakes nobody.
+    /// So it marks the word again, as it did before it slept: the holder's release then wakes
+    /// the next sleeper. If the lock is free by then, the swap takes it.
+    #[cold]
+    pub(crate) fn give_up(&self, slept: bool) -> bool {
+        // Acquire: if the swap finds the lock free, we now hold it.
+        slept && self.state.swap(LOCKED_SLEEPERS, Acquire) == UNLOCKED
+    }
+
     #[inline(always)]
     pub(crate) fn unlock(&self) {
         if !W::MAY_SLEEP {
