@@ -63,8 +63,8 @@
 //! counts itself out**, whether a wake-up, a changed word or a time-out ended its wait, and
 //! **no waiter counts itself in while `WAKING` is set**: it waits until a sleeper has come
 //! back, yielding its CPU where its policy keeps waiters running ([`Wait::CROWD_SPINS`]) and
-//! napping for about a wake-up's time between looks otherwise. A wake-up that finds nobody in the kernel therefore
-//! always leaves a sleeper to come back: each counted sleeper not yet asleep counted in on a
+//! napping for about a wake-up's time between looks otherwise. A wake-up that finds nobody
+//! in the kernel therefore always leaves a sleeper to come back: each counted sleeper not yet asleep counted in on a
 //! word without `WAKING`, and the word now has it and keeps it until one of them counts out,
 //! so its futex wait returns at once. (Were counting in allowed, the word could return to a
 //! sleeper's value: it counts in on a held word with `WAKING` set by an earlier release and
@@ -673,7 +673,7 @@ mod tests {
 
     /// parking_lot's rule: behind a counted sleeper no waiter spins, it sleeps at once. A
     /// first waiter spins out `spin-park`'s 4 µs and sleeps; a second, arriving after it,
-    /// must count in without ever taking `SPINNING`. A crowd policy's waiters spin anyway.
+    /// must count in without ever taking `SPINNING`.
     #[test]
     fn no_waiter_spins_behind_a_sleeper() {
         use crate::wait::SpinPark;
