@@ -64,8 +64,9 @@
 //! **no waiter counts itself in while `WAKING` is set**: it waits until a sleeper has come
 //! back, yielding its CPU where its policy keeps waiters running ([`Wait::CROWD_SPINS`]) and
 //! napping for about a wake-up's time between looks otherwise. A wake-up that finds nobody
-//! in the kernel therefore always leaves a sleeper to come back: each counted sleeper not yet asleep counted in on a
-//! word without `WAKING`, and the word now has it and keeps it until one of them counts out,
+//! in the kernel therefore always leaves a sleeper to come back: each counted sleeper not yet
+//! asleep counted in on a word without `WAKING`, and the word now has it and keeps it until
+//! one of them counts out,
 //! so its futex wait returns at once. (Were counting in allowed, the word could return to a
 //! sleeper's value: it counts in on a held word with `WAKING` set by an earlier release and
 //! is preempted; that release's sleeper comes back and clears it; a release sets it again
