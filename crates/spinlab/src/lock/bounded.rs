@@ -22,8 +22,8 @@
 //!   than CPUs, a crowd of spinners takes the CPU from the holder (on a 2-CPU guest, 16
 //!   threads of a real program ran 1.6-1.9 times slower than under glibc's mutex with every
 //!   waiter spinning 4 µs), and behind a sleeper even one spinner only pulls the line from a
-//!   holder that takes the lock again at once (the same program over `spin-park`, with the
-//!   `WAKING` nap below as well: 1.9 s against 2.8 s).
+//!   holder that takes the lock again at once (the same program over `spin-park`, with a
+//!   nap instead of a yield while `WAKING` is set, below, as well: 1.9 s against 2.8 s).
 //!   A policy that offers its CPU after a few looks ([`Wait::CROWD_SPINS`], as
 //!   `pause-yield-park`, spinlab's default) lets every waiter spin instead: none of them keeps
 //!   the holder off a CPU, and sending waiters to sleep at once left CPUs idle whenever every
@@ -62,12 +62,17 @@
 //! anybody, and the sleepers end `WAKING` instead: **every sleeper clears `WAKING` as it
 //! counts itself out**, whether a wake-up, a changed word or a time-out ended its wait, and
 //! **no waiter counts itself in while `WAKING` is set**: it waits until a sleeper has come
-//! back, yielding its CPU where its policy keeps waiters running ([`Wait::CROWD_SPINS`]) and
-//! napping for about a wake-up's time between looks otherwise. A wake-up that finds nobody
-//! in the kernel therefore always leaves a sleeper to come back: each counted sleeper not yet
-//! asleep counted in on a word without `WAKING`, and the word now has it and keeps it until
-//! one of them counts out,
-//! so its futex wait returns at once. (Were counting in allowed, the word could return to a
+//! back, yielding its CPU where its policy keeps waiters running ([`Wait::CROWD_SPINS`]).
+//! Any other waiter spends its policy's spin budget 64 steps at a time between looks, so
+//! that its looks do not pull the line from a holder that takes the lock again every few
+//! nanoseconds, and then naps for about a wake-up's time between looks (a policy whose spin
+//! phase yields naps at once). With 16 threads of a real program on the 2-CPU guest
+//! (`docs/examples/hammer.c` under the preload library, `spin-park`, glibc's mutex 0.8-1.3 s)
+//! the pauses took its wall time from 1.5-1.8 s to 1.16-1.23 s; a look at every step took
+//! 1.9-2.1 s. A wake-up that finds nobody in the kernel therefore always leaves a sleeper to
+//! come back: each counted sleeper not yet asleep counted in on a word without `WAKING`, and
+//! the word now has it and keeps it until one of them counts out, so its futex wait returns
+//! at once. (Were counting in allowed, the word could return to a
 //! sleeper's value: it counts in on a held word with `WAKING` set by an earlier release and
 //! is preempted; that release's sleeper comes back and clears it; a release sets it again
 //! and its wake-up finds nobody; the lock is taken and another waiter counts in. The first
@@ -146,6 +151,9 @@ const CLAIMANT_SPINS: u32 = 64;
 /// about a futex wake-up's latency on the 2-CPU guest (20-50 µs), so the woken sleeper is
 /// usually back by then.
 const WAKING_NAP_NS: u64 = 50_000;
+/// Steps of the spin budget between two looks of a waiter that found a wake-up in flight
+/// (`WAKING`), before the budget is spent and it naps instead.
+const WAKING_PAUSES: u32 = 64;
 
 /// Bounded-bypass lock waiting with policy `W` (the module docs give the design). One 32-bit
 /// word; no system call when uncontended.
@@ -195,10 +203,21 @@ impl<W: Wait> Bounded<W> {
         acquired.then(GuardSend::new)
     }
 
+    /// Takes the lock if it is free: a CAS from 0, and, if that finds the lock free with
+    /// sleepers counted (or a gated lock's absences), a second CAS from what the first saw.
+    /// With more threads than CPUs the running holder takes the lock again and again while
+    /// the others sleep counted, so a free word is seldom 0; without the second CAS each of
+    /// those acquisitions left the inline path for the contended one.
     #[inline(always)]
     pub(super) fn fast_lock(&self) -> bool {
         // Acquire: the previous holder's critical section happens-before ours.
-        self.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok()
+        match self.state.compare_exchange(0, LOCKED, Acquire, Relaxed) {
+            Ok(_) => true,
+            Err(seen) => {
+                seen & (LOCKED | HANDOFF) == 0
+                    && self.state.compare_exchange(seen, seen | LOCKED, Acquire, Relaxed).is_ok()
+            }
+        }
     }
 
     #[cold]
@@ -288,12 +307,12 @@ impl<W: Wait> Bounded<W> {
                 // A wake-up is on its way and no sleeper has come back to end it. Counting in
                 // now could lose a wake-up (the module docs show how), so wait until one does.
                 // A crowd's waiter stays running, as its policy does (it yields); any other
-                // naps for about a wake-up's time and looks again: with more threads than CPUs
-                // the woken sleeper waits for a CPU behind every waiter that yields.
+                // spends its policy's spin budget looking seldom, then naps (`await_waker`).
                 if crowd {
                     crate::sync::yield_now();
-                } else {
-                    crate::sync::nap(WAKING_NAP_NS);
+                } else if self.await_waker(seen, &mut episode) == Step::TimedOut {
+                    self.state.fetch_and(!spinner, Relaxed);
+                    return Outcome::TimedOut;
                 }
                 continue;
             }
@@ -313,6 +332,32 @@ impl<W: Wait> Bounded<W> {
             }
             episode.restart_spinning();
         }
+    }
+
+    /// Lets time pass before a waiter that found a wake-up in flight (`WAKING`) looks at the
+    /// word again: [`WAKING_PAUSES`] steps of its policy's spin budget without a look between
+    /// them, or, once the budget is spent, a nap of about a wake-up's time. Returns
+    /// [`Step::TimedOut`] if the deadline has passed. The pauses spare the holder, which
+    /// takes the lock again every few nanoseconds: each look pulls the line from it. Nobody
+    /// yields here, so a policy whose spin phase yields ([`Wait::SPIN_YIELDS`]) naps at once:
+    /// with more threads than CPUs the woken sleeper waits for a CPU behind every waiter that
+    /// yields, and the wake-up stays in flight.
+    fn await_waker(&self, seen: u32, episode: &mut Episode) -> Step {
+        if !W::SPIN_YIELDS {
+            let mut pauses = 1;
+            loop {
+                match W::step(&self.state, seen, episode) {
+                    Step::Continue if pauses == WAKING_PAUSES => return Step::Continue,
+                    Step::Continue => pauses += 1,
+                    Step::Exhausted => break,
+                    Step::TimedOut => return Step::TimedOut,
+                }
+            }
+        } else if episode.expired() {
+            return Step::TimedOut;
+        }
+        crate::sync::nap(WAKING_NAP_NS);
+        Step::Exhausted
     }
 
     /// Waits, running, for the release that `HANDOFF` reserved for us. Returns `false` if the
@@ -377,26 +422,30 @@ impl<W: Wait> Bounded<W> {
     /// The caller holds the lock.
     #[inline]
     pub(crate) unsafe fn unlock_counting_absences(&self, queued: bool) -> Lap {
-        // Release: our critical section happens-before the next holder's Acquire.
-        if !queued && self.state.compare_exchange(LOCKED, 0, Release, Relaxed).is_ok() {
-            return Lap::None;
+        if queued {
+            return self.release(self.state.load(Relaxed), true);
         }
-        self.release(queued)
+        // Release: our critical section happens-before the next holder's Acquire.
+        match self.state.compare_exchange(LOCKED, 0, Release, Relaxed) {
+            Ok(_) => Lap::None,
+            Err(seen) => self.release(seen, false),
+        }
     }
 
+    /// Releases a word that was not just `LOCKED` when the inline CAS saw it as `seen`.
     #[cold]
-    fn unlock_contended(&self) {
+    fn unlock_contended(&self, seen: u32) {
         // Only a gated lock's release counts absences (`unlock_counting_absences`).
-        self.release(false);
+        self.release(seen, false);
     }
 
     /// Clears `LOCKED`, and sets `WAKING` if we are to wake a sleeper: with a claim pending
     /// the claimant is running and takes the lock itself (its own release wakes a sleeper),
     /// and while a sleeper is on its way back, it takes over (see `count_out`). Counts the
     /// release as an absence if `queued` and no head waits; otherwise clears the count.
+    /// `seen` is the word as the caller last saw it, the CAS's first guess.
     #[cold]
-    fn release(&self, queued: bool) -> Lap {
-        let mut seen = self.state.load(Relaxed);
+    fn release(&self, mut seen: u32, queued: bool) -> Lap {
         let (wake, lap) = loop {
             let wake = seen & (HANDOFF | WAKING) == 0 && sleepers(seen) != 0;
             let head_waits = seen & (SPINNING | HANDOFF) != 0 || wake;
@@ -610,8 +659,8 @@ unsafe impl<W: Wait> RawMutex for Bounded<W> {
     #[inline]
     unsafe fn unlock(&self, _: GuardSend) {
         // Release: our critical section happens-before the next holder's Acquire.
-        if self.state.compare_exchange(LOCKED, 0, Release, Relaxed).is_err() {
-            self.unlock_contended();
+        if let Err(seen) = self.state.compare_exchange(LOCKED, 0, Release, Relaxed) {
+            self.unlock_contended(seen);
         }
     }
 
@@ -670,6 +719,84 @@ mod tests {
         assert!(waiter_done.load(SeqCst));
         assert!(!lock.is_locked() && !lock.is_claimed());
         assert!(lock.try_lock().is_some(), "the lock works after the hand-off");
+    }
+
+    /// With more threads than CPUs the running holder takes the lock again and again while
+    /// the others sleep counted: the inline path takes a free word with sleepers counted (its
+    /// CAS from 0 fails, and the one from what that CAS saw succeeds), and leaves a held or
+    /// claimed one alone.
+    #[test]
+    fn the_inline_path_takes_a_free_lock_with_sleepers_counted() {
+        let lock = Bounded::<Futex>::new();
+        lock.state.store(2 * ONE_SLEEPER, SeqCst);
+        assert!(lock.fast_lock());
+        assert_eq!(lock.state.load(SeqCst), (2 * ONE_SLEEPER) | LOCKED);
+        assert!(!lock.fast_lock(), "a held lock is not taken");
+        assert_eq!(lock.state.load(SeqCst), (2 * ONE_SLEEPER) | LOCKED);
+        lock.state.store(ONE_SLEEPER | HANDOFF, SeqCst);
+        assert!(!lock.fast_lock(), "a claimed lock is the claimant's");
+        assert_eq!(lock.state.load(SeqCst), ONE_SLEEPER | HANDOFF);
+    }
+
+    /// A waiter that finds a wake-up in flight looks at the word once per [`WAKING_PAUSES`]
+    /// steps of its spin budget, naps once the budget is spent, gives up at its deadline, and
+    /// spends no budget at all under a policy whose spin phase yields.
+    #[test]
+    fn a_waiter_behind_a_wake_up_in_flight_pauses_between_looks_then_naps() {
+        use crate::wait::SpinPark;
+        let seen = LOCKED | WAKING | ONE_SLEEPER;
+        let spin_park = Bounded::<SpinPark>::new();
+        let mut episode = Episode::new(None);
+        let mut looks = 0;
+        while spin_park.await_waker(seen, &mut episode) == Step::Continue {
+            looks += 1;
+            assert_eq!(episode.iterations(), looks * WAKING_PAUSES);
+        }
+        let budget = SpinPark::<4000>::budget_iterations();
+        assert_eq!(looks, budget / WAKING_PAUSES, "the looks that found budget left");
+        assert_eq!(episode.iterations(), budget + 1, "every step of the budget, and the one that found it spent");
+        assert_eq!(spin_park.await_waker(seen, &mut episode), Step::Exhausted, "spent, it naps at each look");
+        assert_eq!(episode.iterations(), budget + 2);
+
+        let mut episode = Episode::new(None);
+        assert_eq!(Bounded::<Futex>::new().await_waker(seen, &mut episode), Step::Exhausted);
+        assert_eq!(episode.iterations(), 1, "futex has no budget: it naps at once");
+        let mut episode = Episode::new(None);
+        assert_eq!(Bounded::<SpinYieldPark>::new().await_waker(seen, &mut episode), Step::Exhausted);
+        assert_eq!(episode.iterations(), 0, "a policy that yields as it spins naps at once");
+
+        let past = Some(Instant::now());
+        let mut episode = Episode::new(past);
+        assert_eq!(spin_park.await_waker(seen, &mut episode), Step::TimedOut);
+        assert_eq!(episode.iterations(), 0);
+        let mut episode = Episode::new(past);
+        assert_eq!(Bounded::<SpinYieldPark>::new().await_waker(seen, &mut episode), Step::TimedOut);
+    }
+
+    /// A timed waiter that finds a wake-up in flight, and no sleeper ever coming back to end
+    /// it, gives up at its deadline and leaves the word as it found it. (Before the waiter
+    /// checked its deadline there, it waited for ever; it is not let starve and claim, which
+    /// would end its wait another way.)
+    #[test]
+    fn a_timed_waiter_behind_a_wake_up_in_flight_gives_up_at_its_deadline() {
+        fn gives_up<W: Wait>() {
+            let lock: &'static Bounded<W> = Box::leak(Box::new(Bounded::new()));
+            let word = LOCKED | WAKING | ONE_SLEEPER;
+            lock.state.store(word, SeqCst);
+            let (done, outcome) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                NEVER_STARVES.with(|never| never.set(true));
+                let deadline = Instant::now() + Duration::from_millis(20);
+                done.send(lock.lock_until(Some(deadline)).is_some()).unwrap();
+            });
+            // A waiter that never gives up is reported, not waited for.
+            let acquired = outcome.recv_timeout(Duration::from_secs(30));
+            assert_eq!(acquired, Ok(false), "{}: the timed waiter did not give up", W::NAME);
+            assert_eq!(lock.state.load(SeqCst), word, "{}", W::NAME);
+        }
+        gives_up::<crate::wait::SpinPark>();
+        gives_up::<SpinYieldPark>();
+        gives_up::<Futex>();
     }
 
     /// parking_lot's rule: behind a counted sleeper no waiter spins, it sleeps at once. A

@@ -56,6 +56,11 @@ pub trait Wait: Send + Sync + 'static {
     /// sends no waiter to sleep while the others could still hand the lock over quickly.
     const CROWD_SPINS: bool = false;
 
+    /// Whether the spin phase offers the CPU (`sched_yield`) as it goes. A lock that keeps
+    /// yields out of a wait ([`Bounded`](crate::lock::Bounded), waiting for a woken sleeper
+    /// to come back) skips such a policy's spin phase there.
+    const SPIN_YIELDS: bool = false;
+
     /// Whether this CPU can run the policy; the error names the missing feature.
     fn availability() -> Result<(), Unavailable> {
         Ok(())
@@ -215,7 +220,7 @@ impl Episode {
     }
 
     #[inline]
-    fn expired(&self) -> bool {
+    pub(crate) fn expired(&self) -> bool {
         match self.deadline {
             None => false,
             #[cfg(not(loom))]

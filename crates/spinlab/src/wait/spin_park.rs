@@ -81,6 +81,7 @@ impl<const BUDGET_NS: u32> SpinYieldPark<BUDGET_NS> {
 impl<const BUDGET_NS: u32> Wait for SpinYieldPark<BUDGET_NS> {
     const NAME: &'static str = "spin-yield-park";
     const MAY_SLEEP: bool = true;
+    const SPIN_YIELDS: bool = true;
     #[inline]
     fn relax(_: &AtomicU32, _: u32, episode: &mut Episode) -> bool {
         let done = episode.iterations();
@@ -171,6 +172,7 @@ impl<const SPIN_NS: u32, const YIELDS: u32> Wait for PauseYieldPark<SPIN_NS, YIE
     const NAME: &'static str = "pause-yield-park";
     const MAY_SLEEP: bool = true;
     const CROWD_SPINS: bool = true;
+    const SPIN_YIELDS: bool = true;
     #[inline]
     fn relax(_: &AtomicU32, _: u32, episode: &mut Episode) -> bool {
         Self::relax_yielding(episode, || sync::yield_was_quick(QUICK_YIELD_NS))
