@@ -65,8 +65,8 @@
 //! back, yielding its CPU where its policy keeps waiters running ([`Wait::CROWD_SPINS`]).
 //! Any other waiter spends its policy's spin budget 64 steps at a time between looks, so
 //! that its looks do not pull the line from a holder that takes the lock again every few
-//! nanoseconds, and then naps for about a wake-up's time between looks (a policy whose spin
-//! phase yields naps at once). With 16 threads of a real program on the 2-CPU guest
+//! nanoseconds, and then naps for about a wake-up's time between looks; it keeps its CPU
+//! meanwhile ([`Wait::relax_running`]), since the woken sleeper needs one. With 16 threads of a real program on the 2-CPU guest
 //! (`docs/examples/hammer.c` under the preload library, `spin-park`, glibc's mutex 0.8-1.3 s)
 //! the pauses took its wall time from 1.5-1.8 s to 1.16-1.23 s; a look at every step took
 //! 1.9-2.1 s. A wake-up that finds nobody in the kernel therefore always leaves a sleeper to
@@ -338,26 +338,22 @@ impl<W: Wait> Bounded<W> {
     /// word again: [`WAKING_PAUSES`] steps of its policy's spin budget without a look between
     /// them, or, once the budget is spent, a nap of about a wake-up's time. Returns
     /// [`Step::TimedOut`] if the deadline has passed. The pauses spare the holder, which
-    /// takes the lock again every few nanoseconds: each look pulls the line from it. Nobody
-    /// yields here, so a policy whose spin phase yields ([`Wait::SPIN_YIELDS`]) naps at once:
-    /// with more threads than CPUs the woken sleeper waits for a CPU behind every waiter that
-    /// yields, and the wake-up stays in flight.
+    /// takes the lock again every few nanoseconds: each look pulls the line from it. The
+    /// steps keep the CPU ([`Wait::step_running`]): with more threads than CPUs the woken
+    /// sleeper waits for a CPU behind every waiter that yields, and the wake-up stays in
+    /// flight.
     fn await_waker(&self, seen: u32, episode: &mut Episode) -> Step {
-        if !W::SPIN_YIELDS {
-            let mut pauses = 1;
-            loop {
-                match W::step(&self.state, seen, episode) {
-                    Step::Continue if pauses == WAKING_PAUSES => return Step::Continue,
-                    Step::Continue => pauses += 1,
-                    Step::Exhausted => break,
-                    Step::TimedOut => return Step::TimedOut,
+        for _ in 0..WAKING_PAUSES {
+            match W::step_running(&self.state, seen, episode) {
+                Step::Continue => {}
+                Step::Exhausted => {
+                    crate::sync::nap(WAKING_NAP_NS);
+                    return Step::Exhausted;
                 }
+                Step::TimedOut => return Step::TimedOut,
             }
-        } else if episode.expired() {
-            return Step::TimedOut;
         }
-        crate::sync::nap(WAKING_NAP_NS);
-        Step::Exhausted
+        Step::Continue
     }
 
     /// Waits, running, for the release that `HANDOFF` reserved for us. Returns `false` if the
@@ -739,38 +735,43 @@ mod tests {
     }
 
     /// A waiter that finds a wake-up in flight looks at the word once per [`WAKING_PAUSES`]
-    /// steps of its spin budget, naps once the budget is spent, gives up at its deadline, and
-    /// spends no budget at all under a policy whose spin phase yields.
+    /// steps of its spin budget, naps once the budget is spent, and gives up at its deadline.
+    /// `spin-yield-park`, whose spin phase yields, spends the same budget as `spin-park`
+    /// (pausing where it would yield), and `futex`, which has none, naps at once.
     #[test]
     fn a_waiter_behind_a_wake_up_in_flight_pauses_between_looks_then_naps() {
         use crate::wait::SpinPark;
-        let seen = LOCKED | WAKING | ONE_SLEEPER;
-        let spin_park = Bounded::<SpinPark>::new();
-        let mut episode = Episode::new(None);
-        let mut looks = 0;
-        while spin_park.await_waker(seen, &mut episode) == Step::Continue {
-            looks += 1;
-            assert_eq!(episode.iterations(), looks * WAKING_PAUSES);
-        }
-        let budget = SpinPark::<4000>::budget_iterations();
-        assert_eq!(looks, budget / WAKING_PAUSES, "the looks that found budget left");
-        assert_eq!(episode.iterations(), budget + 1, "every step of the budget, and the one that found it spent");
-        assert_eq!(spin_park.await_waker(seen, &mut episode), Step::Exhausted, "spent, it naps at each look");
-        assert_eq!(episode.iterations(), budget + 2);
+        fn pauses_then_naps<W: Wait>() {
+            let seen = LOCKED | WAKING | ONE_SLEEPER;
+            let lock = Bounded::<W>::new();
+            let mut episode = Episode::new(None);
+            let mut looks = 0;
+            while lock.await_waker(seen, &mut episode) == Step::Continue {
+                looks += 1;
+                assert_eq!(episode.iterations(), looks * WAKING_PAUSES, "{}", W::NAME);
+            }
+            let budget = SpinPark::<4000>::budget_iterations();
+            assert_eq!(looks, budget / WAKING_PAUSES, "{}: the looks that found budget left", W::NAME);
+            assert_eq!(episode.iterations(), budget + 1, "{}: the budget, and the step that found it spent", W::NAME);
+            assert_eq!(
+                lock.await_waker(seen, &mut episode),
+                Step::Exhausted,
+                "{}: spent, it naps at each look",
+                W::NAME
+            );
+            assert_eq!(episode.iterations(), budget + 2, "{}", W::NAME);
 
+            let mut episode = Episode::new(Some(Instant::now()));
+            assert_eq!(lock.await_waker(seen, &mut episode), Step::TimedOut, "{}", W::NAME);
+            assert_eq!(episode.iterations(), 0, "{}", W::NAME);
+        }
+        pauses_then_naps::<SpinPark>();
+        pauses_then_naps::<SpinYieldPark>();
+
+        let seen = LOCKED | WAKING | ONE_SLEEPER;
         let mut episode = Episode::new(None);
         assert_eq!(Bounded::<Futex>::new().await_waker(seen, &mut episode), Step::Exhausted);
         assert_eq!(episode.iterations(), 1, "futex has no budget: it naps at once");
-        let mut episode = Episode::new(None);
-        assert_eq!(Bounded::<SpinYieldPark>::new().await_waker(seen, &mut episode), Step::Exhausted);
-        assert_eq!(episode.iterations(), 0, "a policy that yields as it spins naps at once");
-
-        let past = Some(Instant::now());
-        let mut episode = Episode::new(past);
-        assert_eq!(spin_park.await_waker(seen, &mut episode), Step::TimedOut);
-        assert_eq!(episode.iterations(), 0);
-        let mut episode = Episode::new(past);
-        assert_eq!(Bounded::<SpinYieldPark>::new().await_waker(seen, &mut episode), Step::TimedOut);
     }
 
     /// A timed waiter that finds a wake-up in flight, and no sleeper ever coming back to end

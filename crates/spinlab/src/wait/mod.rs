@@ -56,11 +56,6 @@ pub trait Wait: Send + Sync + 'static {
     /// sends no waiter to sleep while the others could still hand the lock over quickly.
     const CROWD_SPINS: bool = false;
 
-    /// Whether the spin phase offers the CPU (`sched_yield`) as it goes. A lock that keeps
-    /// yields out of a wait ([`Bounded`](crate::lock::Bounded), waiting for a woken sleeper
-    /// to come back) skips such a policy's spin phase there.
-    const SPIN_YIELDS: bool = false;
-
     /// Whether this CPU can run the policy; the error names the missing feature.
     fn availability() -> Result<(), Unavailable> {
         Ok(())
@@ -72,6 +67,16 @@ pub trait Wait: Send + Sync + 'static {
     /// with `MAY_SLEEP` ever return `false`). Callers use [`Wait::step`], which also counts
     /// the iteration and checks the deadline.
     fn relax(word: &AtomicU32, current: u32, episode: &mut Episode) -> bool;
+
+    /// [`Wait::relax`] keeping the CPU: a policy whose spin phase offers the CPU
+    /// (`sched_yield`) as it goes pauses instead, within the same budget. For a wait in which
+    /// a yield would put the waiter ahead of the thread it waits for: a lock's waiter
+    /// ([`Bounded`](crate::lock::Bounded)) waiting for a woken sleeper to come back, which
+    /// needs a CPU. Callers use [`Wait::step_running`].
+    #[inline]
+    fn relax_running(word: &AtomicU32, current: u32, episode: &mut Episode) -> bool {
+        Self::relax(word, current, episode)
+    }
 
     /// Sleeps in the kernel while `word == current`, until woken or the deadline passes.
     /// Only called for policies with `MAY_SLEEP`.
@@ -103,21 +108,14 @@ pub trait Wait: Send + Sync + 'static {
     /// check, and (under loom, when the loop goes on) a yield to the model scheduler.
     #[inline]
     fn step(word: &AtomicU32, current: u32, episode: &mut Episode) -> Step {
-        if episode.expired() {
-            return Step::TimedOut;
-        }
-        let go_on = Self::relax(word, current, episode);
-        episode.iterations = episode.iterations.saturating_add(1);
-        if go_on {
-            sync::spin_iteration_done();
-            Step::Continue
-        } else {
-            // No yield: the caller stops spinning and goes to sleep. Under loom a yield makes
-            // the scheduler run the other threads until they block or yield, and it cannot
-            // undo that, so a yield here hid every schedule in which a waiter goes to sleep
-            // while the holder is still in its critical section: the lost wake-up window.
-            Step::Exhausted
-        }
+        step_with(episode, |episode| Self::relax(word, current, episode))
+    }
+
+    /// [`Wait::step`] with [`Wait::relax_running`] as the loop body: the same budget, and no
+    /// yield.
+    #[inline]
+    fn step_running(word: &AtomicU32, current: u32, episode: &mut Episode) -> Step {
+        step_with(episode, |episode| Self::relax_running(word, current, episode))
     }
 
     /// The spin phase: re-reads `word` and runs the loop body until the word no longer holds
@@ -150,6 +148,26 @@ pub trait Wait: Send + Sync + 'static {
             Spun::TimedOut => false,
             Spun::Exhausted => Self::sleep(word, current, deadline) != FutexWait::TimedOut,
         }
+    }
+}
+
+/// One iteration of a waiting loop with `relax` as its body ([`Wait::step`] gives the parts).
+#[inline]
+fn step_with(episode: &mut Episode, relax: impl FnOnce(&mut Episode) -> bool) -> Step {
+    if episode.expired() {
+        return Step::TimedOut;
+    }
+    let go_on = relax(episode);
+    episode.iterations = episode.iterations.saturating_add(1);
+    if go_on {
+        sync::spin_iteration_done();
+        Step::Continue
+    } else {
+        // No yield: the caller stops spinning and goes to sleep. Under loom a yield makes the
+        // scheduler run the other threads until they block or yield, and it cannot undo that,
+        // so a yield here hid every schedule in which a waiter goes to sleep while the holder
+        // is still in its critical section: the lost wake-up window.
+        Step::Exhausted
     }
 }
 

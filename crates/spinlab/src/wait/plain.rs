@@ -39,10 +39,16 @@ pub struct Yield;
 
 impl Wait for Yield {
     const NAME: &'static str = "yield";
-    const SPIN_YIELDS: bool = true;
     #[inline]
     fn relax(_: &AtomicU32, _: u32, _: &mut Episode) -> bool {
         sync::yield_now();
+        true
+    }
+
+    /// A pause where the policy would yield.
+    #[inline]
+    fn relax_running(_: &AtomicU32, _: u32, _: &mut Episode) -> bool {
+        sync::cpu_relax();
         true
     }
 }

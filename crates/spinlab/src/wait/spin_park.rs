@@ -81,7 +81,6 @@ impl<const BUDGET_NS: u32> SpinYieldPark<BUDGET_NS> {
 impl<const BUDGET_NS: u32> Wait for SpinYieldPark<BUDGET_NS> {
     const NAME: &'static str = "spin-yield-park";
     const MAY_SLEEP: bool = true;
-    const SPIN_YIELDS: bool = true;
     #[inline]
     fn relax(_: &AtomicU32, _: u32, episode: &mut Episode) -> bool {
         let done = episode.iterations();
@@ -94,6 +93,12 @@ impl<const BUDGET_NS: u32> Wait for SpinYieldPark<BUDGET_NS> {
             sync::cpu_relax();
         }
         true
+    }
+
+    /// Spin-park's body: the same budget, every iteration a pause.
+    #[inline]
+    fn relax_running(word: &AtomicU32, current: u32, episode: &mut Episode) -> bool {
+        SpinPark::<BUDGET_NS>::relax(word, current, episode)
     }
 }
 
@@ -172,10 +177,16 @@ impl<const SPIN_NS: u32, const YIELDS: u32> Wait for PauseYieldPark<SPIN_NS, YIE
     const NAME: &'static str = "pause-yield-park";
     const MAY_SLEEP: bool = true;
     const CROWD_SPINS: bool = true;
-    const SPIN_YIELDS: bool = true;
     #[inline]
     fn relax(_: &AtomicU32, _: u32, episode: &mut Episode) -> bool {
         Self::relax_yielding(episode, || sync::yield_was_quick(QUICK_YIELD_NS))
+    }
+
+    /// Every yield replaced by the spell of pauses that follows a yield that came back at
+    /// once: the same budget.
+    #[inline]
+    fn relax_running(_: &AtomicU32, _: u32, episode: &mut Episode) -> bool {
+        Self::relax_yielding(episode, || true)
     }
 }
 
@@ -276,5 +287,27 @@ mod tests {
         assert_eq!(steps_and_yields::<64>(true), (pauses + 13 + 13 * spell, 13));
         assert_eq!(steps_and_yields::<3>(true), (pauses + 1 + spell, 1));
         assert!(spell > 1, "a 2 µs spell is more than one look");
+    }
+
+    /// The running body keeps the budget and never yields: `pause-yield-park` pauses a spell
+    /// wherever it would yield (as after a yield that came back at once, so the count is
+    /// exact), and `spin-yield-park` pauses as `spin-park` does.
+    #[test]
+    fn running_steps_keep_the_budget_and_pause_where_the_policy_would_yield() {
+        fn running_steps<W: Wait>() -> u32 {
+            let word = AtomicU32::new(1);
+            let mut episode = Episode::new(None);
+            let mut steps = 0;
+            while W::step_running(&word, 1, &mut episode) == crate::wait::Step::Continue {
+                steps += 1;
+                assert!(steps < 10_000_000, "{} never sleeps", W::NAME);
+            }
+            steps
+        }
+        let pauses = SpinPark::<100>::budget_iterations();
+        let spell = SpinPark::<SPELL_NS>::budget_iterations();
+        assert_eq!(running_steps::<PauseYieldPark>(), pauses + 13 + 13 * spell);
+        assert_eq!(running_steps::<SpinYieldPark>(), SpinPark::<4000>::budget_iterations());
+        assert_eq!(running_steps::<crate::wait::Futex>(), 0);
     }
 }
