@@ -235,12 +235,18 @@ mod tests {
 
     /// Counts the steps a waiter runs before its policy sends it to sleep.
     fn steps_before_sleep<W: Wait>() -> u32 {
+        steps_until_sleep(W::NAME, W::step)
+    }
+
+    /// Counts the steps of `step`, a policy's [`Wait::step`] or [`Wait::step_running`],
+    /// before it says sleep.
+    fn steps_until_sleep(policy: &str, step: fn(&AtomicU32, u32, &mut Episode) -> crate::wait::Step) -> u32 {
         let word = AtomicU32::new(1);
         let mut episode = Episode::new(None);
         let mut steps = 0;
-        while W::step(&word, 1, &mut episode) == crate::wait::Step::Continue {
+        while step(&word, 1, &mut episode) == crate::wait::Step::Continue {
             steps += 1;
-            assert!(steps < 1_000_000, "{} never sleeps", W::NAME);
+            assert!(steps < 10_000_000, "{policy} never sleeps");
         }
         steps
     }
@@ -295,14 +301,7 @@ mod tests {
     #[test]
     fn running_steps_keep_the_budget_and_pause_where_the_policy_would_yield() {
         fn running_steps<W: Wait>() -> u32 {
-            let word = AtomicU32::new(1);
-            let mut episode = Episode::new(None);
-            let mut steps = 0;
-            while W::step_running(&word, 1, &mut episode) == crate::wait::Step::Continue {
-                steps += 1;
-                assert!(steps < 10_000_000, "{} never sleeps", W::NAME);
-            }
-            steps
+            steps_until_sleep(W::NAME, W::step_running)
         }
         let pauses = SpinPark::<100>::budget_iterations();
         let spell = SpinPark::<SPELL_NS>::budget_iterations();
