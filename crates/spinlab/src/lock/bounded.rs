@@ -65,19 +65,19 @@
 //! back, yielding its CPU where its policy keeps waiters running ([`Wait::CROWD_SPINS`]).
 //! Any other waiter spends its policy's spin budget 64 steps at a time between looks, so
 //! that its looks do not pull the line from a holder that takes the lock again every few
-//! nanoseconds, and then naps for about a wake-up's time between looks; it keeps its CPU
-//! meanwhile ([`Wait::relax_running`]), since the woken sleeper needs one. With 16 threads of a real program on the 2-CPU guest
-//! (`docs/examples/hammer.c` under the preload library, `spin-park`, glibc's mutex 0.8-1.3 s)
-//! the pauses took its wall time from 1.5-1.8 s to 1.16-1.23 s; a look at every step took
-//! 1.9-2.1 s. A wake-up that finds nobody in the kernel therefore always leaves a sleeper to
-//! come back: each counted sleeper not yet asleep counted in on a word without `WAKING`, and
-//! the word now has it and keeps it until one of them counts out, so its futex wait returns
-//! at once. (Were counting in allowed, the word could return to a
-//! sleeper's value: it counts in on a held word with `WAKING` set by an earlier release and
-//! is preempted; that release's sleeper comes back and clears it; a release sets it again
-//! and its wake-up finds nobody; the lock is taken and another waiter counts in. The first
-//! then sleeps on a word equal to the one it counted in on, and nobody is left to end
-//! `WAKING`, so no release wakes anyone again. The test
+//! nanoseconds, and then naps for about a wake-up's time between looks. It keeps its CPU
+//! meanwhile ([`Wait::relax_running`]): the woken sleeper needs one. With 16 threads of a
+//! real program on the 2-CPU guest (`docs/examples/hammer.c` under the preload library,
+//! `spin-park`, glibc's mutex 0.8-1.3 s) the pauses took its wall time from 1.5-1.8 s to
+//! 1.16-1.41 s; a look at every step took 1.9-2.1 s. A wake-up that finds nobody in the
+//! kernel therefore always leaves a sleeper to come back: each counted sleeper not yet
+//! asleep counted in on a word without `WAKING`, and the word now has it and keeps it until
+//! one of them counts out, so its futex wait returns at once. (Were counting in allowed, the
+//! word could return to a sleeper's value: it counts in on a held word with `WAKING` set by
+//! an earlier release and is preempted; that release's sleeper comes back and clears it; a
+//! release sets it again and its wake-up finds nobody; the lock is taken and another waiter
+//! counts in. The first then sleeps on a word equal to the one it counted in on, and nobody
+//! is left to end `WAKING`, so no release wakes anyone again. The test
 //! `no_waiter_sleeps_through_a_wake_up_that_found_nobody` plays this out with real futex
 //! waits; without the rule it hangs.) A sleeper that clears `WAKING` is running
 //! and takes over what the releases it made skip would have done: it takes the lock (its

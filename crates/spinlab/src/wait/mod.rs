@@ -238,7 +238,7 @@ impl Episode {
     }
 
     #[inline]
-    pub(crate) fn expired(&self) -> bool {
+    fn expired(&self) -> bool {
         match self.deadline {
             None => false,
             #[cfg(not(loom))]
