@@ -8,7 +8,8 @@
 //! Under loom the futex is a model of the kernel's (a loom `Mutex` and `Condvar` keyed by the
 //! word's address, `sys/futex.rs`): a waiter that sleeps is woken only by a wake on its word,
 //! so a lost wake-up leaves it asleep and loom reports the deadlock. Loom has no clock: a
-//! deadline expires after three iterations of a spin phase, or once a futex wait with a
+//! deadline expires after three iterations of a spin phase (of the whole wait, across its
+//! sleeps, in the models that set `loom_deadlines_span_sleeps`), or once a futex wait with a
 //! deadline has slept (during which a wake-up may pick it, and then it returns woken), so every
 //! model with a timed waiter explores both its time-out and its success paths. The
 //! `*_expired_at_entry_*` models make a timed futex wait return at once without comparing the
@@ -326,13 +327,23 @@ fn try_lock_races_relock<L: Lock>(bound: Bound) {
 /// queue node, Fair withdraws its bit, Ticket gives up without a ticket) or get the lock; the
 /// plain waiters must all get it, and the lock must end free and working.
 fn timed_waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, holder_yields: usize) {
+    waiters_race_holder::<L>(timed, plain, bound, holder_yields, false);
+}
+
+/// `timed_waiters_race_holder`, with the holder taking the lock once more right after its
+/// release if `barge`.
+fn waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, holder_yields: usize, barge: bool) {
     check(bound, move || {
         let shared = Shared::<L>::new();
         let guard = shared.lock.lock();
         let timed_waiters = spawn_each(&shared, timed, Shared::timed_bump);
         let plain_waiters = spawn_each(&shared, plain, Shared::locked_bump);
         shared.bump_slowly_and_unlock(guard, holder_yields);
-        let mut acquired = 1 + plain;
+        if barge {
+            // Back in at once, racing the waiter this release woke.
+            shared.locked_bump();
+        }
+        let mut acquired = 1 + plain + barge as usize;
         for waiter in timed_waiters {
             acquired += waiter.join().unwrap() as usize;
         }
@@ -342,6 +353,18 @@ fn timed_waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, 
         assert_eq!(shared.count(), acquired);
         shared.assert_free_and_working();
     });
+}
+
+/// A timed waiter woken by a release can find the lock taken again by a thread that never
+/// waited, and time out while it spins, as a plain waiter sleeps on. With a word that marks
+/// only "held" or "held with sleepers" (`tas`, `ttas`), the barger's acquisition marks it held,
+/// so the timed waiter must mark it again as it leaves (`WordLock::give_up`), or the barger's
+/// release wakes nobody and the plain waiter sleeps for ever. Deadlines here count the whole
+/// wait (`loom_deadlines_span_sleeps`): by default a woken waiter spins its budget out before
+/// its deadline can pass, and no model reaches this time-out.
+fn woken_timed_waiter_gives_up_behind_a_barger<L: Lock>(bound: Bound) {
+    let _span = spinlab::wait::loom_deadlines_span_sleeps();
+    waiters_race_holder::<L>(1, 1, bound, HOLDER_YIELDS_TWO_WAITERS, true);
 }
 
 /// A timed waiter and a plain one contend with no thread holding the lock first: the timed
@@ -709,6 +732,30 @@ models! {
     // one (the word alone): the two paths `Adaptive` chooses between, each forced.
     adaptive_pause_yield_park_gated: Adaptive<PauseYieldPark, 0>, OTHERS;
     adaptive_pause_yield_park_crowd: Adaptive<PauseYieldPark, { usize::MAX }>, OTHERS;
+}
+
+/// `woken_timed_waiter_gives_up_behind_a_barger` for the glibc-style words, where the race
+/// was found (by a stress test, before a model could reach it), and for the bounded word,
+/// whose woken sleeper that finds the lock held leaves the next wake-up to that holder. Over
+/// `spin-park` the `tas` and `ttas` models fail without `give_up`'s mark (loom reports the
+/// plain waiter and the barger blocked). A `futex` waiter marks the word again before each
+/// sleep and here never spins out a deadline after one; its models check the other paths.
+macro_rules! woken_timed_waiter_models {
+    ($($name:ident: $lock:ty;)*) => {$(
+        #[test]
+        fn $name() {
+            woken_timed_waiter_gives_up_behind_a_barger::<$lock>(Bound::Default(2));
+        }
+    )*};
+}
+
+woken_timed_waiter_models! {
+    woken_timed_waiter_gives_up_behind_a_barger_tas_spin_park: Tas<SpinPark>;
+    woken_timed_waiter_gives_up_behind_a_barger_tas_futex: Tas<Futex>;
+    woken_timed_waiter_gives_up_behind_a_barger_ttas_spin_park: Ttas<SpinPark>;
+    woken_timed_waiter_gives_up_behind_a_barger_ttas_futex: Ttas<Futex>;
+    woken_timed_waiter_gives_up_behind_a_barger_bounded_spin_park: Bounded<SpinPark>;
+    woken_timed_waiter_gives_up_behind_a_barger_bounded_futex: Bounded<Futex>;
 }
 
 /// The fair lock with more waiters than slots: under `loom_fair_slots(1)` the first waiter

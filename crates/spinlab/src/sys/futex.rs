@@ -247,6 +247,14 @@ pub struct LoomSetting<T: Copy> {
 }
 
 #[cfg(loom)]
+impl<T: Copy> LoomSetting<T> {
+    /// A guard that hands `previous` to `restore` when dropped.
+    pub(crate) fn new(previous: T, restore: fn(T) -> T) -> Self {
+        LoomSetting { previous, restore }
+    }
+}
+
+#[cfg(loom)]
 impl<T: Copy> Drop for LoomSetting<T> {
     fn drop(&mut self) {
         (self.restore)(self.previous);
