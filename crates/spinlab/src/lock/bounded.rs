@@ -798,6 +798,8 @@ mod tests {
         gives_up::<crate::wait::SpinPark>();
         gives_up::<SpinYieldPark>();
         gives_up::<Futex>();
+        // A crowd's waiter yields there, and checks its deadline as its spin phase goes on.
+        gives_up::<PauseYieldPark>();
     }
 
     /// parking_lot's rule: behind a counted sleeper no waiter spins, it sleeps at once. A
