@@ -47,10 +47,16 @@
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
+use super::gated::Gate;
 use super::{Gated, McsQueue};
 use crate::wait::Wait;
 use lock_api::{GuardSend, RawMutex};
 use std::time::Instant;
+
+/// An [`Adaptive`] lock's guard: the wake-up that passing its MCS gate on left owed, made
+/// after the release ([`Gate`]); `None` for every acquisition that did not come through the
+/// gate.
+pub type Owed<W> = <McsQueue<W> as Gate>::Owed;
 
 /// The most CPUs on which [`Adaptive`] leaves its waiters to the word alone.
 pub const DEFAULT_CROWD_CPUS: usize = 4;
@@ -96,14 +102,16 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
 
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
-    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
-        let acquired = self.gated.word().fast_lock() || self.lock_contended(deadline);
-        acquired.then(GuardSend::new)
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<Owed<W>> {
+        if self.gated.word().fast_lock() {
+            return Some(None);
+        }
+        self.lock_contended(deadline)
     }
 
     /// After one failed compare-and-swap: the gated lock's path, or the word's own.
     #[cold]
-    fn lock_contended(&self, deadline: Option<Instant>) -> bool {
+    fn lock_contended(&self, deadline: Option<Instant>) -> Option<Owed<W>> {
         if Self::gates() {
             // Barge if the word is free (`try_lock` looks before it swaps). Behind a gate the
             // word carries the count of the head's absences, so the compare-and-swap from 0
@@ -119,9 +127,12 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
             // must take it back: `hammer.c` took 1.11-1.18x `mcs:pause-yield-park`'s time on
             // the 2-CPU guest with the gate forced, and on 16 CPUs 0.70-0.77x glibc's wall
             // against its 0.53-0.56x (the look-first build: 0.57-0.61x).
-            self.gated.word().try_lock().is_some() || self.gated.lock_queued(deadline)
+            match self.gated.word().try_lock() {
+                Some(_) => Some(None),
+                None => self.gated.lock_queued(deadline),
+            }
         } else {
-            self.gated.word().lock_contended(deadline)
+            self.gated.word().lock_contended(deadline).then_some(None)
         }
     }
 }
@@ -141,32 +152,35 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
     const INIT: Self = Adaptive { gated: <Gated<McsQueue<W>, W> as RawMutex>::INIT };
     #[cfg(loom)]
     const INIT: Self = panic!("under loom, construct locks with new()");
-    type Guard = GuardSend;
+    type Guard = Owed<W>;
 
     #[inline]
-    fn lock(&self) -> GuardSend {
-        if !self.gated.word().fast_lock() {
-            self.lock_contended(None);
+    fn lock(&self) -> Owed<W> {
+        if self.gated.word().fast_lock() {
+            return None;
         }
-        GuardSend::new()
+        self.lock_contended(None).expect("an acquisition without a deadline cannot time out")
     }
 
     #[inline]
-    fn try_lock(&self) -> Option<GuardSend> {
+    fn try_lock(&self) -> Option<Owed<W>> {
         self.gated.try_lock()
     }
 
     #[inline]
-    unsafe fn unlock(&self, guard: GuardSend) {
+    unsafe fn unlock(&self, owed: Owed<W>) {
         // Where nobody queues, the word's own release: the gated one reads the gate's tail
         // first, and under contention that load costs the releaser a transfer of the line
         // (3-6% of a tight loop's time on the 2-CPU guest).
         if Self::gates() {
             // SAFETY: forwarded from the caller, who holds the lock.
-            unsafe { self.gated.unlock(guard) }
+            unsafe { self.gated.unlock(owed) }
         } else {
             // SAFETY: as above; the lock is the word's, and the gate is never held here.
-            unsafe { self.gated.word().unlock(guard) }
+            unsafe { self.gated.word().unlock(GuardSend::new()) };
+            // Nothing is owed unless this thread queued while another read the CPUs for the
+            // first time and saw a small machine (the module docs).
+            McsQueue::<W>::settle(owed);
         }
     }
 
@@ -197,15 +211,15 @@ mod tests {
     ) -> (u64, bool) {
         let count = AtomicU64::new(0);
         let mut queued = false;
-        lock.lock();
+        let held = lock.lock();
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
                     for _ in 0..2_000 {
-                        lock.lock();
+                        let guard = lock.lock();
                         count.store(count.load(Relaxed) + 1, Relaxed);
                         // SAFETY: locked just above.
-                        unsafe { lock.unlock(GuardSend::new()) };
+                        unsafe { lock.unlock(guard) };
                     }
                 });
             }
@@ -215,7 +229,7 @@ mod tests {
                 std::thread::yield_now();
             }
             // SAFETY: locked above, on this thread.
-            unsafe { lock.unlock(GuardSend::new()) };
+            unsafe { lock.unlock(held) };
         });
         (count.into_inner(), queued)
     }

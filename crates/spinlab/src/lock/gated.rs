@@ -21,6 +21,15 @@
 //!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim),
 //!   and release the gate, so the next waiter in line becomes the head.
 //! - **Unlock**: release the word. The gate is never held by the lock's holder.
+//! - **The wake-up that passing the gate owes comes after the release.** The next waiter in
+//!   line is usually asleep, and waking it is a system call (2-5 µs on the 2-CPU guest) that
+//!   the head would make inside its critical section, where every other thread waits for it.
+//!   An MCS gate ([`Gate`]) hands that wake-up back with the new head's queue node, and the
+//!   lock's guard carries it to the release, which makes it once the word is free. With 8 and
+//!   16 threads pinned to the 2-CPU guest this raised `mcs:futex` and `mcs:spin-park` by
+//!   14-35% (docs/contention.md, "The gate's wake-up after the release"). The ticket, CLH
+//!   and fair gates still wake at once: their guard would not fit the preload library's 16
+//!   bytes.
 //! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release
 //!   that finds no head waiting for the word (spinning, claiming, or asleep for this release
 //!   to wake) counts an *absence* in the word ([`Bounded`] keeps the count in its own CAS).
@@ -59,10 +68,70 @@
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
 use super::bounded::{Lap, Outcome};
-use super::Bounded;
+use super::{Bounded, Clh, Fair, McsQueue, Ticket};
+use crate::sync::AtomicU32;
 use crate::wait::Wait;
-use lock_api::{GuardSend, RawMutex, RawMutexTimed};
+use lock_api::{RawMutex, RawMutexTimed};
 use std::time::{Duration, Instant};
+
+/// A queue lock that can be a [`Gated`] lock's gate. Its release may owe a futex wake-up of
+/// the waiter it passes the gate to; a gate that can say so in a small guard hands the
+/// wake-up back ([`Gate::pass_on`]), and the gated lock makes it after the word's release
+/// ([`Gate::settle`]), outside the critical section. The head passes the gate on as soon as it
+/// has the word, so a wake-up made there is a system call inside that head's critical
+/// section, where every other thread waits for it.
+pub trait Gate: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration> {
+    /// What passing the gate on leaves owed until the word's release. It travels in the gated
+    /// lock's guard: in the registry, the C ABI and the preload library that guard is kept
+    /// in the lock's own memory, where a `pthread_mutex_t` has 16 bytes for it.
+    type Owed: Default;
+    /// Releases the gate as `unlock` does, except any wake-up it returns as owed.
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: `guard` is this gate's, from the acquisition being released.
+    unsafe fn pass_on(&self, guard: Self::Guard) -> Self::Owed;
+    /// Makes the owed wake-up. Called after the word's release, when the lock may be gone: it
+    /// touches no memory of the lock.
+    fn settle(owed: Self::Owed);
+}
+
+/// An MCS gate owes the wake-up of its new head, asleep on its queue node: a node is never
+/// freed, so the wake-up may come after the lock is gone. The word to wake is 8 bytes of
+/// guard, and `Gated<McsQueue>` with it takes 16 bytes where it is kept.
+impl<W: Wait> Gate for McsQueue<W> {
+    type Owed = Option<&'static AtomicU32>;
+    #[inline]
+    unsafe fn pass_on(&self, guard: Self::Guard) -> Self::Owed {
+        // SAFETY: forwarded from the caller.
+        unsafe { McsQueue::pass_on(self, guard) }
+    }
+    #[inline]
+    fn settle(owed: Self::Owed) {
+        if let Some(asleep) = owed {
+            W::wake_one(asleep);
+        }
+    }
+}
+
+/// Gates that wake their next waiter as they are passed on: the ticket, CLH and fair gates
+/// take 16 bytes with the word already, and a guard saying whom to wake would not fit beside
+/// them in a `pthread_mutex_t`.
+macro_rules! gate_waking_at_once {
+    ($($gate:ident),*) => {$(
+        impl<W: Wait> Gate for $gate<W> {
+            type Owed = ();
+            #[inline]
+            unsafe fn pass_on(&self, guard: Self::Guard) {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.unlock(guard) }
+            }
+            #[inline]
+            fn settle(_: ()) {}
+        }
+    )*};
+}
+gate_waking_at_once!(Ticket, Clh, Fair);
 
 /// The queue lock `L` as a gate in front of a bounded-bypass word waiting with policy `W`
 /// (the module docs give the design). The word is 4 bytes; the gate is `L`.
@@ -93,7 +162,7 @@ impl<L, W: Wait> Gated<L, W> {
     }
 }
 
-impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>, W: Wait> Gated<L, W> {
+impl<L: Gate, W: Wait> Gated<L, W> {
     /// Whether a waiter holds the gate (a snapshot, for tests).
     #[cfg(all(test, not(loom)))]
     pub(super) fn gate_is_locked(&self) -> bool {
@@ -102,33 +171,54 @@ impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>, W: Wai
 
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
-    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
-        let acquired = self.word.try_lock().is_some() || self.lock_queued(deadline);
-        acquired.then(GuardSend::new)
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<L::Owed> {
+        match self.word.try_lock() {
+            Some(_) => Some(L::Owed::default()),
+            None => self.lock_queued(deadline),
+        }
     }
 
     /// Waits at the gate in the queue's order, then for the word as its only queued
-    /// contender.
+    /// contender. Returns the guard: what passing the gate on left owed ([`Gate`]).
     #[cold]
-    pub(super) fn lock_queued(&self, deadline: Option<Instant>) -> bool {
+    pub(super) fn lock_queued(&self, deadline: Option<Instant>) -> Option<L::Owed> {
         if !self.gate.is_locked() {
             match self.word.spin_then_queue(deadline) {
-                Outcome::Acquired => return true,
-                Outcome::TimedOut => return false,
+                Outcome::Acquired => return Some(L::Owed::default()),
+                Outcome::TimedOut => return None,
                 Outcome::Queue => {}
             }
         }
         let head = match deadline {
             None => self.gate.lock(),
-            Some(deadline) => match self.gate.try_lock_until(deadline) {
-                Some(head) => head,
-                None => return false,
-            },
+            Some(deadline) => self.gate.try_lock_until(deadline)?,
         };
         let acquired = self.word.lock_until(deadline).is_some();
         // SAFETY: we took the gate above and release it once, whether or not we got the word.
-        unsafe { self.gate.unlock(head) };
-        acquired
+        let owed = unsafe { self.gate.pass_on(head) };
+        if !acquired {
+            L::settle(owed);
+            return None;
+        }
+        Some(owed)
+    }
+
+    /// Releases the word, then makes the wake-up that passing the gate on left `owed`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock, and `owed` is its acquisition's guard.
+    #[inline]
+    pub(super) unsafe fn unlock_owing(&self, owed: L::Owed) {
+        // Read before the release: afterwards the lock may be gone (`Bounded`'s docs say why).
+        let queued = self.gate.is_locked();
+        // SAFETY: forwarded from the caller, who holds the word.
+        let lap = unsafe { self.word.unlock_counting_absences(queued) };
+        L::settle(owed);
+        if lap != Lap::None && stalled::long_enough(self as *const Self as usize, lap) {
+            // The head has missed HEAD_STALL_NS of our releases: let it have our CPU.
+            crate::sync::yield_now();
+        }
     }
 }
 
@@ -142,37 +232,31 @@ impl<L: RawMutex, W: Wait> Default for Gated<L, W> {
 // SAFETY: mutual exclusion is the word's (`Bounded`): every acquisition, barging or queued,
 // ends in one of its acquisitions, and every release is one of its releases. The gate only
 // decides which waiter contends for the word.
-unsafe impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>, W: Wait> RawMutex for Gated<L, W> {
+unsafe impl<L: Gate, W: Wait> RawMutex for Gated<L, W> {
     #[cfg(not(loom))]
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Gated { word: Bounded::new(), gate: L::INIT };
     #[cfg(loom)]
     const INIT: Self = panic!("under loom, construct locks with with_gate()");
-    type Guard = GuardSend;
+    type Guard = L::Owed;
 
     #[inline]
-    fn lock(&self) -> GuardSend {
-        if self.word.try_lock().is_none() {
-            self.lock_queued(None);
+    fn lock(&self) -> L::Owed {
+        match self.word.try_lock() {
+            Some(_) => L::Owed::default(),
+            None => self.lock_queued(None).expect("an acquisition without a deadline cannot time out"),
         }
-        GuardSend::new()
     }
 
     #[inline]
-    fn try_lock(&self) -> Option<GuardSend> {
-        self.word.try_lock()
+    fn try_lock(&self) -> Option<L::Owed> {
+        self.word.try_lock().map(|_| L::Owed::default())
     }
 
     #[inline]
-    unsafe fn unlock(&self, _: GuardSend) {
-        // Read before the release: afterwards the lock may be gone (`Bounded`'s docs say why).
-        let queued = self.gate.is_locked();
-        // SAFETY: forwarded from the caller, who holds the word.
-        let lap = unsafe { self.word.unlock_counting_absences(queued) };
-        if lap != Lap::None && stalled::long_enough(self as *const Self as usize, lap) {
-            // The head has missed HEAD_STALL_NS of our releases: let it have our CPU.
-            crate::sync::yield_now();
-        }
+    unsafe fn unlock(&self, owed: L::Owed) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlock_owing(owed) }
     }
 
     #[inline]
@@ -183,19 +267,17 @@ unsafe impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>,
 
 // SAFETY: `lock_until` acquires exactly as `lock` does, or returns `None` having released the
 // gate and left the word as `Bounded`'s timed acquisition leaves it.
-unsafe impl<L: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>, W: Wait> RawMutexTimed
-    for Gated<L, W>
-{
+unsafe impl<L: Gate, W: Wait> RawMutexTimed for Gated<L, W> {
     type Duration = Duration;
     type Instant = Instant;
 
     #[inline]
-    fn try_lock_for(&self, timeout: Duration) -> Option<GuardSend> {
+    fn try_lock_for(&self, timeout: Duration) -> Option<L::Owed> {
         self.lock_until(super::deadline_after(timeout))
     }
 
     #[inline]
-    fn try_lock_until(&self, deadline: Instant) -> Option<GuardSend> {
+    fn try_lock_until(&self, deadline: Instant) -> Option<L::Owed> {
         self.lock_until(Some(deadline))
     }
 }
@@ -257,8 +339,53 @@ mod stalled {
 mod tests {
     use super::*;
     use crate::lock::McsQueue;
-    use crate::wait::SpinPark;
+    use crate::wait::{Futex, SpinPark};
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::time::Duration;
+
+    fn wait_until(done: impl Fn() -> bool) {
+        while !done() {
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_sleeping_waiter_passed_the_gate_is_woken_after_the_release_not_inside_it() {
+        let lock = Gated::<McsQueue<Futex>, Futex>::default();
+        let (in_section, release, next_done) = (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
+        let barged = lock.lock();
+        let (passed, waiting_in_section) = std::thread::scope(|s| {
+            s.spawn(|| {
+                let guard = lock.lock();
+                in_section.store(true, SeqCst);
+                wait_until(|| release.load(SeqCst));
+                // SAFETY: locked just above.
+                unsafe { lock.unlock(guard) };
+            });
+            // Asleep on the word, counted: that thread holds the gate.
+            wait_until(|| lock.word.waiting().1 == 1);
+            s.spawn(|| {
+                let guard = lock.lock();
+                // SAFETY: locked just above.
+                unsafe { lock.unlock(guard) };
+                next_done.store(true, SeqCst);
+            });
+            wait_until(|| lock.gate.last_asleep() == Some(true));
+            // SAFETY: locked above, on this thread.
+            unsafe { lock.unlock(barged) };
+            wait_until(|| in_section.load(SeqCst));
+            let passed = lock.gate.last_asleep();
+            // Woken now, the new head would come to the word within microseconds, to spin
+            // there or sleep counted.
+            std::thread::sleep(Duration::from_millis(50));
+            let waiting = (lock.word.waiting(), next_done.load(SeqCst));
+            release.store(true, SeqCst);
+            (passed, waiting)
+        });
+        assert_eq!(passed, Some(false), "the head passed the gate on as it took the word");
+        assert_eq!(waiting_in_section, ((false, 0), false), "the new head was woken inside the critical section");
+        assert!(next_done.load(SeqCst), "woken after the release, the new head took the lock");
+    }
 
     #[test]
     fn a_head_absent_for_the_bound_of_this_threads_releases_is_reported_then_timed_again() {
@@ -287,21 +414,21 @@ mod tests {
         // A head that holds the gate but never reaches the word, as when it is not running.
         let head = lock.gate.lock();
         for _ in 0..15 {
-            lock.lock();
+            let guard = lock.lock();
             // SAFETY: locked just above.
-            unsafe { lock.unlock(GuardSend::new()) };
+            unsafe { lock.unlock(guard) };
         }
         assert!(!lock.word.has_lapped(), "15 absences are not a lap");
-        lock.lock();
+        let guard = lock.lock();
         // SAFETY: locked just above.
-        unsafe { lock.unlock(GuardSend::new()) };
+        unsafe { lock.unlock(guard) };
         assert!(lock.word.has_lapped(), "16 absences in a row are");
         assert!(!lock.is_locked(), "the count keeps nobody from the lock");
         // SAFETY: taken above.
         unsafe { lock.gate.unlock(head) };
-        lock.lock();
+        let guard = lock.lock();
         // SAFETY: locked just above.
-        unsafe { lock.unlock(GuardSend::new()) };
+        unsafe { lock.unlock(guard) };
         assert!(!lock.word.has_lapped(), "with the gate free, the release clears the count");
     }
 }

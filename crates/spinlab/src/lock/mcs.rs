@@ -137,7 +137,9 @@ impl<W: Wait> Mcs<W> {
     fn lock_queued(&self, deadline: Option<Instant>) -> bool {
         let Some(node) = self.queue.lead_until(deadline) else { return false };
         let acquired = self.wait_for_word(deadline);
-        self.queue.pass_headship(node);
+        if let Some(asleep) = self.queue.pass_headship(node) {
+            W::wake_one(asleep);
+        }
         acquired
     }
 
@@ -177,6 +179,22 @@ impl<W: Wait> McsQueue<W> {
         /// A new, empty queue (an unlocked lock).
         pub fn new() -> Self {
             McsQueue { tail: AtomicU32::new(EMPTY), policy: PhantomData }
+        }
+    }
+
+    /// The state of the last node in the queue: `ASLEEP` or `HEAD` as `Some(true)` or
+    /// `Some(false)`, otherwise `None` (a snapshot, for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn last_asleep(&self) -> Option<bool> {
+        let tail = self.tail.load(Acquire);
+        if tail == EMPTY {
+            return None;
+        }
+        // SAFETY: the tail holds only nodes' own numbers.
+        match unsafe { queue_node::index::node(tail) }.state.load(Acquire) {
+            ASLEEP => Some(true),
+            HEAD => Some(false),
+            _ => None,
         }
     }
 
@@ -260,8 +278,10 @@ impl<W: Wait> McsQueue<W> {
     }
 
     /// Makes `node`'s successor the head (skipping successors that abandoned their nodes), or
-    /// empties the queue if there is none, and gives the node back.
-    fn pass_headship(&self, mut node: &'static Node) {
+    /// empties the queue if there is none, and gives the node back. Returns the new head's
+    /// state word if it may be asleep there: the caller wakes it (`W::wake_one`), when it
+    /// chooses. Nothing else here makes a system call.
+    fn pass_headship(&self, mut node: &'static Node) -> Option<&'static AtomicU32> {
         loop {
             // Acquire: the successor's node fields, published by its Release store of `next`,
             // are visible before we write its state.
@@ -271,7 +291,7 @@ impl<W: Wait> McsQueue<W> {
                 // Release: our node goes back to the pool only after nobody can reach it.
                 if self.tail.compare_exchange(node.index, EMPTY, Release, Relaxed).is_ok() {
                     queue_node::give(node);
-                    return;
+                    return None;
                 }
                 next = Self::wait_for_successor_link(node);
             }
@@ -282,17 +302,11 @@ impl<W: Wait> McsQueue<W> {
             // Release: where the head holds the lock (`McsQueue`), the critical section
             // happens-before the successor's Acquire load.
             match successor.state.swap(HEAD, AcqRel) {
-                ASLEEP => {
-                    W::wake_one(&successor.state);
-                }
+                ASLEEP => return Some(&successor.state),
                 // The successor left: its node is ours now; pass headship on past it.
-                ABANDONED => {
-                    node = successor;
-                    continue;
-                }
-                _ => {}
+                ABANDONED => node = successor,
+                _ => return None,
             }
-            return;
         }
     }
 
@@ -368,6 +382,30 @@ unsafe impl<W: Wait> RawMutexFair for Mcs<W> {
 
 super::timed_via_lock_until!(Mcs);
 
+impl<W: Wait> McsQueue<W> {
+    /// Releases the lock as `unlock` does, except the futex wake-up of a new head that may be
+    /// asleep: returns the word to wake it on (`W::wake_one`). The word is the new head's
+    /// queue node, not the lock's memory, and nodes are never freed, so the wake-up may come
+    /// after the lock itself is gone.
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: `guard` is this lock's, from the acquisition being released.
+    #[inline]
+    pub(crate) unsafe fn pass_on(&self, guard: McsGuard) -> Option<&'static AtomicU32> {
+        let node = guard.node;
+        // Acquire on `next`: the successor's node fields are visible before `pass_headship`
+        // writes its state. Release on the CAS: the critical section happens-before the next
+        // acquirer's Acquire swap.
+        if node.next.load(Acquire).is_null() && self.tail.compare_exchange(node.index, EMPTY, Release, Relaxed).is_ok()
+        {
+            queue_node::give(node);
+            return None;
+        }
+        self.pass_headship(node)
+    }
+}
+
 impl<W: Wait> Default for McsQueue<W> {
     fn default() -> Self {
         Self::new()
@@ -405,16 +443,10 @@ unsafe impl<W: Wait> RawMutex for McsQueue<W> {
 
     #[inline]
     unsafe fn unlock(&self, guard: McsGuard) {
-        let node = guard.node;
-        // Acquire on `next`: the successor's node fields are visible before `pass_headship`
-        // writes its state. Release on the CAS: the critical section happens-before the next
-        // acquirer's Acquire swap.
-        if node.next.load(Acquire).is_null() && self.tail.compare_exchange(node.index, EMPTY, Release, Relaxed).is_ok()
-        {
-            queue_node::give(node);
-            return;
+        // SAFETY: forwarded from the caller.
+        if let Some(asleep) = unsafe { self.pass_on(guard) } {
+            W::wake_one(asleep);
         }
-        self.pass_headship(node);
     }
 
     #[inline]

@@ -69,7 +69,7 @@ mod ticket;
 mod ttas;
 mod word;
 
-pub use adaptive::{Adaptive, DEFAULT_CROWD_CPUS};
+pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
 #[cfg(loom)]
 #[doc(hidden)]
 pub use bounded::{loom_starve_at_look, LoomStarveAtLook};
@@ -79,7 +79,7 @@ pub use fair::{Fair, FAIR_SLOTS};
 #[cfg(loom)]
 #[doc(hidden)]
 pub use fair_slots::{loom_fair_slots, LoomFairSlots};
-pub use gated::{Gated, HEAD_STALL_NS};
+pub use gated::{Gate, Gated, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;
