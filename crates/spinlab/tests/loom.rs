@@ -37,7 +37,7 @@ use lock_api::{RawMutex, RawMutexTimed};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
-use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
+use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gate, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
 use spinlab::wait::{Futex, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Wait};
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ impl<W: Wait, const CROWD_CPUS: usize> Lock for Adaptive<W, CROWD_CPUS> {
     }
 }
 
-impl<L: Lock, W: Wait> Lock for Gated<L, W> {
+impl<L: Lock + Gate, W: Wait> Lock for Gated<L, W> {
     fn new_unlocked() -> Self {
         Gated::with_gate(L::new_unlocked())
     }
@@ -726,6 +726,9 @@ models! {
     // above cover its algorithm over every policy.
     gated_ticket_futex: Gated<Ticket<Futex>, Futex>, OTHERS;
     gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>, OTHERS;
+    // Over `futex` every waiter behind the head sleeps at once, so nearly every hand-over of
+    // the MCS gate leaves its wake-up owed to the head's release (`Gate::settle`).
+    gated_mcs_futex: Gated<McsQueue<Futex>, Futex>, OTHERS;
     gated_clh_futex: Gated<Clh<Futex>, Futex>, OTHERS;
     gated_fair_spin_park: Gated<Fair<SpinPark>, SpinPark>, OTHERS;
     // spinlab's default on a large machine (its waiters queue at the MCS gate) and on a small
@@ -868,5 +871,6 @@ never_starving_models! {
     never_starving_bounded_futex: Bounded<Futex>, release_whose_wake_finds_nobody;
     never_starving_bounded_pause_yield_park: Bounded<PauseYieldPark>, release_whose_wake_finds_nobody;
     never_starving_gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>;
+    never_starving_gated_mcs_futex: Gated<McsQueue<Futex>, Futex>;
     never_starving_gated_ticket_futex: Gated<Ticket<Futex>, Futex>;
 }
