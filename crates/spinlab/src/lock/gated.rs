@@ -27,9 +27,10 @@
 //!   An MCS gate ([`Gate`]) hands that wake-up back with the new head's queue node, and the
 //!   lock's guard carries it to the release, which makes it once the word is free. With 8 and
 //!   16 threads pinned to the 2-CPU guest this raised `mcs:futex` and `mcs:spin-park` by
-//!   14-35% (docs/contention.md, "The gate's wake-up after the release"). The ticket, CLH
-//!   and fair gates still wake at once: their guard would not fit the preload library's 16
-//!   bytes.
+//!   8-36% (docs/contention.md, "The gate's wake-up after the release"); in a real program
+//!   it cost `mcs:spin-yield-park` a third, whose waiters take the word while the holder is
+//!   in that system call. The ticket, CLH and fair gates still wake at once: their guard
+//!   would not fit the preload library's 16 bytes.
 //! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release
 //!   that finds no head waiting for the word (spinning, claiming, or asleep for this release
 //!   to wake) counts an *absence* in the word ([`Bounded`] keeps the count in its own CAS).
