@@ -115,8 +115,25 @@ impl<W: Wait> Gate for McsQueue<W> {
     }
 }
 
-/// Gates that wake their next waiter as they are passed on: the ticket, CLH and fair gates
-/// take 16 bytes with the word already, and a guard saying whom to wake would not fit beside
+/// A CLH gate owes the wake-up of its successor, asleep on the node the head enqueued (a
+/// node is never freed). The CLH tail is a node's 4-byte number, so `Gated<Clh>` with this
+/// guard takes 16 bytes too.
+impl<W: Wait> Gate for Clh<W> {
+    type Owed = Option<&'static AtomicU32>;
+    #[inline]
+    unsafe fn pass_on(&self, guard: Self::Guard) -> Self::Owed {
+        Clh::<W>::pass_on(guard)
+    }
+    #[inline]
+    fn settle(owed: Self::Owed) {
+        if let Some(asleep) = owed {
+            W::wake_one(asleep);
+        }
+    }
+}
+
+/// Gates that wake their next waiter as they are passed on: the ticket and fair gates take
+/// 16 bytes with the word already, and a guard saying whom to wake would not fit beside
 /// them in a `pthread_mutex_t`.
 macro_rules! gate_waking_at_once {
     ($($gate:ident),*) => {$(
@@ -132,7 +149,7 @@ macro_rules! gate_waking_at_once {
         }
     )*};
 }
-gate_waking_at_once!(Ticket, Clh, Fair);
+gate_waking_at_once!(Ticket, Fair);
 
 /// The queue lock `L` as a gate in front of a bounded-bypass word waiting with policy `W`
 /// (the module docs give the design). The word is 4 bytes; the gate is `L`.
