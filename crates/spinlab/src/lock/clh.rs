@@ -190,6 +190,25 @@ impl<W: Wait> Clh<W> {
 }
 
 impl<W: Wait> Clh<W> {
+    /// The last node in the queue (a snapshot, for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn last_node(&self) -> Option<&'static Node> {
+        let tail = self.tail.load(Acquire);
+        // SAFETY: the tail holds only nodes' own numbers.
+        (tail != EMPTY).then(|| unsafe { queue_node::index::node(tail) })
+    }
+
+    /// Whether the waiter behind `node` may be asleep on it (`Some(true)`) or `node` was
+    /// released (`Some(false)`); `None` otherwise (a snapshot, for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn sleeper_behind(node: &Node) -> Option<bool> {
+        match node.state.load(Acquire) {
+            BUSY_SLEEPER => Some(true),
+            RELEASED => Some(false),
+            _ => None,
+        }
+    }
+
     /// Releases the lock as `unlock` does, except the futex wake-up of a successor that may
     /// be asleep: returns the word to wake it on (`W::wake_one`), our node's state. Nodes
     /// are never freed, so the wake-up may come after the lock itself is gone.
