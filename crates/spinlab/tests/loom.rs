@@ -727,7 +727,7 @@ models! {
     gated_ticket_futex: Gated<Ticket<Futex>, Futex>, OTHERS;
     gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>, OTHERS;
     // Over `futex` every waiter behind the head sleeps at once, so nearly every hand-over of
-    // the MCS and CLH gates leaves its wake-up owed to the head's release (`Gate::settle`).
+    // the MCS gate leaves its wake-up owed to the head's release (`Gate::settle`).
     gated_mcs_futex: Gated<McsQueue<Futex>, Futex>, OTHERS;
     gated_clh_futex: Gated<Clh<Futex>, Futex>, OTHERS;
     gated_fair_spin_park: Gated<Fair<SpinPark>, SpinPark>, OTHERS;
@@ -872,6 +872,5 @@ never_starving_models! {
     never_starving_bounded_pause_yield_park: Bounded<PauseYieldPark>, release_whose_wake_finds_nobody;
     never_starving_gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>;
     never_starving_gated_mcs_futex: Gated<McsQueue<Futex>, Futex>;
-    never_starving_gated_clh_futex: Gated<Clh<Futex>, Futex>;
     never_starving_gated_ticket_futex: Gated<Ticket<Futex>, Futex>;
 }

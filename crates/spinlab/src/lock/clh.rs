@@ -15,7 +15,7 @@
 //! A timed-out waiter first tries to take itself back out of the tail (possible when nobody
 //! queued behind it); otherwise it publishes its predecessor in `pred` and marks its node
 //! `ABANDONED`, and its successor moves on to that predecessor and takes the abandoned node.
-//! `tail == EMPTY` (0, a number no node has) means a fresh lock: free, with no node yet.
+//! `tail == null` means a fresh lock: free, with no node yet.
 //!
 //! The tail itself can be an abandoned node: a waiter that takes itself out of the tail puts
 //! back its predecessor, whose owner may have timed out meanwhile and, finding our node behind
@@ -32,16 +32,13 @@
 //! the node's owner ever writes it. Once the node is `RELEASED` it is the successor's to take
 //! over and to acquire with again, which overwrites `pred`: hence the read before the release.
 //!
-//! That keeps the guard to one pointer. The tail holds the last node's number rather than its
-//! address (`queue_node::index`, as [`McsQueue`](super::McsQueue)'s does), so the lock is 4
-//! bytes, and as the gate of a [`Gated`](super::Gated) lock it leaves room for that lock's
-//! guard. The lock and its stored guard (the registry's in-place form, `pthread_mutex_t`'s
-//! room under the preload library) take 16 bytes:
+//! That keeps the guard to one pointer, so the lock and its stored guard (the registry's
+//! in-place form, `pthread_mutex_t`'s room under the preload library) take 16 bytes:
 //!
-//! | bytes | what                           | written by                                    |
-//! |-------|--------------------------------|-----------------------------------------------|
-//! | 0..4  | `tail`: the last node's number | acquisitions (swap or CAS), timed-out waiters |
-//! | 8..16 | the holder's node (its guard)  | the holder, after it acquires                 |
+//! | bytes | what                         | written by                                    |
+//! |-------|------------------------------|-----------------------------------------------|
+//! | 0..8  | `tail`: the last node queued | acquisitions (swap or CAS), timed-out waiters |
+//! | 8..16 | the holder's node (its guard)| the holder, after it acquires                 |
 //!
 //! Uncontended, lock stores `BUSY`, swaps the tail, reads the predecessor's state and stores
 //! `pred`; unlock loads `pred` from its own node's line (this thread wrote it at lock) and
@@ -50,7 +47,7 @@
 //! load of `pred` comes from the node instead of the guard.
 
 use super::queue_node::{self, Node};
-use crate::sync::{AtomicU32, Ordering::*};
+use crate::sync::{AtomicPtr, Ordering::*};
 use crate::wait::{Episode, Spun, Wait};
 use core::marker::PhantomData;
 use core::ptr::null_mut;
@@ -62,11 +59,8 @@ const BUSY: u32 = 1;
 const BUSY_SLEEPER: u32 = 2;
 const ABANDONED: u32 = 3;
 
-/// The tail of a fresh lock: no node is numbered 0.
-const EMPTY: u32 = 0;
-
-/// CLH queue lock waiting with policy `W`. 4 bytes: the number of the queue's last node.
-/// With its guard stored beside it (as the registry keeps it), 16 bytes.
+/// CLH queue lock waiting with policy `W`. One word: the queue's tail. With its guard stored
+/// beside it (as the registry keeps it), two words.
 ///
 /// ```
 /// use spinlab::{lock::Clh, wait::Spin};
@@ -75,8 +69,7 @@ const EMPTY: u32 = 0;
 /// assert_eq!(*m.lock(), "a");
 /// ```
 pub struct Clh<W: Wait> {
-    /// The last node's number (`QueueNode::index`); [`EMPTY`] for a fresh lock.
-    tail: AtomicU32,
+    tail: AtomicPtr<Node>,
     policy: PhantomData<fn() -> W>,
 }
 
@@ -103,7 +96,7 @@ impl<W: Wait> Clh<W> {
     crate::sync::loom_const_fn! {
         /// A new, unlocked lock.
         pub fn new() -> Self {
-            Clh { tail: AtomicU32::new(EMPTY), policy: PhantomData }
+            Clh { tail: AtomicPtr::new(null_mut()), policy: PhantomData }
         }
     }
 
@@ -115,14 +108,14 @@ impl<W: Wait> Clh<W> {
         // sets it once we hold the lock.
         node.state.store(BUSY, Relaxed);
         // AcqRel: publish our node's state to the successor; see the predecessor's node.
-        let pred = self.tail.swap(node.index, AcqRel);
-        if pred == EMPTY {
-            return Some(held(node, null_mut()));
+        let pred = self.tail.swap(queue_node::as_ptr(node), AcqRel);
+        if pred.is_null() {
+            return Some(held(node, pred));
         }
-        // SAFETY: the tail holds only nodes' own numbers.
-        let pred_node = unsafe { queue_node::index::node(pred) };
+        // SAFETY: queue pointers always come from `queue_node::as_ptr`.
+        let pred_node = unsafe { queue_node::from_ptr(pred) };
         if pred_node.state.load(Acquire) == RELEASED {
-            return Some(held(node, queue_node::as_ptr(pred_node)));
+            return Some(held(node, pred));
         }
         self.wait_for(node, pred_node, deadline)
     }
@@ -176,7 +169,7 @@ impl<W: Wait> Clh<W> {
     #[cold]
     fn abandon(&self, node: &'static Node, pred: &'static Node) {
         // Nobody behind us: put the tail back to our predecessor and keep our node.
-        if self.tail.compare_exchange(node.index, pred.index, AcqRel, Relaxed).is_ok() {
+        if self.tail.compare_exchange(queue_node::as_ptr(node), queue_node::as_ptr(pred), AcqRel, Relaxed).is_ok() {
             queue_node::give(node);
             return;
         }
@@ -186,53 +179,6 @@ impl<W: Wait> Clh<W> {
         if node.state.swap(ABANDONED, Release) == BUSY_SLEEPER {
             W::wake_one(&node.state);
         }
-    }
-}
-
-impl<W: Wait> Clh<W> {
-    /// The last node in the queue (a snapshot, for tests).
-    #[cfg(all(test, not(loom)))]
-    pub(super) fn last_node(&self) -> Option<&'static Node> {
-        let tail = self.tail.load(Acquire);
-        // SAFETY: the tail holds only nodes' own numbers.
-        (tail != EMPTY).then(|| unsafe { queue_node::index::node(tail) })
-    }
-
-    /// Whether the waiter behind `node` may be asleep on it (`Some(true)`) or `node` was
-    /// released (`Some(false)`); `None` otherwise (a snapshot, for tests).
-    #[cfg(all(test, not(loom)))]
-    pub(super) fn sleeper_behind(node: &Node) -> Option<bool> {
-        match node.state.load(Acquire) {
-            BUSY_SLEEPER => Some(true),
-            RELEASED => Some(false),
-            _ => None,
-        }
-    }
-
-    /// Releases the lock as `unlock` does, except the futex wake-up of a successor that may
-    /// be asleep: returns the word to wake it on (`W::wake_one`), our node's state. Nodes
-    /// are never freed, so the wake-up may come after the lock itself is gone.
-    #[inline]
-    pub(crate) fn pass_on(guard: ClhGuard) -> Option<&'static AtomicU32> {
-        let node = guard.node;
-        // Read before the release: from RELEASED on, the node is the successor's to take over
-        // at its own release, and an acquisition with it then overwrites `pred`.
-        let pred = node.pred.load(Relaxed);
-        // Release: our critical section happens-before the successor's Acquire of RELEASED.
-        // Only a policy that may sleep needs the old value, and so the (dearer) swap.
-        let asleep = if !W::MAY_SLEEP {
-            node.state.store(RELEASED, Release);
-            false
-        } else {
-            node.state.swap(RELEASED, Release) == BUSY_SLEEPER
-        };
-        // Our node now belongs to the successor (or to the lock's tail); the predecessor's,
-        // which nobody else references any more, becomes ours.
-        if !pred.is_null() {
-            // SAFETY: `held` stored a queue pointer from `queue_node::as_ptr`.
-            queue_node::give(unsafe { queue_node::from_ptr(pred) });
-        }
-        asleep.then_some(&node.state)
     }
 }
 
@@ -246,23 +192,13 @@ impl<W: Wait> Drop for Clh<W> {
     fn drop(&mut self) {
         // The last released node stays in the tail, possibly behind abandoned ones; give them
         // all back.
-        let tail = self.tail.load(Relaxed);
-        if tail == EMPTY {
-            return;
-        }
-        // SAFETY: the tail holds only nodes' own numbers; the lock is being dropped, so it is
-        // not held and nobody waits on these nodes.
-        let mut node = unsafe { queue_node::index::node(tail) };
-        loop {
-            let abandoned = node.state.load(Relaxed) == ABANDONED;
-            let pred = node.pred.load(Relaxed);
-            queue_node::give(node);
-            if !abandoned {
-                return;
-            }
-            // SAFETY: an abandoned node always publishes the predecessor it had, a queue
-            // pointer from `queue_node::as_ptr`.
-            node = unsafe { queue_node::from_ptr(pred) };
+        let mut node = self.tail.load(Relaxed);
+        while !node.is_null() {
+            // SAFETY: queue pointers always come from `queue_node::as_ptr`; the lock is being
+            // dropped, so it is not held and nobody waits on these nodes.
+            let this = unsafe { queue_node::from_ptr(node) };
+            node = if this.state.load(Relaxed) == ABANDONED { this.pred.load(Relaxed) } else { null_mut() };
+            queue_node::give(this);
         }
     }
 }
@@ -286,29 +222,28 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
         // Acquire: the tail node's fields, published by the AcqRel swap that enqueued it, are
         // visible before we read its state.
         let tail = self.tail.load(Acquire);
-        // SAFETY: the tail holds only nodes' own numbers.
-        if tail != EMPTY && matches!(unsafe { queue_node::index::node(tail) }.state.load(Acquire), BUSY | BUSY_SLEEPER)
-        {
+        // SAFETY: queue pointers always come from `queue_node::as_ptr`.
+        if !tail.is_null() && matches!(unsafe { queue_node::from_ptr(tail) }.state.load(Acquire), BUSY | BUSY_SLEEPER) {
             return None;
         }
         let node = queue_node::take();
         node.state.store(BUSY, Relaxed);
         // AcqRel: Release publishes our node's BUSY to the next waiter that swaps in behind
         // it; Acquire makes the released predecessor's critical section happen-before ours.
-        if self.tail.compare_exchange(tail, node.index, AcqRel, Relaxed).is_err() {
+        if self.tail.compare_exchange(tail, queue_node::as_ptr(node), AcqRel, Relaxed).is_err() {
             queue_node::give(node);
             return None;
         }
-        if tail == EMPTY {
-            return Some(held(node, null_mut()));
+        if tail.is_null() {
+            return Some(held(node, tail));
         }
         // The CAS queued us behind `tail`, but `tail` may no longer be the node we saw
         // released: its successor can take the lock, release it, reuse that node (it becomes
         // the successor's to keep) for a new acquisition and swap it back into the tail, all
         // between our load and our CAS (ABA). So look at it again, as a waiter would, and
         // leave the queue if the lock is not ours after all.
-        // SAFETY: the tail holds only nodes' own numbers.
-        let mut pred = unsafe { queue_node::index::node(tail) };
+        // SAFETY: queue pointers always come from `queue_node::as_ptr`.
+        let mut pred = unsafe { queue_node::from_ptr(tail) };
         loop {
             match pred.state.load(Acquire) {
                 RELEASED => return Some(held(node, queue_node::as_ptr(pred))),
@@ -323,28 +258,39 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
 
     #[inline]
     unsafe fn unlock(&self, guard: ClhGuard) {
-        if let Some(asleep) = Self::pass_on(guard) {
-            W::wake_one(asleep);
+        let node = guard.node;
+        // Read before the release: from RELEASED on, the node is the successor's to take over
+        // at its own release, and an acquisition with it then overwrites `pred`.
+        let pred = node.pred.load(Relaxed);
+        // Release: our critical section happens-before the successor's Acquire of RELEASED.
+        // Only a policy that may sleep needs the old value, and so the (dearer) swap.
+        if !W::MAY_SLEEP {
+            node.state.store(RELEASED, Release);
+        } else if node.state.swap(RELEASED, Release) == BUSY_SLEEPER {
+            W::wake_one(&node.state);
+        }
+        // Our node now belongs to the successor (or to the lock's tail); the predecessor's,
+        // which nobody else references any more, becomes ours.
+        if !pred.is_null() {
+            // SAFETY: `held` stored a queue pointer from `queue_node::as_ptr`.
+            queue_node::give(unsafe { queue_node::from_ptr(pred) });
         }
     }
 
     #[inline]
     fn is_locked(&self) -> bool {
-        let tail = self.tail.load(Acquire);
-        if tail == EMPTY {
-            return false;
-        }
-        // SAFETY: the tail holds only nodes' own numbers.
-        let mut node = unsafe { queue_node::index::node(tail) };
-        loop {
-            match node.state.load(Acquire) {
+        let mut node = self.tail.load(Acquire);
+        while !node.is_null() {
+            // SAFETY: queue pointers always come from `queue_node::as_ptr`, and so do the
+            // `pred` pointers that abandoned nodes publish.
+            let this = unsafe { queue_node::from_ptr(node) };
+            match this.state.load(Acquire) {
                 RELEASED => return false,
-                // SAFETY: an abandoned node always publishes the predecessor it had, a queue
-                // pointer from `queue_node::as_ptr`.
-                ABANDONED => node = unsafe { queue_node::from_ptr(node.pred.load(Acquire)) },
+                ABANDONED => node = this.pred.load(Acquire),
                 _ => return true,
             }
         }
+        false
     }
 }
 

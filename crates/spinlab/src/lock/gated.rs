@@ -24,13 +24,13 @@
 //! - **The wake-up that passing the gate owes comes after the release.** The next waiter in
 //!   line is usually asleep, and waking it is a system call (2-5 µs on the 2-CPU guest) that
 //!   the head would make inside its critical section, where every other thread waits for it.
-//!   The MCS and CLH gates ([`Gate`]) hand that wake-up back with the queue node the next
-//!   waiter sleeps on, and the lock's guard carries it to the release, which makes it once
-//!   the word is free. With 8 and 16 threads pinned to the 2-CPU guest this raised
-//!   `mcs:futex` and `mcs:spin-park` by 8-36% (docs/contention.md, "The gate's wake-up after
-//!   the release"); in a real program it cost `mcs:spin-yield-park` a third, whose waiters
-//!   take the word while the holder is in that system call. The ticket and fair gates still
-//!   wake at once: their guard would not fit the preload library's 16 bytes.
+//!   An MCS gate ([`Gate`]) hands that wake-up back with the new head's queue node, and the
+//!   lock's guard carries it to the release, which makes it once the word is free. With 8 and
+//!   16 threads pinned to the 2-CPU guest this raised `mcs:futex` and `mcs:spin-park` by
+//!   8-36% (docs/contention.md, "The gate's wake-up after the release"); in a real program
+//!   it cost `mcs:spin-yield-park` a third, whose waiters take the word while the holder is
+//!   in that system call. The ticket, CLH and fair gates still wake at once: their guard
+//!   would not fit the preload library's 16 bytes.
 //! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release
 //!   that finds no head waiting for the word (spinning, claiming, or asleep for this release
 //!   to wake) counts an *absence* in the word ([`Bounded`] keeps the count in its own CAS).
@@ -115,25 +115,8 @@ impl<W: Wait> Gate for McsQueue<W> {
     }
 }
 
-/// A CLH gate owes the wake-up of its successor, asleep on the node the head enqueued (a
-/// node is never freed). The CLH tail is a node's 4-byte number, so `Gated<Clh>` with this
-/// guard takes 16 bytes too.
-impl<W: Wait> Gate for Clh<W> {
-    type Owed = Option<&'static AtomicU32>;
-    #[inline]
-    unsafe fn pass_on(&self, guard: Self::Guard) -> Self::Owed {
-        Clh::<W>::pass_on(guard)
-    }
-    #[inline]
-    fn settle(owed: Self::Owed) {
-        if let Some(asleep) = owed {
-            W::wake_one(asleep);
-        }
-    }
-}
-
-/// Gates that wake their next waiter as they are passed on: the ticket and fair gates take
-/// 16 bytes with the word already, and a guard saying whom to wake would not fit beside
+/// Gates that wake their next waiter as they are passed on: the ticket, CLH and fair gates
+/// take 16 bytes with the word already, and a guard saying whom to wake would not fit beside
 /// them in a `pthread_mutex_t`.
 macro_rules! gate_waking_at_once {
     ($($gate:ident),*) => {$(
@@ -149,7 +132,7 @@ macro_rules! gate_waking_at_once {
         }
     )*};
 }
-gate_waking_at_once!(Ticket, Fair);
+gate_waking_at_once!(Ticket, Clh, Fair);
 
 /// The queue lock `L` as a gate in front of a bounded-bypass word waiting with policy `W`
 /// (the module docs give the design). The word is 4 bytes; the gate is `L`.
@@ -367,13 +350,9 @@ mod tests {
         }
     }
 
-    /// A waiter sleeps on the word as the head while a second sleeps at the gate behind it;
-    /// this thread releases, and while the head holds the lock checks for 50 ms that the
-    /// second, made head, has not come to the word. `probe` is made once the head holds the
-    /// gate and reads the second waiter's state at the gate: asleep (`Some(true)`), passed
-    /// the gate (`Some(false)`), or neither yet.
-    fn woken_after_the_release<L: Gate + Sync>(probe: impl FnOnce(&L) -> Box<dyn Fn() -> Option<bool> + '_>) {
-        let lock = Gated::<L, Futex>::default();
+    #[test]
+    fn a_sleeping_waiter_passed_the_gate_is_woken_after_the_release_not_inside_it() {
+        let lock = Gated::<McsQueue<Futex>, Futex>::default();
         let (in_section, release, next_done) = (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
         let barged = lock.lock();
         let (passed, waiting_in_section) = std::thread::scope(|s| {
@@ -386,18 +365,17 @@ mod tests {
             });
             // Asleep on the word, counted: that thread holds the gate.
             wait_until(|| lock.word.waiting().1 == 1);
-            let second = probe(&lock.gate);
             s.spawn(|| {
                 let guard = lock.lock();
                 // SAFETY: locked just above.
                 unsafe { lock.unlock(guard) };
                 next_done.store(true, SeqCst);
             });
-            wait_until(|| second() == Some(true));
+            wait_until(|| lock.gate.last_asleep() == Some(true));
             // SAFETY: locked above, on this thread.
             unsafe { lock.unlock(barged) };
             wait_until(|| in_section.load(SeqCst));
-            let passed = second();
+            let passed = lock.gate.last_asleep();
             // Woken now, the new head would come to the word within microseconds, to spin
             // there or sleep counted.
             std::thread::sleep(Duration::from_millis(50));
@@ -408,17 +386,6 @@ mod tests {
         assert_eq!(passed, Some(false), "the head passed the gate on as it took the word");
         assert_eq!(waiting_in_section, ((false, 0), false), "the new head was woken inside the critical section");
         assert!(next_done.load(SeqCst), "woken after the release, the new head took the lock");
-    }
-
-    #[test]
-    fn a_sleeping_waiter_passed_the_gate_is_woken_after_the_release_not_inside_it() {
-        // MCS: the second waiter's node is the queue's last.
-        woken_after_the_release::<McsQueue<Futex>>(|gate| Box::new(move || gate.last_asleep()));
-        // CLH: the second waiter sleeps on the head's node, the last before it joins.
-        woken_after_the_release::<Clh<Futex>>(|gate| {
-            let head = gate.last_node().expect("the head holds the gate");
-            Box::new(move || Clh::<Futex>::sleeper_behind(head))
-        });
     }
 
     #[test]

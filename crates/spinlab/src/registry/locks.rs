@@ -410,8 +410,7 @@ mod tests {
     /// The C ABI and the preload library keep a lock in place, the preload library in the 16
     /// bytes of a `pthread_mutex_t` before the type field glibc reads: every algorithm over
     /// every policy fits there, guard included. CLH's guard is one pointer, so the spinning
-    /// CLH is its tail (a node's 4-byte number) and that pointer, and the sleeping one a
-    /// bounded word, its gate's tail and the pointer its gate may owe a wake-up on.
+    /// CLH is its tail and that pointer, and the sleeping one a bounded word and its gate.
     #[test]
     fn every_algorithm_over_every_policy_takes_at_most_16_bytes_in_place() {
         for entry in locks().iter().filter(|e| e.origin == Origin::Spinlab) {
