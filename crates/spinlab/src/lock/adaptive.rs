@@ -39,7 +39,9 @@
 //! not queue contends for the word as a barging thread does. Uncontended, both are one
 //! compare-and-swap to lock and one to unlock; the gate adds its tail to the word, 4 bytes
 //! that hold a queue node's number rather than its address (`queue_node::index`), 8 bytes in
-//! all.
+//! all. The guard ([`Owed`]) is 8 bytes more: the wake-up that passing the gate on may owe
+//! until the release ([`Gated`]'s docs say why). It is kept beside the lock where the lock
+//! lives in place (the registry, the C ABI, the preload library), 16 bytes there.
 //!
 //! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running
 //! waiter that has waited [`STARVATION_NS`] claims the next release); on a large one, the gated
