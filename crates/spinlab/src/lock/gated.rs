@@ -203,24 +203,6 @@ impl<L: Gate, W: Wait> Gated<L, W> {
         }
         Some(owed)
     }
-
-    /// Releases the word, then makes the wake-up that passing the gate on left `owed`.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds the lock, and `owed` is its acquisition's guard.
-    #[inline]
-    pub(super) unsafe fn unlock_owing(&self, owed: L::Owed) {
-        // Read before the release: afterwards the lock may be gone (`Bounded`'s docs say why).
-        let queued = self.gate.is_locked();
-        // SAFETY: forwarded from the caller, who holds the word.
-        let lap = unsafe { self.word.unlock_counting_absences(queued) };
-        L::settle(owed);
-        if lap != Lap::None && stalled::long_enough(self as *const Self as usize, lap) {
-            // The head has missed HEAD_STALL_NS of our releases: let it have our CPU.
-            crate::sync::yield_now();
-        }
-    }
 }
 
 #[cfg(not(loom))]
@@ -254,10 +236,18 @@ unsafe impl<L: Gate, W: Wait> RawMutex for Gated<L, W> {
         self.word.try_lock().map(|_| L::Owed::default())
     }
 
+    /// Releases the word, then makes the wake-up that passing the gate on left `owed`.
     #[inline]
     unsafe fn unlock(&self, owed: L::Owed) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.unlock_owing(owed) }
+        // Read before the release: afterwards the lock may be gone (`Bounded`'s docs say why).
+        let queued = self.gate.is_locked();
+        // SAFETY: forwarded from the caller, who holds the word.
+        let lap = unsafe { self.word.unlock_counting_absences(queued) };
+        L::settle(owed);
+        if lap != Lap::None && stalled::long_enough(self as *const Self as usize, lap) {
+            // The head has missed HEAD_STALL_NS of our releases: let it have our CPU.
+            crate::sync::yield_now();
+        }
     }
 
     #[inline]

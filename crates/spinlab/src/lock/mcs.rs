@@ -277,6 +277,28 @@ impl<W: Wait> McsQueue<W> {
         }
     }
 
+    /// Releases the lock as `unlock` does, except the futex wake-up of a new head that may be
+    /// asleep: returns the word to wake it on (`W::wake_one`). The word is the new head's
+    /// queue node, not the lock's memory, and nodes are never freed, so the wake-up may come
+    /// after the lock itself is gone.
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: `guard` is this lock's, from the acquisition being released.
+    #[inline]
+    pub(crate) unsafe fn pass_on(&self, guard: McsGuard) -> Option<&'static AtomicU32> {
+        let node = guard.node;
+        // Acquire on `next`: the successor's node fields are visible before `pass_headship`
+        // writes its state. Release on the CAS: the critical section happens-before the next
+        // acquirer's Acquire swap.
+        if node.next.load(Acquire).is_null() && self.tail.compare_exchange(node.index, EMPTY, Release, Relaxed).is_ok()
+        {
+            queue_node::give(node);
+            return None;
+        }
+        self.pass_headship(node)
+    }
+
     /// Makes `node`'s successor the head (skipping successors that abandoned their nodes), or
     /// empties the queue if there is none, and gives the node back. Returns the new head's
     /// state word if it may be asleep there: the caller wakes it (`W::wake_one`), when it
@@ -381,30 +403,6 @@ unsafe impl<W: Wait> RawMutexFair for Mcs<W> {
 }
 
 super::timed_via_lock_until!(Mcs);
-
-impl<W: Wait> McsQueue<W> {
-    /// Releases the lock as `unlock` does, except the futex wake-up of a new head that may be
-    /// asleep: returns the word to wake it on (`W::wake_one`). The word is the new head's
-    /// queue node, not the lock's memory, and nodes are never freed, so the wake-up may come
-    /// after the lock itself is gone.
-    ///
-    /// # Safety
-    ///
-    /// As `unlock`: `guard` is this lock's, from the acquisition being released.
-    #[inline]
-    pub(crate) unsafe fn pass_on(&self, guard: McsGuard) -> Option<&'static AtomicU32> {
-        let node = guard.node;
-        // Acquire on `next`: the successor's node fields are visible before `pass_headship`
-        // writes its state. Release on the CAS: the critical section happens-before the next
-        // acquirer's Acquire swap.
-        if node.next.load(Acquire).is_null() && self.tail.compare_exchange(node.index, EMPTY, Release, Relaxed).is_ok()
-        {
-            queue_node::give(node);
-            return None;
-        }
-        self.pass_headship(node)
-    }
-}
 
 impl<W: Wait> Default for McsQueue<W> {
     fn default() -> Self {
