@@ -724,13 +724,16 @@ models! {
     // The registry's in-order locks over sleeping policies: each queue as the gate of a
     // bounded word. One policy each keeps the file's run time down; the gate's own models
     // above cover its algorithm over every policy.
+    // Over `futex` every waiter behind the head sleeps at once, so nearly every hand-over of
+    // a gate leaves its wake-up owed to the release of the word (`Gate::due`, `Gate::settle`):
+    // in the guard (MCS), in the gate's own word (ticket) or in the room beside the word (CLH,
+    // fair).
     gated_ticket_futex: Gated<Ticket<Futex>, Futex>, OTHERS;
     gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>, OTHERS;
-    // Over `futex` every waiter behind the head sleeps at once, so nearly every hand-over of
-    // the MCS gate leaves its wake-up owed to the head's release (`Gate::settle`).
     gated_mcs_futex: Gated<McsQueue<Futex>, Futex>, OTHERS;
     gated_clh_futex: Gated<Clh<Futex>, Futex>, OTHERS;
     gated_fair_spin_park: Gated<Fair<SpinPark>, SpinPark>, OTHERS;
+    gated_fair_futex: Gated<Fair<Futex>, Futex>, OTHERS;
     // spinlab's default on a large machine (its waiters queue at the MCS gate) and on a small
     // one (the word alone): the two paths `Adaptive` chooses between, each forced.
     adaptive_pause_yield_park_gated: Adaptive<PauseYieldPark, 0>, OTHERS;
@@ -873,4 +876,6 @@ never_starving_models! {
     never_starving_gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>;
     never_starving_gated_mcs_futex: Gated<McsQueue<Futex>, Futex>;
     never_starving_gated_ticket_futex: Gated<Ticket<Futex>, Futex>;
+    never_starving_gated_clh_futex: Gated<Clh<Futex>, Futex>;
+    never_starving_gated_fair_futex: Gated<Fair<Futex>, Futex>;
 }

@@ -47,7 +47,7 @@
 //! load of `pred` comes from the node instead of the guard.
 
 use super::queue_node::{self, Node};
-use crate::sync::{AtomicPtr, Ordering::*};
+use crate::sync::{AtomicPtr, AtomicU32, Ordering::*};
 use crate::wait::{Episode, Spun, Wait};
 use core::marker::PhantomData;
 use core::ptr::null_mut;
@@ -180,6 +180,43 @@ impl<W: Wait> Clh<W> {
             W::wake_one(&node.state);
         }
     }
+
+    /// Releases the lock as `unlock` does, except a wake-up of the successor asleep on our
+    /// node, which it leaves to the caller: it returns the node. A gated lock's head makes the
+    /// wake-up after its release of the word ([`Gated`](super::Gated)).
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: `guard` is this lock's, from the acquisition being released.
+    #[inline]
+    pub(super) unsafe fn pass_on(&self, guard: ClhGuard) -> Option<&'static Node> {
+        let node = guard.node;
+        let mut asleep = None;
+        // Read before the release: from RELEASED on, the node is the successor's to take over
+        // at its own release, and an acquisition with it then overwrites `pred`.
+        let pred = node.pred.load(Relaxed);
+        // Release: our critical section happens-before the successor's Acquire of RELEASED.
+        // Only a policy that may sleep needs the old value, and so the (dearer) swap.
+        if !W::MAY_SLEEP {
+            node.state.store(RELEASED, Release);
+        } else if node.state.swap(RELEASED, Release) == BUSY_SLEEPER {
+            asleep = Some(node);
+        }
+        // Our node now belongs to the successor (or to the lock's tail); the predecessor's,
+        // which nobody else references any more, becomes ours.
+        if !pred.is_null() {
+            // SAFETY: `held` stored a queue pointer from `queue_node::as_ptr`.
+            queue_node::give(unsafe { queue_node::from_ptr(pred) });
+        }
+        asleep
+    }
+
+    /// The state word of the queue node numbered `node`, as [`Clh::pass_on`] left it owed a
+    /// wake-up (by number: `Gated<Clh>` keeps it in four spare bytes).
+    pub(super) fn node_state(node: u32) -> &'static AtomicU32 {
+        // SAFETY: the number was read from a node's `index` field, so it is published.
+        &unsafe { queue_node::index::node(node) }.state
+    }
 }
 
 impl<W: Wait> Default for Clh<W> {
@@ -258,22 +295,9 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
 
     #[inline]
     unsafe fn unlock(&self, guard: ClhGuard) {
-        let node = guard.node;
-        // Read before the release: from RELEASED on, the node is the successor's to take over
-        // at its own release, and an acquisition with it then overwrites `pred`.
-        let pred = node.pred.load(Relaxed);
-        // Release: our critical section happens-before the successor's Acquire of RELEASED.
-        // Only a policy that may sleep needs the old value, and so the (dearer) swap.
-        if !W::MAY_SLEEP {
-            node.state.store(RELEASED, Release);
-        } else if node.state.swap(RELEASED, Release) == BUSY_SLEEPER {
-            W::wake_one(&node.state);
-        }
-        // Our node now belongs to the successor (or to the lock's tail); the predecessor's,
-        // which nobody else references any more, becomes ours.
-        if !pred.is_null() {
-            // SAFETY: `held` stored a queue pointer from `queue_node::as_ptr`.
-            queue_node::give(unsafe { queue_node::from_ptr(pred) });
+        // SAFETY: forwarded from the caller.
+        if let Some(asleep) = unsafe { self.pass_on(guard) } {
+            W::wake_one(&asleep.state);
         }
     }
 

@@ -249,8 +249,28 @@ impl<W: Wait> Fair<W> {
         }
     }
 
+    /// Releases the lock as a [`Gated`](super::Gated) lock's gate, whose holder also holds the
+    /// gated lock's word: as `unlock`, except that a waiter granted the lock asleep is not
+    /// woken but returned (its slot), for the word's release to wake.
+    pub(super) fn pass_on(&self) -> Option<usize> {
+        if self.state.compare_exchange(LOCKED, 0, Release, Relaxed).is_ok() {
+            return None;
+        }
+        self.hand_over_owing()
+    }
+
     #[cold]
     fn hand_over(&self) {
+        if let Some(slot) = self.hand_over_owing() {
+            W::wake_one(slots::signal(slot));
+        }
+    }
+
+    /// Hands the lock to the next waiter round-robin, or frees it if none waits. Returns the
+    /// slot of a waiter granted the lock asleep: its wake-up is the caller's to make.
+    #[cold]
+    fn hand_over_owing(&self) -> Option<usize> {
+        let mut asleep = None;
         // Round-robin from our own position (seed 003 scans from the releasing CPU's bit), or
         // the slot we last held if we gave it back.
         let from = slots::position();
@@ -278,10 +298,10 @@ impl<W: Wait> Fair<W> {
             // be overwritten by that WAITING, leaving the waiter to wait for a lock it holds.
             match self.state.compare_exchange_weak(seen, seen & !(1u64 << next), Acquire, Relaxed) {
                 Ok(_) => {
-                    let signal = slots::signal(next as usize - 1);
+                    let slot = next as usize - 1;
                     // Release: our critical section happens-before the waiter's Acquire.
-                    if signal.swap(GRANTED, Release) == ASLEEP {
-                        W::wake_one(signal);
+                    if slots::signal(slot).swap(GRANTED, Release) == ASLEEP {
+                        asleep = Some(slot);
                     }
                     break;
                 }
@@ -290,6 +310,7 @@ impl<W: Wait> Fair<W> {
         }
         // A wake-up owed for a slot given back during our critical section.
         slots::settle();
+        asleep
     }
 }
 

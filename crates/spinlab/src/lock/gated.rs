@@ -24,13 +24,18 @@
 //! - **The wake-up that passing the gate owes comes after the release.** The next waiter in
 //!   line is usually asleep, and waking it is a system call (2-5 µs on the 2-CPU guest) that
 //!   the head would make inside its critical section, where every other thread waits for it.
-//!   An MCS gate ([`Gate`]) hands that wake-up back with the new head's queue node, and the
-//!   lock's guard carries it to the release, which makes it once the word is free. With 8 and
-//!   16 threads pinned to the 2-CPU guest this raised `mcs:futex` and `mcs:spin-park` by
-//!   8-36% (docs/contention.md, "The gate's wake-up after the release"); in a real program
-//!   it cost `mcs:spin-yield-park` a third, whose waiters take the word while the holder is
-//!   in that system call. The ticket, CLH and fair gates still wake at once: their guard
-//!   would not fit the preload library's 16 bytes.
+//!   Every gate leaves that wake-up owed instead ([`Gate`]): an MCS gate in the lock's guard
+//!   (the new head's queue node), a ticket gate in a bit of its own sleeper count (the next
+//!   ticket's waiting-array slot), CLH and fair gates in four bytes of room beside the word,
+//!   in the padding their 8-byte gates leave (the node's number, the slot). The word's
+//!   holder collects it just before its release and makes it once the word is free, as the
+//!   Linux kernel's `wake_q` does. With 8 and 16 threads pinned to the 2-CPU guest this
+//!   raised the MCS gate's throughput by 8-36%, and took the ticket, CLH and fair gates
+//!   with empty critical sections from 0.35-0.51 of the default lock's throughput to
+//!   0.46-0.78 (docs/contention.md, "The gate's wake-up after the release"). In a real
+//!   program whose threads are not pinned it changed nothing for `spin-park` and `futex`,
+//!   and slowed the `spin-yield-park` gates by 15-50%, whose waiters take the word while the
+//!   holder is in that system call (still faster than glibc's mutex there).
 //! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release
 //!   that finds no head waiting for the word (spinning, claiming, or asleep for this release
 //!   to wake) counts an *absence* in the word ([`Bounded`] keeps the count in its own CAS).
@@ -70,69 +75,181 @@
 
 use super::bounded::{Lap, Outcome};
 use super::{Bounded, Clh, Fair, McsQueue, Ticket};
-use crate::sync::AtomicU32;
+use crate::sync::{AtomicU32, Ordering::Relaxed};
 use crate::wait::Wait;
 use lock_api::{RawMutex, RawMutexTimed};
 use std::time::{Duration, Instant};
 
 /// A queue lock that can be a [`Gated`] lock's gate. Its release may owe a futex wake-up of
-/// the waiter it passes the gate to; a gate that can say so in a small guard hands the
-/// wake-up back ([`Gate::pass_on`]), and the gated lock makes it after the word's release
-/// ([`Gate::settle`]), outside the critical section. The head passes the gate on as soon as it
-/// has the word, so a wake-up made there is a system call inside that head's critical
-/// section, where every other thread waits for it.
+/// the waiter it passes the gate to. The head passes the gate on as soon as it has the word,
+/// so a wake-up made there is a system call inside that head's critical section, where every
+/// other thread waits for it. A gate instead leaves the wake-up owed, in the gated lock's
+/// guard ([`Gate::Owed`]) or in room the gated lock keeps beside its word ([`Gate::Room`]);
+/// the word's holder collects it just before its release ([`Gate::due`]) and makes it just
+/// after ([`Gate::settle`]), outside the critical section.
 pub trait Gate: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration> {
-    /// What passing the gate on leaves owed until the word's release. It travels in the gated
-    /// lock's guard: in the registry, the C ABI and the preload library that guard is kept
-    /// in the lock's own memory, where a `pthread_mutex_t` has 16 bytes for it.
+    /// What passing the gate on leaves owed in the gated lock's guard. In the registry, the C
+    /// ABI and the preload library the guard is kept in the lock's own memory, where a
+    /// `pthread_mutex_t` has 16 bytes for lock and guard together.
     type Owed: Default;
-    /// Releases the gate as `unlock` does, except any wake-up it returns as owed.
+    /// What the gated lock keeps beside its word for a wake-up owed in the lock itself: four
+    /// bytes that fit in the padding an 8-aligned gate leaves after the 4-byte word, or
+    /// nothing. Written and read only by the word's holder, so the word orders its accesses.
+    type Room: Room;
+    /// Releases the gate as `unlock` does, except any wake-up of the new head, which it
+    /// leaves owed in the guard it returns or in `room`.
     ///
     /// # Safety
     ///
-    /// As `unlock`: `guard` is this gate's, from the acquisition being released.
-    unsafe fn pass_on(&self, guard: Self::Guard) -> Self::Owed;
-    /// Makes the owed wake-up. Called after the word's release, when the lock may be gone: it
-    /// touches no memory of the lock.
-    fn settle(owed: Self::Owed);
+    /// As `unlock`: `guard` is this gate's, from the acquisition being released. The caller
+    /// also holds the gated lock's word, whose release collects the wake-up ([`Gate::due`]).
+    unsafe fn pass_on(&self, guard: Self::Guard, room: &Self::Room) -> Self::Owed;
+    /// The wake-up now owed, from the guard or from `room` (which this empties). Called by the
+    /// word's holder just before it releases the word, while the lock is still its to read.
+    fn due(&self, owed: Self::Owed, room: &Self::Room) -> Option<&'static AtomicU32>;
+    /// Makes a wake-up [`Gate::due`] returned. Called after the word's release, when the lock
+    /// may be gone: it touches no memory of the lock, only a futex word that is never freed.
+    fn settle(due: Option<&'static AtomicU32>);
+}
+
+/// The room a [`Gated`] lock keeps beside its word for its gate ([`Gate::Room`]): nothing,
+/// or one word, initially zero (nothing owed).
+pub trait Room: Send + Sync {
+    /// Room with nothing owed in it.
+    #[cfg(not(loom))]
+    const EMPTY: Self;
+    /// Room with nothing owed in it (loom's atomics cannot be built in a constant).
+    #[cfg(loom)]
+    fn empty() -> Self;
+}
+
+impl Room for () {
+    #[cfg(not(loom))]
+    const EMPTY: Self = ();
+    #[cfg(loom)]
+    fn empty() -> Self {}
+}
+
+impl Room for AtomicU32 {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const EMPTY: Self = AtomicU32::new(0);
+    #[cfg(loom)]
+    fn empty() -> Self {
+        AtomicU32::new(0)
+    }
+}
+
+/// A number kept in a gate's room: `0` for nothing owed, else one more than what is owed (a
+/// queue node's number or a fair slot), taken out and emptied by the word's holder.
+#[inline]
+fn take_from(room: &AtomicU32) -> Option<u32> {
+    // Relaxed: only the word's holder writes or reads the room, and the word's Acquire and
+    // Release order its holders.
+    match room.load(Relaxed) {
+        0 => None,
+        owed => {
+            room.store(0, Relaxed);
+            Some(owed - 1)
+        }
+    }
 }
 
 /// An MCS gate owes the wake-up of its new head, asleep on its queue node: a node is never
-/// freed, so the wake-up may come after the lock is gone. The word to wake is 8 bytes of
-/// guard, and `Gated<McsQueue>` with it takes 16 bytes where it is kept.
+/// freed, so the wake-up may come after the lock is gone. It travels in the guard (8 bytes):
+/// `Gated<McsQueue>` is 8 bytes, 16 with the guard where it is kept, and the default lock
+/// ([`Adaptive`](super::Adaptive)), which is 8 bytes, carries the same guard.
 impl<W: Wait> Gate for McsQueue<W> {
     type Owed = Option<&'static AtomicU32>;
+    type Room = ();
     #[inline]
-    unsafe fn pass_on(&self, guard: Self::Guard) -> Self::Owed {
+    unsafe fn pass_on(&self, guard: Self::Guard, _: &()) -> Self::Owed {
         // SAFETY: forwarded from the caller.
         unsafe { McsQueue::pass_on(self, guard) }
     }
     #[inline]
-    fn settle(owed: Self::Owed) {
-        if let Some(asleep) = owed {
+    fn due(&self, owed: Self::Owed, _: &()) -> Option<&'static AtomicU32> {
+        owed
+    }
+    #[inline]
+    fn settle(due: Option<&'static AtomicU32>) {
+        if let Some(asleep) = due {
             W::wake_one(asleep);
         }
     }
 }
 
-/// Gates that wake their next waiter as they are passed on: the ticket, CLH and fair gates
-/// take 16 bytes with the word already, and a guard saying whom to wake would not fit beside
-/// them in a `pthread_mutex_t`.
-macro_rules! gate_waking_at_once {
-    ($($gate:ident),*) => {$(
-        impl<W: Wait> Gate for $gate<W> {
-            type Owed = ();
-            #[inline]
-            unsafe fn pass_on(&self, guard: Self::Guard) {
-                // SAFETY: forwarded from the caller.
-                unsafe { self.unlock(guard) }
-            }
-            #[inline]
-            fn settle(_: ()) {}
+/// A ticket gate owes a wake-up of the next ticket's waiting-array slot, and says so in a bit
+/// of its own `sleepers` word: `Gated<Ticket>` is 16 bytes with no room to spare. The slot is
+/// static, and bumped before the release.
+impl<W: Wait> Gate for Ticket<W> {
+    type Owed = ();
+    type Room = ();
+    #[inline]
+    unsafe fn pass_on(&self, _: Self::Guard, _: &()) {
+        // SAFETY: forwarded from the caller.
+        unsafe { Ticket::pass_on(self) }
+    }
+    #[inline]
+    fn due(&self, _: (), _: &()) -> Option<&'static AtomicU32> {
+        self.take_owed()
+    }
+    #[inline]
+    fn settle(due: Option<&'static AtomicU32>) {
+        if let Some(slot) = due {
+            // Every waiter on the slot: the one holding the ticket cannot be told apart from
+            // those whose tickets share it.
+            W::wake_all(slot);
         }
-    )*};
+    }
 }
-gate_waking_at_once!(Ticket, Clh, Fair);
+
+/// A CLH gate owes the wake-up of its new head, asleep on the old head's queue node, and keeps
+/// the node's number in the room: `Gated<Clh>` is 16 bytes with the room in its padding.
+impl<W: Wait> Gate for Clh<W> {
+    type Owed = ();
+    type Room = AtomicU32;
+    #[inline]
+    unsafe fn pass_on(&self, guard: Self::Guard, room: &AtomicU32) {
+        // SAFETY: forwarded from the caller.
+        if let Some(node) = unsafe { Clh::pass_on(self, guard) } {
+            room.store(node.index + 1, Relaxed);
+        }
+    }
+    #[inline]
+    fn due(&self, _: (), room: &AtomicU32) -> Option<&'static AtomicU32> {
+        take_from(room).map(Clh::<W>::node_state)
+    }
+    #[inline]
+    fn settle(due: Option<&'static AtomicU32>) {
+        if let Some(asleep) = due {
+            W::wake_one(asleep);
+        }
+    }
+}
+
+/// A fair gate owes the wake-up of its new head, asleep on its slot's signal, and keeps the
+/// slot in the room: `Gated<Fair>` is 16 bytes with the room in its padding.
+impl<W: Wait> Gate for Fair<W> {
+    type Owed = ();
+    type Room = AtomicU32;
+    #[inline]
+    unsafe fn pass_on(&self, _: Self::Guard, room: &AtomicU32) {
+        if let Some(slot) = self.pass_on() {
+            room.store(slot as u32 + 1, Relaxed);
+        }
+    }
+    #[inline]
+    fn due(&self, _: (), room: &AtomicU32) -> Option<&'static AtomicU32> {
+        take_from(room).map(|slot| super::fair_slots::signal(slot as usize))
+    }
+    #[inline]
+    fn settle(due: Option<&'static AtomicU32>) {
+        if let Some(asleep) = due {
+            W::wake_one(asleep);
+        }
+    }
+}
 
 /// The queue lock `L` as a gate in front of a bounded-bypass word waiting with policy `W`
 /// (the module docs give the design). The word is 4 bytes; the gate is `L`.
@@ -144,12 +261,14 @@ gate_waking_at_once!(Ticket, Clh, Fair);
 /// *m.lock() += 1;
 /// assert_eq!(*m.lock(), 1);
 /// ```
-pub struct Gated<L, W: Wait> {
+pub struct Gated<L: Gate, W: Wait> {
     word: Bounded<W>,
+    /// A wake-up the gate left owed here ([`Gate::Room`]).
+    room: L::Room,
     gate: L,
 }
 
-impl<L, W: Wait> Gated<L, W> {
+impl<L: Gate, W: Wait> Gated<L, W> {
     /// The bounded-bypass word, which is the lock.
     #[inline]
     pub(super) fn word(&self) -> &Bounded<W> {
@@ -159,11 +278,9 @@ impl<L, W: Wait> Gated<L, W> {
     /// A new, unlocked lock with `gate` (unlocked) as its queue.
     #[cfg(loom)]
     pub fn with_gate(gate: L) -> Self {
-        Gated { word: Bounded::new(), gate }
+        Gated { word: Bounded::new(), room: L::Room::empty(), gate }
     }
-}
 
-impl<L: Gate, W: Wait> Gated<L, W> {
     /// Whether a waiter holds the gate (a snapshot, for tests).
     #[cfg(all(test, not(loom)))]
     pub(super) fn gate_is_locked(&self) -> bool {
@@ -194,21 +311,22 @@ impl<L: Gate, W: Wait> Gated<L, W> {
             None => self.gate.lock(),
             Some(deadline) => self.gate.try_lock_until(deadline)?,
         };
-        let acquired = self.word.lock_until(deadline).is_some();
-        // SAFETY: we took the gate above and release it once, whether or not we got the word.
-        let owed = unsafe { self.gate.pass_on(head) };
-        if !acquired {
-            L::settle(owed);
+        if self.word.lock_until(deadline).is_none() {
+            // SAFETY: we took the gate above and release it once. Without the word, the
+            // release wakes the new head at once: no release of ours is to come.
+            unsafe { self.gate.unlock(head) };
             return None;
         }
-        Some(owed)
+        // SAFETY: as above, and we hold the word, whose release (`unlock`) collects what this
+        // leaves owed.
+        Some(unsafe { self.gate.pass_on(head, &self.room) })
     }
 }
 
 #[cfg(not(loom))]
-impl<L: RawMutex, W: Wait> Default for Gated<L, W> {
+impl<L: Gate, W: Wait> Default for Gated<L, W> {
     fn default() -> Self {
-        Gated { word: Bounded::new(), gate: L::INIT }
+        Gated { word: Bounded::new(), room: L::Room::EMPTY, gate: L::INIT }
     }
 }
 
@@ -218,7 +336,7 @@ impl<L: RawMutex, W: Wait> Default for Gated<L, W> {
 unsafe impl<L: Gate, W: Wait> RawMutex for Gated<L, W> {
     #[cfg(not(loom))]
     #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Gated { word: Bounded::new(), gate: L::INIT };
+    const INIT: Self = Gated { word: Bounded::new(), room: L::Room::EMPTY, gate: L::INIT };
     #[cfg(loom)]
     const INIT: Self = panic!("under loom, construct locks with with_gate()");
     type Guard = L::Owed;
@@ -236,14 +354,16 @@ unsafe impl<L: Gate, W: Wait> RawMutex for Gated<L, W> {
         self.word.try_lock().map(|_| L::Owed::default())
     }
 
-    /// Releases the word, then makes the wake-up that passing the gate on left `owed`.
+    /// Releases the word, then makes the wake-up that passing the gate on left owed, in `owed`
+    /// or in the lock's room.
     #[inline]
     unsafe fn unlock(&self, owed: L::Owed) {
         // Read before the release: afterwards the lock may be gone (`Bounded`'s docs say why).
         let queued = self.gate.is_locked();
+        let due = self.gate.due(owed, &self.room);
         // SAFETY: forwarded from the caller, who holds the word.
         let lap = unsafe { self.word.unlock_counting_absences(queued) };
-        L::settle(owed);
+        L::settle(due);
         if lap != Lap::None && stalled::long_enough(self as *const Self as usize, lap) {
             // The head has missed HEAD_STALL_NS of our releases: let it have our CPU.
             crate::sync::yield_now();
@@ -331,7 +451,7 @@ mod tests {
     use super::*;
     use crate::lock::McsQueue;
     use crate::wait::{Futex, SpinPark};
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::SeqCst};
     use std::time::Duration;
 
     fn wait_until(done: impl Fn() -> bool) {
@@ -340,13 +460,32 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_sleeping_waiter_passed_the_gate_is_woken_after_the_release_not_inside_it() {
-        let lock = Gated::<McsQueue<Futex>, Futex>::default();
+    /// Whether the thread `tid` of this process is asleep in the kernel (state `S`): with the
+    /// `futex` policy, in its futex wait.
+    fn asleep_in_the_kernel(tid: i32) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+    }
+
+    /// Waits until the thread that stores its id in `tid` has stored it and sleeps in the kernel.
+    fn wait_until_asleep(tid: &AtomicI32) {
+        wait_until(|| tid.load(SeqCst) != 0 && asleep_in_the_kernel(tid.load(SeqCst)));
+    }
+
+    /// A head asleep on the word and a second waiter asleep at the gate behind it; this thread
+    /// releases, and the head, woken, takes the lock and passes the gate on to the second.
+    /// While the head holds the lock, the second must stay asleep, at the gate: its wake-up is
+    /// the head's release's to make.
+    fn a_sleeping_waiter_passed_the_gate_is_woken_after_the_release<L: Gate + Sync>() {
+        let lock = Gated::<L, Futex>::default();
         let (in_section, release, next_done) = (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
+        let (head, next) = (AtomicI32::new(0), AtomicI32::new(0));
         let barged = lock.lock();
-        let (passed, waiting_in_section) = std::thread::scope(|s| {
+        let waiting_in_section = std::thread::scope(|s| {
             s.spawn(|| {
+                // SAFETY: gettid has no preconditions.
+                head.store(unsafe { libc::gettid() }, SeqCst);
                 let guard = lock.lock();
                 in_section.store(true, SeqCst);
                 wait_until(|| release.load(SeqCst));
@@ -355,27 +494,49 @@ mod tests {
             });
             // Asleep on the word, counted: that thread holds the gate.
             wait_until(|| lock.word.waiting().1 == 1);
+            wait_until_asleep(&head);
             s.spawn(|| {
+                // SAFETY: as above.
+                next.store(unsafe { libc::gettid() }, SeqCst);
                 let guard = lock.lock();
                 // SAFETY: locked just above.
                 unsafe { lock.unlock(guard) };
                 next_done.store(true, SeqCst);
             });
-            wait_until(|| lock.gate.last_asleep() == Some(true));
+            wait_until_asleep(&next);
+            assert_eq!(lock.word.waiting(), (false, 1), "the second waiter sleeps at the gate, not on the word");
             // SAFETY: locked above, on this thread.
             unsafe { lock.unlock(barged) };
             wait_until(|| in_section.load(SeqCst));
-            let passed = lock.gate.last_asleep();
             // Woken now, the new head would come to the word within microseconds, to spin
             // there or sleep counted.
             std::thread::sleep(Duration::from_millis(50));
             let waiting = (lock.word.waiting(), next_done.load(SeqCst));
             release.store(true, SeqCst);
-            (passed, waiting)
+            waiting
         });
-        assert_eq!(passed, Some(false), "the head passed the gate on as it took the word");
         assert_eq!(waiting_in_section, ((false, 0), false), "the new head was woken inside the critical section");
         assert!(next_done.load(SeqCst), "woken after the release, the new head took the lock");
+    }
+
+    #[test]
+    fn a_sleeping_waiter_passed_an_mcs_gate_is_woken_after_the_release_not_inside_it() {
+        a_sleeping_waiter_passed_the_gate_is_woken_after_the_release::<McsQueue<Futex>>();
+    }
+
+    #[test]
+    fn a_sleeping_waiter_passed_a_ticket_gate_is_woken_after_the_release_not_inside_it() {
+        a_sleeping_waiter_passed_the_gate_is_woken_after_the_release::<Ticket<Futex>>();
+    }
+
+    #[test]
+    fn a_sleeping_waiter_passed_a_clh_gate_is_woken_after_the_release_not_inside_it() {
+        a_sleeping_waiter_passed_the_gate_is_woken_after_the_release::<Clh<Futex>>();
+    }
+
+    #[test]
+    fn a_sleeping_waiter_passed_a_fair_gate_is_woken_after_the_release_not_inside_it() {
+        a_sleeping_waiter_passed_the_gate_is_woken_after_the_release::<Fair<Futex>>();
     }
 
     #[test]

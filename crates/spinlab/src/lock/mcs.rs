@@ -182,22 +182,6 @@ impl<W: Wait> McsQueue<W> {
         }
     }
 
-    /// The state of the last node in the queue: `ASLEEP` or `HEAD` as `Some(true)` or
-    /// `Some(false)`, otherwise `None` (a snapshot, for tests).
-    #[cfg(all(test, not(loom)))]
-    pub(super) fn last_asleep(&self) -> Option<bool> {
-        let tail = self.tail.load(Acquire);
-        if tail == EMPTY {
-            return None;
-        }
-        // SAFETY: the tail holds only nodes' own numbers.
-        match unsafe { queue_node::index::node(tail) }.state.load(Acquire) {
-            ASLEEP => Some(true),
-            HEAD => Some(false),
-            _ => None,
-        }
-    }
-
     /// Acquires the lock (leads the queue), giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<McsGuard> {

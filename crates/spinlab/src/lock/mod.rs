@@ -79,7 +79,7 @@ pub use fair::{Fair, FAIR_SLOTS};
 #[cfg(loom)]
 #[doc(hidden)]
 pub use fair_slots::{loom_fair_slots, LoomFairSlots};
-pub use gated::{Gate, Gated, HEAD_STALL_NS};
+pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;

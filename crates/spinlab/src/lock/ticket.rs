@@ -24,8 +24,10 @@ use std::time::Instant;
 /// Words: `next` (the next ticket to hand out), `serving` (the ticket that holds the lock;
 /// spinning waiters watch it), `sleepers` (used only by policies that may sleep: waiters with
 /// a ticket that may be asleep on a waiting-array slot, counted in units of
-/// `TICKETED_SLEEPER`, and timed waiters that may be asleep on `serving`, in units of
-/// `TIMED_SLEEPER`). Held iff `next != serving`.
+/// `TICKETED_SLEEPER`, timed waiters that may be asleep on `serving`, in units of
+/// `TIMED_SLEEPER`, and, in a gated lock's gate, the bit `OWED`: the next ticket's slot is
+/// owed a wake-up that the word's release makes, see [`Gated`](super::Gated)). Held iff
+/// `next != serving`.
 ///
 /// A timed acquisition cannot take a ticket (a ticket cannot be given back without blocking
 /// every later one), so it waits for `serving` to move and tries to take the lock only when
@@ -67,7 +69,13 @@ impl<W: Wait> Ticket<W> {
                 // the load below (or the kernel's re-check). The Dekker pattern this replaces
                 // (SeqCst store and load on two words) is correct in C11 but beyond what loom
                 // models: loom treats SeqCst accesses as AcqRel and reported a lost wake-up.
-                self.sleepers.fetch_add(TIMED_SLEEPER, Acquire);
+                if !self.count_in_timed() {
+                    // As many timed waiters as `sleepers` counts are asleep: look again after
+                    // a yield instead.
+                    crate::sync::yield_now();
+                    episode.restart_spinning();
+                    return true;
+                }
                 let mut in_time = true;
                 if self.serving.load(Relaxed) == seen {
                     in_time =
@@ -76,6 +84,21 @@ impl<W: Wait> Ticket<W> {
                 self.sleepers.fetch_sub(TIMED_SLEEPER, Relaxed);
                 episode.restart_spinning();
                 in_time
+            }
+        }
+    }
+
+    /// Counts a timed waiter in before it sleeps (Acquire, as the module's protocol needs),
+    /// unless [`MAX_TIMED_SLEEPERS`] are counted already: then `false`, and it must not sleep.
+    fn count_in_timed(&self) -> bool {
+        let mut seen = self.sleepers.load(Relaxed);
+        loop {
+            if seen & TIMED_SLEEPERS >= MAX_TIMED_SLEEPERS * TIMED_SLEEPER {
+                return false;
+            }
+            match self.sleepers.compare_exchange_weak(seen, seen + TIMED_SLEEPER, Acquire, Relaxed) {
+                Ok(_) => return true,
+                Err(now) => seen = now,
             }
         }
     }
@@ -134,6 +157,51 @@ impl<W: Wait> Ticket<W> {
         }
     }
 
+    /// Releases the lock as a [`Gated`](super::Gated) lock's gate, whose holder also holds the
+    /// gated lock's word: as `unlock`, except that the wake-up of the next ticket's slot is
+    /// left owed (`OWED` in `sleepers`) for the word's release to collect
+    /// ([`Ticket::take_owed`]). Timed waiters asleep on `serving` are woken at once.
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`; and until `take_owed` has run, nobody but the word's holder may release
+    /// this lock as a gate or collect the wake-up.
+    pub(super) unsafe fn pass_on(&self) {
+        let next = self.serving.load(Relaxed).wrapping_add(1);
+        self.serving.store(next, Release);
+        if W::MAY_SLEEP {
+            // As in `unlock`: the RMW reads the latest count and publishes the store above.
+            let sleepers = self.sleepers.fetch_add(0, Release) & !OWED;
+            if sleepers != 0 {
+                // Relaxed: only the word's holder sets or clears the bit, and the word orders
+                // its holders.
+                self.sleepers.fetch_or(OWED, Relaxed);
+            }
+            if sleepers >= TIMED_SLEEPER {
+                W::wake_all(&self.serving);
+            }
+        }
+    }
+
+    /// The waiting-array slot whose wake-up a gate's release left owed ([`Ticket::pass_on`]),
+    /// bumped, with the owed bit cleared; `None` if none is owed. Called by the holder of the
+    /// gated lock's word before it releases it; the caller wakes every waiter on the slot.
+    pub(super) fn take_owed(&self) -> Option<&'static AtomicU32> {
+        if self.sleepers.load(Relaxed) & OWED == 0 {
+            return None;
+        }
+        self.sleepers.fetch_and(!OWED, Relaxed);
+        // Nobody moves `serving` meanwhile: the gate's holder passes it only once it holds the
+        // word, and waits for it asleep or on its way to it. So this is the ticket that was
+        // owed the wake-up, or, had its holder woken early and passed the gate on itself, the
+        // ticket now owed one.
+        let slot = waiting_slot(self, self.serving.load(Relaxed));
+        // Release: a waiter whose Acquire load reads this bump sees `serving`, stored by the
+        // release that passed the gate on, which happens-before ours through the word.
+        slot.fetch_add(1, Release);
+        Some(slot)
+    }
+
     /// One attempt to take the lock if it is free; on failure returns the `serving` seen.
     #[inline]
     fn try_take(&self) -> Result<GuardSend, u32> {
@@ -149,6 +217,19 @@ impl<W: Wait> Ticket<W> {
 const TICKETED_SLEEPER: u32 = 1;
 /// One timed waiter, asleep (or about to sleep) on `serving`.
 const TIMED_SLEEPER: u32 = 1 << 16;
+/// The bits that count timed waiters (and any carry from the ticketed count).
+const TIMED_SLEEPERS: u32 = OWED - TIMED_SLEEPER;
+/// At most this many timed waiters are counted asleep at once; more look again after a yield.
+/// Ticketed sleepers are one per thread, so at most 2^22 (Linux's `PID_MAX_LIMIT`), and their
+/// carry adds at most 64 to this count: the count never reaches `OWED`.
+#[cfg(not(loom))]
+const MAX_TIMED_SLEEPERS: u32 = 1 << 14;
+/// Under loom, one: the models with two timed waiters then also check the one that may not
+/// sleep.
+#[cfg(loom)]
+const MAX_TIMED_SLEEPERS: u32 = 1;
+/// A gate's release ([`Ticket::pass_on`]) left the wake-up of the next ticket's slot owed.
+const OWED: u32 = 1 << 31;
 
 /// log2 of the waiting array's length.
 #[cfg(not(loom))]
@@ -220,7 +301,8 @@ unsafe impl<W: Wait> RawMutex for Ticket<W> {
             self.serving.store(next, Release);
             // An RMW, not a load: it reads the latest count, and Release publishes the store
             // above to a waiter whose increment comes after it (see `sleep_for_turn`).
-            let sleepers = self.sleepers.fetch_add(0, Release);
+            // The owed bit is a gate's (`pass_on`): its holder's release collects it.
+            let sleepers = self.sleepers.fetch_add(0, Release) & !OWED;
             // Any count at all, not only the ticketed bits: 65536 sleepers with a ticket
             // would carry into the timed count and leave the ticketed bits zero, and the
             // wake-up they wait for must not be skipped then (a spare bump costs nothing).
