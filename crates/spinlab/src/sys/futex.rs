@@ -6,8 +6,8 @@
 //! hash-bucket lock is a loom `Mutex`), and a waiter returns only when woken. A lock that
 //! forgets a wake-up therefore deadlocks in the model, and loom reports it. A timed waiter
 //! sleeps too, and may be the one a wake-up picks, before it times out; a model can also make
-//! timed waits find their deadline already passed ([`loom_timed_waits_expire_at_entry`]), and
-//! untimed ones return spuriously ([`loom_spurious_wake_ups`]).
+//! timed waits find their deadline already passed (`loom_timed_waits_expire_at_entry`), and
+//! untimed ones return spuriously (`loom_spurious_wake_ups`); both exist only under loom.
 
 use crate::sync::AtomicU32;
 use std::time::Instant;
