@@ -156,6 +156,21 @@ fn take_from(room: &AtomicU32) -> Option<u32> {
     }
 }
 
+/// Leaves `owed` (a queue node's number or a fair slot) in `room` for [`take_from`].
+#[inline]
+fn put_in(room: &AtomicU32, owed: u32) {
+    // Relaxed: as in `take_from`.
+    room.store(owed + 1, Relaxed);
+}
+
+/// Wakes the one waiter asleep on the futex word `due`, if there is one.
+#[inline]
+fn wake_one<W: Wait>(due: Option<&'static AtomicU32>) {
+    if let Some(asleep) = due {
+        W::wake_one(asleep);
+    }
+}
+
 /// An MCS gate owes the wake-up of its new head, asleep on its queue node: a node is never
 /// freed, so the wake-up may come after the lock is gone. It travels in the guard (8 bytes):
 /// `Gated<McsQueue>` is 8 bytes, 16 with the guard where it is kept, and the default lock
@@ -174,9 +189,7 @@ impl<W: Wait> Gate for McsQueue<W> {
     }
     #[inline]
     fn settle(due: Option<&'static AtomicU32>) {
-        if let Some(asleep) = due {
-            W::wake_one(asleep);
-        }
+        wake_one::<W>(due);
     }
 }
 
@@ -214,7 +227,7 @@ impl<W: Wait> Gate for Clh<W> {
     unsafe fn pass_on(&self, guard: Self::Guard, room: &AtomicU32) {
         // SAFETY: forwarded from the caller.
         if let Some(node) = unsafe { Clh::pass_on(self, guard) } {
-            room.store(node.index + 1, Relaxed);
+            put_in(room, node.index);
         }
     }
     #[inline]
@@ -223,9 +236,7 @@ impl<W: Wait> Gate for Clh<W> {
     }
     #[inline]
     fn settle(due: Option<&'static AtomicU32>) {
-        if let Some(asleep) = due {
-            W::wake_one(asleep);
-        }
+        wake_one::<W>(due);
     }
 }
 
@@ -237,7 +248,7 @@ impl<W: Wait> Gate for Fair<W> {
     #[inline]
     unsafe fn pass_on(&self, _: Self::Guard, room: &AtomicU32) {
         if let Some(slot) = self.pass_on() {
-            room.store(slot as u32 + 1, Relaxed);
+            put_in(room, slot as u32);
         }
     }
     #[inline]
@@ -246,9 +257,7 @@ impl<W: Wait> Gate for Fair<W> {
     }
     #[inline]
     fn settle(due: Option<&'static AtomicU32>) {
-        if let Some(asleep) = due {
-            W::wake_one(asleep);
-        }
+        wake_one::<W>(due);
     }
 }
 
