@@ -740,6 +740,21 @@ models! {
     adaptive_pause_yield_park_crowd: Adaptive<PauseYieldPark, { usize::MAX }>, OTHERS;
 }
 
+/// The ticket lock counts at most 2^14 timed waiters asleep, so that their count cannot carry
+/// into its `OWED` bit; past that a timed waiter looks again after a yield instead of
+/// sleeping. With the cap at one, the second of two timed waiters is such a waiter. (Behind a
+/// gated lock's word, two timed waiters seldom find the gate held, so a gated model would not
+/// reach it.)
+mod ticket_timed_sleeper_cap {
+    use super::*;
+
+    #[test]
+    fn second_timed_waiter_may_not_sleep() {
+        let _cap = spinlab::lock::loom_ticket_timed_sleepers_at_most(1);
+        timed_waiters_race_holder::<Ticket<Futex>>(2, 0, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+    }
+}
+
 /// `woken_timed_waiter_gives_up_behind_a_barger` for the glibc-style words, where the race
 /// was found (by a stress test, before a model could reach it), and for the bounded word,
 /// whose woken sleeper that finds the lock held leaves the next wake-up to that holder. Over

@@ -181,7 +181,8 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
             // SAFETY: as above; the lock is the word's, and the gate is never held here.
             unsafe { self.gated.word().unlock(GuardSend::new()) };
             // Nothing is owed unless this thread queued while another read the CPUs for the
-            // first time and saw a small machine (the module docs).
+            // first time and saw a small machine (the module docs). An MCS gate keeps what it
+            // owes in the guard alone (its room is `()`), so `Gate::due` is the guard itself.
             McsQueue::<W>::settle(owed);
         }
     }

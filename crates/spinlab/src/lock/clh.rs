@@ -213,8 +213,12 @@ impl<W: Wait> Clh<W> {
 
     /// The state word of the queue node numbered `node`, as [`Clh::pass_on`] left it owed a
     /// wake-up (by number: `Gated<Clh>` keeps it in four spare bytes).
-    pub(super) fn node_state(node: u32) -> &'static AtomicU32 {
-        // SAFETY: the number was read from a node's `index` field, so it is published.
+    ///
+    /// # Safety
+    ///
+    /// `node` was read from a node's `index` field.
+    pub(super) unsafe fn node_state(node: u32) -> &'static AtomicU32 {
+        // SAFETY: forwarded from the caller: such a number is published.
         &unsafe { queue_node::index::node(node) }.state
     }
 }

@@ -252,7 +252,11 @@ impl<W: Wait> Fair<W> {
     /// Releases the lock as a [`Gated`](super::Gated) lock's gate, whose holder also holds the
     /// gated lock's word: as `unlock`, except that a waiter granted the lock asleep is not
     /// woken but returned (its slot), for the word's release to wake.
-    pub(super) fn pass_on(&self) -> Option<usize> {
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: the caller holds this lock.
+    pub(super) unsafe fn pass_on(&self) -> Option<usize> {
         if self.state.compare_exchange(LOCKED, 0, Release, Relaxed).is_ok() {
             return None;
         }

@@ -29,7 +29,9 @@
 //!   ticket's waiting-array slot), CLH and fair gates in four bytes of room beside the word,
 //!   in the padding their 8-byte gates leave (the node's number, the slot). The word's
 //!   holder collects it just before its release and makes it once the word is free, as the
-//!   Linux kernel's `wake_q` does. With 8 and 16 threads pinned to the 2-CPU guest this
+//!   Linux kernel's `wake_q` does. (Rarer wake-ups still come at once: a ticket gate's
+//!   timed waiters asleep on `serving`, and the fair gate's wake-ups of threads without a
+//!   slot.) With 8 and 16 threads pinned to the 2-CPU guest this
 //!   raised the MCS gate's throughput by 8-36%, and took the ticket, CLH and fair gates
 //!   with empty critical sections from 0.35-0.52 of the default lock's throughput to
 //!   0.46-0.82 (docs/contention.md, "The gate's wake-up after the release" and "Every gate's
@@ -78,6 +80,7 @@ use super::bounded::{Lap, Outcome};
 use super::{Bounded, Clh, Fair, McsQueue, Ticket};
 use crate::sync::{AtomicU32, Ordering::Relaxed};
 use crate::wait::Wait;
+use core::num::NonZeroU32;
 use lock_api::{RawMutex, RawMutexTimed};
 use std::time::{Duration, Instant};
 
@@ -141,26 +144,23 @@ impl Room for AtomicU32 {
     }
 }
 
-/// A number kept in a gate's room: `0` for nothing owed, else one more than what is owed (a
-/// queue node's number or a fair slot), taken out and emptied by the word's holder.
+/// The number a gate left owed in its room ([`put_in`]), taken out: the room then holds `0`,
+/// nothing owed. Called by the word's holder.
 #[inline]
-fn take_from(room: &AtomicU32) -> Option<u32> {
+fn take_from(room: &AtomicU32) -> Option<NonZeroU32> {
     // Relaxed: only the word's holder writes or reads the room, and the word's Acquire and
     // Release order its holders.
-    match room.load(Relaxed) {
-        0 => None,
-        owed => {
-            room.store(0, Relaxed);
-            Some(owed - 1)
-        }
-    }
+    let owed = NonZeroU32::new(room.load(Relaxed))?;
+    room.store(0, Relaxed);
+    Some(owed)
 }
 
-/// Leaves `owed` (a queue node's number or a fair slot) in `room` for [`take_from`].
+/// Leaves `owed` (a queue node's number, or a fair slot plus one) in `room` for
+/// [`take_from`]. Called by the word's holder; the room is empty while the word is free.
 #[inline]
-fn put_in(room: &AtomicU32, owed: u32) {
+fn put_in(room: &AtomicU32, owed: NonZeroU32) {
     // Relaxed: as in `take_from`.
-    room.store(owed + 1, Relaxed);
+    room.store(owed.get(), Relaxed);
 }
 
 /// Wakes the one waiter asleep on the futex word `due`, if there is one.
@@ -227,12 +227,14 @@ impl<W: Wait> Gate for Clh<W> {
     unsafe fn pass_on(&self, guard: Self::Guard, room: &AtomicU32) {
         // SAFETY: forwarded from the caller.
         if let Some(node) = unsafe { Clh::pass_on(self, guard) } {
-            put_in(room, node.index);
+            // A node's number is never 0 (`queue_node::index`).
+            put_in(room, NonZeroU32::new(node.index).expect("queue node numbers start at 1"));
         }
     }
     #[inline]
     fn due(&self, _: (), room: &AtomicU32) -> Option<&'static AtomicU32> {
-        take_from(room).map(Clh::<W>::node_state)
+        // SAFETY: the room holds only numbers read from nodes' `index` fields (`pass_on`).
+        take_from(room).map(|node| unsafe { Clh::<W>::node_state(node.get()) })
     }
     #[inline]
     fn settle(due: Option<&'static AtomicU32>) {
@@ -247,13 +249,15 @@ impl<W: Wait> Gate for Fair<W> {
     type Room = AtomicU32;
     #[inline]
     unsafe fn pass_on(&self, _: Self::Guard, room: &AtomicU32) {
-        if let Some(slot) = self.pass_on() {
-            put_in(room, slot as u32);
+        // SAFETY: forwarded from the caller.
+        if let Some(slot) = unsafe { Fair::pass_on(self) } {
+            // Slots number fewer than 63: one more fits, and is not 0.
+            put_in(room, NonZeroU32::MIN.saturating_add(slot as u32));
         }
     }
     #[inline]
     fn due(&self, _: (), room: &AtomicU32) -> Option<&'static AtomicU32> {
-        take_from(room).map(|slot| super::fair_slots::signal(slot as usize))
+        take_from(room).map(|slot| super::fair_slots::signal(slot.get() as usize - 1))
     }
     #[inline]
     fn settle(due: Option<&'static AtomicU32>) {

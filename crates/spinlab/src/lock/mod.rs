@@ -83,6 +83,9 @@ pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use ticket::{loom_ticket_timed_sleepers_at_most, LoomTimedSleepersAtMost};
 pub use ttas::{TestAndTestAndSet, Ttas};
 pub use word::{Probe, WordLock};
 

@@ -93,7 +93,7 @@ impl<W: Wait> Ticket<W> {
     fn count_in_timed(&self) -> bool {
         let mut seen = self.sleepers.load(Relaxed);
         loop {
-            if seen & TIMED_SLEEPERS >= MAX_TIMED_SLEEPERS * TIMED_SLEEPER {
+            if seen & TIMED_SLEEPERS >= max_timed_sleepers() * TIMED_SLEEPER {
                 return false;
             }
             match self.sleepers.compare_exchange_weak(seen, seen + TIMED_SLEEPER, Acquire, Relaxed) {
@@ -164,14 +164,17 @@ impl<W: Wait> Ticket<W> {
     ///
     /// # Safety
     ///
-    /// As `unlock`; and until `take_owed` has run, nobody but the word's holder may release
-    /// this lock as a gate or collect the wake-up.
+    /// As `unlock`; and the caller holds the word, whose release calls `take_owed`. Until then
+    /// only a word holder may pass this gate on; a timed-out gate holder, which never got the
+    /// word, may still release it with `unlock`.
     pub(super) unsafe fn pass_on(&self) {
         let next = self.serving.load(Relaxed).wrapping_add(1);
         self.serving.store(next, Release);
         if W::MAY_SLEEP {
             // As in `unlock`: the RMW reads the latest count and publishes the store above.
             let sleepers = self.sleepers.fetch_add(0, Release) & !OWED;
+            // Any count, as in `unlock`: ticketed sleepers can carry into the timed count. With
+            // only timed sleepers the release's wake-up finds nobody, a spare system call.
             if sleepers != 0 {
                 // Relaxed: only the word's holder sets or clears the bit, and the word orders
                 // its holders.
@@ -191,10 +194,11 @@ impl<W: Wait> Ticket<W> {
             return None;
         }
         self.sleepers.fetch_and(!OWED, Relaxed);
-        // Nobody moves `serving` meanwhile: the gate's holder passes it only once it holds the
-        // word, and waits for it asleep or on its way to it. So this is the ticket that was
-        // owed the wake-up, or, had its holder woken early and passed the gate on itself, the
-        // ticket now owed one.
+        // If the ticket `pass_on` served is held, its holder waits for the word without a
+        // deadline (only `lock` takes a ticket), so it cannot have passed the gate on: this is
+        // the ticket owed the wake-up. If nobody held it, a timed waiter may have taken the
+        // gate since (`try_take`) and, timing out, released it with `unlock`, which woke the
+        // next ticket's slot itself: the wake-up below is then a spare one.
         let slot = waiting_slot(self, self.serving.load(Relaxed));
         // Release: a waiter whose Acquire load reads this bump sees `serving`, stored by the
         // release that passed the gate on, which happens-before ours through the word.
@@ -222,14 +226,48 @@ const TIMED_SLEEPERS: u32 = OWED - TIMED_SLEEPER;
 /// At most this many timed waiters are counted asleep at once; more look again after a yield.
 /// Ticketed sleepers are one per thread, so at most 2^22 (Linux's `PID_MAX_LIMIT`), and their
 /// carry adds at most 64 to this count: the count never reaches `OWED`.
-#[cfg(not(loom))]
 const MAX_TIMED_SLEEPERS: u32 = 1 << 14;
-/// Under loom, one: the models with two timed waiters then also check the one that may not
-/// sleep.
-#[cfg(loom)]
-const MAX_TIMED_SLEEPERS: u32 = 1;
 /// A gate's release ([`Ticket::pass_on`]) left the wake-up of the next ticket's slot owed.
 const OWED: u32 = 1 << 31;
+
+/// The cap on timed sleepers in force: [`MAX_TIMED_SLEEPERS`], or under loom what
+/// [`loom_ticket_timed_sleepers_at_most`] set.
+#[inline]
+fn max_timed_sleepers() -> u32 {
+    #[cfg(not(loom))]
+    return MAX_TIMED_SLEEPERS;
+    #[cfg(loom)]
+    return TIMED_SLEEPERS_AT_MOST.with(|most| most.get());
+}
+
+// The timed-sleeper cap under loom (see `loom_ticket_timed_sleepers_at_most`), a thread-local
+// of the test's own thread as `loom_starve_at_look`'s setting is.
+#[cfg(loom)]
+std::thread_local! {
+    static TIMED_SLEEPERS_AT_MOST: core::cell::Cell<u32> = const { core::cell::Cell::new(MAX_TIMED_SLEEPERS) };
+}
+
+/// Under loom, caps the timed waiters counted asleep on one ticket lock at `most` until the
+/// returned guard is dropped, so that a model with a few timed waiters reaches the one that
+/// may not sleep. Set it on the test's thread before the model runs.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_ticket_timed_sleepers_at_most(most: u32) -> LoomTimedSleepersAtMost {
+    LoomTimedSleepersAtMost(TIMED_SLEEPERS_AT_MOST.with(|at| at.replace(most)))
+}
+
+/// Restores the previous [`loom_ticket_timed_sleepers_at_most`] setting when dropped.
+#[cfg(loom)]
+#[doc(hidden)]
+#[must_use = "the setting lasts only while the guard lives"]
+pub struct LoomTimedSleepersAtMost(u32);
+
+#[cfg(loom)]
+impl Drop for LoomTimedSleepersAtMost {
+    fn drop(&mut self) {
+        TIMED_SLEEPERS_AT_MOST.with(|at| at.set(self.0));
+    }
+}
 
 /// log2 of the waiting array's length.
 #[cfg(not(loom))]
