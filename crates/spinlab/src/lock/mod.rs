@@ -82,10 +82,10 @@ pub use fair_slots::{loom_fair_slots, LoomFairSlots};
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
-pub use ticket::Ticket;
 #[cfg(loom)]
 #[doc(hidden)]
-pub use ticket::{loom_ticket_timed_sleepers_at_most, LoomTimedSleepersAtMost};
+pub use ticket::loom_ticket_timed_sleepers_at_most;
+pub use ticket::Ticket;
 pub use ttas::{TestAndTestAndSet, Ttas};
 pub use word::{Probe, WordLock};
 

@@ -252,21 +252,10 @@ std::thread_local! {
 /// may not sleep. Set it on the test's thread before the model runs.
 #[cfg(loom)]
 #[doc(hidden)]
-pub fn loom_ticket_timed_sleepers_at_most(most: u32) -> LoomTimedSleepersAtMost {
-    LoomTimedSleepersAtMost(TIMED_SLEEPERS_AT_MOST.with(|at| at.replace(most)))
-}
-
-/// Restores the previous [`loom_ticket_timed_sleepers_at_most`] setting when dropped.
-#[cfg(loom)]
-#[doc(hidden)]
-#[must_use = "the setting lasts only while the guard lives"]
-pub struct LoomTimedSleepersAtMost(u32);
-
-#[cfg(loom)]
-impl Drop for LoomTimedSleepersAtMost {
-    fn drop(&mut self) {
-        TIMED_SLEEPERS_AT_MOST.with(|at| at.set(self.0));
-    }
+pub fn loom_ticket_timed_sleepers_at_most(most: u32) -> crate::sys::futex::LoomSetting<u32> {
+    crate::sys::futex::LoomSetting::new(TIMED_SLEEPERS_AT_MOST.with(|at| at.replace(most)), |previous| {
+        TIMED_SLEEPERS_AT_MOST.with(|at| at.replace(previous))
+    })
 }
 
 /// log2 of the waiting array's length.
