@@ -31,14 +31,14 @@
 //!   holder collects it just before its release and makes it once the word is free, as the
 //!   Linux kernel's `wake_q` does. (Rarer wake-ups still come at once: a ticket gate's
 //!   timed waiters asleep on `serving`, and the fair gate's wake-ups of threads without a
-//!   slot.) With 8 and 16 threads pinned to the 2-CPU guest this
-//!   raised the MCS gate's throughput by 8-36%, and took the ticket, CLH and fair gates
-//!   with empty critical sections from 0.35-0.52 of the default lock's throughput to
-//!   0.46-0.82 (docs/contention.md, "The gate's wake-up after the release" and "Every gate's
-//!   wake-up after the release"). In a real
-//!   program whose threads are not pinned it changed nothing for `spin-park` and `futex`,
-//!   and slowed the `spin-yield-park` gates by 15-35%, whose waiters take the word while the
-//!   holder is in that system call (still faster than glibc's mutex there).
+//!   slot.) With 8 and 16 threads pinned to the 2-CPU guest this raised the MCS gate's
+//!   throughput by 8-36%, and took the ticket, CLH and fair gates with empty critical
+//!   sections from 0.35-0.52 of the default lock's throughput to 0.46-0.82
+//!   (docs/contention.md, "The gate's wake-up after the release" and "Every gate's wake-up
+//!   after the release"). In a real program whose threads are not pinned it changed nothing
+//!   for `spin-park` and `futex`, and slowed the `spin-yield-park` gates by 15-35%, whose
+//!   waiters take the word while the holder is in that system call (still faster than
+//!   glibc's mutex there).
 //! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release
 //!   that finds no head waiting for the word (spinning, claiming, or asleep for this release
 //!   to wake) counts an *absence* in the word ([`Bounded`] keeps the count in its own CAS).
