@@ -729,6 +729,9 @@ models! {
     // in the guard (MCS), in the gate's own word (ticket) or in the room beside the word (CLH,
     // fair).
     gated_ticket_futex: Gated<Ticket<Futex>, Futex>, OTHERS;
+    // A ticket gate's waiter that may sleep spins on its waiting-array slot first, which the
+    // gate's hand-over bumps at once while the wake-up of a sleeper is left owed.
+    gated_ticket_spin_park: Gated<Ticket<SpinPark>, SpinPark>, OTHERS;
     gated_mcs_spin_park: Gated<McsQueue<SpinPark>, SpinPark>, OTHERS;
     gated_mcs_futex: Gated<McsQueue<Futex>, Futex>, OTHERS;
     gated_clh_futex: Gated<Clh<Futex>, Futex>, OTHERS;
