@@ -192,14 +192,7 @@ impl<W: Wait> Ticket<W> {
     /// only a word holder may pass this gate on; a timed-out gate holder, which never got the
     /// word, may still release it with `unlock`.
     pub(super) unsafe fn pass_on(&self) {
-        let next = self.serving.load(Relaxed).wrapping_add(1);
-        self.serving.store(next, Release);
-        if W::MAY_SLEEP {
-            // Ends the spin of the waiter holding `next` (see `wait_for_turn`) now; only the
-            // futex wake-up of sleepers is left owed.
-            waiting_slot(self, next).fetch_add(1, Release);
-            // As in `unlock`: the RMW reads the latest count and publishes the store above.
-            let sleepers = self.sleepers.fetch_add(0, Release) & !OWED;
+        if let Some((_, sleepers)) = self.serve_next() {
             // Any count, as in `unlock`: ticketed sleepers can carry into the timed count. With
             // only timed sleepers the release's wake-up finds nobody, a spare system call.
             if sleepers != 0 {
@@ -213,9 +206,33 @@ impl<W: Wait> Ticket<W> {
         }
     }
 
+    /// A release's part that `unlock` and `pass_on` share: serves the next ticket and, with a
+    /// policy that may sleep, bumps that ticket's waiting-array slot, which ends the spin of
+    /// its holder (see `wait_for_turn`). Returns the slot and the sleeper count, the owed bit
+    /// masked off, for the caller's wake-ups; `None` with a spin-only policy.
+    #[inline]
+    fn serve_next(&self) -> Option<(&'static AtomicU32, u32)> {
+        // Only the holder writes `serving`, so a load and a store suffice.
+        let next = self.serving.load(Relaxed).wrapping_add(1);
+        self.serving.store(next, Release);
+        if !W::MAY_SLEEP {
+            return None;
+        }
+        // Release: a waiter whose Acquire load reads this bump sees `serving` above. Every
+        // time, not only with sleepers counted: the waiter holding `next` may be spinning on it.
+        let slot = waiting_slot(self, next);
+        slot.fetch_add(1, Release);
+        // An RMW, not a load: it reads the latest count, and Release publishes the store above
+        // to a waiter whose increment comes after it (see `sleep_for_turn`). The owed bit is a
+        // gate's (`pass_on`): its holder's release collects it.
+        let sleepers = self.sleepers.fetch_add(0, Release) & !OWED;
+        Some((slot, sleepers))
+    }
+
     /// The waiting-array slot whose wake-up a gate's release left owed ([`Ticket::pass_on`],
-    /// which bumped it), with the owed bit cleared; `None` if none is owed. Called by the holder of the
-    /// gated lock's word before it releases it; the caller wakes every waiter on the slot.
+    /// which bumped it), with the owed bit cleared; `None` if none is owed. Called by the
+    /// holder of the gated lock's word before it releases it; the caller wakes every waiter on
+    /// the slot.
     pub(super) fn take_owed(&self) -> Option<&'static AtomicU32> {
         if self.sleepers.load(Relaxed) & OWED == 0 {
             return None;
@@ -343,27 +360,13 @@ unsafe impl<W: Wait> RawMutex for Ticket<W> {
 
     #[inline]
     unsafe fn unlock(&self, _: GuardSend) {
-        // Only the holder writes `serving`, so a load and a store suffice.
-        let next = self.serving.load(Relaxed).wrapping_add(1);
-        if !W::MAY_SLEEP {
-            self.serving.store(next, Release);
-        } else {
-            self.serving.store(next, Release);
-            // Release: a waiter whose Acquire load reads this bump sees `serving` above. Every
-            // time, not only with sleepers counted: the waiter holding `next` may be spinning
-            // on the slot (`wait_for_turn`).
-            let slot = waiting_slot(self, next);
-            slot.fetch_add(1, Release);
-            // An RMW, not a load: it reads the latest count, and Release publishes the store
-            // above to a waiter whose increment comes after it (see `sleep_for_turn`).
-            // The owed bit is a gate's (`pass_on`): its holder's release collects it.
-            let sleepers = self.sleepers.fetch_add(0, Release) & !OWED;
+        if let Some((slot, sleepers)) = self.serve_next() {
             // Any count at all, not only the ticketed bits: 65536 sleepers with a ticket
             // would carry into the timed count and leave the ticketed bits zero, and the
             // wake-up they wait for must not be skipped then.
             if sleepers != 0 {
-                // Every waiter on the slot: the one holding `next` cannot be told apart from
-                // those whose tickets share it.
+                // Every waiter on the slot: the one holding the next ticket cannot be told
+                // apart from those whose tickets share it.
                 W::wake_all(slot);
             }
             if sleepers >= TIMED_SLEEPER {
