@@ -17,9 +17,10 @@
 //! release bumps the slot of the ticket it serves. `serving` shares its line with `next` and,
 //! in a [`Gated`](super::Gated) lock's gate, with the word that every acquisition and release
 //! writes: on a 16-CPU guest, 16 threads of a tight loop under `ticket:spin-park` spent 3.5x
-//! glibc's time with up to 15 waiters spinning on that line, and 0.55x once they spun on their
-//! slots (docs/contention.md, "A ticket gate's waiters spin on their slots"). The seeds' ticket
-//! lock, over the spin-only policies, keeps every waiter on `serving`.
+//! glibc's time with up to 15 waiters spinning on that line (`ticket:pause-yield-park` 6.0x),
+//! and 0.49-0.56x once they spun on their slots (docs/contention.md, "On 16 CPUs again, and a
+//! ticket gate's waiters spin on their slots"). The seeds' ticket lock, over the spin-only
+//! policies, keeps every waiter on `serving`.
 
 use crate::sync::{AtomicU32, Ordering::*};
 use crate::wait::{Episode, Spun, Wait};
