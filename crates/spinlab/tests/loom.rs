@@ -722,8 +722,8 @@ models! {
     // phase, in the sleeper count and in the claim at once.
     bounded_pause_yield_park: Bounded<PauseYieldPark>, OTHERS;
     // The registry's in-order locks over sleeping policies: each queue as the gate of a
-    // bounded word. One policy each keeps the file's run time down; the gate's own models
-    // above cover its algorithm over every policy.
+    // bounded word. One or two policies each keep the file's run time down; the gate's own
+    // models above cover its algorithm over every policy.
     // Over `futex` every waiter behind the head sleeps at once, so nearly every hand-over of
     // a gate leaves its wake-up owed to the release of the word (`Gate::due`, `Gate::settle`):
     // in the guard (MCS), in the gate's own word (ticket) or in the room beside the word (CLH,
@@ -741,6 +741,58 @@ models! {
     // one (the word alone): the two paths `Adaptive` chooses between, each forced.
     adaptive_pause_yield_park_gated: Adaptive<PauseYieldPark, 0>, OTHERS;
     adaptive_pause_yield_park_crowd: Adaptive<PauseYieldPark, { usize::MAX }>, OTHERS;
+}
+
+/// A policy that may sleep but never ends its spin phase. A ticket waiter over it sees its
+/// turn only through the release's bump of its waiting-array slot: with a real policy a
+/// waiter that missed the bump (a release that skipped it, or a waiter that read `serving`
+/// before its slot) would spin out its budget, then sleep and look at `serving` again, so no
+/// other model can tell the miss from a correct run. Here it spins for ever, and loom reports
+/// the execution that never ends.
+struct SpinsUntilBumped;
+
+impl Wait for SpinsUntilBumped {
+    const NAME: &'static str = "spins-until-bumped";
+    const MAY_SLEEP: bool = true;
+    fn relax(_: &loom::sync::atomic::AtomicU32, _: u32, _: &mut spinlab::wait::Episode) -> bool {
+        true
+    }
+}
+
+/// The ticket lock, alone and as a gate, with waiters that see their turn only through the
+/// bump of their waiting-array slot ([`SpinsUntilBumped`]).
+macro_rules! slot_bump_models {
+    ($($name:ident: $lock:ty;)*) => {$(
+        mod $name {
+            use super::*;
+            type L = $lock;
+
+            #[test]
+            fn release_wakes_one_waiter() {
+                release_wakes_every_waiter::<L>(1, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
+            }
+
+            #[test]
+            fn release_wakes_two_waiters() {
+                release_wakes_every_waiter::<L>(2, Bound::Fixed(1), 0);
+            }
+
+            #[test]
+            fn relock_races_handover() {
+                super::relock_races_handover::<L>(Bound::Default(3));
+            }
+
+            #[test]
+            fn hand_over_hand() {
+                super::hand_over_hand::<L>(Bound::Default(3));
+            }
+        }
+    )*};
+}
+
+slot_bump_models! {
+    ticket_spins_until_bumped: Ticket<SpinsUntilBumped>;
+    gated_ticket_spins_until_bumped: Gated<Ticket<SpinsUntilBumped>, SpinPark>;
 }
 
 /// The ticket lock counts at most 2^14 timed waiters asleep, so that their count cannot carry

@@ -195,8 +195,8 @@ impl<W: Wait> Gate for McsQueue<W> {
 
 /// A ticket gate owes a wake-up of the next ticket's waiting-array slot, and says so in a bit
 /// of its own `sleepers` word: `Gated<Ticket>` is 16 bytes with no room to spare. The slot is
-/// static, and bumped as the gate is passed on, so a waiter spinning on it stops at once; only
-/// the futex wake-up waits for the release.
+/// static. With a policy that may sleep it is bumped as the gate is passed on, so a waiter
+/// spinning on it stops at once; only the futex wake-up waits for the release.
 impl<W: Wait> Gate for Ticket<W> {
     type Owed = ();
     type Room = ();

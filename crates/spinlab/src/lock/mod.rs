@@ -15,7 +15,9 @@
 //! | [`Adaptive`] |       | CAS + CAS               | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //!
 //! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas`,
-//! `Ttas` and `Mcs` become a swap, so they can see whether to wake anyone.)
+//! `Ttas` and `Mcs` become a swap, so they can see whether to wake anyone, and `Ticket`'s
+//! store is followed by two read-modify-writes: the bump of the next ticket's waiting-array
+//! slot and a read of its sleeper count.)
 //!
 //! Fairness guarantees, precisely:
 //!

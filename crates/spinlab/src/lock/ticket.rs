@@ -1,8 +1,9 @@
 //! Ticket lock: take a number, wait until it is served. FIFO, one shared line.
 //!
-//! Every spinning waiter watches the same `serving` word, so every hand-over invalidates
-//! every waiter's copy of it. That cost grows with the number of waiters and is what MCS and
-//! CLH remove.
+//! Over the spin-only policies (the seeds' ticket lock) every waiter watches the same
+//! `serving` word, so every hand-over invalidates every waiter's copy of it. That cost grows
+//! with the number of waiters and is what MCS and CLH remove. Over the policies that may sleep
+//! waiters spin and sleep elsewhere (below).
 //!
 //! A waiter that sleeps does not sleep on `serving`: the kernel cannot wake "the one holding
 //! ticket n", so a release would have to wake every sleeper, a herd per hand-over (CPython's
@@ -16,11 +17,11 @@
 //! With a policy that may sleep, a waiter spins on that slot too, not on `serving`, and every
 //! release bumps the slot of the ticket it serves. `serving` shares its line with `next` and,
 //! in a [`Gated`](super::Gated) lock's gate, with the word that every acquisition and release
-//! writes: on a 16-CPU guest, 16 threads of a tight loop under `ticket:spin-park` spent 3.5x
-//! glibc's time with up to 15 waiters spinning on that line (`ticket:pause-yield-park` 6.0x),
-//! and 0.49-0.56x once they spun on their slots (docs/contention.md, "On 16 CPUs again, and a
-//! ticket gate's waiters spin on their slots"). The seeds' ticket lock, over the spin-only
-//! policies, keeps every waiter on `serving`.
+//! writes. On a 16-CPU guest, with 16 threads of a tight loop and up to 15 waiters spinning on
+//! that line, `ticket:spin-park` took 3.5x glibc's time and `ticket:pause-yield-park` 6.0x;
+//! spinning on their slots, 0.54-0.56x and 0.55x (docs/contention.md, "On 16 CPUs again, and
+//! a ticket gate's waiters spin on their slots"). Timed waiters, which hold no ticket, still
+//! spin and sleep on `serving`.
 
 use crate::sync::{AtomicU32, Ordering::*};
 use crate::wait::{Episode, Spun, Wait};
@@ -31,7 +32,8 @@ use std::time::Instant;
 /// Ticket lock waiting with policy `W`.
 ///
 /// Words: `next` (the next ticket to hand out), `serving` (the ticket that holds the lock;
-/// spinning waiters watch it), `sleepers` (used only by policies that may sleep: waiters with
+/// waiters of a spin-only policy and timed waiters watch it, the others their waiting-array
+/// slot), `sleepers` (used only by policies that may sleep: waiters with
 /// a ticket that may be asleep on a waiting-array slot, counted in units of
 /// `TICKETED_SLEEPER`, timed waiters that may be asleep on `serving`, in units of
 /// `TIMED_SLEEPER`, and, in a gated lock's gate, the bit `OWED`: the next ticket's slot is
@@ -148,9 +150,10 @@ impl<W: Wait> Ticket<W> {
     fn sleep_for_turn(&self, ticket: u32) {
         let slot = waiting_slot(self, ticket);
         // Pairs with unlock's read-modify-write of `sleepers`, as in `wait_serving_change`:
-        // if ours comes first, the release that serves `ticket` sees us counted and bumps
-        // and wakes our slot; if its comes first, our Acquire makes its store to `serving`
-        // visible below.
+        // if ours comes first, the release that serves `ticket` sees us counted and wakes our
+        // slot, which it bumped before (a gate's release wakes it after the word's release,
+        // `take_owed`); if its comes first, our Acquire makes its store to `serving` visible
+        // below.
         self.sleepers.fetch_add(TICKETED_SLEEPER, Acquire);
         // Acquire: if this reads the bump of the release that serves us, that release's store
         // to `serving` is visible below. If it reads an older value, the bump is still to
