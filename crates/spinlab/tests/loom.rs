@@ -774,7 +774,9 @@ macro_rules! slot_bump_models {
 
             #[test]
             fn release_wakes_two_waiters() {
-                release_wakes_every_waiter::<L>(2, Bound::Fixed(1), 0);
+                // Two waiters that never stop spinning, as two on one shared word.
+                let two_waiters = SPINNERS_ON_ONE_WORD;
+                release_wakes_every_waiter::<L>(2, two_waiters.bound, two_waiters.holder_yields);
             }
 
             #[test]
