@@ -50,7 +50,10 @@
 //! whatever ended it. A release clears `LOCKED` and, when sleepers are counted and neither
 //! `HANDOFF` nor `WAKING` is set, sets `WAKING` in the same CAS and then wakes one. Unlike a
 //! single "sleepers may exist" bit (Rust std's futex mutex), the count does not forget the
-//! other sleepers while a woken one is on its way back.
+//! other sleepers while a woken one is on its way back. A release that finds the word
+//! holding `LOCKED` alone subtracts it instead of a CAS, which is cheaper on the AMD guest
+//! (`release_alone`); should a waiter count itself in between that look and the
+//! subtraction, the release wakes one sleeper without `WAKING` (below).
 //!
 //! **Nothing touches the word after the release but the futex wake-up.** POSIX lets a thread
 //! destroy a mutex as soon as it is unlocked and unused (an object whose mutex guards its own
@@ -101,7 +104,10 @@
 //! has a release, and a wake-up, still to come. A release with `HANDOFF` wakes nobody: the
 //! claimant is running, and its own release wakes the next sleeper. A release that finds
 //! `WAKING` set wakes nobody: a sleeper is on its way back, and counting out hands it the
-//! duty above. (A build whose waiters starved at once hung in the contention experiment when
+//! duty above. A release by subtraction that a waiter's count-in raced cannot set `WAKING`,
+//! and wakes one sleeper anyway: that waiter sleeps on a word changed by the subtraction, or
+//! retaken since and so with a release still to come, and whoever the wake-up reaches comes
+//! back with the duty. (A build whose waiters starved at once hung in the contention experiment when
 //! an earlier protocol lost that duty: a sleeper slept on a free lock until a debugger's
 //! attach woke it. The loom models `never_starving_*` explore those races.)
 //!
@@ -429,18 +435,53 @@ impl<W: Wait> Bounded<W> {
         if queued {
             return self.release(self.state.load(Relaxed), true);
         }
-        // Release: our critical section happens-before the next holder's Acquire.
-        match self.state.compare_exchange(LOCKED, 0, Release, Relaxed) {
-            Ok(_) => Lap::None,
+        match self.release_alone() {
+            Ok(()) => Lap::None,
             Err(seen) => self.release(seen, false),
         }
     }
 
-    /// Releases a word that was not just `LOCKED` when the inline CAS saw it as `seen`.
+    /// Frees a word that holds `LOCKED` and nothing else, with a subtraction rather than a
+    /// compare-and-swap; returns the word as seen, untouched, when it holds more.
+    ///
+    /// A look and a `lock xadd` cost less than a `lock cmpxchg` on the AMD EPYC guest: the
+    /// look hits the line the acquisition left in our cache, and in a C loop of
+    /// lock-and-unlock pairs a CAS release took 1.04-1.05x the time of a swap release, this
+    /// one 0.94x. (A swap would clear the rest of the word.) Under contention the look costs
+    /// no extra transfer where waiters only read the word, as it is then shared and the
+    /// subtraction's upgrade is the transfer the CAS made; a waiter's failed CAS takes the
+    /// line away, and then the look fetches it and the subtraction takes it again.
+    ///
+    /// A waiter may count itself in, spin or claim between the look and the subtraction.
+    /// The subtraction keeps what it added, as the CAS release would, but cannot have set
+    /// `WAKING` with it, and nothing may touch the word once it is free (the module docs):
+    /// such a release wakes one sleeper without `WAKING`. A waiter that counted in and has not
+    /// reached the kernel sleeps on a word that has changed, or, if it was taken again since,
+    /// on a held word whose holder's release finds it counted. One woken counts out and takes
+    /// over the duty as any woken sleeper does; `WAKING` clear only lets a later release wake
+    /// another meanwhile, the little herd the module docs accept.
+    #[inline(always)]
+    fn release_alone(&self) -> Result<(), u32> {
+        let seen = self.state.load(Relaxed);
+        if seen != LOCKED {
+            return Err(seen);
+        }
+        // Release: our critical section happens-before the next holder's Acquire.
+        let was = self.state.fetch_sub(LOCKED, Release);
+        if was != LOCKED {
+            Self::counted_in_meanwhile(&self.state, was);
+        }
+        Ok(())
+    }
+
+    /// After [`Bounded::release_alone`] found a waiter come between its look and its
+    /// subtraction (`was`, the word just before the subtraction): wakes one sleeper where
+    /// `release` would have set `WAKING` to. The lock may be gone: only the wake-up names it.
     #[cold]
-    fn unlock_contended(&self, seen: u32) {
-        // Only a gated lock's release counts absences (`unlock_counting_absences`).
-        self.release(seen, false);
+    fn counted_in_meanwhile(word: &AtomicU32, was: u32) {
+        if was & (HANDOFF | WAKING) == 0 && sleepers(was) != 0 {
+            W::wake_one(word);
+        }
     }
 
     /// Clears `LOCKED`, and sets `WAKING` if we are to wake a sleeper: with a claim pending
@@ -662,9 +703,9 @@ unsafe impl<W: Wait> RawMutex for Bounded<W> {
 
     #[inline]
     unsafe fn unlock(&self, _: GuardSend) {
-        // Release: our critical section happens-before the next holder's Acquire.
-        if let Err(seen) = self.state.compare_exchange(LOCKED, 0, Release, Relaxed) {
-            self.unlock_contended(seen);
+        if let Err(seen) = self.release_alone() {
+            // Only a gated lock's release counts absences (`unlock_counting_absences`).
+            self.release(seen, false);
         }
     }
 

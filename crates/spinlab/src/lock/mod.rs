@@ -10,14 +10,16 @@
 //! | [`Mcs`]  |           | swap + store            | FIFO in the queue, each waiter on its own line; a bypass bound for the rest |
 //! | [`Clh`]  |           | swap + store            | FIFO, each waiter on its predecessor's line |
 //! | [`Fair`] | seed 003  | bit-set + CAS           | round-robin over waiters' slots |
-//! | [`Bounded`] |        | CAS + CAS               | none, but a bypass bound in time |
-//! | [`Gated`] |          | CAS + CAS               | waiters queue in the gate's order; a bypass bound in time |
-//! | [`Adaptive`] |       | CAS + CAS               | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
+//! | [`Bounded`] |        | CAS + load, fetch-sub   | none, but a bypass bound in time |
+//! | [`Gated`] |          | CAS + load, fetch-sub   | waiters queue in the gate's order; a bypass bound in time |
+//! | [`Adaptive`] |       | CAS + load, fetch-sub   | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //!
 //! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas`,
 //! `Ttas` and `Mcs` become a swap, so they can see whether to wake anyone, and `Ticket`'s
 //! store is followed by two read-modify-writes: the bump of the next ticket's waiting-array
-//! slot and a read of its sleeper count.)
+//! slot and a read of its sleeper count. The `Bounded` word's unlock subtracts `LOCKED` where
+//! it finds nothing else in the word, cheaper than a CAS on the AMD guest, and makes a CAS
+//! otherwise; a `Gated` unlock first reads whether the gate is held.)
 //!
 //! Fairness guarantees, precisely:
 //!
