@@ -84,6 +84,10 @@ struct MySlot {
     last: Cell<u8>,
     /// This thread announced a slot on [`turn`] and owes the sleepers the wake-up ([`settle`]).
     owed: Cell<bool>,
+    /// Waits at a fair gate since this thread last moved to a new slot ([`move_now_and_then`]).
+    waits: Cell<u32>,
+    /// The state of the generator that draws the new slot (splitmix64; 0 until first used).
+    draw: Cell<u64>,
     #[cfg(loom)]
     table: loom::sync::Arc<Slots>,
 }
@@ -113,8 +117,15 @@ impl Drop for MySlot {
 
 #[cfg(not(loom))]
 crate::sync::thread_local! {
-    static MY_SLOT: MySlot =
-        const { MySlot { slot: Cell::new(UNCLAIMED), last: Cell::new(UNCLAIMED), owed: Cell::new(false) } };
+    static MY_SLOT: MySlot = const {
+        MySlot {
+            slot: Cell::new(UNCLAIMED),
+            last: Cell::new(UNCLAIMED),
+            owed: Cell::new(false),
+            waits: Cell::new(0),
+            draw: Cell::new(0),
+        }
+    };
 }
 
 #[cfg(loom)]
@@ -123,8 +134,107 @@ crate::sync::thread_local! {
         slot: Cell::new(UNCLAIMED),
         last: Cell::new(UNCLAIMED),
         owed: Cell::new(false),
+        waits: Cell::new(0),
+        draw: Cell::new(0),
         table: SLOTS.clone(),
     };
+}
+
+/// How many of its waits at a fair gate a thread makes in one slot before it moves to another
+/// ([`move_now_and_then`]). Under loom every wait moves, so that the models meet a move beside
+/// every other step.
+#[cfg(not(loom))]
+pub const WAITS_PER_MOVE: u32 = 8;
+#[cfg(loom)]
+pub const WAITS_PER_MOVE: u32 = 1;
+
+/// Called by a thread about to wait at a fair gate ([`Gated`](super::Gated) over
+/// [`Fair`](super::Fair)), when it waits in no fair lock's round-robin: on every
+/// [`WAITS_PER_MOVE`]th call it moves to a slot drawn at random among the free ones, and gives
+/// its own back. A thread without a slot draws its first one here.
+///
+/// Why: slots are handed out once per thread, so which thread follows which in the
+/// round-robin is fixed while they keep them. With threads pinned to CPUs, a thread whose
+/// predecessor in slot order runs on its own CPU is granted the gate asleep on a CPU that its
+/// granter goes on using, and waits for it at every turn, while its granter barges on: on the
+/// 2-CPU guest, with 8 and 16 threads, some threads took 0.08-0.74 of the acquisitions of
+/// others over whole runs (docs/contention.md, "The fair gate's unfairness follows the
+/// threads' CPUs"). Moving spreads those turns over all threads, as a FIFO queue's changing
+/// order does.
+///
+/// What it costs the order: a thread that moves may land ahead of the scan, and so be granted
+/// twice in one turn of another waiter. Between two moves it makes [`WAITS_PER_MOVE`] waits,
+/// each ended by a grant while anyone else waits (a fair lock with waiters is never free), so
+/// it moves at most once during another thread's wait: each other slot holder passes a waiter
+/// at most twice. (Its waits at other fair gates count too, so a thread that waits at several
+/// may pass a waiter once more for every [`WAITS_PER_MOVE`] waits it made elsewhere
+/// meanwhile.) A thread that moves while it holds another fair lock starts that lock's next
+/// scan from its new slot, as a thread of seed 003 that migrated scans from its new CPU.
+///
+/// The slot is only ever held by one thread: the new one is claimed with a compare-and-swap
+/// on the free set (Acquire, after its last holder's Release), and the old one given back
+/// after. A wake-up still on its way to the old slot's signal reaches its next holder as a
+/// spurious one, as for a slot given back ([`give_back_if_wanted`]).
+pub fn move_now_and_then() {
+    let table = table();
+    let _ = MY_SLOT.try_with(|mine| {
+        let slot = mine.slot.get();
+        let held = (slot as usize) < FAIR_SLOTS;
+        if held {
+            let waits = mine.waits.get() + 1;
+            if waits < WAITS_PER_MOVE {
+                mine.waits.set(waits);
+                return;
+            }
+            mine.waits.set(0);
+        }
+        let free = table.free.load(Relaxed) & claimable();
+        if free == 0 {
+            return;
+        }
+        // Seeded from the free set, not an address: the same run draws the same slots (loom
+        // replays its executions), and threads that come at different times draw differently.
+        let mut state = mine.draw.get();
+        if state == 0 {
+            state = (free ^ u64::from(slot)) | 1 << 63;
+        }
+        let (state, drawn) = splitmix64(state);
+        mine.draw.set(state);
+        // Under loom the lowest, so that two threads drawing at once pick the same slot and
+        // the models meet the race that the compare-and-swap below settles.
+        let new = if cfg!(loom) {
+            free.trailing_zeros()
+        } else {
+            nth_set_bit(free, (drawn % u64::from(free.count_ones())) as u32)
+        };
+        // Acquire: the slot's last holder gave it back with Release, after its last use of the
+        // signal word. A failure (another thread claimed or gave back a slot meanwhile) leaves
+        // us where we are until the next move.
+        if table.free.compare_exchange(free, free & !(1 << new), Acquire, Relaxed).is_ok() {
+            mine.slot.set(new as u8);
+            if held {
+                table.free.fetch_or(1 << slot, Release);
+            }
+        }
+    });
+}
+
+/// One step of splitmix64: the next state, and its output.
+fn splitmix64(state: u64) -> (u64, u64) {
+    let state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (state, z ^ (z >> 31))
+}
+
+/// The index of the `n`th set bit of `bits` (counting from 0 at the lowest); `bits` has more
+/// than `n` set.
+fn nth_set_bit(mut bits: u64, n: u32) -> u32 {
+    for _ in 0..n {
+        bits &= bits - 1;
+    }
+    bits.trailing_zeros()
 }
 
 fn claim() -> u8 {
@@ -303,4 +413,51 @@ pub fn mine() -> Option<usize> {
 #[inline]
 pub fn signal(slot: usize) -> &'static AtomicU32 {
     &table().signals[slot]
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering as O};
+
+    /// Threads that move to new slots, many at once, never hold the same slot: each records
+    /// itself as its slot's owner after every call, having cleared its entry before the call,
+    /// so two threads given one slot find each other there. (Other tests' threads hold slots
+    /// too; they are not in the table, and the moves only draw free slots.)
+    #[test]
+    fn threads_that_move_never_share_a_slot() {
+        static OWNER: [AtomicUsize; FAIR_SLOTS] = [const { AtomicUsize::new(0) }; FAIR_SLOTS];
+        let threads = 12;
+        let moved = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for me in 1..=threads {
+                let moved = &moved;
+                s.spawn(move || {
+                    let mut before = mine().expect("12 threads find a free slot among 62");
+                    for _ in 0..20_000 {
+                        OWNER[before].store(0, O::SeqCst);
+                        move_now_and_then();
+                        let after = mine().expect("a move keeps a slot");
+                        let other = OWNER[after].swap(me, O::SeqCst);
+                        assert_eq!(other, 0, "threads {me} and {other} both hold slot {after}");
+                        if after != before {
+                            moved.fetch_add(1, O::Relaxed);
+                        }
+                        before = after;
+                    }
+                    OWNER[before].store(0, O::SeqCst);
+                });
+            }
+        });
+        // 20 000 calls each, a move every WAITS_PER_MOVE: most succeed.
+        assert!(moved.into_inner() > threads * 20_000 / WAITS_PER_MOVE as usize / 2);
+    }
+
+    #[test]
+    fn the_nth_set_bit_counts_from_the_lowest() {
+        assert_eq!(nth_set_bit(0b1011_0100, 0), 2);
+        assert_eq!(nth_set_bit(0b1011_0100, 1), 4);
+        assert_eq!(nth_set_bit(0b1011_0100, 3), 7);
+        assert_eq!(nth_set_bit(1 << 61, 0), 61);
+    }
 }

@@ -50,7 +50,8 @@
 //!
 //! A hand-over of the gate to a waiter that is asleep delays only the waiters behind it: the
 //! word stays free for any running thread. Fairness: the waiters that found the lock taken
-//! get it in the gate's order (FIFO for ticket, MCS and CLH; round-robin for the fair lock),
+//! get it in the gate's order (FIFO for ticket, MCS and CLH; round-robin for the fair lock,
+//! whose threads move to new slots every 8th wait, `fair_slots::move_now_and_then`),
 //! and the head is passed over by barging threads for at most [`STARVATION_NS`] of its own
 //! waiting before it claims the next release, and for at most [`HEAD_STALL_NS`] of each
 //! holder's releases while it is not running, before that holder yields to it (a yield is a
@@ -114,6 +115,11 @@ pub trait Gate: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>
     /// Makes a wake-up [`Gate::due`] returned. Called after the word's release, when the lock
     /// may be gone: it touches no memory of the lock, only a futex word that is never freed.
     fn settle(due: Option<&'static AtomicU32>);
+    /// Called just before a waiter takes the gate, while it holds nothing of it. The fair gate
+    /// moves the thread to a new slot every 8th wait (`fair_slots::move_now_and_then`, whose
+    /// docs say why); the other gates do nothing.
+    #[inline]
+    fn before_waiting(&self) {}
 }
 
 /// The room a [`Gated`] lock keeps beside its word for its gate ([`Gate::Room`]): nothing,
@@ -264,6 +270,10 @@ impl<W: Wait> Gate for Fair<W> {
     fn settle(due: Option<&'static AtomicU32>) {
         wake_one::<W>(due);
     }
+    #[inline]
+    fn before_waiting(&self) {
+        super::fair_slots::move_now_and_then();
+    }
 }
 
 /// The queue lock `L` as a gate in front of a bounded-bypass word waiting with policy `W`
@@ -322,6 +332,7 @@ impl<L: Gate, W: Wait> Gated<L, W> {
                 Outcome::Queue => {}
             }
         }
+        self.gate.before_waiting();
         let head = match deadline {
             None => self.gate.lock(),
             Some(deadline) => self.gate.try_lock_until(deadline)?,

@@ -37,7 +37,11 @@
 //!   waiters, a thread without a slot takes the lock if it finds it free, and a slot that a
 //!   holder gives back at the end of its wait: sleepers in the order they went to sleep, but
 //!   a thread still spinning (spinning policies), or one that has just come, first, so no
-//!   bound. With a policy that may sleep, such a thread sleeps after one look.
+//!   bound. With a policy that may sleep, such a thread sleeps after one look. As the gate
+//!   of a [`Gated`] lock (the registry's `fair` over sleeping policies), each thread moves to
+//!   a random free slot every 8th wait, so that which thread follows which changes: each
+//!   other slot holder passes a waiter at most twice in one turn there
+//!   (`fair_slots::WAITS_PER_MOVE`).
 //! - `Bounded`: a bypass bound in time: a running waiter that has waited
 //!   [`STARVATION_NS`] gets the lock after at most the current holder and one earlier claimant
 //!   (see [`Bounded`]).

@@ -111,7 +111,7 @@ const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!(
 /// The same for the fair lock, whose gate orders only the threads holding one of its slots
 /// ([`crate::lock::FAIR_SLOTS`]).
 const FAIR_GATED_BOUND: &str = concat!(
-    "round-robin among the threads holding one of its 62 slots (past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to a thread that has just come: no bound); ",
+    "round-robin among the threads holding one of its 62 slots, each moving to a random free slot every 8th wait, so each other slot holder passes a waiter at most twice in one turn (past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to a thread that has just come: no bound); ",
     head_at_the_word!()
 );
 
