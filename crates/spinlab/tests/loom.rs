@@ -878,6 +878,36 @@ past_the_slots_models! {
     gated_fair_spin_park_past_its_slots: Gated<Fair<SpinPark>, SpinPark>;
 }
 
+/// A fair gate whose threads move to a new slot at every wait (`loom_fair_moves(1)`; the
+/// other models never move, for time), to the lowest free one: two threads drawing at once
+/// pick the same slot, and a waiter that relocks moves between its two waits, so its next
+/// scan starts from its new slot and its old slot's signal word may still get a wake-up.
+macro_rules! moving_models {
+    ($($name:ident: $lock:ty;)*) => {$(
+        mod $name {
+            use super::*;
+            type L = $lock;
+
+            #[test]
+            fn release_wakes_two_waiters() {
+                let _moves = spinlab::lock::loom_fair_moves(1);
+                release_wakes_every_waiter::<L>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn waiters_relock() {
+                let _moves = spinlab::lock::loom_fair_moves(1);
+                holder_with_predecessor::<L>(0, 2, Relock::Everyone, Bound::Fixed(1), 0);
+            }
+        }
+    )*};
+}
+
+moving_models! {
+    gated_fair_futex_moving: Gated<Fair<Futex>, Futex>;
+    gated_fair_spin_park_moving: Gated<Fair<SpinPark>, SpinPark>;
+}
+
 /// The bounded word's waits in which nobody claims, as for the first 0.5 ms of every real wait
 /// (the models above make a waiter starve at its second look, so their waiters mostly claim
 /// and seldom sleep).

@@ -141,12 +141,50 @@ crate::sync::thread_local! {
 }
 
 /// How many of its waits at a fair gate a thread makes in one slot before it moves to another
-/// ([`move_now_and_then`]). Under loom every wait moves, so that the models meet a move beside
-/// every other step.
-#[cfg(not(loom))]
+/// ([`move_now_and_then`]).
+#[cfg_attr(loom, allow(dead_code))]
 pub const WAITS_PER_MOVE: u32 = 8;
+
+/// [`WAITS_PER_MOVE`], or under loom what the model set with [`loom_fair_moves`]: by default
+/// no move at all, since each move multiplies the interleavings of every fair gate model (with
+/// a move at every wait the suite took 344 s more in CI, past 28 minutes in all); the models
+/// `gated_fair_*_moving` move at every wait.
+#[inline]
+fn waits_per_move() -> u32 {
+    #[cfg(not(loom))]
+    {
+        WAITS_PER_MOVE
+    }
+    #[cfg(loom)]
+    {
+        LOOM_MOVES.with(|every| every.get())
+    }
+}
+
 #[cfg(loom)]
-pub const WAITS_PER_MOVE: u32 = 1;
+std::thread_local! {
+    static LOOM_MOVES: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Under loom: threads move to a new slot at every `every`th wait at a fair gate (0: never,
+/// the default) while the returned guard lives.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_fair_moves(every: u32) -> LoomFairMoves {
+    LoomFairMoves(LOOM_MOVES.with(|moves| moves.replace(every)))
+}
+
+#[cfg(loom)]
+#[doc(hidden)]
+#[must_use = "the setting lasts only while the guard lives"]
+pub struct LoomFairMoves(u32);
+
+#[cfg(loom)]
+impl Drop for LoomFairMoves {
+    fn drop(&mut self) {
+        LOOM_MOVES.with(|moves| moves.set(self.0));
+    }
+}
 
 /// Called by a thread about to wait at a fair gate ([`Gated`](super::Gated) over
 /// [`Fair`](super::Fair)), when it waits in no fair lock's round-robin: on every
@@ -176,13 +214,17 @@ pub const WAITS_PER_MOVE: u32 = 1;
 /// after. A wake-up still on its way to the old slot's signal reaches its next holder as a
 /// spurious one, as for a slot given back ([`give_back_if_wanted`]).
 pub fn move_now_and_then() {
+    let every = waits_per_move();
+    if every == 0 {
+        return;
+    }
     let table = table();
     let _ = MY_SLOT.try_with(|mine| {
         let slot = mine.slot.get();
         let held = (slot as usize) < FAIR_SLOTS;
         if held {
             let waits = mine.waits.get() + 1;
-            if waits < WAITS_PER_MOVE {
+            if waits < every {
                 mine.waits.set(waits);
                 return;
             }

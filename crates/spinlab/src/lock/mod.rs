@@ -86,7 +86,7 @@ pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
 #[cfg(loom)]
 #[doc(hidden)]
-pub use fair_slots::{loom_fair_slots, LoomFairSlots};
+pub use fair_slots::{loom_fair_moves, loom_fair_slots, LoomFairMoves, LoomFairSlots};
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
