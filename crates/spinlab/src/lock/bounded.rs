@@ -479,7 +479,7 @@ impl<W: Wait> Bounded<W> {
     /// `release` would have set `WAKING` to. The lock may be gone: only the wake-up names it.
     #[cold]
     fn counted_in_meanwhile(word: &AtomicU32, was: u32) {
-        if was & (HANDOFF | WAKING) == 0 && sleepers(was) != 0 {
+        if owes_wake_up(was) {
             W::wake_one(word);
         }
     }
@@ -492,7 +492,7 @@ impl<W: Wait> Bounded<W> {
     #[cold]
     fn release(&self, mut seen: u32, queued: bool) -> Lap {
         let (wake, lap) = loop {
-            let wake = seen & (HANDOFF | WAKING) == 0 && sleepers(seen) != 0;
+            let wake = owes_wake_up(seen);
             let head_waits = seen & (SPINNING | HANDOFF) != 0 || wake;
             let spell = seen & SPELLS;
             let (absences, lap) = match seen & ABSENCES {
@@ -553,6 +553,14 @@ pub(crate) enum Outcome {
     TimedOut,
     /// Spinning did not get the lock (`Mode::SpinThenQueue` only): wait in the queue.
     Queue,
+}
+
+/// Whether a release from `state` wakes a sleeper: one is counted, and neither a claimant
+/// (whose own release wakes one) nor a sleeper already woken (which takes the duty over) is
+/// on its way.
+#[inline]
+fn owes_wake_up(state: u32) -> bool {
+    state & (HANDOFF | WAKING) == 0 && sleepers(state) != 0
 }
 
 /// Sleepers counted in `state`.
