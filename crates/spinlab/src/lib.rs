@@ -55,10 +55,10 @@ pub use padded::CachePadded;
 /// only the queue's head waits for the word.
 ///
 /// Why this one:
-/// - Uncontended, it is one compare-and-swap to lock, and a load and one subtraction (`lock
-///   xadd`) to unlock, with no system call: the cost of `std::sync::Mutex`. It takes 8
-///   bytes: the word and the gate's tail, which holds a queue node's 32-bit number rather
-///   than its address.
+/// - Uncontended, it is one compare-and-swap to lock and one to unlock (on an AMD CPU, a load
+///   and a subtraction, `lock xadd`, which is cheaper there), with no system call: the cost
+///   of `std::sync::Mutex`. It takes 8 bytes: the word and the gate's tail, which holds a
+///   queue node's 32-bit number rather than its address.
 /// - Contended, a running thread takes a free lock at once (barging), so the lock never waits
 ///   for a sleeping or preempted thread to be scheduled: the convoy that makes strict FIFO
 ///   locks collapse when threads outnumber CPUs.

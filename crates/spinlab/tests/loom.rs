@@ -981,3 +981,56 @@ never_starving_models! {
     never_starving_gated_clh_futex: Gated<Clh<Futex>, Futex>;
     never_starving_gated_fair_futex: Gated<Fair<Futex>, Futex>;
 }
+
+/// The bounded word's release by compare-and-swap, as it runs on a CPU that is not AMD
+/// (`Bounded::release_alone`; every other model of the word explores the look and the
+/// subtraction that an AMD CPU runs). The releases race waiters counting themselves in,
+/// claiming (a waiter starves at its second look) and not claiming, and sleepers woken to
+/// relock.
+macro_rules! cas_release_models {
+    ($($name:ident: $lock:ty, $two_waiters:expr;)*) => {$(
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn mutual_exclusion_3_threads() {
+                let _cas = spinlab::lock::loom_release_by_cas();
+                mutual_exclusion::<$lock>(3, $two_waiters.bound);
+            }
+
+            #[test]
+            fn release_wakes_two_waiters() {
+                let _cas = spinlab::lock::loom_release_by_cas();
+                let two_waiters = $two_waiters;
+                release_wakes_every_waiter::<$lock>(2, two_waiters.bound, two_waiters.holder_yields);
+            }
+
+            #[test]
+            fn timed_waiter_queued_with_plain_waiter() {
+                let _cas = spinlab::lock::loom_release_by_cas();
+                timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn never_starving_release_wakes_two_waiters() {
+                let _cas = spinlab::lock::loom_release_by_cas();
+                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                release_wakes_every_waiter::<$lock>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            #[test]
+            fn never_starving_holder_relocks_while_the_head_is_away() {
+                let _cas = spinlab::lock::loom_release_by_cas();
+                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                holder_relocks_while_the_head_is_away::<$lock>(Bound::Default(2));
+            }
+        }
+    )*};
+}
+
+cas_release_models! {
+    cas_release_bounded_futex: Bounded<Futex>, OTHERS;
+    cas_release_bounded_pause_yield_park: Bounded<PauseYieldPark>, OTHERS;
+    // A gated word's release goes the same way when the gate is free at the release.
+    cas_release_gated_mcs_futex: Gated<McsQueue<Futex>, Futex>, OTHERS;
+}

@@ -50,10 +50,10 @@
 //! whatever ended it. A release clears `LOCKED` and, when sleepers are counted and neither
 //! `HANDOFF` nor `WAKING` is set, sets `WAKING` in the same CAS and then wakes one. Unlike a
 //! single "sleepers may exist" bit (Rust std's futex mutex), the count does not forget the
-//! other sleepers while a woken one is on its way back. A release that finds the word
-//! holding `LOCKED` alone subtracts it instead of a CAS, which is cheaper on the AMD guest
-//! (`release_alone`); should a waiter count itself in between that look and the
-//! subtraction, the release wakes one sleeper without `WAKING` (below).
+//! other sleepers while a woken one is on its way back. On an AMD CPU, a release that finds
+//! the word holding `LOCKED` alone subtracts it instead of a CAS, which is cheaper there and
+//! dearer on Intel (`release_alone`); should a waiter count itself in between that look and
+//! the subtraction, the release wakes one sleeper without `WAKING` (below).
 //!
 //! **Nothing touches the word after the release but the futex wake-up.** POSIX lets a thread
 //! destroy a mutex as soon as it is unlocked and unused (an object whose mutex guards its own
@@ -441,32 +441,51 @@ impl<W: Wait> Bounded<W> {
         }
     }
 
-    /// Frees a word that holds `LOCKED` and nothing else, with a subtraction rather than a
-    /// compare-and-swap; returns the word as seen, untouched, when it holds more.
+    /// Frees a word that holds `LOCKED` and nothing else; returns the word as seen, untouched,
+    /// when it holds more. On an AMD CPU it looks, then subtracts `LOCKED` (`lock xadd`);
+    /// elsewhere it makes one compare-and-swap from `LOCKED` to 0 (`lock cmpxchg`).
     ///
-    /// A look and a `lock xadd` cost less than a `lock cmpxchg` on the AMD EPYC guest: the
-    /// look hits the line the acquisition left in our cache, and in a C loop of
-    /// lock-and-unlock pairs a CAS release took 1.04-1.05x the time of a swap release, this
-    /// one 0.94x. (A swap would clear the rest of the word.) Under contention the look costs
-    /// no extra transfer where waiters only read the word, as it is then shared and the
-    /// subtraction's upgrade is the transfer the CAS made; a waiter's failed CAS takes the
-    /// line away, and then the look fetches it and the subtraction takes it again.
+    /// **Why the two.** Each is the cheaper one on one of the two machines measured, and each
+    /// is much the dearer on the other (`cargo bench --bench uncontended`, the default over
+    /// the CAS+swap floor; docs/contention.md, "The word's release on Intel"):
     ///
-    /// A waiter may count itself in, spin or claim between the look and the subtraction.
-    /// The subtraction keeps what it added, as the CAS release would, but cannot have set
-    /// `WAKING` with it, and nothing may touch the word once it is free (the module docs):
-    /// such a release wakes one sleeper without `WAKING`. A waiter that counted in and has not
-    /// reached the kernel sleeps on a word that has changed, or, if it was taken again since,
-    /// on a held word whose holder's release finds it counted. One woken counts out and takes
-    /// over the duty as any woken sleeper does; `WAKING` clear only lets a later release wake
-    /// another meanwhile, the little herd the module docs accept.
+    /// | release | 2-CPU AMD EPYC guest | 16-CPU Intel Xeon guest |
+    /// |---|---|---|
+    /// | compare-and-swap | 1.03-1.07 | 1.02-1.04 |
+    /// | look, then subtraction | 0.96 | 1.31 |
+    ///
+    /// On the AMD guest the subtraction is the cheaper instruction: in a C loop of
+    /// lock-and-unlock pairs a CAS release took 1.00-1.05x a swap release's time, a
+    /// subtraction 0.91-0.94x, with or without the look before it. On the Intel guest the subtraction after a
+    /// look added about 5 ns to each pair. Which part of it costs there, the look or the
+    /// subtraction, was not measured (the machine was lent for minutes). A CPU of another vendor,
+    /// or another architecture, keeps the compare-and-swap: the release every version of
+    /// this lock made until the subtraction, measured on both.
+    ///
+    /// Under contention the look costs no extra transfer where waiters only read the word, as
+    /// it is then shared and the subtraction's upgrade is the transfer the CAS made; a waiter's
+    /// failed CAS takes the line away, and then the look fetches it and the subtraction takes
+    /// it again.
+    ///
+    /// **A waiter between the look and the subtraction.** It may count itself in, spin or
+    /// claim there. The subtraction keeps what it added, as the CAS release would, but cannot
+    /// have set `WAKING` with it, and nothing may touch the word once it is free (the module
+    /// docs): such a release wakes one sleeper without `WAKING`. A waiter that counted in and
+    /// has not reached the kernel sleeps on a word that has changed, or, if it was taken again
+    /// since, on a held word whose holder's release finds it counted. One woken counts out and
+    /// takes over the duty as any woken sleeper does; `WAKING` clear only lets a later release
+    /// wake another meanwhile, the little herd the module docs accept.
     #[inline(always)]
     fn release_alone(&self) -> Result<(), u32> {
+        if !releases_by_subtraction() {
+            // Release: our critical section happens-before the next holder's Acquire.
+            return self.state.compare_exchange(LOCKED, 0, Release, Relaxed).map(drop);
+        }
         let seen = self.state.load(Relaxed);
         if seen != LOCKED {
             return Err(seen);
         }
-        // Release: our critical section happens-before the next holder's Acquire.
+        // Release: as above.
         let was = self.state.fetch_sub(LOCKED, Release);
         if was != LOCKED {
             Self::counted_in_meanwhile(&self.state, was);
@@ -655,6 +674,50 @@ pub struct LoomStarveAtLook(u32);
 impl Drop for LoomStarveAtLook {
     fn drop(&mut self) {
         STARVE_AT_LOOK.with(|at| at.set(self.0));
+    }
+}
+
+/// Whether [`Bounded::release_alone`] looks and subtracts (on an AMD CPU) rather than making
+/// a compare-and-swap; under loom, what the model set with [`loom_release_by_cas`]: by default
+/// the subtraction, whose race with a waiter's count-in is the subtler path.
+#[inline(always)]
+fn releases_by_subtraction() -> bool {
+    #[cfg(not(loom))]
+    {
+        crate::sys::cpu::is_amd()
+    }
+    #[cfg(loom)]
+    {
+        !RELEASE_BY_CAS.with(|cas| cas.get())
+    }
+}
+
+// Whether the word's release makes a compare-and-swap under loom (see `loom_release_by_cas`);
+// a thread-local of the test's own thread, as `STARVE_AT_LOOK` is.
+#[cfg(loom)]
+std::thread_local! {
+    static RELEASE_BY_CAS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Under loom, makes every bounded-bypass word release by compare-and-swap, as it does on a
+/// CPU that is not AMD, until the returned guard is dropped (the default models the
+/// subtraction). Set it on the test's thread before the model runs.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_release_by_cas() -> LoomReleaseByCas {
+    LoomReleaseByCas(RELEASE_BY_CAS.with(|cas| cas.replace(true)))
+}
+
+/// Restores the previous [`loom_release_by_cas`] setting when dropped.
+#[cfg(loom)]
+#[doc(hidden)]
+#[must_use = "the setting lasts only while the guard lives"]
+pub struct LoomReleaseByCas(bool);
+
+#[cfg(loom)]
+impl Drop for LoomReleaseByCas {
+    fn drop(&mut self) {
+        RELEASE_BY_CAS.with(|cas| cas.set(self.0));
     }
 }
 

@@ -10,16 +10,17 @@
 //! | [`Mcs`]  |           | swap + store            | FIFO in the queue, each waiter on its own line; a bypass bound for the rest |
 //! | [`Clh`]  |           | swap + store            | FIFO, each waiter on its predecessor's line |
 //! | [`Fair`] | seed 003  | bit-set + CAS           | round-robin over waiters' slots |
-//! | [`Bounded`] |        | CAS + load, fetch-sub   | none, but a bypass bound in time |
-//! | [`Gated`] |          | CAS + load, fetch-sub   | waiters queue in the gate's order; a bypass bound in time |
-//! | [`Adaptive`] |       | CAS + load, fetch-sub   | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
+//! | [`Bounded`] |        | CAS + CAS (AMD: load, fetch-sub) | none, but a bypass bound in time |
+//! | [`Gated`] |          | CAS + CAS (AMD: load, fetch-sub) | waiters queue in the gate's order; a bypass bound in time |
+//! | [`Adaptive`] |       | CAS + CAS (AMD: load, fetch-sub) | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //!
 //! (Costs are for pure spin policies; with a policy that may sleep, the unlocks of `Tas`,
 //! `Ttas` and `Mcs` become a swap, so they can see whether to wake anyone, and `Ticket`'s
 //! store is followed by two read-modify-writes: the bump of the next ticket's waiting-array
-//! slot and a read of its sleeper count. The `Bounded` word's unlock subtracts `LOCKED` where
-//! it finds nothing else in the word, cheaper than a CAS on the AMD guest, and makes a CAS
-//! otherwise; a `Gated` unlock first reads whether the gate is held.)
+//! slot and a read of its sleeper count. On an AMD CPU the `Bounded` word's unlock subtracts
+//! `LOCKED` where it finds nothing else in the word, cheaper than a CAS there and dearer on
+//! the Intel guest measured; elsewhere, and when the word holds more, it makes a CAS. A
+//! `Gated` unlock first reads whether the gate is held.)
 //!
 //! Fairness guarantees, precisely:
 //!
@@ -80,7 +81,7 @@ mod word;
 pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
 #[cfg(loom)]
 #[doc(hidden)]
-pub use bounded::{loom_starve_at_look, LoomStarveAtLook};
+pub use bounded::{loom_release_by_cas, loom_starve_at_look, LoomReleaseByCas, LoomStarveAtLook};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};

@@ -4,7 +4,7 @@
 //! A policy built on a missing instruction must never execute it: every such policy asks
 //! here first, and the answer is cached in a static so the check costs one relaxed load.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// The wait-related features of the CPU this process runs on.
@@ -99,6 +99,44 @@ fn online_cpus() -> Option<usize> {
     (n > 0).then_some(n as usize)
 }
 
+/// Whether this is an AMD x86-64 CPU: cpuid's vendor string reads `AuthenticAMD`. Never on
+/// another architecture.
+///
+/// The bounded word's release asks at every call
+/// ([`Bounded`](crate::lock::Bounded)), because the cheaper release differs between the two
+/// vendors measured: so the answer is kept in one byte read with a plain load, as
+/// [`process_cpus`] keeps its count, and read from cpuid by the first call. Threads that race
+/// to that call each read the same answer.
+#[inline]
+pub fn is_amd() -> bool {
+    static AMD: AtomicU8 = AtomicU8::new(UNREAD);
+    match AMD.load(Relaxed) {
+        UNREAD => {
+            let amd = vendor_is_amd();
+            AMD.store(if amd { YES } else { NO }, Relaxed);
+            amd
+        }
+        known => known == YES,
+    }
+}
+
+const UNREAD: u8 = 0;
+const NO: u8 = 1;
+const YES: u8 = 2;
+
+#[cold]
+fn vendor_is_amd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::__cpuid_count;
+        // Leaf 0 spells the vendor in EBX, EDX, ECX: "Auth" "enti" "cAMD".
+        let leaf0 = __cpuid_count(0, 0);
+        [leaf0.ebx, leaf0.edx, leaf0.ecx].map(u32::to_le_bytes).concat() == b"AuthenticAMD"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// The CPU's name as cpuid's brand string gives it, if it has one.
 pub fn brand() -> Option<String> {
     #[cfg(target_arch = "x86_64")]
@@ -151,5 +189,8 @@ mod tests {
         assert_eq!(f.waitpkg, has("waitpkg"));
         assert_eq!(f.monitorx, has("mwaitx"));
         assert!(!f.invariant_tsc || has("nonstop_tsc"));
+        let Some(vendor) = cpuinfo.lines().find(|l| l.starts_with("vendor_id")) else { return };
+        assert_eq!(is_amd(), vendor.ends_with("AuthenticAMD"), "{vendor}");
+        assert_eq!(is_amd(), vendor_is_amd(), "the kept answer is the one read");
     }
 }
