@@ -660,21 +660,10 @@ std::thread_local! {
 /// runs tests one after another on one thread does not carry it into the next test.
 #[cfg(loom)]
 #[doc(hidden)]
-pub fn loom_starve_at_look(look: u32) -> LoomStarveAtLook {
-    LoomStarveAtLook(STARVE_AT_LOOK.with(|at| at.replace(look)))
-}
-
-/// Restores the previous [`loom_starve_at_look`] setting when dropped.
-#[cfg(loom)]
-#[doc(hidden)]
-#[must_use = "the setting lasts only while the guard lives"]
-pub struct LoomStarveAtLook(u32);
-
-#[cfg(loom)]
-impl Drop for LoomStarveAtLook {
-    fn drop(&mut self) {
-        STARVE_AT_LOOK.with(|at| at.set(self.0));
-    }
+pub fn loom_starve_at_look(look: u32) -> crate::sys::futex::LoomSetting<u32> {
+    crate::sys::futex::LoomSetting::new(STARVE_AT_LOOK.with(|at| at.replace(look)), |previous| {
+        STARVE_AT_LOOK.with(|at| at.replace(previous))
+    })
 }
 
 /// Whether [`Bounded::release_alone`] looks and subtracts (on an AMD CPU) rather than making
@@ -704,21 +693,10 @@ std::thread_local! {
 /// subtraction). Set it on the test's thread before the model runs.
 #[cfg(loom)]
 #[doc(hidden)]
-pub fn loom_release_by_cas() -> LoomReleaseByCas {
-    LoomReleaseByCas(RELEASE_BY_CAS.with(|cas| cas.replace(true)))
-}
-
-/// Restores the previous [`loom_release_by_cas`] setting when dropped.
-#[cfg(loom)]
-#[doc(hidden)]
-#[must_use = "the setting lasts only while the guard lives"]
-pub struct LoomReleaseByCas(bool);
-
-#[cfg(loom)]
-impl Drop for LoomReleaseByCas {
-    fn drop(&mut self) {
-        RELEASE_BY_CAS.with(|cas| cas.set(self.0));
-    }
+pub fn loom_release_by_cas() -> crate::sys::futex::LoomSetting<bool> {
+    crate::sys::futex::LoomSetting::new(RELEASE_BY_CAS.with(|cas| cas.replace(true)), |previous| {
+        RELEASE_BY_CAS.with(|cas| cas.replace(previous))
+    })
 }
 
 /// Whether a claimant's deadline has passed. Under loom (no clock) it passes after a few

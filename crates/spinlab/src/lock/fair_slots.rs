@@ -170,20 +170,10 @@ std::thread_local! {
 /// the default) while the returned guard lives.
 #[cfg(loom)]
 #[doc(hidden)]
-pub fn loom_fair_moves(every: u32) -> LoomFairMoves {
-    LoomFairMoves(LOOM_MOVES.with(|moves| moves.replace(every)))
-}
-
-#[cfg(loom)]
-#[doc(hidden)]
-#[must_use = "the setting lasts only while the guard lives"]
-pub struct LoomFairMoves(u32);
-
-#[cfg(loom)]
-impl Drop for LoomFairMoves {
-    fn drop(&mut self) {
-        LOOM_MOVES.with(|moves| moves.set(self.0));
-    }
+pub fn loom_fair_moves(every: u32) -> crate::sys::futex::LoomSetting<u32> {
+    crate::sys::futex::LoomSetting::new(LOOM_MOVES.with(|moves| moves.replace(every)), |previous| {
+        LOOM_MOVES.with(|moves| moves.replace(previous))
+    })
 }
 
 /// Called by a thread about to wait at a fair gate ([`Gated`](super::Gated) over
@@ -318,22 +308,11 @@ std::thread_local! {
 /// test's thread before the model runs; the guard puts the previous setting back.
 #[cfg(loom)]
 #[doc(hidden)]
-pub fn loom_fair_slots(n: usize) -> LoomFairSlots {
+pub fn loom_fair_slots(n: usize) -> crate::sys::futex::LoomSetting<usize> {
     assert!(n <= FAIR_SLOTS);
-    LoomFairSlots(LOOM_SLOTS.with(|slots| slots.replace(n)))
-}
-
-/// Restores the previous [`loom_fair_slots`] setting when dropped.
-#[cfg(loom)]
-#[doc(hidden)]
-#[must_use = "the setting lasts only while the guard lives"]
-pub struct LoomFairSlots(usize);
-
-#[cfg(loom)]
-impl Drop for LoomFairSlots {
-    fn drop(&mut self) {
-        LOOM_SLOTS.with(|slots| slots.set(self.0));
-    }
+    crate::sys::futex::LoomSetting::new(LOOM_SLOTS.with(|slots| slots.replace(n)), |previous| {
+        LOOM_SLOTS.with(|slots| slots.replace(previous))
+    })
 }
 
 /// Counts this thread among those waiting without a slot until dropped.

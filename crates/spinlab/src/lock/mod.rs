@@ -81,13 +81,13 @@ mod word;
 pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
 #[cfg(loom)]
 #[doc(hidden)]
-pub use bounded::{loom_release_by_cas, loom_starve_at_look, LoomReleaseByCas, LoomStarveAtLook};
+pub use bounded::{loom_release_by_cas, loom_starve_at_look};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::{Fair, FAIR_SLOTS};
 #[cfg(loom)]
 #[doc(hidden)]
-pub use fair_slots::{loom_fair_moves, loom_fair_slots, LoomFairMoves, LoomFairSlots};
+pub use fair_slots::{loom_fair_moves, loom_fair_slots};
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
