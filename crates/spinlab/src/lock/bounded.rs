@@ -673,6 +673,10 @@ pub fn loom_starve_at_look(look: u32) -> crate::sys::futex::LoomSetting<u32> {
 fn releases_by_subtraction() -> bool {
     #[cfg(not(loom))]
     {
+        #[cfg(test)]
+        if let Some(subtracts) = tests::RELEASE_BY_SUBTRACTION.with(|forced| forced.get()) {
+            return subtracts;
+        }
         crate::sys::cpu::is_amd()
     }
     #[cfg(loom)]
@@ -998,6 +1002,65 @@ mod tests {
         /// Keeps this thread's waits from ever claiming the lock, whatever their length (a
         /// scripted test pauses threads for far longer than the bypass bound).
         pub(super) static NEVER_STARVES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Which release this thread's unlocks make, whatever the CPU: the subtraction
+        /// (`Some(true)`), the compare-and-swap (`Some(false)`), or the CPU's (`None`), so
+        /// that both run on every machine that runs the tests.
+        pub(super) static RELEASE_BY_SUBTRACTION: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// Both releases, forced, free a word that holds `LOCKED` alone and leave every other word
+    /// untouched for the full release, which then frees it, keeps the sleepers and sets
+    /// `WAKING` (it wakes one; nobody sleeps here, so the wake-up finds nobody).
+    #[test]
+    fn both_releases_free_a_lone_lock_and_leave_the_rest_to_the_full_release() {
+        for subtracts in [true, false] {
+            RELEASE_BY_SUBTRACTION.with(|forced| forced.set(Some(subtracts)));
+            assert_eq!(releases_by_subtraction(), subtracts);
+            let lock = Bounded::<Futex>::new();
+            lock.state.store(LOCKED, SeqCst);
+            assert_eq!(lock.release_alone(), Ok(()), "subtraction {subtracts}");
+            assert_eq!(lock.state.load(SeqCst), 0, "subtraction {subtracts}");
+            for more in [ONE_SLEEPER, HANDOFF, SPINNING] {
+                lock.state.store(LOCKED | more, SeqCst);
+                assert_eq!(lock.release_alone(), Err(LOCKED | more), "subtraction {subtracts}");
+                assert_eq!(lock.state.load(SeqCst), LOCKED | more, "untouched; subtraction {subtracts}");
+            }
+            lock.state.store(LOCKED | ONE_SLEEPER, SeqCst);
+            // SAFETY: the word reads as held, and nothing else uses this lock.
+            unsafe { lock.unlock(GuardSend::new()) };
+            assert_eq!(lock.state.load(SeqCst), ONE_SLEEPER | WAKING, "subtraction {subtracts}");
+        }
+        RELEASE_BY_SUBTRACTION.with(|forced| forced.set(None));
+    }
+
+    /// Threads that release by subtraction and threads that release by compare-and-swap,
+    /// on one lock at 8 times the CPUs (half and half): the count under the lock is exact,
+    /// over a policy whose waiters spin and sleep and one whose waiters sleep at once.
+    #[test]
+    fn releases_of_both_kinds_on_one_lock_lose_no_update() {
+        fn count<W: Wait>() {
+            let threads = 8 * std::thread::available_parallelism().map_or(2, |n| n.get());
+            let lock = Bounded::<W>::new();
+            let count = AtomicU32::new(0);
+            std::thread::scope(|s| {
+                for thread in 0..threads {
+                    let (lock, count) = (&lock, &count);
+                    s.spawn(move || {
+                        RELEASE_BY_SUBTRACTION.with(|forced| forced.set(Some(thread % 2 == 0)));
+                        for _ in 0..2_000 {
+                            lock.lock();
+                            count.store(count.load(Relaxed) + 1, Relaxed);
+                            // SAFETY: locked just above.
+                            unsafe { lock.unlock(GuardSend::new()) };
+                        }
+                    });
+                }
+            });
+            assert_eq!(count.into_inner(), threads as u32 * 2_000, "{}", W::NAME);
+            assert_eq!(lock.state.load(SeqCst), 0, "{}: free, nobody counted, no wake-up in flight", W::NAME);
+        }
+        count::<PauseYieldPark>();
+        count::<Futex>();
     }
 
     /// Where the scripted threads are: set by them, read by the test.
