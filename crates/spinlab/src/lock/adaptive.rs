@@ -39,7 +39,8 @@
 //! not queue contends for the word as a barging thread does. Uncontended, both are the word's
 //! compare-and-swap to lock and its release to unlock (`Bounded`'s: a compare-and-swap, or
 //! on an AMD CPU a load and a subtraction); the gate adds its tail to the word, 4 bytes that
-//! hold a queue node's number rather than its address (`queue_node::index`), 8 bytes in all. The guard ([`Owed`]) is 8 bytes more: the wake-up that passing the gate on may owe
+//! hold a queue node's number rather than its address (`queue_node::index`), 8 bytes in all.
+//! The guard ([`Owed`]) is 8 bytes more: the wake-up that passing the gate on may owe
 //! until the release ([`Gated`]'s docs say why). It is kept beside the lock where the lock
 //! lives in place (the registry, the C ABI, the preload library), 16 bytes there.
 //!

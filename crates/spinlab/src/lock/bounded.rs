@@ -456,11 +456,12 @@ impl<W: Wait> Bounded<W> {
     ///
     /// On the AMD guest the subtraction is the cheaper instruction: in a C loop of
     /// lock-and-unlock pairs a CAS release took 1.00-1.05x a swap release's time, a
-    /// subtraction 0.91-0.94x, with or without the look before it. On the Intel guest the subtraction after a
-    /// look added about 5 ns to each pair. Which part of it costs there, the look or the
-    /// subtraction, was not measured (the machine was lent for minutes). A CPU of another vendor,
-    /// or another architecture, keeps the compare-and-swap: the release every version of
-    /// this lock made until the subtraction, measured on both.
+    /// subtraction 0.91-0.94x, with or without the look before it. On the Intel guest the
+    /// subtraction after a look added about 5 ns to each pair. Which part of it costs there,
+    /// the look or the subtraction, was not measured (loans of that machine were paused after
+    /// one call). A CPU of another vendor, or another architecture, keeps the
+    /// compare-and-swap: the release every version of this lock made until the subtraction,
+    /// measured on both.
     ///
     /// Under contention the look costs no extra transfer where waiters only read the word, as
     /// it is then shared and the subtraction's upgrade is the transfer the CAS made; a waiter's
