@@ -988,21 +988,20 @@ never_starving_models! {
 /// claiming (a waiter starves at its second look) and not claiming, and sleepers woken to
 /// relock.
 macro_rules! cas_release_models {
-    ($($name:ident: $lock:ty, $two_waiters:expr;)*) => {$(
+    ($($name:ident: $lock:ty;)*) => {$(
         mod $name {
             use super::*;
 
             #[test]
             fn mutual_exclusion_3_threads() {
                 let _cas = spinlab::lock::loom_release_by_cas();
-                mutual_exclusion::<$lock>(3, $two_waiters.bound);
+                mutual_exclusion::<$lock>(3, OTHERS.bound);
             }
 
             #[test]
             fn release_wakes_two_waiters() {
                 let _cas = spinlab::lock::loom_release_by_cas();
-                let two_waiters = $two_waiters;
-                release_wakes_every_waiter::<$lock>(2, two_waiters.bound, two_waiters.holder_yields);
+                release_wakes_every_waiter::<$lock>(2, OTHERS.bound, OTHERS.holder_yields);
             }
 
             #[test]
@@ -1029,8 +1028,8 @@ macro_rules! cas_release_models {
 }
 
 cas_release_models! {
-    cas_release_bounded_futex: Bounded<Futex>, OTHERS;
-    cas_release_bounded_pause_yield_park: Bounded<PauseYieldPark>, OTHERS;
+    cas_release_bounded_futex: Bounded<Futex>;
+    cas_release_bounded_pause_yield_park: Bounded<PauseYieldPark>;
     // A gated word's release goes the same way when the gate is free at the release.
-    cas_release_gated_mcs_futex: Gated<McsQueue<Futex>, Futex>, OTHERS;
+    cas_release_gated_mcs_futex: Gated<McsQueue<Futex>, Futex>;
 }
