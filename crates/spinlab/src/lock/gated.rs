@@ -63,8 +63,8 @@
 //!   again and the other CPU idles.
 //!
 //! A hand-over of the gate to a waiter that is asleep delays only the waiters behind it: the
-//! word stays free for any running thread. Fairness: the waiters that found the lock taken
-//! get it in the gate's order (FIFO for ticket, MCS and CLH; round-robin for the fair lock,
+//! word stays free for any running thread. Fairness: the waiters that queue (those that found
+//! the lock taken, and still taken after the look above) get it in the gate's order (FIFO for ticket, MCS and CLH; round-robin for the fair lock,
 //! whose threads move to new slots every 8th wait, `fair_slots::move_now_and_then`),
 //! and the head is passed over by barging threads for at most [`STARVATION_NS`] of its own
 //! waiting before it claims the next release, and for at most [`HEAD_STALL_NS`] of each

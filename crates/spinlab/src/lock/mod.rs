@@ -47,8 +47,9 @@
 //!   [`STARVATION_NS`] gets the lock after at most the current holder and one earlier claimant
 //!   (see [`Bounded`]).
 //!
-//! - `Gated<L, W>`: the waiters that found the lock taken queue in `L`'s order (FIFO, or the
-//!   fair lock's round-robin); the one at the head is passed over by running threads for at
+//! - `Gated<L, W>`: the waiters that found the lock taken (and, on a machine of at most
+//!   [`DEFAULT_CROWD_CPUS`] CPUs, still taken after a look of about 1 µs) queue in `L`'s order
+//!   (FIFO, or the fair lock's round-robin); the one at the head is passed over by running threads for at
 //!   most [`STARVATION_NS`] of its own waiting before it claims the next release, and, while
 //!   it is not running, for at most [`HEAD_STALL_NS`] of each holder's releases before that
 //!   holder yields its CPU to it (see [`Gated`]).
