@@ -98,10 +98,11 @@ macro_rules! algorithm {
     };
 }
 
-/// What a gated lock adds to its gate's order: the bound on the queue's head at the word.
+/// What a gated lock adds to its gate's order: who queues, and the bound on the queue's head
+/// at the word.
 macro_rules! head_at_the_word {
     () => {
-        "the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run"
+        "a thread that finds the lock held queues, on up to 4 CPUs after a look of about 1 µs; the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run"
     };
 }
 
