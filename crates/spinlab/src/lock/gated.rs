@@ -25,9 +25,10 @@
 //!   once slept at the gate while the lock was free again within a few hundred nanoseconds:
 //!   with threads pinned, each CPU's threads drained into the queue and the CPU halted (37-43%
 //!   of the 2-CPU guest idle). With 8 and 16 threads on the 2-CPU guest the look took every
-//!   gated lock over `spin-park` and `futex` from 0.43-0.61 of the default's throughput to
-//!   0.89-0.99 with an empty critical section, and from 0.51-0.72 to 0.63-0.86 with 100 ns;
-//!   `docs/examples/hammer.c` went from 0.87-1.07 of glibc's wall time to 0.90-1.08. Looking
+//!   gated lock over `spin-park` and `futex` from 0.43-0.68 of the default's throughput to
+//!   0.78-1.04 with an empty critical section, and from 0.46-0.77 to 0.63-1.02 with 100 ns
+//!   (two runs, alternated with the build before it); `docs/examples/hammer.c` went from
+//!   1.04-1.28 of glibc's wall time to 0.82-1.02. Looking
 //!   to the end without the stop made that program 2.2 times glibc's time: the lookers then
 //!   took each release from a holder that would have taken the lock back at once
 //!   (docs/contention.md, "A look at the word before the queue").
