@@ -346,7 +346,12 @@ impl<L: Gate, W: Wait> Gated<L, W> {
                 Outcome::TimedOut => return None,
                 Outcome::Queue => {}
             }
-        } else if looks_before_queueing() && self.word.look_before_queueing() {
+        } else if looks_before_queueing()
+            && deadline.is_none_or(|deadline| Instant::now() < deadline)
+            && self.word.look_before_queueing()
+        {
+            // A timed waiter whose deadline has passed does not look; one that looks may
+            // overrun it by the look, about 1 µs.
             return Some(L::Owed::default());
         }
         self.gate.before_waiting();
