@@ -1075,7 +1075,6 @@ mod tests {
             took
         });
         assert!(!took, "a changed, held word ends the looks at once");
-        word.state.store(LOCKED | ONE_SLEEPER, Relaxed);
         word.state.store(HANDOFF, Relaxed);
         assert!(!word.look_from(HANDOFF, 1000), "a word claimed by a starving waiter is not free");
         word.state.store(ONE_SLEEPER, Relaxed);

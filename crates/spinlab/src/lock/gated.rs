@@ -19,19 +19,19 @@
 //!   beside a newcomer did not bring the time back).
 //!   While the queue is not empty, on a machine of at most
 //!   [`DEFAULT_CROWD_CPUS`](super::DEFAULT_CROWD_CPUS) CPUs, look at the word instead for
-//!   about 1 µs before queueing, and take it if it comes free
-//!   ([`Bounded`]'s `look_before_queueing`; no bit of the word, so the head's absences are
-//!   still counted); stop at the first release another thread wins. A thread that queued at
-//!   once slept at the gate while the lock was free again within a few hundred nanoseconds:
-//!   with threads pinned, each CPU's threads drained into the queue and the CPU halted (37-43%
-//!   of the 2-CPU guest idle). With 8 and 16 threads on the 2-CPU guest the look took every
-//!   gated lock over `spin-park` and `futex` from 0.43-0.68 of the default's throughput to
+//!   about 1 µs before queueing, and take it if it comes free ([`Bounded`]'s
+//!   `look_before_queueing`; no bit of the word, so the head's absences are still counted);
+//!   stop at the first release another thread wins. A thread that queued at once slept at
+//!   the gate while the lock was free again within a few hundred nanoseconds: with threads
+//!   pinned, each CPU's threads drained into the queue and the CPU halted (37-43% of the
+//!   2-CPU guest idle). With 8 and 16 threads on the 2-CPU guest the look took every gated
+//!   lock over `spin-park` and `futex` from 0.43-0.68 of the default's throughput to
 //!   0.78-1.04 with an empty critical section, and from 0.46-0.77 to 0.63-1.02 with 100 ns
 //!   (two runs, alternated with the build before it); `docs/examples/hammer.c` went from
-//!   1.04-1.28 of glibc's wall time to 0.82-1.02. Looking
-//!   to the end without the stop made that program 2.2 times glibc's time: the lookers then
-//!   took each release from a holder that would have taken the lock back at once
-//!   (docs/contention.md, "A look at the word before the queue").
+//!   1.04-1.28 of glibc's wall time to 0.82-1.02. Looking to the end without the stop made
+//!   that program 2.2 times glibc's time: the lookers then took each release from a holder
+//!   that would have taken the lock back at once (docs/contention.md, "A look at the word
+//!   before the queue").
 //!   Failing that, take the gate (the queue lock `L`, waiting in its order with policy `W`), then,
 //!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim),
 //!   and release the gate, so the next waiter in line becomes the head.
@@ -65,13 +65,13 @@
 //!
 //! A hand-over of the gate to a waiter that is asleep delays only the waiters behind it: the
 //! word stays free for any running thread. Fairness: the waiters that queue (those that found
-//! the lock taken, and still taken after the look above) get it in the gate's order (FIFO for ticket, MCS and CLH; round-robin for the fair lock,
-//! whose threads move to new slots every 8th wait, `fair_slots::move_now_and_then`),
-//! and the head is passed over by barging threads for at most [`STARVATION_NS`] of its own
-//! waiting before it claims the next release, and for at most [`HEAD_STALL_NS`] of each
-//! holder's releases while it is not running, before that holder yields to it (a yield is a
-//! request to the scheduler, not a hand-over: the bound is on the holder's releases, not on
-//! when the head runs).
+//! the lock taken, and still taken after the look above) get it in the gate's order (FIFO for
+//! ticket, MCS and CLH; round-robin for the fair lock, whose threads move to new slots every
+//! 8th wait, `fair_slots::move_now_and_then`), and the head is passed over by barging threads
+//! for at most [`STARVATION_NS`] of its own waiting before it claims the next release, and for
+//! at most [`HEAD_STALL_NS`] of each holder's releases while it is not running, before that
+//! holder yields to it (a yield is a request to the scheduler, not a hand-over: the bound is on
+//! the holder's releases, not on when the head runs).
 //!
 //! The yield costs throughput. On the 2-CPU guest, with 8 and 16 threads pinned and a 100 ns
 //! critical section, the gated MCS, ticket and CLH locks went from 0.56-0.94 of the default
