@@ -444,21 +444,28 @@ impl<W: Wait> Bounded<W> {
     /// `looks` looks.
     fn look_from(&self, first: u32, looks: u32) -> bool {
         for _ in 0..looks {
-            let seen = self.state.load(Relaxed);
-            if seen & (LOCKED | HANDOFF) == 0 {
-                // Acquire: the lock is ours if this succeeds. A sleeper counted in meanwhile
-                // makes it fail; look again.
-                if self.state.compare_exchange(seen, seen | LOCKED, Acquire, Relaxed).is_ok() {
-                    return true;
-                }
-                continue;
+            match self.take_if_free(self.state.load(Relaxed)) {
+                Ok(()) => return true,
+                Err(held) if held != first => return false,
+                Err(_) => crate::sync::cpu_relax(),
             }
-            if seen != first {
-                return false;
-            }
-            crate::sync::cpu_relax();
         }
         false
+    }
+
+    /// Takes the word if it is free, starting from `seen`, the word as last read; returns the
+    /// word as seen held (or claimed) otherwise. Loops only while the lock is free and the
+    /// sleeper count changes under us: a free lock is never refused.
+    #[inline]
+    fn take_if_free(&self, mut seen: u32) -> Result<(), u32> {
+        while seen & (LOCKED | HANDOFF) == 0 {
+            // Acquire: the lock is ours if this succeeds.
+            match self.state.compare_exchange_weak(seen, seen | LOCKED, Acquire, Relaxed) {
+                Ok(_) => return Ok(()),
+                Err(now) => seen = now,
+            }
+        }
+        Err(seen)
     }
 
     /// Releases the word of a gated lock ([`Gated`](super::Gated)), counting the release as
@@ -783,16 +790,7 @@ unsafe impl<W: Wait> RawMutex for Bounded<W> {
 
     #[inline]
     fn try_lock(&self) -> Option<GuardSend> {
-        let mut seen = self.state.load(Relaxed);
-        // Loops only while the lock is free and the sleeper count changes under us: a free lock is
-        // never refused.
-        while seen & (LOCKED | HANDOFF) == 0 {
-            match self.state.compare_exchange_weak(seen, seen | LOCKED, Acquire, Relaxed) {
-                Ok(_) => return Some(GuardSend::new()),
-                Err(now) => seen = now,
-            }
-        }
-        None
+        self.take_if_free(self.state.load(Relaxed)).ok().map(|()| GuardSend::new())
     }
 
     #[inline]

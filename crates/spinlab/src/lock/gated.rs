@@ -618,6 +618,27 @@ mod tests {
         assert!(!stalled::long_enough(lock, Lap::Again(3)), "the other lock's timing replaced this one's");
     }
 
+    /// With waiters queued (the gate held here by this thread), a thread that came to queue
+    /// on a machine of a few CPUs takes a word that is free when it looks, and never takes the
+    /// gate; one whose deadline has passed does not look, and gives up at the gate.
+    #[test]
+    fn a_thread_that_finds_waiters_queued_looks_at_the_word_before_the_gate() {
+        let lock = Gated::<McsQueue<SpinPark>, SpinPark>::default();
+        let head = lock.gate.lock();
+        let soon = Instant::now() + Duration::from_millis(20);
+        let looked = lock.lock_queued(Some(soon));
+        assert_eq!(looked.is_some(), looks_before_queueing(), "only a machine of a few CPUs looks");
+        if looked.is_some() {
+            assert!(lock.is_locked() && lock.gate_is_locked(), "the word is taken; the gate is still ours");
+            // SAFETY: acquired just above.
+            unsafe { lock.unlock(None) };
+        }
+        assert!(lock.lock_queued(Some(Instant::now())).is_none(), "a passed deadline: no look, the gate is held");
+        assert!(!lock.is_locked());
+        // SAFETY: taken above.
+        unsafe { lock.gate.unlock(head) };
+    }
+
     #[test]
     fn the_holder_counts_the_absences_of_a_head_that_does_not_come_and_clears_them_when_it_does() {
         let lock = Gated::<McsQueue<SpinPark>, SpinPark>::default();
