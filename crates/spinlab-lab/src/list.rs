@@ -57,6 +57,7 @@ const WAITS: Kind = Kind {
     columns: &[
         col("wait", "wait"),
         col("may_sleep", "may sleep"),
+        col("leaves_cpu", "leaves its CPU"),
         col("available", "available"),
         col("unavailable", "why not"),
     ],
@@ -167,7 +168,11 @@ impl Listing {
             .collect();
         let waits = spinlab::wait::policies()
             .iter()
-            .map(|p| with_availability(Row::new().with("wait", p.name).with("may_sleep", p.may_sleep), p.availability))
+            .map(|p| {
+                let row =
+                    Row::new().with("wait", p.name).with("may_sleep", p.may_sleep).with("leaves_cpu", p.leaves_cpu);
+                with_availability(row, p.availability)
+            })
             .collect();
         let barriers = registry::barriers().iter().map(|e| waiting_row("barrier", e)).collect();
         let events = registry::events().iter().map(|e| waiting_row("event", e)).collect();

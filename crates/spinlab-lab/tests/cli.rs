@@ -156,14 +156,23 @@ fn list_shows_every_lock_with_availability() {
     let default: Vec<&Value> = locks.iter().filter(|l| l["default"] == true).collect();
     assert_eq!(default.len(), 1);
     assert_eq!(default[0]["lock"], "adaptive:pause-yield-park");
-    // The in-order queue locks over a policy that never sleeps are listed as collapsing when
-    // oversubscribed, and only those (with a sleeping policy they are gated: lock::Gated).
+    // The in-order queue locks over a policy whose waiters keep their CPU are listed as
+    // collapsing when oversubscribed, and only those (over a policy that sleeps or yields they
+    // are gated: lock::Gated).
+    let waits = v["waits"].as_array().unwrap();
+    let leaving: Vec<&str> =
+        waits.iter().filter(|w| w["leaves_cpu"] == true).filter_map(|w| w["wait"].as_str()).collect();
+    assert!(leaving.contains(&"yield") && leaving.contains(&"futex") && !leaving.contains(&"pause"), "{leaving:?}");
+    for wait in waits {
+        assert!(wait["may_sleep"] == false || wait["leaves_cpu"] == true, "a sleeper leaves its CPU: {wait}");
+    }
     for lock in locks {
         let collapses = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("collapses"));
         let in_order = ["ticket", "mcs", "clh", "fair"].contains(&lock["algorithm"].as_str().unwrap_or(""));
-        assert_eq!(collapses, in_order && lock["may_sleep"] == false, "{lock}");
+        let keeps_cpu = lock["wait"].as_str().is_some_and(|w| !leaving.contains(&w));
+        assert_eq!(collapses, in_order && keeps_cpu, "{lock}");
     }
-    assert!(v["waits"].as_array().unwrap().iter().any(|w| w["wait"] == "spin-park"));
+    assert!(waits.iter().any(|w| w["wait"] == "spin-park"));
     let text = stdout(&spinlab(&["list"]));
     assert!(text.contains("ticket:pause") && text.contains("pthread"));
 }

@@ -1,6 +1,7 @@
 #![cfg(loom)]
 //! Model checks of every lock algorithm under loom, with a spinning policy ([`Spin`]), a
-//! sleeping one ([`Futex`]) and one that spins and then sleeps ([`SpinPark`]).
+//! sleeping one ([`Futex`]) and one that spins and then sleeps ([`SpinPark`]); the gated
+//! locks also with one that yields ([`Yield`]), whose waiters queue at once.
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spinlab --release --test loom`.
@@ -38,7 +39,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gate, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
-use spinlab::wait::{Futex, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Wait};
+use spinlab::wait::{Futex, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Wait, Yield};
 use std::time::Duration;
 
 // Loom maps a fresh stack for every thread of every execution; see the module for why the
@@ -737,6 +738,13 @@ models! {
     gated_clh_futex: Gated<Clh<Futex>, Futex>, OTHERS;
     gated_fair_spin_park: Gated<Fair<SpinPark>, SpinPark>, OTHERS;
     gated_fair_futex: Gated<Fair<Futex>, Futex>, OTHERS;
+    // Over `yield`, which never sleeps and never ends its spin phase, a waiter that finds
+    // nobody queued queues at once, and each gate hands itself over as it does over a
+    // spinning policy: the gate's waiters and the head spin on words of their own.
+    gated_ticket_yield: Gated<Ticket<Yield>, Yield>, OTHERS;
+    gated_mcs_yield: Gated<McsQueue<Yield>, Yield>, OTHERS;
+    gated_clh_yield: Gated<Clh<Yield>, Yield>, OTHERS;
+    gated_fair_yield: Gated<Fair<Yield>, Yield>, OTHERS;
     // spinlab's default on a large machine (its waiters queue at the MCS gate) and on a small
     // one (the word alone): the two paths `Adaptive` chooses between, each forced.
     adaptive_pause_yield_park_gated: Adaptive<PauseYieldPark, 0>, OTHERS;

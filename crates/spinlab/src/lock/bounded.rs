@@ -250,7 +250,8 @@ impl<W: Wait> Bounded<W> {
     /// takes a contended lock without touching the queue. Gives up at once, with
     /// [`Outcome::Queue`], if another waiter is spinning or (unless the policy keeps a crowd
     /// running) a sleeper is counted, and when the budget is spent
-    /// (policies that may sleep only: a pure spin policy spins until it acquires). The
+    /// (policies that may sleep only: any other spins until it acquires, so `Gated` queues
+    /// its waiters at once over such a policy instead of calling this). The
     /// caller has just found the lock taken, so this looks before it tries again: a second
     /// compare-and-swap at once would only take the line from the holder.
     #[inline]

@@ -12,7 +12,9 @@
 //!   Otherwise, if nobody is queued, no other waiter is spinning and (for policies that do
 //!   not keep a crowd running) none sleeps on the word, spin on the word for
 //!   the policy's budget as the one spinner (qspinlock's pending waiter): a lone waiter, the
-//!   common case with few threads, takes the lock without touching the queue. Only while the
+//!   common case with few threads, takes the lock without touching the queue. Over a policy
+//!   whose spin phase never ends (`yield`) the step would never end either, and every
+//!   newcomer that found nobody queued would wait on the word: such a waiter queues at once. Only while the
 //!   queue is empty: letting every newcomer spin first slowed a 16-thread program under the
 //!   preload library 1.7 times (`docs/examples/hammer.c`, 0.53 s to 0.90 s on the 2-CPU
 //!   guest; our reading: the queue's head then slept behind newcomers, but letting the head spin
@@ -80,9 +82,15 @@
 //! threads are not pinned (`docs/examples/hammer.c` under the preload library) they went from
 //! 0.48-0.54 of glibc's wall time to 0.87-1.10 (docs/contention.md, "A head that cannot run").
 //!
-//! The registry builds `ticket`, `mcs`, `clh` and `fair` this way for the policies that may
-//! sleep (`futex`, `spin-park`, `spin-yield-park`, `pause-yield-park`), where the convoy costs a wake-up per
-//! hand-over. The gate's own hand-over wakes one sleeping waiter: MCS (the classic lock,
+//! The registry builds `ticket`, `mcs`, `clh` and `fair` this way for the policies whose
+//! waiters give their CPU away ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)): those
+//! that may sleep (`futex`, `spin-park`, `spin-yield-park`, `pause-yield-park`), where the
+//! convoy costs a wake-up per hand-over, and `yield`, whose waiters offer their CPU at every
+//! look, so that the next in line has seldom run since its turn came, and each hand-over
+//! waits for a round of its CPU's other threads. Handed over in order, `yield`'s locks made
+//! 0.03-0.06 of the default's throughput with 8 and 16 threads pinned to the 2-CPU guest and
+//! did not finish `docs/examples/hammer.c` in 20 s; gated, 0.87-0.92 and about glibc's time
+//! (docs/contention.md, "The in-order locks over `yield`"). The gate's own hand-over wakes one sleeping waiter: MCS (the classic lock,
 //! [`McsQueue`](super::McsQueue)), CLH and the fair lock wake the next waiter's node, and a
 //! ticket gate the next ticket's slot of its waiting array
 //! (see [`Ticket`](super::Ticket); without it a ticket gate woke every sleeper per hand-over,
@@ -341,10 +349,16 @@ impl<L: Gate, W: Wait> Gated<L, W> {
     #[cold]
     pub(super) fn lock_queued(&self, deadline: Option<Instant>) -> Option<L::Owed> {
         if !self.gate.is_locked() {
-            match self.word.spin_then_queue(deadline) {
-                Outcome::Acquired => return Some(L::Owed::default()),
-                Outcome::TimedOut => return None,
-                Outcome::Queue => {}
+            // The one spinner's step ends when the policy's spin phase does. A policy that
+            // never ends it (`yield`) would stay on the word to the end, beside every other
+            // newcomer that found nobody queued, and the queue would never order anybody: its
+            // waiter queues at once, and waits on the word only as the head.
+            if W::MAY_SLEEP {
+                match self.word.spin_then_queue(deadline) {
+                    Outcome::Acquired => return Some(L::Owed::default()),
+                    Outcome::TimedOut => return None,
+                    Outcome::Queue => {}
+                }
             }
         } else if looks_before_queueing()
             && deadline.is_none_or(|deadline| Instant::now() < deadline)
@@ -508,7 +522,7 @@ mod stalled {
 mod tests {
     use super::*;
     use crate::lock::McsQueue;
-    use crate::wait::{Futex, SpinPark};
+    use crate::wait::{Futex, SpinPark, Yield};
     use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::SeqCst};
     use std::time::Duration;
 
@@ -621,6 +635,36 @@ mod tests {
     /// With waiters queued (the gate held here by this thread), a thread that came to queue
     /// on a machine of a few CPUs takes a word that is free when it looks, and never takes the
     /// gate; one whose deadline has passed does not look, and gives up at the gate.
+    /// Over `yield`, whose spin phase never ends, a waiter that finds the lock held and nobody
+    /// queued queues at once, and waits for the word holding the gate: were it to run the one
+    /// spinner's step, it would stay on the word to the end and never reach the gate.
+    #[test]
+    fn over_yield_a_waiter_that_finds_nobody_queued_queues_at_once() {
+        let lock = Gated::<McsQueue<Yield>, Yield>::default();
+        let guard = lock.lock();
+        let acquired = AtomicBool::new(false);
+        let queued = std::thread::scope(|s| {
+            s.spawn(|| {
+                let owed = lock.lock();
+                acquired.store(true, SeqCst);
+                // SAFETY: acquired just above.
+                unsafe { lock.unlock(owed) };
+            });
+            let give_up = Instant::now() + Duration::from_secs(5);
+            while !lock.gate_is_locked() && Instant::now() < give_up {
+                std::thread::yield_now();
+            }
+            let queued = lock.gate_is_locked();
+            assert!(!acquired.load(SeqCst), "the lock was held");
+            // SAFETY: acquired above; released before the waiter is joined, queued or not.
+            unsafe { lock.unlock(guard) };
+            queued
+        });
+        assert!(queued, "the waiter did not take the gate while the word was held");
+        assert!(acquired.load(SeqCst));
+        assert!(!lock.is_locked() && !lock.gate_is_locked(), "the waiter passed the gate on");
+    }
+
     #[test]
     fn a_thread_that_finds_waiters_queued_looks_at_the_word_before_the_gate() {
         let lock = Gated::<McsQueue<SpinPark>, SpinPark>::default();

@@ -64,7 +64,8 @@
 //! barging lock's throughput. `Bounded` and `Ttas` never hand the lock to a thread that is
 //! not running (`Bounded`'s claimant is running when it claims), and [`Gated`] puts an
 //! in-order lock in front of a `Bounded` word, so that only its waiters keep the order: the
-//! registry builds `ticket`, `mcs`, `clh` and `fair` that way for the policies that may sleep.
+//! registry builds `ticket`, `mcs`, `clh` and `fair` that way for the policies whose waiters
+//! give their CPU away: those that may sleep, and `yield`.
 
 mod adaptive;
 mod bounded;

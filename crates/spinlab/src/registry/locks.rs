@@ -51,16 +51,18 @@ impl LockEntry {
 entry_fields!(LockEntry);
 
 /// A lock algorithm, as the registry sees it: a name and a type per policy. `With<W>` is the
-/// lock built for a pure spin policy, `Sleeping<W>` the one built for a policy that may sleep.
+/// lock built for a policy whose waiters keep their CPU, `Leaving<W>` the one built for a
+/// policy whose waiters give it away ([`Wait::LEAVES_CPU`]: they sleep, or yield).
 trait Algorithm {
     const NAME: &'static str;
     /// Whether the algorithm hands the lock over in order (with a pure spin policy).
     const FAIR: bool;
-    /// The fairness guarantee with a pure spin policy, and with a policy that may sleep.
+    /// The fairness guarantee with a policy whose waiters keep their CPU, and with one whose
+    /// waiters give it away.
     const BOUND: &'static str;
-    const SLEEPING_BOUND: &'static str;
+    const LEAVING_BOUND: &'static str;
     type With<W: Wait>: Named;
-    type Sleeping<W: Wait>: Named;
+    type Leaving<W: Wait>: Named;
 }
 
 macro_rules! algorithm {
@@ -70,30 +72,31 @@ macro_rules! algorithm {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
             const BOUND: &'static str = $bound;
-            const SLEEPING_BOUND: &'static str = $bound;
+            const LEAVING_BOUND: &'static str = $bound;
             type With<W: Wait> = Stored<$lock<W>>;
-            type Sleeping<W: Wait> = Stored<$lock<W>>;
+            type Leaving<W: Wait> = Stored<$lock<W>>;
         }
     };
-    // An in-order lock whose waiters may sleep is built as the gate of a bounded-bypass word
-    // (`lock::Gated`): handing the lock itself to a sleeping waiter is a convoy.
-    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated when sleeping) => {
-        algorithm!($marker, $lock, $name, fair: $fair, bound: $bound, gated on $lock when sleeping, bound: GATED_BOUND);
+    // An in-order lock whose waiters give their CPU away (they sleep, or yield) is built as
+    // the gate of a bounded-bypass word (`lock::Gated`): handing the lock itself to a waiter
+    // that is not running is a convoy.
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated when leaving) => {
+        algorithm!($marker, $lock, $name, fair: $fair, bound: $bound, gated on $lock when leaving, bound: GATED_BOUND);
     };
     // The same with a queue of its own as the gate (MCS: the classic lock, one word).
-    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when sleeping) => {
-        algorithm!($marker, $lock, $name, fair: $fair, bound: $bound, gated on $gate when sleeping, bound: GATED_BOUND);
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when leaving) => {
+        algorithm!($marker, $lock, $name, fair: $fair, bound: $bound, gated on $gate when leaving, bound: GATED_BOUND);
     };
     // The same with the gated lock's guarantee in words of its own.
-    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when sleeping, bound: $sleeping:expr) => {
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when leaving, bound: $leaving:expr) => {
         struct $marker;
         impl Algorithm for $marker {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
             const BOUND: &'static str = $bound;
-            const SLEEPING_BOUND: &'static str = $sleeping;
+            const LEAVING_BOUND: &'static str = $leaving;
             type With<W: Wait> = Stored<$lock<W>>;
-            type Sleeping<W: Wait> = Stored<Gated<$gate<W>, W>>;
+            type Leaving<W: Wait> = Stored<Gated<$gate<W>, W>>;
         }
     };
 }
@@ -118,12 +121,12 @@ const FAIR_GATED_BOUND: &str = concat!(
 
 algorithm!(TasAlgorithm, Tas, "tas", fair: false, bound: "none");
 algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false, bound: "none");
-algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, bound: "FIFO", gated when sleeping);
-algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO in the queue; passed over at most once by each thread that found it empty", gated on McsQueue when sleeping);
-algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when sleeping);
+algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, bound: "FIFO", gated when leaving);
+algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO in the queue; passed over at most once by each thread that found it empty", gated on McsQueue when leaving);
+algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when leaving);
 algorithm!(FairAlgorithm, Fair, "fair", fair: true,
            bound: "round-robin among the threads holding one of its 62 slots; past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to any still spinning: no bound",
-           gated on Fair when sleeping, bound: FAIR_GATED_BOUND);
+           gated on Fair when leaving, bound: FAIR_GATED_BOUND);
 algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running waiter passed over for at most 0.5 ms");
 algorithm!(AdaptiveAlgorithm, Adaptive, "adaptive", fair: false,
            bound: concat!("on up to 4 CPUs, a running waiter passed over for at most 0.5 ms; on more, waiters in MCS queue order, ",
@@ -133,9 +136,9 @@ struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A
 
 impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
     fn visit<W: Wait>(&mut self) {
-        let (timed_native, ops, make) = if W::MAY_SLEEP {
-            let timed = <A::Sleeping<W> as Named>::TIMED_NATIVE;
-            (timed, ops::<A::Sleeping<W>>(), boxed::<A::Sleeping<W>> as fn() -> Box<dyn DynMutex>)
+        let (timed_native, ops, make) = if W::LEAVES_CPU {
+            let timed = <A::Leaving<W> as Named>::TIMED_NATIVE;
+            (timed, ops::<A::Leaving<W>>(), boxed::<A::Leaving<W>> as fn() -> Box<dyn DynMutex>)
         } else {
             (<A::With<W> as Named>::TIMED_NATIVE, ops::<A::With<W>>(), boxed::<A::With<W>> as fn() -> Box<dyn DynMutex>)
         };
@@ -146,8 +149,8 @@ impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
             origin: Origin::Spinlab,
             // A gated lock hands the lock to whichever running thread takes it first; only
             // its waiters keep the algorithm's order.
-            fair: A::FAIR && !W::MAY_SLEEP,
-            bound: if W::MAY_SLEEP { A::SLEEPING_BOUND } else { A::BOUND },
+            fair: A::FAIR && !W::LEAVES_CPU,
+            bound: if W::LEAVES_CPU { A::LEAVING_BOUND } else { A::BOUND },
             may_sleep: W::MAY_SLEEP,
             timed_native,
             availability: W::availability(),

@@ -56,6 +56,14 @@ pub trait Wait: Send + Sync + 'static {
     /// sends no waiter to sleep while the others could still hand the lock over quickly.
     const CROWD_SPINS: bool = false;
 
+    /// Whether a waiter gives its CPU away while it waits: it may sleep ([`Wait::MAY_SLEEP`]),
+    /// or it offers the CPU at every look ([`Yield`]). With more threads than CPUs such a
+    /// waiter is often not running when its turn comes, so a lock that hands itself over in
+    /// order waits a wake-up or a round of the CPU's other threads at every hand-over. The
+    /// registry builds its in-order locks over these policies as [`Gated`](crate::lock::Gated)
+    /// locks, whose queue orders the waiters while any running thread takes the lock.
+    const LEAVES_CPU: bool = Self::MAY_SLEEP;
+
     /// Whether this CPU can run the policy; the error names the missing feature.
     fn availability() -> Result<(), Unavailable> {
         Ok(())
@@ -336,13 +344,16 @@ pub fn visit_policies<V: PolicyVisitor>(visitor: &mut V) {
     visitor.visit::<Wfe>();
 }
 
-/// A policy's name, whether it may sleep, and whether this CPU can run it.
+/// A policy's name, whether it may sleep or otherwise give its CPU away, and whether this CPU
+/// can run it.
 #[derive(Clone, Copy, Debug)]
 pub struct PolicyInfo {
     /// Registry name.
     pub name: &'static str,
     /// Whether the policy may block in the kernel.
     pub may_sleep: bool,
+    /// Whether its waiters give their CPU away ([`Wait::LEAVES_CPU`]).
+    pub leaves_cpu: bool,
     /// `Ok` or the missing feature.
     pub availability: Result<(), Unavailable>,
 }
@@ -352,7 +363,8 @@ pub fn policies() -> Vec<PolicyInfo> {
     struct Collect(Vec<PolicyInfo>);
     impl PolicyVisitor for Collect {
         fn visit<W: Wait>(&mut self) {
-            self.0.push(PolicyInfo { name: W::NAME, may_sleep: W::MAY_SLEEP, availability: W::availability() });
+            let (name, may_sleep, leaves_cpu) = (W::NAME, W::MAY_SLEEP, W::LEAVES_CPU);
+            self.0.push(PolicyInfo { name, may_sleep, leaves_cpu, availability: W::availability() });
         }
     }
     let mut collect = Collect(Vec::new());

@@ -39,6 +39,7 @@ pub struct Yield;
 
 impl Wait for Yield {
     const NAME: &'static str = "yield";
+    const LEAVES_CPU: bool = true;
     #[inline]
     fn relax(_: &AtomicU32, _: u32, _: &mut Episode) -> bool {
         sync::yield_now();
