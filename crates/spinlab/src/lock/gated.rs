@@ -88,9 +88,9 @@
 //! convoy costs a wake-up per hand-over, and `yield`, whose waiters offer their CPU at every
 //! look, so that the next in line has seldom run since its turn came, and each hand-over
 //! waits for a round of its CPU's other threads. Handed over in order, `yield`'s locks made
-//! 0.03-0.06 of the default's throughput with 8 and 16 threads pinned to the 2-CPU guest and
-//! did not finish `docs/examples/hammer.c` in 20 s; gated, 0.87-0.92 and about glibc's time
-//! (docs/contention.md, "The in-order locks over `yield`"). The gate's own hand-over wakes one sleeping waiter: MCS (the classic lock,
+//! 0.01-0.05 of the default's throughput with 8 and 16 threads pinned to the 2-CPU guest, and
+//! `docs/examples/hammer.c` under them was killed at 20 s; gated, 0.68-1.01, and 0.85-0.91 of
+//! glibc's time (docs/contention.md, "The in-order locks over `yield`"). The gate's own hand-over wakes one sleeping waiter: MCS (the classic lock,
 //! [`McsQueue`](super::McsQueue)), CLH and the fair lock wake the next waiter's node, and a
 //! ticket gate the next ticket's slot of its waiting array
 //! (see [`Ticket`](super::Ticket); without it a ticket gate woke every sleeper per hand-over,
