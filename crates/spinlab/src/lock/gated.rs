@@ -9,16 +9,16 @@
 //! the lock away from it, as ShflLock and the Linux qspinlock do:
 //!
 //! - **Lock**: one CAS on the word; if the lock is free it is ours (running threads barge).
-//!   Otherwise, if nobody is queued, no other waiter is spinning and (for policies that do
-//!   not keep a crowd running) none sleeps on the word, spin on the word for
-//!   the policy's budget as the one spinner (qspinlock's pending waiter): a lone waiter, the
-//!   common case with few threads, takes the lock without touching the queue. Over a policy
-//!   whose spin phase never ends (`yield`) the step would never end either, and every
-//!   newcomer that found nobody queued would wait on the word: such a waiter queues at once. Only while the
-//!   queue is empty: letting every newcomer spin first slowed a 16-thread program under the
-//!   preload library 1.7 times (`docs/examples/hammer.c`, 0.53 s to 0.90 s on the 2-CPU
-//!   guest; our reading: the queue's head then slept behind newcomers, but letting the head spin
-//!   beside a newcomer did not bring the time back).
+//!   Otherwise, if nobody is queued, no other waiter is spinning and (for policies that do not
+//!   keep a crowd running) none sleeps on the word, spin on the word for the policy's budget as
+//!   the one spinner (qspinlock's pending waiter): a lone waiter, the common case with few
+//!   threads, takes the lock without touching the queue. (Over a policy whose spin phase never
+//!   ends, `yield`, the step would never end either, and every newcomer that found nobody
+//!   queued would wait on the word: such a waiter queues at once.) Only while the queue is
+//!   empty: letting every newcomer spin first slowed a 16-thread program under the preload
+//!   library 1.7 times (`docs/examples/hammer.c`, 0.53 s to 0.90 s on the 2-CPU guest; our
+//!   reading: the queue's head then slept behind newcomers, but letting the head spin beside a
+//!   newcomer did not bring the time back).
 //!   While the queue is not empty, on a machine of at most
 //!   [`DEFAULT_CROWD_CPUS`](super::DEFAULT_CROWD_CPUS) CPUs, look at the word instead for
 //!   about 1 µs before queueing, and take it if it comes free ([`Bounded`]'s
@@ -86,17 +86,18 @@
 //! waiters give their CPU away ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)): those
 //! that may sleep (`futex`, `spin-park`, `spin-yield-park`, `pause-yield-park`), where the
 //! convoy costs a wake-up per hand-over, and `yield`, whose waiters offer their CPU at every
-//! look, so that the next in line has seldom run since its turn came, and each hand-over
-//! waits for a round of its CPU's other threads. Handed over in order, `yield`'s locks made
-//! 0.01-0.05 of the default's throughput with 8 and 16 threads pinned to the 2-CPU guest, and
+//! look, so that the next in line has seldom run since its turn came, and each hand-over waits
+//! for a round of its CPU's other threads. Handed over in order, `yield`'s locks made 0.01-0.05
+//! of the default's throughput with 8 and 16 threads pinned to the 2-CPU guest, and
 //! `docs/examples/hammer.c` under them was killed at 20 s; gated, 0.68-1.01, and 0.85-0.91 of
-//! glibc's time (docs/contention.md, "The in-order locks over `yield`"). The gate's own hand-over wakes one sleeping waiter: MCS (the classic lock,
-//! [`McsQueue`](super::McsQueue)), CLH and the fair lock wake the next waiter's node, and a
-//! ticket gate the next ticket's slot of its waiting array
-//! (see [`Ticket`](super::Ticket); without it a ticket gate woke every sleeper per hand-over,
-//! and CPython's `test_queue`, 75 threads on the GIL's mutex, did not finish in 60 s under
-//! `ticket:futex`). With the pure spin policies the registry keeps the seeds' locks as they are,
-//! lock hand-over and all: they are the subjects of seeds 000 and 003.
+//! glibc's time (docs/contention.md, "The in-order locks over `yield`"). The gate's own
+//! hand-over wakes one sleeping waiter: MCS (the classic lock, [`McsQueue`](super::McsQueue)),
+//! CLH and the fair lock wake the next waiter's node, and a ticket gate the next ticket's slot
+//! of its waiting array (see [`Ticket`](super::Ticket); without it a ticket gate woke every
+//! sleeper per hand-over, and CPython's `test_queue`, 75 threads on the GIL's mutex, did not
+//! finish in 60 s under `ticket:futex`). With the pure spin policies the registry keeps the
+//! seeds' locks as they are, lock hand-over and all: they are the subjects of seeds 000 and
+//! 003.
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
@@ -632,9 +633,6 @@ mod tests {
         assert!(!stalled::long_enough(lock, Lap::Again(3)), "the other lock's timing replaced this one's");
     }
 
-    /// With waiters queued (the gate held here by this thread), a thread that came to queue
-    /// on a machine of a few CPUs takes a word that is free when it looks, and never takes the
-    /// gate; one whose deadline has passed does not look, and gives up at the gate.
     /// Over `yield`, whose spin phase never ends, a waiter that finds the lock held and nobody
     /// queued queues at once, and waits for the word holding the gate: were it to run the one
     /// spinner's step, it would stay on the word to the end and never reach the gate.
@@ -665,6 +663,9 @@ mod tests {
         assert!(!lock.is_locked() && !lock.gate_is_locked(), "the waiter passed the gate on");
     }
 
+    /// With waiters queued (the gate held here by this thread), a thread that came to queue
+    /// on a machine of a few CPUs takes a word that is free when it looks, and never takes the
+    /// gate; one whose deadline has passed does not look, and gives up at the gate.
     #[test]
     fn a_thread_that_finds_waiters_queued_looks_at_the_word_before_the_gate() {
         let lock = Gated::<McsQueue<SpinPark>, SpinPark>::default();
