@@ -932,10 +932,10 @@ impl<'a> OnePerCpu<'a> {
     }
 
     /// Seed 003's fairlock: the first `fair:POLICY` lock measured that hands the lock over in
-    /// round-robin order (`fair:spin` in the report). Over a policy that may sleep the registry
-    /// builds the fair lock as a gate in front of a word that running threads may take
-    /// (`lock::Gated`): a different lock, with a different cost and fairness, so it does not
-    /// stand for the seed's.
+    /// round-robin order (`fair:spin` in the report). Over a policy whose waiters give their
+    /// CPU away (one that may sleep, or `yield`) the registry builds the fair lock as a gate in
+    /// front of a word that running threads may take (`lock::Gated`): a different lock, with
+    /// a different cost and fairness, so it does not stand for the seed's.
     fn fairlock(&self) -> Option<&'a Row> {
         let name = self.run?.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| is_seed_fairlock(l))?;
         self.row(name)
