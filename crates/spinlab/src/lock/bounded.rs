@@ -249,13 +249,17 @@ impl<W: Wait> Bounded<W> {
     /// for the policy's budget, as qspinlock's pending waiter does, so that a lone waiter
     /// takes a contended lock without touching the queue. Gives up at once, with
     /// [`Outcome::Queue`], if another waiter is spinning or (unless the policy keeps a crowd
-    /// running) a sleeper is counted, and when the budget is spent
-    /// (policies that may sleep only: any other spins until it acquires, so `Gated` queues
-    /// its waiters at once over such a policy instead of calling this). The
-    /// caller has just found the lock taken, so this looks before it tries again: a second
-    /// compare-and-swap at once would only take the line from the holder.
+    /// running) a sleeper is counted, and when the budget is spent. Over a policy that never
+    /// sleeps it queues at once: such a policy's spin phase never ends (`yield`'s), so its
+    /// waiter would stay on the word to the end, beside every other newcomer that found nobody
+    /// queued, and the queue would never order anybody. The caller has just found the lock
+    /// taken, so this looks before it tries again: a second compare-and-swap at once would
+    /// only take the line from the holder.
     #[inline]
     pub(crate) fn spin_then_queue(&self, deadline: Option<Instant>) -> Outcome {
+        if !W::MAY_SLEEP {
+            return Outcome::Queue;
+        }
         self.wait_for(deadline, Mode::SpinThenQueue)
     }
 
@@ -289,7 +293,7 @@ impl<W: Wait> Bounded<W> {
             // (parking_lot's rule): behind a sleeper the lock is taken and released faster
             // than a wake-up, and a spinner would only pull the line from its holder.
             let may_spin = seen & SPINNING == 0 && (W::CROWD_SPINS || sleepers(seen) == 0);
-            if mode == Mode::SpinThenQueue && W::MAY_SLEEP && spinner == 0 && !may_spin {
+            if mode == Mode::SpinThenQueue && spinner == 0 && !may_spin {
                 // Another waiter is spinning or asleep: wait in the queue.
                 return Outcome::Queue;
             }

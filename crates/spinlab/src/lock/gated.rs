@@ -350,16 +350,10 @@ impl<L: Gate, W: Wait> Gated<L, W> {
     #[cold]
     pub(super) fn lock_queued(&self, deadline: Option<Instant>) -> Option<L::Owed> {
         if !self.gate.is_locked() {
-            // The one spinner's step ends when the policy's spin phase does. A policy that
-            // never ends it (`yield`) would stay on the word to the end, beside every other
-            // newcomer that found nobody queued, and the queue would never order anybody: its
-            // waiter queues at once, and waits on the word only as the head.
-            if W::MAY_SLEEP {
-                match self.word.spin_then_queue(deadline) {
-                    Outcome::Acquired => return Some(L::Owed::default()),
-                    Outcome::TimedOut => return None,
-                    Outcome::Queue => {}
-                }
+            match self.word.spin_then_queue(deadline) {
+                Outcome::Acquired => return Some(L::Owed::default()),
+                Outcome::TimedOut => return None,
+                Outcome::Queue => {}
             }
         } else if looks_before_queueing()
             && deadline.is_none_or(|deadline| Instant::now() < deadline)
