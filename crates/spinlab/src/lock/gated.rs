@@ -33,7 +33,12 @@
 //!   1.04-1.28 of glibc's wall time to 0.82-1.02. Looking to the end without the stop made
 //!   that program 2.2 times glibc's time: the lookers then took each release from a holder
 //!   that would have taken the lock back at once (docs/contention.md, "A look at the word
-//!   before the queue").
+//!   before the queue"). Over `yield`, whose queued waiters never sleep, there is no look:
+//!   with it the threads of the CPU that held the lock's line kept the lock from the other
+//!   CPU's (with 16 threads pinned to the 2-CPU guest and 100 ns sections, in runs where a
+//!   line took 150-170 ns to cross, one CPU's threads took up to 4.3 times the other's, Jain
+//!   0.63-0.91; without the look 0.92-0.98, for about a tenth less throughput where a line
+//!   crossed in 40-50 ns: docs/contention.md, "The look left out over `yield`").
 //!   Failing that, take the gate (the queue lock `L`, waiting in its order with policy `W`), then,
 //!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim),
 //!   and release the gate, so the next waiter in line becomes the head.
@@ -355,7 +360,7 @@ impl<L: Gate, W: Wait> Gated<L, W> {
                 Outcome::TimedOut => return None,
                 Outcome::Queue => {}
             }
-        } else if looks_before_queueing()
+        } else if looks_before_queueing::<W>()
             && deadline.is_none_or(|deadline| Instant::now() < deadline)
             && self.word.look_before_queueing()
         {
@@ -451,13 +456,17 @@ unsafe impl<L: Gate, W: Wait> RawMutexTimed for Gated<L, W> {
 }
 
 /// Whether a thread that finds the word held and waiters queued looks at the word before it
-/// queues ([`Bounded::look_before_queueing`](super::Bounded)): on a machine where the process
-/// may run on at most [`DEFAULT_CROWD_CPUS`](super::DEFAULT_CROWD_CPUS) CPUs, where a crowd
-/// of waiters on the word was measured to win (`Adaptive`'s docs). Loom's models leave it
-/// out: the look is the barging `try_lock` again, which every model makes.
+/// queues ([`Bounded::look_before_queueing`](super::Bounded)): over a policy whose waiters may
+/// sleep, on a machine where the process may run on at most
+/// [`DEFAULT_CROWD_CPUS`](super::DEFAULT_CROWD_CPUS) CPUs, where a crowd of waiters on the
+/// word was measured to win (`Adaptive`'s docs). The look keeps a CPU from halting while its
+/// threads sleep at the gate; `yield`'s queued waiters never sleep, and over it the look only
+/// let the threads of the CPU that held the lock's line keep the lock from the other CPU's
+/// (docs/contention.md, "The look left out over `yield`"). Loom's models leave it out: the
+/// look is the barging `try_lock` again, which every model makes.
 #[inline]
-fn looks_before_queueing() -> bool {
-    !cfg!(loom) && crate::sys::cpu::process_cpus() <= super::DEFAULT_CROWD_CPUS
+fn looks_before_queueing<W: Wait>() -> bool {
+    W::MAY_SLEEP && !cfg!(loom) && crate::sys::cpu::process_cpus() <= super::DEFAULT_CROWD_CPUS
 }
 
 /// How long a gated lock's head may miss one thread's releases before that thread yields its
@@ -666,7 +675,7 @@ mod tests {
         let head = lock.gate.lock();
         let soon = Instant::now() + Duration::from_millis(20);
         let looked = lock.lock_queued(Some(soon));
-        assert_eq!(looked.is_some(), looks_before_queueing(), "only a machine of a few CPUs looks");
+        assert_eq!(looked.is_some(), looks_before_queueing::<SpinPark>(), "only a machine of a few CPUs looks");
         if looked.is_some() {
             assert!(lock.is_locked() && lock.gate_is_locked(), "the word is taken; the gate is still ours");
             // SAFETY: acquired just above.
@@ -674,6 +683,21 @@ mod tests {
         }
         assert!(lock.lock_queued(Some(Instant::now())).is_none(), "a passed deadline: no look, the gate is held");
         assert!(!lock.is_locked());
+        // SAFETY: taken above.
+        unsafe { lock.gate.unlock(head) };
+    }
+
+    /// Over `yield`, whose queued waiters never sleep, a thread that finds waiters queued goes
+    /// to the gate without looking at the word, even where a waiter that may sleep would look:
+    /// here the word is free and the gate held, so a look would take the word, and the gate
+    /// makes the thread wait until its deadline.
+    #[test]
+    fn over_yield_a_thread_that_finds_waiters_queued_goes_to_the_gate_without_a_look() {
+        let lock = Gated::<McsQueue<Yield>, Yield>::default();
+        let head = lock.gate.lock();
+        let acquired = lock.lock_queued(Some(Instant::now() + Duration::from_millis(20)));
+        assert!(acquired.is_none(), "the thread took the free word instead of waiting at the gate");
+        assert!(!lock.is_locked() && lock.gate_is_locked(), "the word is free; the gate is still ours");
         // SAFETY: taken above.
         unsafe { lock.gate.unlock(head) };
     }

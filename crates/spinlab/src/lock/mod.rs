@@ -48,7 +48,8 @@
 //!   (see [`Bounded`]).
 //!
 //! - `Gated<L, W>`: the waiters that found the lock taken (and, on a machine of at most
-//!   [`DEFAULT_CROWD_CPUS`] CPUs, still taken after a look of about 1 µs) queue in `L`'s order
+//!   [`DEFAULT_CROWD_CPUS`] CPUs over a policy that may sleep, still taken after a look of
+//!   about 1 µs) queue in `L`'s order
 //!   (FIFO, or the fair lock's round-robin); the one at the head is passed over by running
 //!   threads for at most [`STARVATION_NS`] of its own waiting before it claims the next
 //!   release, and, while it is not running, for at most [`HEAD_STALL_NS`] of each holder's

@@ -105,7 +105,7 @@ macro_rules! algorithm {
 /// at the word.
 macro_rules! head_at_the_word {
     () => {
-        "a thread that finds the lock held queues, on up to 4 CPUs after a look of about 1 µs; the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run"
+        "a thread that finds the lock held queues, on up to 4 CPUs after a look of about 1 µs where waiters may sleep; the head passed over for at most 0.5 ms of its wait, or 0.2 ms of a holder's releases while it cannot run"
     };
 }
 
