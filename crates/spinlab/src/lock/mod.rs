@@ -49,11 +49,11 @@
 //!
 //! - `Gated<L, W>`: the waiters that found the lock taken (and, on a machine of at most
 //!   [`DEFAULT_CROWD_CPUS`] CPUs over a policy that may sleep, still taken after a look of
-//!   about 1 µs) queue in `L`'s order
-//!   (FIFO, or the fair lock's round-robin); the one at the head is passed over by running
-//!   threads for at most [`STARVATION_NS`] of its own waiting before it claims the next
-//!   release, and, while it is not running, for at most [`HEAD_STALL_NS`] of each holder's
-//!   releases before that holder yields its CPU to it (see [`Gated`]).
+//!   about 1 µs) queue in `L`'s order (FIFO, or the fair lock's round-robin); the one at the
+//!   head is passed over by running threads for at most [`STARVATION_NS`] of its own waiting
+//!   before it claims the next release, and, while it is not running, for at most
+//!   [`HEAD_STALL_NS`] of each holder's releases before that holder yields its CPU to it (see
+//!   [`Gated`]).
 //!
 //! - `Adaptive<W>`: `Bounded`'s bound where the process may run on at most
 //!   [`DEFAULT_CROWD_CPUS`] CPUs, and `Gated<McsQueue<W>, W>`'s on more (see [`Adaptive`]).
