@@ -37,8 +37,8 @@
 //!   with it the threads of the CPU that held the lock's line kept the lock from the other
 //!   CPU's (with 16 threads pinned to the 2-CPU guest and 100 ns sections, in runs where a
 //!   line took 150-170 ns to cross, one CPU's threads took up to 4.3 times the other's, Jain
-//!   0.63-0.91; without the look 0.92-0.98, for about a tenth less throughput where a line
-//!   crossed in 40-50 ns: docs/contention.md, "The look left out over `yield`").
+//!   0.63-0.91; without the look 0.92-0.98, for 10-20% less throughput where a line crossed
+//!   in 33-52 ns: docs/contention.md, "The look left out over `yield`").
 //!   Failing that, take the gate (the queue lock `L`, waiting in its order with policy `W`), then,
 //!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim),
 //!   and release the gate, so the next waiter in line becomes the head.
