@@ -95,14 +95,15 @@
 //! for a round of its CPU's other threads. Handed over in order, `yield`'s locks made 0.01-0.05
 //! of the default's throughput with 8 and 16 threads pinned to the 2-CPU guest, and
 //! `docs/examples/hammer.c` under them was killed at 20 s; gated, 0.68-1.01, and 0.85-0.91 of
-//! glibc's time (docs/contention.md, "The in-order locks over `yield`"). The gate's own
-//! hand-over wakes one sleeping waiter: MCS (the classic lock, [`McsQueue`](super::McsQueue)),
-//! CLH and the fair lock wake the next waiter's node, and a ticket gate the next ticket's slot
-//! of its waiting array (see [`Ticket`](super::Ticket); without it a ticket gate woke every
-//! sleeper per hand-over, and CPython's `test_queue`, 75 threads on the GIL's mutex, did not
-//! finish in 60 s under `ticket:futex`). With the pure spin policies the registry keeps the
-//! seeds' locks as they are, lock hand-over and all: they are the subjects of seeds 000 and
-//! 003.
+//! glibc's time (docs/contention.md, "The in-order locks over `yield`"); since they skip the
+//! look before the queue (above), 0.66-1.16 and 0.65-0.83 ("The look left out over `yield`").
+//! The gate's own hand-over wakes one sleeping waiter: MCS (the classic lock,
+//! [`McsQueue`](super::McsQueue)), CLH and the fair lock wake the next waiter's node, and a
+//! ticket gate the next ticket's slot of its waiting array (see [`Ticket`](super::Ticket);
+//! without it a ticket gate woke every sleeper per hand-over, and CPython's `test_queue`, 75
+//! threads on the GIL's mutex, did not finish in 60 s under `ticket:futex`). With the pure
+//! spin policies the registry keeps the seeds' locks as they are, lock hand-over and all: they
+//! are the subjects of seeds 000 and 003.
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
