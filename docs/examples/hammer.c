@@ -2,12 +2,19 @@
 // behind docs/contention.md's table of the default lock under the preload library.
 // gcc -O2 -Wall -Werror -pthread docs/examples/hammer.c -o hammer
 // cargo run --release -- app --locks default,parking_lot,ttas:spin-park --reps 3 -- ./hammer
+// -DHAMMER_THREADS=N and -DHAMMER_ITERS=N change the counts (scripts/device/prepare).
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static volatile unsigned long counter;
-enum { THREADS = 16, ITERS = 2000000 };
+#ifndef HAMMER_THREADS
+#define HAMMER_THREADS 16
+#endif
+#ifndef HAMMER_ITERS
+#define HAMMER_ITERS 2000000
+#endif
+enum { THREADS = HAMMER_THREADS, ITERS = HAMMER_ITERS };
 static void *work(void *arg) {
   (void)arg;
   for (int i = 0; i < ITERS; i++) {
