@@ -129,6 +129,7 @@ const COLUMNS: &[Column] = &[
     col(THROUGHPUT_OPS_S, "ops/s"),
     col(THROUGHPUT_CI95_OPS_S, "±95%"),
     col("throughput_vs_best_reference", "vs best ref"),
+    col("throughput_vs_best_reference_ci95", "±95%"),
     col(JAIN, "jain"),
     col("rsd_pct", "rsd %"),
     col(CPU_BUSY_PCT, "cpu busy %"),
@@ -569,12 +570,15 @@ impl Contention {
     ) -> Vec<Row> {
         let mut figures = measured.iter().zip(uncontended.locks.iter().zip(&uncontended.below_floor));
         let mut rows = Vec::new();
+        let mut rounds: Vec<&[f64]> = Vec::new();
         for lock in &plan.locks {
             if let Some(why) = lock.unavailable() {
                 rows.push(at.row(lock).skipped(why));
+                rounds.push(&[]);
                 continue;
             }
             let (m, (u, below)) = figures.next().expect("one measurement per available lock");
+            rounds.push(&m.series.samples);
             let t = &m.totals;
             let mut row = at.row(lock).with("cpus", format_cpu_list(cpus));
             if let Some(sum) = Summary::of(&m.series.samples) {
@@ -601,7 +605,7 @@ impl Contention {
             }
             rows.push(row);
         }
-        add_ratios(&mut rows, self.baseline.name());
+        add_ratios(&mut rows, &rounds, self.baseline.name());
         rows
     }
 }
@@ -1136,25 +1140,34 @@ fn group_max_min_ratio(groups: &[Group], cpus: &[usize], per_thread: &[u64]) -> 
 }
 
 /// Ratios within one configuration: to the best reference lock and to the baseline lock.
-fn add_ratios(rows: &mut [Row], baseline: &str) {
+/// `rounds` holds each row's throughput per measured round (empty for a skipped lock), in the
+/// rows' order: a ratio's interval comes from the ratios within each round.
+fn add_ratios(rows: &mut [Row], rounds: &[&[f64]], baseline: &str) {
     let best_ref = rows
         .iter()
         .filter(|r| r.text(ORIGIN) == Some("reference"))
         .filter_map(|r| r.number(THROUGHPUT_OPS_S))
         .fold(f64::NAN, f64::max);
+    let rounds_of = |found: Option<usize>| found.and_then(|i| rounds.get(i)).copied().unwrap_or(&[]);
+    let best_ref_rounds = rounds_of(rows.iter().position(|r| {
+        r.text(ORIGIN) == Some("reference") && r.number(THROUGHPUT_OPS_S) == Some(best_ref)
+    }));
+    let base_rounds = rounds_of(rows.iter().position(|r| r.text(LOCK) == Some(baseline)));
     let best_ref_uncontended = rows
         .iter()
         .filter(|r| r.text(ORIGIN) == Some("reference"))
         .filter_map(|r| r.number(UNCONTENDED_NS))
         .fold(f64::NAN, f64::min);
     let base = rows.iter().find(|r| r.text(LOCK) == Some(baseline)).and_then(|r| r.number(THROUGHPUT_OPS_S));
-    for row in rows.iter_mut() {
+    for (row, own) in rows.iter_mut().zip(rounds) {
         let Some(t) = row.number(THROUGHPUT_OPS_S) else { continue };
         if best_ref.is_finite() && best_ref > 0.0 {
             row.set("throughput_vs_best_reference", t / best_ref);
+            row.set("throughput_vs_best_reference_ci95", paired_ratio_ci95(own, best_ref_rounds));
         }
         if let Some(b) = base.filter(|b| *b > 0.0) {
             row.set("throughput_vs_baseline", t / b);
+            row.set("throughput_vs_baseline_ci95", paired_ratio_ci95(own, base_rounds));
         }
         if let Some(u) = row.number(UNCONTENDED_NS) {
             if best_ref_uncontended.is_finite() && best_ref_uncontended > 0.0 {
@@ -1162,6 +1175,18 @@ fn add_ratios(rows: &mut [Row], baseline: &str) {
             }
         }
     }
+}
+
+/// The half-width of the 95% interval of `lock`'s throughput over `reference`'s, from the
+/// ratio within each round both ran in: the rounds are interleaved, so the machine's drift
+/// between rounds (the host moving the vCPUs, other load) moves both throughputs of a round
+/// and cancels in its ratio, where intervals of the two means taken apart would add it twice.
+/// A lock stopped early as collapsed has fewer rounds: the rounds both ran pair up from the
+/// first. `None` with fewer than two such rounds, and 0 for the reference itself.
+fn paired_ratio_ci95(lock: &[f64], reference: &[f64]) -> Option<f64> {
+    let ratios: Vec<f64> =
+        lock.iter().zip(reference).filter(|(_, &r)| r > 0.0).map(|(&l, &r)| l / r).filter(|x| x.is_finite()).collect();
+    Summary::of(&ratios)?.ci95
 }
 
 /// The critical section of the report's second contention run, in nanoseconds: long enough
@@ -1435,5 +1460,47 @@ mod tests {
         let mut no_floor = Row::new();
         add_uncontended_floor(&mut no_floor, &Summary::exact(1.0, 0.2), None);
         assert_eq!(no_floor.number("uncontended_vs_floor"), None);
+    }
+
+    /// Rounds in which the machine ran at half speed and then at full move both locks alike:
+    /// the interval of their ratio comes from the ratio within each round, not from the drift.
+    #[test]
+    fn ratio_intervals_come_from_the_rounds_both_locks_ran_in() {
+        let row = |lock: &str, origin: &str, rounds: &[f64]| {
+            let s = Summary::of(rounds).unwrap();
+            Row::new().with(LOCK, lock).with(ORIGIN, origin).summary("throughput", "ops_s", &s)
+        };
+        let std_rounds = [10.0, 20.0, 10.0, 20.0];
+        let pl_rounds = [9.0, 18.0, 9.0, 18.0];
+        let steady = [9.0, 18.0, 9.0, 18.0].map(|x| x * 1.1);
+        let unsteady = [10.0, 20.0, 12.0, 16.0];
+        let collapsed = [5.0, 10.0];
+        let mut rows = vec![
+            row("default", "spinlab", &steady),
+            row("std", "reference", &std_rounds),
+            row("parking_lot", "reference", &pl_rounds),
+            row("ticket:spin", "spinlab", &collapsed),
+            row("mcs:spin", "spinlab", &unsteady),
+            Row::new().with(LOCK, "tpause").skipped("no WAITPKG"),
+        ];
+        let rounds: [&[f64]; 6] = [&steady, &std_rounds, &pl_rounds, &collapsed, &unsteady, &[]];
+        add_ratios(&mut rows, &rounds, "ticket:spin");
+        let vs_best = |i: usize| rows[i].number("throughput_vs_best_reference").unwrap();
+        let ci = |i: usize, key: &str| rows[i].number(key);
+        // std is the best reference (mean 15 against 13.5); the default is 0.99 of it in every
+        // round, so its ratio has no spread although either throughput alone swings twofold.
+        assert!((vs_best(0) - 0.99).abs() < 1e-9);
+        assert!(ci(0, "throughput_vs_best_reference_ci95").unwrap() < 1e-9);
+        assert_eq!(ci(1, "throughput_vs_best_reference_ci95"), Some(0.0));
+        // Ratios 1.0, 1.0, 1.2, 0.8 round by round: an interval the drift alone would not give.
+        let unsteady_ci = ci(4, "throughput_vs_best_reference_ci95").unwrap();
+        let expected = Summary::of(&[1.0, 1.0, 1.2, 0.8]).unwrap().ci95.unwrap();
+        assert!((unsteady_ci - expected).abs() < 1e-9, "{unsteady_ci} against {expected}");
+        // A lock stopped after two rounds pairs with the other's first two: 0.5 of std in both,
+        // and the default 1.98 of it in both (its later rounds have no partner).
+        assert!(ci(3, "throughput_vs_best_reference_ci95").unwrap() < 1e-9);
+        assert!(ci(0, "throughput_vs_baseline_ci95").unwrap() < 1e-9);
+        assert_eq!(rows[5].number("throughput_vs_best_reference"), None);
+        assert_eq!(paired_ratio_ci95(&[3.0], &[2.0]), None, "one round has no interval");
     }
 }
