@@ -26,7 +26,7 @@ use crate::machine::topology::{format_cpu_list, Group, GroupBy, Placement, Topol
 use crate::measure::clock::{now, thread_cpu_s};
 use crate::measure::histogram::Histogram;
 use crate::measure::pin::{pin_or_die, with_pinned};
-use crate::measure::stats::{jain, mean, population_rsd_pct};
+use crate::measure::stats::{jain, mean, paired_ratio_ci95, population_rsd_pct};
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
@@ -1177,18 +1177,6 @@ fn add_ratios(rows: &mut [Row], rounds: &[&[f64]], baseline: &str) {
     }
 }
 
-/// The half-width of the 95% interval of `lock`'s throughput over `reference`'s, from the
-/// ratio within each round both ran in: the rounds are interleaved, so the machine's drift
-/// between rounds (the host moving the vCPUs, other load) moves both throughputs of a round
-/// and cancels in its ratio, where intervals of the two means taken apart would add it twice.
-/// A lock stopped early as collapsed has fewer rounds: the rounds both ran pair up from the
-/// first. `None` with fewer than two such rounds, and 0 for the reference itself.
-fn paired_ratio_ci95(lock: &[f64], reference: &[f64]) -> Option<f64> {
-    let ratios: Vec<f64> =
-        lock.iter().zip(reference).filter(|(_, &r)| r > 0.0).map(|(&l, &r)| l / r).filter(|x| x.is_finite()).collect();
-    Summary::of(&ratios)?.ci95
-}
-
 /// The critical section of the report's second contention run, in nanoseconds: long enough
 /// that the recommendation has a measured answer for long critical sections too.
 pub const LONG_CS_NS: u64 = 10_000;
@@ -1501,6 +1489,5 @@ mod tests {
         assert!(ci(3, "throughput_vs_best_reference_ci95").unwrap() < 1e-9);
         assert!(ci(0, "throughput_vs_baseline_ci95").unwrap() < 1e-9);
         assert_eq!(rows[5].number("throughput_vs_best_reference"), None);
-        assert_eq!(paired_ratio_ci95(&[3.0], &[2.0]), None, "one round has no interval");
     }
 }

@@ -15,6 +15,7 @@ use crate::measure::pin::pin_or_die;
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave_stoppable, Rep, Summary, Taken};
+use crate::measure::stats::paired_ratio_ci95;
 use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
@@ -74,6 +75,7 @@ const COLUMNS: &[Column] = &[
     col("user_s", "user s"),
     col(SYS_S, "sys s"),
     col("wall_vs_best_reference", "wall vs best ref"),
+    col("wall_vs_best_reference_ci95", "±95%"),
     col(WALL_OVER_FLOOR, "x floor"),
     col("collapsed_done_pct", "collapsed: done %"),
     col("reps", "reps"),
@@ -421,9 +423,17 @@ impl Experiment for Herd {
                 .filter_map(|r| r.number(WALL_S))
                 .fold(f64::NAN, f64::min);
             if best_ref.is_finite() && best_ref > 0.0 {
-                for row in config_rows.iter_mut() {
+                // The rows and the series line up: the floor first, then every lock that ran,
+                // in order, each skipped lock a row without a series.
+                let mut ran = (0..series.len()).map(|i| series[i].samples.as_slice());
+                let rounds: Vec<&[f64]> =
+                    config_rows.iter().map(|r| if r.get("skipped").is_some() { &[][..] } else { ran.next().unwrap_or(&[]) }).collect();
+                let best = config_rows.iter().position(|r| r.text(ORIGIN) == Some("reference") && r.number(WALL_S) == Some(best_ref));
+                let best_rounds = best.map_or(&[][..], |i| rounds[i]);
+                for (row, own) in config_rows.iter_mut().zip(&rounds) {
                     if let Some(w) = row.number(WALL_S) {
                         row.set("wall_vs_best_reference", w / best_ref);
+                        row.set("wall_vs_best_reference_ci95", paired_ratio_ci95(own, best_rounds));
                     }
                 }
             }

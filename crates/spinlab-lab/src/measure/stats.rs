@@ -115,6 +115,18 @@ pub fn t_975(df: usize) -> f64 {
     }
 }
 
+/// The half-width of the 95% interval of `treatment` over `reference`, from their ratio
+/// within each round both ran in. Interleaved rounds run both under the same conditions, so
+/// the machine's drift between rounds (the host moving the vCPUs, other load) moves both
+/// values of a round and cancels in its ratio, where the intervals of the two means taken
+/// apart would each carry it. A treatment stopped early has fewer rounds: the rounds pair
+/// from the first. Rounds without a finite ratio (a NaN sample, a zero reference) are left
+/// out; `None` with fewer than two left.
+pub fn paired_ratio_ci95(treatment: &[f64], reference: &[f64]) -> Option<f64> {
+    let ratios: Vec<f64> = treatment.iter().zip(reference).map(|(t, r)| t / r).filter(|x| x.is_finite()).collect();
+    Summary::of(&ratios)?.ci95
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +185,17 @@ mod tests {
         assert!(t_975(1) > t_975(2));
         assert!(t_975(30) > t_975(100));
         assert_eq!(t_975(1_000_000), 1.960);
+    }
+
+    #[test]
+    fn a_paired_ratio_interval_ignores_drift_shared_by_a_round() {
+        // Twofold drift between rounds, the same ratio in each: no spread.
+        assert!(paired_ratio_ci95(&[9.0, 18.0, 9.0, 18.0], &[10.0, 20.0, 10.0, 20.0]).unwrap() < 1e-12);
+        let expected = Summary::of(&[1.0, 1.2, 0.8]).unwrap().ci95;
+        assert_eq!(paired_ratio_ci95(&[10.0, 12.0, 8.0], &[10.0, 10.0, 10.0]), expected);
+        // Rounds pair from the first; a NaN sample or a zero reference drops its round.
+        assert_eq!(paired_ratio_ci95(&[10.0, 12.0, 8.0, f64::NAN], &[10.0, 10.0, 10.0, 10.0, 10.0]), expected);
+        assert_eq!(paired_ratio_ci95(&[10.0, 12.0, 5.0, 8.0], &[10.0, 10.0, 0.0, 10.0]), expected);
+        assert_eq!(paired_ratio_ci95(&[3.0, 4.0], &[2.0]), None, "one round has no interval");
     }
 }
