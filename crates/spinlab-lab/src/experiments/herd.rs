@@ -425,7 +425,7 @@ impl Experiment for Herd {
             if best_ref.is_finite() && best_ref > 0.0 {
                 // The rows and the series line up: the floor first, then every lock that ran,
                 // in order, each skipped lock a row without a series.
-                let mut ran = (0..series.len()).map(|i| series[i].samples.as_slice());
+                let mut ran = series.iter().map(|s| s.samples.as_slice());
                 let rounds: Vec<&[f64]> =
                     config_rows.iter().map(|r| if r.get("skipped").is_some() { &[][..] } else { ran.next().unwrap_or(&[]) }).collect();
                 let best = config_rows.iter().position(|r| r.text(ORIGIN) == Some("reference") && r.number(WALL_S) == Some(best_ref));
