@@ -12,10 +12,10 @@ use crate::error::LabError;
 use crate::experiments::contention::WORK_NS;
 use crate::lockbox::LockBox;
 use crate::measure::pin::pin_or_die;
+use crate::measure::stats::paired_ratio_ci95;
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave_stoppable, Rep, Summary, Taken};
-use crate::measure::stats::paired_ratio_ci95;
 use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
@@ -426,9 +426,13 @@ impl Experiment for Herd {
                 // The rows and the series line up: the floor first, then every lock that ran,
                 // in order, each skipped lock a row without a series.
                 let mut ran = series.iter().map(|s| s.samples.as_slice());
-                let rounds: Vec<&[f64]> =
-                    config_rows.iter().map(|r| if r.get("skipped").is_some() { &[][..] } else { ran.next().unwrap_or(&[]) }).collect();
-                let best = config_rows.iter().position(|r| r.text(ORIGIN) == Some("reference") && r.number(WALL_S) == Some(best_ref));
+                let rounds: Vec<&[f64]> = config_rows
+                    .iter()
+                    .map(|r| if r.get("skipped").is_some() { &[][..] } else { ran.next().unwrap_or(&[]) })
+                    .collect();
+                let best = config_rows
+                    .iter()
+                    .position(|r| r.text(ORIGIN) == Some("reference") && r.number(WALL_S) == Some(best_ref));
                 let best_rounds = best.map_or(&[][..], |i| rounds[i]);
                 for (row, own) in config_rows.iter_mut().zip(&rounds) {
                     if let Some(w) = row.number(WALL_S) {
