@@ -1458,10 +1458,10 @@ mod tests {
             let s = Summary::of(rounds).unwrap();
             Row::new().with(LOCK, lock).with(ORIGIN, origin).summary("throughput", "ops_s", &s)
         };
-        let std_rounds = [10.0, 20.0, 10.0, 20.0];
-        let pl_rounds = [9.0, 18.0, 9.0, 18.0];
-        let steady = [9.0, 18.0, 9.0, 18.0].map(|x| x * 1.1);
-        let unsteady = [10.0, 20.0, 12.0, 16.0];
+        let std_rounds = [10.0, 20.0, 20.0, 10.0];
+        let pl_rounds = std_rounds.map(|x| x * 0.9);
+        let steady = std_rounds.map(|x| x * 0.99);
+        let unsteady = [10.0, 20.0, 24.0, 8.0];
         let collapsed = [5.0, 10.0];
         let mut rows = vec![
             row("default", "spinlab", &steady),
@@ -1485,7 +1485,8 @@ mod tests {
         let expected = Summary::of(&[1.0, 1.0, 1.2, 0.8]).unwrap().ci95.unwrap();
         assert!((unsteady_ci - expected).abs() < 1e-9, "{unsteady_ci} against {expected}");
         // A lock stopped after two rounds pairs with the other's first two: 0.5 of std in both,
-        // and the default 1.98 of it in both (its later rounds have no partner).
+        // and the default 1.98 of it in both (its later rounds have no partner). Paired from
+        // the last rounds instead, they would spread from 0.25 to 1 and from 0.99 to 3.96.
         assert!(ci(3, "throughput_vs_best_reference_ci95").unwrap() < 1e-9);
         assert!(ci(0, "throughput_vs_baseline_ci95").unwrap() < 1e-9);
         assert_eq!(rows[5].number("throughput_vs_best_reference"), None);

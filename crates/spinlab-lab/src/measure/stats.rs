@@ -193,7 +193,9 @@ mod tests {
         assert!(paired_ratio_ci95(&[9.0, 18.0, 9.0, 18.0], &[10.0, 20.0, 10.0, 20.0]).unwrap() < 1e-12);
         let expected = Summary::of(&[1.0, 1.2, 0.8]).unwrap().ci95;
         assert_eq!(paired_ratio_ci95(&[10.0, 12.0, 8.0], &[10.0, 10.0, 10.0]), expected);
-        // Rounds pair from the first; a NaN sample or a zero reference drops its round.
+        // Rounds pair from the first (from the last, the 40 would pair with the 8); a NaN
+        // sample or a zero reference drops its round.
+        assert_eq!(paired_ratio_ci95(&[10.0, 12.0, 8.0], &[10.0, 10.0, 10.0, 40.0]), expected);
         assert_eq!(paired_ratio_ci95(&[10.0, 12.0, 8.0, f64::NAN], &[10.0, 10.0, 10.0, 10.0, 10.0]), expected);
         assert_eq!(paired_ratio_ci95(&[10.0, 12.0, 5.0, 8.0], &[10.0, 10.0, 0.0, 10.0]), expected);
         assert_eq!(paired_ratio_ci95(&[3.0, 4.0], &[2.0]), None, "one round has no interval");
