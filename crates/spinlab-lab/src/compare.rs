@@ -101,7 +101,7 @@ pub struct Line {
     pub ratio: Option<f64>,
     /// The figure [`moved`] from A to B.
     pub marked: bool,
-    /// How the machine differed under the two rows, when it did ([`machine_under`]).
+    /// How the machine differed under the two rows, when it did (`machine_under`).
     pub machine: Option<String>,
 }
 

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 pub const WALL_S: &str = "wall_s";
 /// System CPU time of one herd repetition.
 pub const SYS_S: &str = "sys_s";
-/// The floor row's `lock`: the same herd with no lock at all (see [`herd_rep`]).
+/// The floor row's `lock`: the same herd with no lock at all (see `herd_rep`).
 pub const FLOOR_LOCK: &str = "floor: no lock";
 /// [`WALL_S`] over the floor's, measured in the same interleaved rounds.
 pub const WALL_OVER_FLOOR: &str = "wall_over_floor";

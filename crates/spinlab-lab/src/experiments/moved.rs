@@ -5,11 +5,11 @@
 //! about 30-60 ns to move between the two CPUs at some moments and 200-240 ns at others,
 //! often within seconds, and which lock is fastest, or how much a waiter on the other CPU
 //! costs, changes with it. So an experiment times one ping-pong between two of a
-//! configuration's CPUs just before and just after measuring it ([`around`]); when the two
+//! configuration's CPUs just before and just after measuring it (`around`); when the two
 //! lie more than [`MOVED_FACTOR`](crate::results::MOVED_FACTOR) apart, the figures mix two
-//! machines, and the configuration is measured again ([`until_still`]), up to
+//! machines, and the configuration is measured again (`until_still`), up to
 //! [`MAX_ATTEMPTS`] times. Its rows keep the last attempt and say what the earlier ones saw
-//! ([`mark`]).
+//! (`mark`).
 
 use super::floor::{self, Transfer};
 use crate::error::LabError;

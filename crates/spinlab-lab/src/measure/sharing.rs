@@ -56,7 +56,7 @@ impl BusyNeighbour {
     }
 
     /// The `add` loop's slowdown on `cpu`, in percent, while the same loop runs on `other`:
-    /// the median of [`PAIRS`] alternating pairs, by CPU time.
+    /// the median of `PAIRS` alternating pairs, by CPU time.
     pub fn slowdown_pct(&self, cpu: usize, other: usize) -> Result<f64, LabError> {
         with_pinned(cpu, || {
             let call = || {

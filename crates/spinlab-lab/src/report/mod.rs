@@ -5,7 +5,7 @@
 //!
 //! - [`settings`]: how long each experiment runs (short by default, the papers' lengths with
 //!   `--full`).
-//! - [`figures`] and [`plot`]: the charts, from the rows' keys.
+//! - [`figures`] and [`plot`](crate::reading::plot): the charts, from the rows' keys.
 //! - [`recommend`]: the recommendation, from the numbers.
 //! - [`scorecard`]: the seeds' claims against this run (and other machines' committed runs).
 //! - [`html`]: the page.

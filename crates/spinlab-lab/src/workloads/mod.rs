@@ -326,7 +326,7 @@ impl Active {
     }
 
     /// Sets the units so one call takes about `target` on the calling thread (at least one
-    /// unit); see [`units_for`].
+    /// unit); see `units_for`.
     pub fn calibrate(&mut self, target: Duration) {
         let units = units_for(target, |units| {
             self.set_units(units);
