@@ -1148,7 +1148,7 @@ fn add_ratios(rows: &mut [Row], rounds: &[&[f64]], baseline: &str) {
         .filter(|r| r.text(ORIGIN) == Some("reference"))
         .filter_map(|r| r.number(THROUGHPUT_OPS_S))
         .fold(f64::NAN, f64::max);
-    let rounds_of = |found: Option<usize>| found.and_then(|i| rounds.get(i)).copied().unwrap_or(&[]);
+    let rounds_of = |found: Option<usize>| found.map_or(&[][..], |i| rounds[i]);
     let best_ref_rounds = rounds_of(
         rows.iter().position(|r| r.text(ORIGIN) == Some("reference") && r.number(THROUGHPUT_OPS_S) == Some(best_ref)),
     );

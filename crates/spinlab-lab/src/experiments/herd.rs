@@ -386,6 +386,8 @@ impl Experiment for Herd {
             };
             let floor = Summary::of(&series[0].samples).map(|s| s.mean).filter(|&w| w > 0.0);
             let mut config_rows = vec![times(Row::new().with(LOCK, FLOOR_LOCK).with(THREADS, n), 0)];
+            // Each row's wall per round, in the rows' order (none for a skipped lock).
+            let mut rounds: Vec<&[f64]> = vec![&series[0].samples];
             let mut next = 1;
             for lock in &locks {
                 let mut row = Row::new().with(LOCK, lock.name()).with(ORIGIN, lock.origin());
@@ -395,6 +397,7 @@ impl Experiment for Herd {
                 row.set(THREADS, n);
                 if let Some(why) = lock.unavailable() {
                     config_rows.push(row.skipped(why));
+                    rounds.push(&[]);
                     continue;
                 }
                 let i = next;
@@ -416,6 +419,7 @@ impl Experiment for Herd {
                     );
                 }
                 config_rows.push(row);
+                rounds.push(&series[i].samples);
             }
             let best_ref = config_rows
                 .iter()
@@ -423,13 +427,6 @@ impl Experiment for Herd {
                 .filter_map(|r| r.number(WALL_S))
                 .fold(f64::NAN, f64::min);
             if best_ref.is_finite() && best_ref > 0.0 {
-                // The rows and the series line up: the floor first, then every lock that ran,
-                // in order, each skipped lock a row without a series.
-                let mut ran = series.iter().map(|s| s.samples.as_slice());
-                let rounds: Vec<&[f64]> = config_rows
-                    .iter()
-                    .map(|r| if r.get("skipped").is_some() { &[][..] } else { ran.next().unwrap_or(&[]) })
-                    .collect();
                 let best = config_rows
                     .iter()
                     .position(|r| r.text(ORIGIN) == Some("reference") && r.number(WALL_S) == Some(best_ref));
