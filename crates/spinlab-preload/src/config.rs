@@ -191,7 +191,9 @@ pub fn rwlocks(name: Option<&str>) -> Result<Rwlocks, String> {
         return refuse(why);
     }
     let writer_name = format!("{WRITER_RWLOCK}:{}", entry.policy.unwrap_or_default());
-    let writer = rwlock_info(&writer_name).ok().filter(|e| rwlock_unusable_bytes(e).is_none());
+    let writer = rwlock_info(&writer_name)
+        .ok()
+        .filter(|e| rwlock_unusable_bytes(e).is_none() && rwlock_not_fork_safe(e).is_none());
     match (&entry.ops, writer.and_then(|e| e.ops.as_ref())) {
         (Some(reader), Some(writer)) => Ok(Rwlocks::Replaced { name: entry.name.as_str(), reader, writer }),
         _ => refuse(format!("has no {writer_name} to put in writer-preferring rwlocks")),
@@ -206,8 +208,17 @@ fn rwlock_unusable(entry: &RwLockEntry) -> Option<String> {
     if let Some(why) = rwlock_unusable_bytes(entry) {
         return Some(why);
     }
-    (entry.fairness != RwFairness::ReaderPreferring).then(|| {
-        "cannot replace glibc's default rwlocks: it keeps a reader out while a writer waits, so a thread that read-locks twice (which glibc's default kind allows) would deadlock".to_string()
+    if entry.fairness != RwFairness::ReaderPreferring {
+        return Some("cannot replace glibc's default rwlocks: it keeps a reader out while a writer waits, so a thread that read-locks twice (which glibc's default kind allows) would deadlock".to_string());
+    }
+    rwlock_not_fork_safe(entry)
+}
+
+/// Why a registry rwlock cannot be made sound in a forked child, if it cannot: it must forget
+/// the waiters the parent's threads left in it (see `fork`).
+fn rwlock_not_fork_safe(entry: &RwLockEntry) -> Option<String> {
+    entry.ops.as_ref().is_some_and(|ops| ops.forget_waiters.is_none()).then(|| {
+        "cannot tell its waiters from its holders, so a child forked while threads wait for it would count them for ever".to_string()
     })
 }
 
@@ -527,6 +538,15 @@ mod tests {
             let valid = text.split("valid values: ").nth(1).unwrap_or_default();
             assert!(valid.starts_with("rw-reader:spin, rw-reader:pause"), "{text}");
             assert!(!valid.contains("rw-writer") && !valid.contains("parking_lot") && !text.contains('\n'), "{text}");
+        }
+        // Both kinds' locks forget a forked child's waiters; the phase-fair and parking_lot
+        // locks could not, and would be refused for that too.
+        for name in ["rw-reader:futex", "rw-writer:futex", "rw-reader:pause", "rw-writer:spin-park"] {
+            assert!(rwlock_not_fork_safe(rwlock_info(name).ok().unwrap()).is_none(), "{name}");
+        }
+        for name in ["rw-phase:futex", "parking_lot"] {
+            let why = rwlock_not_fork_safe(rwlock_info(name).ok().unwrap());
+            assert!(why.is_some_and(|why| why.contains("cannot tell its waiters from its holders")), "{name}");
         }
     }
 

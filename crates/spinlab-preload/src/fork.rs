@@ -26,11 +26,21 @@
 //! Bytes 20..32 of a replaced `pthread_mutex_t`, unused by the lock, hold the generation and
 //! the holder (see `glibc`). The cost on every operation is one load and compare, and one
 //! store per acquisition and per release, on the lock's own cache line.
+//!
+//! A replaced rwlock has the same trouble: a writer that waited in the parent stays counted in
+//! the child, and a writer-preferring lock then keeps every reader out for ever (seen in
+//! `p_fork_threads.c`, once in a few hundred runs, until it queued writers on purpose). Its
+//! holds need no names: a rwlock's state counts its readers inside and marks its writer, and
+//! only its waiters are the parent's alone. So a rwlock carries a generation too (bytes
+//! 40..44), and its first user in a child makes it forget its waiters
+//! ([`make_rwlock_current`], [`RawRwLockOps::forget_waiters`]): what was held stays held, by
+//! whichever thread held it, and the forking thread may release its own holds. The cost is
+//! one load and compare per operation.
 
-use crate::glibc::{self, mutex_fork_generation, mutex_holder, MUTEX_LOCK_ROOM};
+use crate::glibc::{self, mutex_fork_generation, mutex_holder, rwlock_fork_generation, MUTEX_LOCK_ROOM};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
-use libc::{c_int, c_void, pthread_mutex_t};
-use spinlab::registry::RawLockOps;
+use libc::{c_int, c_void, pthread_mutex_t, pthread_rwlock_t};
+use spinlab::registry::{RawLockOps, RawRwLockOps};
 use std::sync::Once;
 
 /// Forks this process descends from; a replaced mutex made sound in an earlier generation is
@@ -74,38 +84,65 @@ pub(crate) fn generation() -> u32 {
 /// `mutex` points to a replaced `pthread_mutex_t` whose lock is `ops`.
 #[inline(always)]
 pub(crate) unsafe fn make_current(ops: &RawLockOps, mutex: *mut pthread_mutex_t) {
-    // Acquire: a rebuild's writes to the lock happen before any use that sees its generation.
     // SAFETY: the caller's contract.
-    if unsafe { mutex_fork_generation(mutex) }.load(Acquire) != FORKS.load(Relaxed) {
-        // SAFETY: the caller's contract.
-        unsafe { rebuild(ops, mutex) };
+    let generation = unsafe { mutex_fork_generation(mutex) };
+    // SAFETY: the caller's contract; `once_per_fork` runs this alone (see there).
+    when_forked(generation, || unsafe {
+        let at = mutex.cast::<u8>();
+        let held = mutex_holder(mutex).load(Relaxed) != 0;
+        // The old lock is not dropped: what it points to (queue nodes) may belong to
+        // threads that no longer exist, and is leaked instead.
+        at.write_bytes(0, MUTEX_LOCK_ROOM);
+        (ops.init)(at);
+        if held {
+            let taken = (ops.try_lock)(at);
+            debug_assert!(taken, "a new lock is free");
+        }
+    });
+}
+
+/// Makes `rwlock`, a replaced rwlock, sound for this process: if a fork has happened since it
+/// was last made so, its waiters, threads of the parent, are forgotten, and what was held
+/// stays held (see the module documentation).
+///
+/// # Safety
+/// `rwlock` points to a replaced `pthread_rwlock_t` whose lock is `ops`.
+#[inline(always)]
+pub(crate) unsafe fn make_rwlock_current(ops: &RawRwLockOps, rwlock: *mut pthread_rwlock_t) {
+    // SAFETY: the caller's contract.
+    let generation = unsafe { rwlock_fork_generation(rwlock) };
+    when_forked(generation, || {
+        // The configuration accepts only rwlocks that can forget their waiters.
+        if let Some(forget_waiters) = ops.forget_waiters {
+            // SAFETY: the caller's contract; `once_per_fork` runs this alone (see there).
+            unsafe { forget_waiters(rwlock.cast()) };
+        }
+    });
+}
+
+/// Runs `rewrite` if `generation`, an object's fork generation word, is older than [`FORKS`],
+/// and then brings the word up to date.
+#[inline(always)]
+fn when_forked(generation: &AtomicU32, rewrite: impl FnOnce()) {
+    // Acquire: a rebuild's writes to the object happen before any use that sees its generation.
+    if generation.load(Acquire) != FORKS.load(Relaxed) {
+        once_per_fork(generation, rewrite);
     }
 }
 
+/// [`when_forked`]'s rare path, under one process-wide flag: every other user of the object
+/// in the child waits for its generation, which is stored last, so the object's bytes are
+/// `rewrite`'s alone, and only the first user of the object rewrites it.
 #[cold]
 #[inline(never)]
-unsafe fn rebuild(ops: &RawLockOps, mutex: *mut pthread_mutex_t) {
+fn once_per_fork(generation: &AtomicU32, rewrite: impl FnOnce()) {
     while REBUILDING.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
         std::thread::yield_now();
     }
     let forks = FORKS.load(Relaxed);
-    // SAFETY: the caller's contract; every other user of this mutex in the child waits for
-    // the generation, which is stored last, so the lock's bytes are ours to rewrite.
-    unsafe {
-        let generation = mutex_fork_generation(mutex);
-        if generation.load(Relaxed) != forks {
-            let at = mutex.cast::<u8>();
-            let held = mutex_holder(mutex).load(Relaxed) != 0;
-            // The old lock is not dropped: what it points to (queue nodes) may belong to
-            // threads that no longer exist, and is leaked instead.
-            at.write_bytes(0, MUTEX_LOCK_ROOM);
-            (ops.init)(at);
-            if held {
-                let taken = (ops.try_lock)(at);
-                debug_assert!(taken, "a new lock is free");
-            }
-            generation.store(forks, Release);
-        }
+    if generation.load(Relaxed) != forks {
+        rewrite();
+        generation.store(forks, Release);
     }
     REBUILDING.store(false, Release);
 }
@@ -120,6 +157,15 @@ pub(crate) unsafe fn stamp(mutex: *mut pthread_mutex_t) {
         mutex_fork_generation(mutex).store(FORKS.load(Relaxed), Relaxed);
         mutex_holder(mutex).store(0, Relaxed);
     }
+}
+
+/// Stamps a rwlock just initialised with the current generation.
+///
+/// # Safety
+/// `rwlock` points to a replaced `pthread_rwlock_t` just initialised by this thread.
+pub(crate) unsafe fn stamp_rwlock(rwlock: *mut pthread_rwlock_t) {
+    // SAFETY: the caller's contract.
+    unsafe { rwlock_fork_generation(rwlock) }.store(FORKS.load(Relaxed), Relaxed);
 }
 
 /// Runs first among the child's fork handlers.

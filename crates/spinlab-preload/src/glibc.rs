@@ -20,7 +20,9 @@
 //! | 0..24  | `__readers` … `__pad4` | the spinlab rwlock, for a replaced one             |
 //! | 24..28 | `__cur_writer` | the writer's id, for `EDEADLK`, as glibc keeps its tid    |
 //! | 28..32 | `__shared`   | non-zero for a process-shared rwlock: glibc's               |
-//! | 32..48 | padding      | untouched                                                   |
+//! | 32..40 | `__rwelision` and `__pad1` (x86_64), `__pad1` (generic) | untouched      |
+//! | 40..44 | `__pad2`     | a replaced rwlock's fork generation (see `fork`)            |
+//! | 44..48 | `__pad2`     | untouched                                                   |
 //! | 48..52 | `__flags`    | the kind: 0 (`PREFER_READER`) or 1 (`PREFER_WRITER`, which glibc treats as 0), or 2 (`PREFER_WRITER_NONRECURSIVE`); `PTHREAD_RWLOCK_INITIALIZER` is all zero |
 //!
 //! glibc's `pthread_cond_t` keeps its process-shared bit in bit 0 of the word at bytes 36..40
@@ -61,6 +63,9 @@ pub const RWLOCK_LOCK_ALIGN: usize = 8;
 pub const RWLOCK_WRITER_OFFSET: usize = 24;
 /// Where `__shared` is.
 pub const RWLOCK_SHARED_OFFSET: usize = 28;
+/// Where a replaced rwlock keeps the fork generation it was last made sound in: 4 bytes of
+/// `__pad2` (on x86_64 and in the generic layout aarch64 uses), which glibc does not use.
+pub const RWLOCK_FORK_OFFSET: usize = 40;
 /// Where `__flags`, the kind, is.
 pub const RWLOCK_FLAGS_OFFSET: usize = 48;
 /// glibc's rwlock kinds (<pthread.h>). glibc gives writers preference only for the third.
@@ -167,6 +172,17 @@ pub unsafe fn mutex_fork_generation<'a>(mutex: *const pthread_mutex_t) -> &'a At
 pub unsafe fn mutex_holder<'a>(mutex: *const pthread_mutex_t) -> &'a AtomicUsize {
     // SAFETY: 8 aligned bytes inside the mutex, as above.
     unsafe { &*(mutex.cast::<u8>().add(MUTEX_HOLDER_OFFSET) as *const AtomicUsize) }
+}
+
+/// The fork generation word of a replaced `rwlock` (see `fork`).
+///
+/// # Safety
+/// `rwlock` points to a `pthread_rwlock_t` that outlives the returned reference.
+#[inline(always)]
+pub unsafe fn rwlock_fork_generation<'a>(rwlock: *const pthread_rwlock_t) -> &'a AtomicU32 {
+    // SAFETY: 4 aligned bytes of padding inside the rwlock, which glibc leaves alone for a
+    // rwlock it never sees (every call on a replaced rwlock comes here).
+    unsafe { &*(rwlock.cast::<u8>().add(RWLOCK_FORK_OFFSET) as *const AtomicU32) }
 }
 
 /// Whether a mutex of this `__kind` is one the preload library replaces: a normal or adaptive

@@ -24,7 +24,7 @@ use crate::glibc::PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
 use crate::glibc::{rwlock_kind_for, rwlock_word, PTHREAD_RWLOCK_PREFER_READER_NP, PTHREAD_RWLOCK_PREFER_WRITER_NP};
 use crate::glibc::{RWLOCK_FLAGS_OFFSET, RWLOCK_SHARED_OFFSET, RWLOCK_WRITER_OFFSET};
 use crate::stats::{self, Waiting, GLIBC_RWLOCK, RWLOCK};
-use crate::{state, State};
+use crate::{fork, state, State};
 use core::cell::Cell;
 use core::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use libc::{c_int, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, EBUSY, EDEADLK, EINVAL, ETIMEDOUT};
@@ -50,7 +50,9 @@ enum Patience {
     Until { clock: Option<clockid_t>, abstime: *const timespec },
 }
 
-/// The spinlab rwlock in `rwlock`, if it is one the library replaced.
+/// The spinlab rwlock in `rwlock`, if it is one the library replaced, made sound for this
+/// process first: in a forked child, its first use forgets the waiters it had in the parent
+/// (see `fork`).
 ///
 /// # Safety
 /// `rwlock` points to a `pthread_rwlock_t`.
@@ -64,11 +66,14 @@ unsafe fn replaced(state: &State, rwlock: *mut pthread_rwlock_t) -> Option<&'sta
             rwlock_word(rwlock, RWLOCK_FLAGS_OFFSET).load(Relaxed),
         )
     };
-    match (shared, kind) {
-        (0, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) => Some(writer),
-        (0, PTHREAD_RWLOCK_PREFER_READER_NP | PTHREAD_RWLOCK_PREFER_WRITER_NP) => Some(reader),
-        _ => None,
-    }
+    let ops = match (shared, kind) {
+        (0, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) => writer,
+        (0, PTHREAD_RWLOCK_PREFER_READER_NP | PTHREAD_RWLOCK_PREFER_WRITER_NP) => reader,
+        _ => return None,
+    };
+    // SAFETY: the caller's contract; a replaced rwlock holds `ops`' lock.
+    unsafe { fork::make_rwlock_current(ops, rwlock) };
+    Some(ops)
 }
 
 /// A number for the calling thread, never 0, unique among the process's threads: what a
@@ -234,6 +239,7 @@ pub unsafe extern "C" fn pthread_rwlock_init(
                 let ops = if kind == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP { writer } else { reader };
                 (ops.init)(rwlock.cast());
                 rwlock_word(rwlock, RWLOCK_FLAGS_OFFSET).store(kind, Relaxed);
+                fork::stamp_rwlock(rwlock);
                 return 0;
             }
         }

@@ -1,10 +1,11 @@
 /* fork() in a multithreaded program, as programs do it: worker threads hammer a mutex and a
  * condition variable; the main thread takes the mutex, lets the workers queue (and sleep)
  * behind it, and forks while holding it, while the fork handlers of a library it links
- * (p_fork_early.c) hold a second mutex across the fork and release it in parent and child. The child has one thread: it
- * must be able to release what it held, and then use every lock and condition variable with
- * threads of its own (exact counts), and fork again. A child that hangs is killed by its
- * alarm, and the parent sees the signal. */
+ * (p_fork_early.c) hold a second mutex across the fork and release it in parent and child.
+ * It holds both kinds of rwlock too, while workers and two more threads wait to write them.
+ * The child has one thread: it must be able to release what it held, and then use every lock
+ * and condition variable with threads of its own (exact counts), and fork again. A child that
+ * hangs is killed by its alarm, and the parent sees the signal. */
 #define _GNU_SOURCE
 #include "preloaded.h"
 #include <signal.h>
@@ -105,6 +106,15 @@ static void *receive(void *unused) {
   return NULL;
 }
 
+/* A writer of `rwlock` that queues while the forking thread holds it: it exists only in the
+ * parent, and the child must not count it (a writer-preferring lock that kept it counted
+ * would keep the child's readers out for ever). */
+static void *queued_writer(void *rwlock) {
+  CHECK_EQ(pthread_rwlock_wrlock(rwlock), 0);
+  CHECK_EQ(pthread_rwlock_unlock(rwlock), 0);
+  return NULL;
+}
+
 /* Takes (1) or releases (0) both rwlocks for writing, when they are in use. */
 static void hold_rwlocks(int take) {
   if (!use_rwlocks) return;
@@ -182,12 +192,21 @@ int main(void) {
     sleep_ns(20000000);
     CHECK_EQ(pthread_mutex_lock(&mutex), 0);
     hold_rwlocks(1);
-    sleep_ns(20000000); /* the workers queue behind the held locks, and some sleep */
+    pthread_t writer[2] = {0, 0};
+    if (use_rwlocks) {
+      writer[0] = start(queued_writer, &rwlock);
+      writer[1] = start(queued_writer, &writers_first);
+    }
+    sleep_ns(20000000); /* the workers and writers queue behind the held locks, and some sleep */
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) _exit(in_child(1));
     hold_rwlocks(0);
     CHECK_EQ(pthread_mutex_unlock(&mutex), 0);
+    if (use_rwlocks) {
+      join(writer[0]);
+      join(writer[1]);
+    }
     int wstatus;
     CHECK(waitpid(pid, &wstatus, 0) == pid);
     if (WIFSIGNALED(wstatus)) {

@@ -120,6 +120,11 @@ pub struct RawRwLockOps {
     /// Destroys an unlocked lock. # Safety: as `lock_shared`, nobody holds or waits for it,
     /// and `at` is not used again before another `init`.
     pub drop: unsafe fn(at: *mut u8),
+    /// Forgets the lock's waiters and keeps its holds, in a child process after `fork()`
+    /// (see [`ReaderPref::forget_waiters`]); `None` where the lock cannot tell the two apart
+    /// (a phase-fair lock's writers hold tickets, parking_lot's waiters are in its global
+    /// table). # Safety: as `lock_shared`, and no other thread uses the lock meanwhile.
+    pub forget_waiters: Option<unsafe fn(at: *mut u8)>,
 }
 
 impl RwLockEntry {
@@ -256,7 +261,18 @@ where
             // SAFETY: the `RawRwLockOps` contract: an unlocked lock nothing else uses.
             unsafe { core::ptr::drop_in_place(at as *mut Guardless<R>) }
         },
+        forget_waiters: None,
     }
+}
+
+/// The lock at `at`, for a caller that alone uses it.
+///
+/// # Safety
+/// `at` holds a live `Guardless<R>` that no other thread uses for `'a` (the
+/// [`RawRwLockOps::forget_waiters`] contract).
+unsafe fn exclusive<'a, R>(at: *mut u8) -> &'a mut R {
+    // SAFETY: the caller's contract.
+    unsafe { &mut (*(at as *mut Guardless<R>)).0 }
 }
 
 /// The lock at `at`.
@@ -284,7 +300,11 @@ impl Algorithm for WriterPrefAlgorithm {
         guardless::<WriterPref<W>>()
     }
     fn ops<W: Wait>() -> RawRwLockOps {
-        in_place::<WriterPref<W>>()
+        RawRwLockOps {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`, used by nobody else.
+            forget_waiters: Some(|at| unsafe { exclusive::<WriterPref<W>>(at) }.forget_waiters()),
+            ..in_place::<WriterPref<W>>()
+        }
     }
 }
 
@@ -308,7 +328,11 @@ impl Algorithm for ReaderPrefAlgorithm {
         guardless::<ReaderPref<W>>()
     }
     fn ops<W: Wait>() -> RawRwLockOps {
-        in_place::<ReaderPref<W>>()
+        RawRwLockOps {
+            // SAFETY: the `RawRwLockOps` contract: a live lock at `at`, used by nobody else.
+            forget_waiters: Some(|at| unsafe { exclusive::<ReaderPref<W>>(at) }.forget_waiters()),
+            ..in_place::<ReaderPref<W>>()
+        }
     }
 }
 

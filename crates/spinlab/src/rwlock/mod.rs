@@ -57,6 +57,20 @@ mod word {
     pub(super) const READERS_WAITING: u64 = 1 << 63;
 }
 
+/// The state word of a writer- or reader-preference lock with its holds kept and its waiters
+/// forgotten: the readers inside, and a holding writer, counted as the one writer. Marks of
+/// waiters (`READERS_WAITING`) and of a releaser between its advance and its release
+/// (`RELEASING`) go with them.
+fn holds_only(state: u64) -> u64 {
+    use word::*;
+    let held = state & (READERS | LOCKED);
+    if held & LOCKED != 0 {
+        held | ONE_WRITER
+    } else {
+        held
+    }
+}
+
 /// A read unlock of a writer- or reader-preference lock. Its releasing step must know
 /// whether it is the last reader out while a writer is counted, since that reader advances
 /// `writers_wake` before it leaves (the modules' docs say why): so a compare-and-swap rather

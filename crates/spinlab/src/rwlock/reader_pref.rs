@@ -81,6 +81,21 @@ impl<W: Wait> ReaderPref<W> {
         (self.state.load(Relaxed) & WRITERS) / ONE_WRITER
     }
 
+    /// Forgets the threads waiting for the lock and keeps what is held (the readers inside, or the
+    /// writer): what a child process needs after `fork()`, where the counted waiters are threads of
+    /// the parent that the child does not have. A writer that waited in the parent would stay
+    /// counted, and every last reader out would make a futex wake-up for it, in vain. `&mut`:
+    /// nobody else may be using the lock meanwhile; the preload library calls it once per lock in a
+    /// child, before any other use there.
+    ///
+    /// A hold of a thread that no longer exists stays, as it does in glibc's rwlocks: only the
+    /// thread that forked can release what it held.
+    pub fn forget_waiters(&mut self) {
+        let state = super::holds_only(self.state.load(Relaxed));
+        *self = Self::new();
+        self.state.store(state, Relaxed);
+    }
+
     #[cold]
     fn lock_shared_slow(&self) {
         let mut episode = Episode::new(None);
@@ -262,6 +277,36 @@ unsafe impl<W: Wait> RawRwLock for ReaderPref<W> {
 mod tests {
     use super::*;
     use crate::wait::{Futex, Pause};
+
+    /// A child forked while a reader holds the lock and a writer waits: the reader stays inside,
+    /// the writer is no longer counted.
+    #[test]
+    fn forgetting_waiters_keeps_the_reader_inside_and_drops_the_writer_waiting() {
+        let lock = ReaderPref::<Futex>::new();
+        let reading = lock.lock_shared();
+        let mut child = std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let held = lock.lock_exclusive();
+                // SAFETY: acquired just above.
+                unsafe { lock.unlock_exclusive(held) };
+            });
+            while lock.writers_counted() == 0 {
+                std::thread::yield_now();
+            }
+            // SAFETY: a copy of the bytes, as fork() makes; neither lock has a destructor.
+            let child = unsafe { core::ptr::read(&lock) };
+            // SAFETY: acquired above.
+            unsafe { lock.unlock_shared(reading) };
+            waiter.join().unwrap();
+            child
+        });
+        child.forget_waiters();
+        assert_eq!(child.writers_counted(), 0, "the waiting writer is forgotten");
+        assert!(child.try_lock_exclusive().is_none(), "the reader is still inside");
+        // SAFETY: the child's thread holds a read lock, as the copy says.
+        unsafe { child.unlock_shared(GuardSend::new()) };
+        assert_eq!(child.state.load(Relaxed), 0);
+    }
 
     #[test]
     fn a_reader_gets_in_past_a_waiting_writer() {

@@ -78,6 +78,21 @@ impl<W: Wait> WriterPref<W> {
         }
     }
 
+    /// Forgets the threads waiting for the lock and keeps what is held (the readers inside, or the
+    /// writer): what a child process needs after `fork()`, where the counted waiters are threads of
+    /// the parent that the child does not have. A writer that waited in the parent would stay
+    /// counted, and keep every reader out for ever. `&mut`: nobody else may be using the lock
+    /// meanwhile; the preload library calls it once per lock in a child, before any other use
+    /// there.
+    ///
+    /// A hold of a thread that no longer exists stays, as it does in glibc's rwlocks: only the
+    /// thread that forked can release what it held.
+    pub fn forget_waiters(&mut self) {
+        let state = super::holds_only(self.state.load(Relaxed));
+        *self = Self::new();
+        self.state.store(state, Relaxed);
+    }
+
     #[cold]
     fn lock_shared_slow(&self) {
         let mut episode = Episode::new(None);
@@ -315,6 +330,53 @@ mod tests {
             }
         });
         assert_eq!(lock.state.load(Relaxed), 0, "the last writer out clears READERS_WAITING");
+    }
+
+    /// What a child forked while a writer holds the lock and another waits gets: the bytes,
+    /// with the waiter counted and absent. Forgetting it keeps the hold, and then lets readers in.
+    #[test]
+    fn forgetting_waiters_keeps_the_writer_holding_and_drops_the_writer_waiting() {
+        let lock = WriterPref::<Futex>::new();
+        let held = lock.lock_exclusive();
+        let mut child = std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let held = lock.lock_exclusive();
+                // SAFETY: acquired just above.
+                unsafe { lock.unlock_exclusive(held) };
+            });
+            while lock.state.load(Relaxed) & WRITERS != 2 * ONE_WRITER {
+                std::thread::yield_now();
+            }
+            // SAFETY: a copy of the bytes, as fork() makes; neither lock has a destructor.
+            let child = unsafe { core::ptr::read(&lock) };
+            // SAFETY: acquired above.
+            unsafe { lock.unlock_exclusive(held) };
+            waiter.join().unwrap();
+            child
+        });
+        child.forget_waiters();
+        assert!(child.is_locked_exclusive(), "the holder's lock is kept");
+        assert!(child.try_lock_shared().is_none());
+        // SAFETY: the child's thread holds it, as the copy says.
+        unsafe { child.unlock_exclusive(GuardSend::new()) };
+        let reading = child.try_lock_shared().expect("no waiting writer keeps readers out");
+        // SAFETY: acquired just above.
+        unsafe { child.unlock_shared(reading) };
+        assert_eq!(child.state.load(Relaxed), 0);
+    }
+
+    /// Readers inside stay inside; a reader's waiting mark goes with the writers.
+    #[test]
+    fn forgetting_waiters_keeps_the_readers_inside() {
+        let mut lock = WriterPref::<Pause>::new();
+        // Two readers inside, three writers waiting, the last reader out releasing.
+        lock.state.store((2 * ONE_READER) | (3 * ONE_WRITER) | READERS_WAITING | RELEASING, Relaxed);
+        lock.forget_waiters();
+        assert_eq!(lock.state.load(Relaxed), 2 * ONE_READER);
+        // Six writers counted, one of them holding; readers waiting.
+        lock.state.store((6 * ONE_WRITER) | LOCKED | READERS_WAITING, Relaxed);
+        lock.forget_waiters();
+        assert_eq!(lock.state.load(Relaxed), ONE_WRITER | LOCKED);
     }
 
     #[test]
