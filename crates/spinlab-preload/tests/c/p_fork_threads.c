@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "preloaded.h"
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -30,6 +31,8 @@ static long written[2];
 static int use_rwlocks;
 static long count, items, handed_over;
 static int stop;
+/* Set by the main thread while a child it forked runs (see parent_worker). */
+static atomic_int child_running;
 
 static void sleep_ns(long ns) {
   struct timespec pause = {ns / 1000000000, ns % 1000000000};
@@ -67,6 +70,11 @@ static void *parent_worker(void *unused) {
     CHECK_EQ(pthread_mutex_unlock(&around_fork), 0);
     if (use_rwlocks) take_rwlock(round);
     if (done) return NULL;
+    /* While a child runs, the parent's workers sleep: with them the two processes had twice
+     * the CPUs' worth of threads hammering a lock, and the spin-only queue locks among the
+     * settings (clh:pause) handed it to preempted waiters for seconds, up to the child's
+     * alarm (seen once in CI, and once in 200 runs here alone). */
+    while (atomic_load(&child_running)) sleep_ns(1000000);
   }
 }
 
@@ -198,6 +206,7 @@ int main(void) {
       writer[1] = start(queued_writer, &writers_first);
     }
     sleep_ns(20000000); /* the workers and writers queue behind the held locks, and some sleep */
+    atomic_store(&child_running, 1);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) _exit(in_child(1));
@@ -209,6 +218,7 @@ int main(void) {
     }
     int wstatus;
     CHECK(waitpid(pid, &wstatus, 0) == pid);
+    atomic_store(&child_running, 0);
     if (WIFSIGNALED(wstatus)) {
       printf("fork %d: the child was killed by signal %d%s\n", f, WTERMSIG(wstatus),
              WTERMSIG(wstatus) == SIGALRM ? " (it hung)" : "");
