@@ -105,3 +105,30 @@ fn last_reader_out_waking_writer<W: Wait>(state: &AtomicU64, writers_wake: &Sequ
         writers_wake.wake(Wake::One);
     }
 }
+
+/// What a child forked while a writer waits for `lock` gets: a copy of its bytes with the
+/// writer counted, taken once `counted` sees it; `release` then lets go of what the caller
+/// holds of the original, so the writer finishes there. The copy keeps the caller's hold.
+#[cfg(all(test, not(loom)))]
+fn copied_while_a_writer_waits<R: lock_api::RawRwLock + Sync>(
+    lock: &R,
+    counted: impl Fn(&R) -> bool,
+    release: impl FnOnce(),
+) -> R {
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let held = lock.lock_exclusive();
+            // SAFETY: acquired just above.
+            unsafe { lock.unlock_exclusive(held) };
+        });
+        while !counted(lock) {
+            std::thread::yield_now();
+        }
+        // SAFETY: a copy of the bytes, as fork() makes; the locks it is used for have no
+        // destructor.
+        let child = unsafe { core::ptr::read(lock) };
+        release();
+        waiter.join().unwrap();
+        child
+    })
+}

@@ -275,6 +275,7 @@ unsafe impl<W: Wait> RawRwLock for ReaderPref<W> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::copied_while_a_writer_waits;
     use super::*;
     use crate::wait::{Futex, Pause};
 
@@ -284,22 +285,9 @@ mod tests {
     fn forgetting_waiters_keeps_the_reader_inside_and_drops_the_writer_waiting() {
         let lock = ReaderPref::<Futex>::new();
         let reading = lock.lock_shared();
-        let mut child = std::thread::scope(|s| {
-            let waiter = s.spawn(|| {
-                let held = lock.lock_exclusive();
-                // SAFETY: acquired just above.
-                unsafe { lock.unlock_exclusive(held) };
-            });
-            while lock.writers_counted() == 0 {
-                std::thread::yield_now();
-            }
-            // SAFETY: a copy of the bytes, as fork() makes; neither lock has a destructor.
-            let child = unsafe { core::ptr::read(&lock) };
-            // SAFETY: acquired above.
-            unsafe { lock.unlock_shared(reading) };
-            waiter.join().unwrap();
-            child
-        });
+        let counted = |lock: &ReaderPref<Futex>| lock.writers_counted() == 1;
+        // SAFETY: acquired above.
+        let mut child = copied_while_a_writer_waits(&lock, counted, || unsafe { lock.unlock_shared(reading) });
         child.forget_waiters();
         assert_eq!(child.writers_counted(), 0, "the waiting writer is forgotten");
         assert!(child.try_lock_exclusive().is_none(), "the reader is still inside");

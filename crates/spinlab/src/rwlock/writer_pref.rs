@@ -282,6 +282,7 @@ unsafe impl<W: Wait> RawRwLock for WriterPref<W> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::copied_while_a_writer_waits;
     use super::*;
     use crate::wait::{Futex, Pause};
 
@@ -338,22 +339,9 @@ mod tests {
     fn forgetting_waiters_keeps_the_writer_holding_and_drops_the_writer_waiting() {
         let lock = WriterPref::<Futex>::new();
         let held = lock.lock_exclusive();
-        let mut child = std::thread::scope(|s| {
-            let waiter = s.spawn(|| {
-                let held = lock.lock_exclusive();
-                // SAFETY: acquired just above.
-                unsafe { lock.unlock_exclusive(held) };
-            });
-            while lock.state.load(Relaxed) & WRITERS != 2 * ONE_WRITER {
-                std::thread::yield_now();
-            }
-            // SAFETY: a copy of the bytes, as fork() makes; neither lock has a destructor.
-            let child = unsafe { core::ptr::read(&lock) };
-            // SAFETY: acquired above.
-            unsafe { lock.unlock_exclusive(held) };
-            waiter.join().unwrap();
-            child
-        });
+        let counted = |lock: &WriterPref<Futex>| lock.state.load(Relaxed) & WRITERS == 2 * ONE_WRITER;
+        // SAFETY: acquired above.
+        let mut child = copied_while_a_writer_waits(&lock, counted, || unsafe { lock.unlock_exclusive(held) });
         child.forget_waiters();
         assert!(child.is_locked_exclusive(), "the holder's lock is kept");
         assert!(child.try_lock_shared().is_none());
