@@ -55,17 +55,40 @@ fn holds(status: c_int) -> bool {
 
 /// Acquires `mutex`, counting it with `SPINLAB_STATS`; also the relock of a condition wait.
 ///
+/// Inlined into each caller, with counting out of line: an uncontended pair then makes one
+/// call into the lock each way and saves the frame of a function that also counts.
+///
 /// # Safety
 /// `mutex` points to a `pthread_mutex_t` the program may lock.
+#[inline(always)]
 pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: the caller's contract; a replaced mutex holds its lock at its
-    // start, initialised (or all zero, which the lock accepts).
+    if state.config.stats_top.is_some() {
+        // SAFETY: the caller's contract.
+        return unsafe { lock_counted(state, mutex) };
+    }
+    // SAFETY: the caller's contract; a replaced mutex holds its lock at its start,
+    // initialised (or all zero, which the lock accepts).
     unsafe {
-        let counting = state.config.stats_top.is_some();
-        let Some(ops) = replaced(state, mutex) else {
-            if !counting {
-                return (state.real.mutex_lock)(mutex);
+        match replaced(state, mutex) {
+            Some(ops) => {
+                (ops.lock)(mutex.cast());
+                now_held(mutex);
+                0
             }
+            None => (state.real.mutex_lock)(mutex),
+        }
+    }
+}
+
+/// [`lock`] with `SPINLAB_STATS`: tries first, and times the wait if that fails.
+///
+/// # Safety
+/// As [`lock`].
+#[inline(never)]
+unsafe fn lock_counted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract, as in `lock`.
+    unsafe {
+        let Some(ops) = replaced(state, mutex) else {
             let kind = mutex_kind(mutex).load(Relaxed);
             return match (state.real.mutex_trylock)(mutex) {
                 status if holds(status) => {
@@ -83,9 +106,7 @@ pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
             };
         };
         let at = mutex.cast::<u8>();
-        if !counting {
-            (ops.lock)(at);
-        } else if (ops.try_lock)(at) {
+        if (ops.try_lock)(at) {
             stats::acquired(mutex as usize, OURS, None);
         } else {
             let waiting = Waiting::start();
@@ -101,6 +122,7 @@ pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
 ///
 /// # Safety
 /// `mutex` points to a `pthread_mutex_t`.
+#[inline(always)]
 pub(crate) unsafe fn unlock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's contract; releasing a replaced mutex the caller does not hold is
     // undefined, as it is for a normal pthread mutex.

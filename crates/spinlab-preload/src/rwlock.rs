@@ -12,7 +12,9 @@
 //!
 //! A writer of a replaced rwlock writes its thread's id into `__cur_writer`, as glibc writes
 //! its tid there, so that a thread that asks again for a lock it holds for writing gets
-//! `EDEADLK`, as from glibc; that is looked at only when the lock is not free. Timed
+//! `EDEADLK`, as from glibc; that is looked at only when the lock is not free, and by
+//! `pthread_rwlock_unlock`, to which it says the side held (it is cleared before a writer's
+//! release, and no writer holds while a reader does). Timed
 //! acquisitions check their clock and `tv_nsec` first (`EINVAL`), as glibc does, then wait
 //! through `spinlab_c_shared::timed::acquire_by`, the loop that timed mutexes use.
 //!
@@ -113,10 +115,44 @@ unsafe fn deadline(patience: Patience) -> Result<Option<Abstime>, c_int> {
 
 /// Acquires `rwlock` for `side`, as `patience` allows, counting it with `SPINLAB_STATS`.
 ///
+/// Inlined into each caller: an untimed acquisition of a replaced rwlock that finds it free,
+/// uncounted, makes one call into the lock; every other case goes to [`acquire_any`], which
+/// tries again (a failed try costs only the contended and the timed).
+///
 /// # Safety
 /// `rwlock` points to a `pthread_rwlock_t` the program may lock; `abstime`, if any, to a
 /// `timespec` or NULL.
+#[inline(always)]
 unsafe fn acquire(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, patience: Patience) -> c_int {
+    if state.config.stats_top.is_none() && !matches!(patience, Patience::Until { .. }) {
+        // SAFETY: the caller's contract.
+        if let Some(ops) = unsafe { replaced(state, rwlock) } {
+            let try_now = match side {
+                Side::Read => ops.try_lock_shared,
+                Side::Write => ops.try_lock_exclusive,
+            };
+            // SAFETY: a replaced rwlock holds its lock at its start, initialised or all zero,
+            // which the configuration checked the lock accepts.
+            if unsafe { try_now(rwlock.cast()) } {
+                if side == Side::Write {
+                    // SAFETY: as in `acquire_any`.
+                    unsafe { rwlock_word(rwlock, RWLOCK_WRITER_OFFSET) }.store(thread_number(), Relaxed);
+                }
+                return 0;
+            }
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { acquire_any(state, rwlock, side, patience) }
+}
+
+/// [`acquire`] for every case: a try, then a wait as `patience` allows, counted with
+/// `SPINLAB_STATS`.
+///
+/// # Safety
+/// As [`acquire`].
+#[inline(never)]
+unsafe fn acquire_any(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, patience: Patience) -> c_int {
     let counting = state.config.stats_top.is_some();
     // SAFETY: the caller's contract.
     let Some(ops) = (unsafe { replaced(state, rwlock) }) else {
@@ -370,8 +406,12 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(rwlock: *mut pthread_rwlock_t) ->
             return (state.real.rwlock_unlock)(rwlock);
         };
         let at = rwlock.cast::<u8>();
-        if (ops.is_locked_exclusive)(at) {
-            rwlock_word(rwlock, RWLOCK_WRITER_OFFSET).store(0, Relaxed);
+        // Only a writer's acquisition writes `__cur_writer`, and it clears it before it
+        // releases: so the caller, who holds the lock, holds it for writing exactly when it
+        // is set (a look at the lock itself would cost one more call).
+        let writer = rwlock_word(rwlock, RWLOCK_WRITER_OFFSET);
+        if writer.load(Relaxed) != 0 {
+            writer.store(0, Relaxed);
             (ops.unlock_exclusive)(at);
         } else {
             (ops.unlock_shared)(at);
