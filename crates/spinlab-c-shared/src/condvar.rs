@@ -8,14 +8,15 @@
 //! condition variable needs beyond it: `destroy` must not return while a woken waiter is still
 //! touching the memory (POSIX lets a program destroy a condition variable as soon as every
 //! waiter has been woken, and free it), so the core counts the threads inside a wait, and
-//! destroy waits for the count to drop to zero, as glibc's `pthread_cond_destroy` does.
+//! destroy waits for the count to drop to zero, as glibc's `pthread_cond_destroy` does. The
+//! same count lets a notification that nobody waits for return after one load.
 //!
 //! Layout of a [`CondCore`], 12 bytes, all-zero a new condition variable of any policy:
 //!
 //! | bytes | field     | written by                                                      |
 //! |-------|-----------|-----------------------------------------------------------------|
 //! | 0..8  | `condvar` | a `spinlab::Condvar<W>`: notifiers, waiters (`W` from `CondOps`)  |
-//! | 8..12 | `users`   | waiters entering and leaving; `destroy` sets `DESTROYING`        |
+//! | 8..12 | `users`   | waiters entering and leaving; `destroy` sets `DESTROYING`; notifiers read it |
 
 use crate::cancel::Cancellable;
 use core::sync::atomic::{AtomicU32, Ordering::*};
@@ -226,22 +227,53 @@ impl CondCore {
         }
     }
 
-    /// Wakes one waiting thread (and spinning ones: see `spinlab::Condvar`).
+    /// Wakes one waiting thread (and spinning ones: see `spinlab::Condvar`); with nobody
+    /// inside a wait, does nothing (see [`CondCore::may_have_waiters`]).
     ///
     /// # Safety
     /// As [`CondCore::wait`], without the mutex.
+    #[inline]
     pub unsafe fn notify_one(core: *const CondCore, ops: &CondOps) {
         // SAFETY: the caller's contract.
-        unsafe { (ops.notify_one)((*core).condvar.as_ptr() as *const u8) }
+        unsafe {
+            if Self::may_have_waiters(core) {
+                (ops.notify_one)((*core).condvar.as_ptr() as *const u8)
+            }
+        }
     }
 
-    /// Wakes every waiting thread.
+    /// Wakes every waiting thread; with nobody inside a wait, does nothing.
     ///
     /// # Safety
     /// As [`CondCore::wait`], without the mutex.
+    #[inline]
     pub unsafe fn notify_all(core: *const CondCore, ops: &CondOps) {
         // SAFETY: the caller's contract.
-        unsafe { (ops.notify_all)((*core).condvar.as_ptr() as *const u8) }
+        unsafe {
+            if Self::may_have_waiters(core) {
+                (ops.notify_all)((*core).condvar.as_ptr() as *const u8)
+            }
+        }
+    }
+
+    /// Whether a notification may have a waiter to reach: one plain load, so that a signal
+    /// nobody waits for costs what glibc's does (which reads its count of waiters the same
+    /// way) instead of the condvar's two read-modify-writes.
+    ///
+    /// A waiter counts itself into `users` before its `unlock` runs, while it holds the
+    /// mutex. A notification it must not miss comes from a thread that changed the
+    /// predicate under that mutex after the waiter released it, so the count-in happens
+    /// before this load, which reads it or a later value of the count: one that still counts
+    /// the waiter, or one after it left, having returned from its wait. (A notifier that
+    /// changes the predicate without the mutex may be missed, by glibc's condition variables
+    /// as by this one; `spinlab::Condvar` asks for the mutex.)
+    ///
+    /// # Safety
+    /// `core` points to a live `CondCore`.
+    #[inline]
+    unsafe fn may_have_waiters(core: *const CondCore) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { (*core).users.load(Relaxed) & !DESTROYING != 0 }
     }
 
     /// Returns once no thread is inside [`CondCore::wait`]: woken waiters finish leaving,
@@ -339,6 +371,54 @@ mod tests {
             let result = unsafe { CondCore::wait(&*core, ops, None, || Err(1), || panic!("relocked")) };
             assert_eq!(result.err(), Some(1), "{}", ops.policy());
             assert_eq!(core.users.load(Relaxed), 0);
+        }
+    }
+
+    /// A waiter is counted before it releases the mutex, so a notification made right after
+    /// the release (here, inside the release itself), before the waiter looks at its word,
+    /// reaches it: counting in after `unlock` would skip that notification, and the wait
+    /// would run to its 20 s deadline.
+    #[test]
+    fn a_notification_right_after_the_release_reaches_the_waiter() {
+        for ops in cond_ops().iter().filter(|ops| ops.availability.is_ok()) {
+            let core = zeroed_core();
+            let deadline = Some(Instant::now() + Duration::from_secs(20));
+            // SAFETY: `core` is live and used only with `ops`.
+            let waited = unsafe {
+                CondCore::wait(
+                    &*core,
+                    ops,
+                    deadline,
+                    || {
+                        // SAFETY: as above.
+                        unsafe { CondCore::notify_one(&*core, ops) };
+                        Ok(())
+                    },
+                    || 0,
+                )
+            };
+            assert!(!waited.ok().unwrap().timed_out, "{}: the notification was skipped", ops.policy());
+            assert_eq!(core.users.load(Relaxed), 0);
+        }
+    }
+
+    /// With nobody inside a wait, a notification leaves the condition variable's words as
+    /// they were: no sequence advanced, no sleeper count read by a read-modify-write.
+    #[test]
+    fn a_notification_with_nobody_waiting_writes_nothing() {
+        for ops in cond_ops().iter().filter(|ops| ops.availability.is_ok()) {
+            let core = zeroed_core();
+            // SAFETY: `core` is live and used only with `ops`.
+            unsafe {
+                CondCore::notify_one(&*core, ops);
+                CondCore::notify_all(&*core, ops);
+            }
+            let words = |core: &CondCore| core.condvar.iter().map(|word| word.load(Relaxed)).collect::<Vec<u32>>();
+            assert_eq!(words(&core), [0, 0], "{}", ops.policy());
+            core.users.store(1, Relaxed);
+            // SAFETY: as above; a waiter counted but not yet asleep, as while one enters.
+            unsafe { CondCore::notify_one(&*core, ops) };
+            assert_ne!(words(&core), [0, 0], "{}: a counted waiter is notified", ops.policy());
         }
     }
 
