@@ -390,8 +390,7 @@ mod tests {
                     ops,
                     deadline,
                     || {
-                        // SAFETY: as above.
-                        unsafe { CondCore::notify_one(&*core, ops) };
+                        CondCore::notify_one(&*core, ops);
                         Ok(())
                     },
                     || 0,
