@@ -1,11 +1,11 @@
-// One thread, one object, N lock/unlock pairs with nothing between: what a program pays for
-// each uncontended call, glibc's or the preload library's (docs/preload.md, "What an
-// uncontended call costs").
+// One thread, one object, N lock/unlock pairs (or N notifications nobody waits for) with
+// nothing between: what a program pays for each uncontended call, glibc's or the preload
+// library's (docs/preload.md, "What an uncontended call costs").
 // gcc -O2 -Wall -Werror -pthread docs/examples/uncontended.c -o uncontended
 // ./uncontended mutex; LD_PRELOAD=target/release/libspinlab_preload.so ./uncontended mutex
 // cargo run --release -- app --locks default,pthread --reps 10 -- ./uncontended mutex
-// The first argument is the kind: mutex, rdlock, wrlock or spin; the second the pairs
-// (default 50 000 000). Prints the nanoseconds per pair of the fastest fifth of the pairs.
+// The first argument is the kind: mutex, rdlock, wrlock, spin, signal or broadcast; the second
+// the pairs (default 50 000 000). Prints the nanoseconds per pair of the fastest fifth.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_spinlock_t spin;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 
 static double now_ns(void) {
   struct timespec t;
@@ -37,16 +38,23 @@ static void run(const char *kind, long n) {
     PAIRS(n, pthread_rwlock_rdlock(&rwlock), pthread_rwlock_unlock(&rwlock));
   } else if (strcmp(kind, "wrlock") == 0) {
     PAIRS(n, pthread_rwlock_wrlock(&rwlock), pthread_rwlock_unlock(&rwlock));
-  } else {
+  } else if (strcmp(kind, "spin") == 0) {
     PAIRS(n, pthread_spin_lock(&spin), pthread_spin_unlock(&spin));
+  } else if (strcmp(kind, "signal") == 0) {
+    PAIRS(n, pthread_cond_signal(&cond), (void)0);
+  } else {
+    PAIRS(n, pthread_cond_broadcast(&cond), (void)0);
   }
 }
 
 int main(int argc, char **argv) {
   const char *kind = argc > 1 ? argv[1] : "mutex";
   long pairs = argc > 2 ? atol(argv[2]) : 50000000;
-  if (strcmp(kind, "mutex") && strcmp(kind, "rdlock") && strcmp(kind, "wrlock") && strcmp(kind, "spin")) {
-    fprintf(stderr, "uncontended: unknown kind '%s'; accepted: mutex, rdlock, wrlock, spin\n", kind);
+  const char *kinds[] = {"mutex", "rdlock", "wrlock", "spin", "signal", "broadcast"};
+  int known = 0;
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) known |= strcmp(kind, kinds[i]) == 0;
+  if (!known) {
+    fprintf(stderr, "uncontended: unknown kind '%s'; accepted: mutex, rdlock, wrlock, spin, signal, broadcast\n", kind);
     return 2;
   }
   if (pairs < 5 || pairs > 100000000000L) {

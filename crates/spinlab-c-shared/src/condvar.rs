@@ -8,15 +8,14 @@
 //! condition variable needs beyond it: `destroy` must not return while a woken waiter is still
 //! touching the memory (POSIX lets a program destroy a condition variable as soon as every
 //! waiter has been woken, and free it), so the core counts the threads inside a wait, and
-//! destroy waits for the count to drop to zero, as glibc's `pthread_cond_destroy` does. The
-//! same count lets a notification that nobody waits for return after one load.
+//! destroy waits for the count to drop to zero, as glibc's `pthread_cond_destroy` does.
 //!
-//! Layout of a [`CondCore`], 12 bytes, all-zero a new condition variable of any policy:
+//! Layout of a [`CondCore`], 16 bytes, all-zero a new condition variable of any policy:
 //!
 //! | bytes | field     | written by                                                      |
 //! |-------|-----------|-----------------------------------------------------------------|
-//! | 0..8  | `condvar` | a `spinlab::Condvar<W>`: notifiers, waiters (`W` from `CondOps`)  |
-//! | 8..12 | `users`   | waiters entering and leaving; `destroy` sets `DESTROYING`; notifiers read it |
+//! | 0..12 | `condvar` | a `spinlab::Condvar<W>`: notifiers, waiters (`W` from `CondOps`)  |
+//! | 12..16 | `users`  | waiters entering and leaving; `destroy` sets `DESTROYING`; notifiers read it |
 
 use crate::cancel::Cancellable;
 use core::sync::atomic::{AtomicU32, Ordering::*};
@@ -29,7 +28,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Bytes of a `spinlab::Condvar<W>`, for every policy (checked when each is instantiated).
-const CONDVAR_SIZE: usize = 8;
+const CONDVAR_SIZE: usize = 12;
 
 /// `users` bit: a thread is in `destroy`, waiting for the count to drop to zero.
 const DESTROYING: u32 = 1 << 31;
@@ -228,7 +227,7 @@ impl CondCore {
     }
 
     /// Wakes one waiting thread (and spinning ones: see `spinlab::Condvar`); with nobody
-    /// inside a wait, does nothing (see [`CondCore::may_have_waiters`]).
+    /// inside a wait, does nothing (see `CondCore::may_have_waiters`).
     ///
     /// # Safety
     /// As [`CondCore::wait`], without the mutex.
@@ -256,17 +255,11 @@ impl CondCore {
         }
     }
 
-    /// Whether a notification may have a waiter to reach: one plain load, so that a signal
-    /// nobody waits for costs what glibc's does (which reads its count of waiters the same
-    /// way) instead of the condvar's two read-modify-writes.
-    ///
-    /// A waiter counts itself into `users` before its `unlock` runs, while it holds the
-    /// mutex. A notification it must not miss comes from a thread that changed the
-    /// predicate under that mutex after the waiter released it, so the count-in happens
-    /// before this load, which reads it or a later value of the count: one that still counts
-    /// the waiter, or one after it left, having returned from its wait. (A notifier that
-    /// changes the predicate without the mutex may be missed, by glibc's condition variables
-    /// as by this one; `spinlab::Condvar` asks for the mutex.)
+    /// Whether a notification may have a waiter to reach, from `users`: the condvar inside
+    /// keeps a count of its own and returns just as early (`spinlab::Condvar::notify_one`
+    /// says why one load is enough: a waiter counts itself in before `unlock` runs), but
+    /// only after the call through `ops`; this one saves the call, 1.7 ns of a 4.4 ns
+    /// `pthread_cond_signal` on the 2-CPU guest.
     ///
     /// # Safety
     /// `core` points to a live `CondCore`.
@@ -402,7 +395,8 @@ mod tests {
     }
 
     /// With nobody inside a wait, a notification leaves the condition variable's words as
-    /// they were: no sequence advanced, no sleeper count read by a read-modify-write.
+    /// they were, under every policy: no sequence advanced, no sleeper count read by a
+    /// read-modify-write.
     #[test]
     fn a_notification_with_nobody_waiting_writes_nothing() {
         for ops in cond_ops().iter().filter(|ops| ops.availability.is_ok()) {
@@ -413,11 +407,7 @@ mod tests {
                 CondCore::notify_all(&*core, ops);
             }
             let words = |core: &CondCore| core.condvar.iter().map(|word| word.load(Relaxed)).collect::<Vec<u32>>();
-            assert_eq!(words(&core), [0, 0], "{}", ops.policy());
-            core.users.store(1, Relaxed);
-            // SAFETY: as above; a waiter counted but not yet asleep, as while one enters.
-            unsafe { CondCore::notify_one(&*core, ops) };
-            assert_ne!(words(&core), [0, 0], "{}: a counted waiter is notified", ops.policy());
+            assert_eq!(words(&core), [0, 0, 0], "{}", ops.policy());
         }
     }
 

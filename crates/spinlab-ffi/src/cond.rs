@@ -6,8 +6,8 @@
 //! | bytes  | field                                                                  |
 //! |--------|------------------------------------------------------------------------|
 //! | 0..8   | `ops`: the static table row of the policy; NULL: the default policy     |
-//! | 8..20  | a `CondCore`: `spinlab::Condvar` and the count of threads in a wait     |
-//! | 20..32 | unused                                                                 |
+//! | 8..24  | a `CondCore`: `spinlab::Condvar` and the count of threads in a wait     |
+//! | 24..32 | unused                                                                 |
 //!
 //! All-zero bytes are a new condition variable of the default policy, with no `init` call:
 //! `ops` NULL stands for the default's row, and an all-zero `CondCore` is a new one of any

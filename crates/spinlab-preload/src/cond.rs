@@ -1,7 +1,7 @@
 //! The `pthread_cond_*` replacements.
 //!
 //! A replaced condition variable is a `CondCore` (spinlab's `Condvar` plus a count of the
-//! threads inside a wait) in the first 12 bytes of the `pthread_cond_t`, and a flags word at
+//! threads inside a wait) in the first 16 bytes of the `pthread_cond_t`, and a flags word at
 //! bytes 36..40 whose `COND_MONOTONIC` bit records the attribute's clock. All-zero bytes are
 //! a new one on `CLOCK_REALTIME`, which is what `PTHREAD_COND_INITIALIZER` writes. A
 //! process-shared condition variable is glibc's (its futexes must be shared; spinlab's are

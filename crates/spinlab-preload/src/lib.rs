@@ -123,7 +123,7 @@ fn warm_up(config: &Config) {
         (ops.drop)(at);
     }
     let mut core = [0u64; 2];
-    // SAFETY: all-zero bytes are a new `CondCore` (12 bytes), used with one policy only.
+    // SAFETY: all-zero bytes are a new `CondCore` (16 bytes), used with one policy only.
     let _ = unsafe {
         spinlab_c_shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), config.cond, Some(soon()), || Ok(()), || 0)
     };
@@ -138,7 +138,7 @@ fn warm_up_rwlocks(config: &Config) {
     let Some(ops) = policy.and_then(spinlab_c_shared::condvar::cond_ops_named) else { return };
     let mut core = [0u64; 2];
     let soon = Instant::now() + Duration::from_micros(20);
-    // SAFETY: all-zero bytes are a new `CondCore` (12 bytes), used with one policy only.
+    // SAFETY: all-zero bytes are a new `CondCore` (16 bytes), used with one policy only.
     let _ = unsafe {
         spinlab_c_shared::condvar::CondCore::wait(core.as_mut_ptr().cast(), ops, Some(soon), || Ok(()), || 0)
     };

@@ -1,5 +1,6 @@
 //! Uncontended lock + unlock: every spinlab lock with `Spin` and `SpinPark`, the default, the
-//! three reference locks, and two floors, all in one run.
+//! three reference locks, and two floors, all in one run; and a condition variable's
+//! notification with nobody waiting, spinlab's beside parking_lot's and std's.
 //!
 //! `cargo bench -p spinlab --bench uncontended`
 //!
@@ -13,8 +14,8 @@
 //!    criterion phase takes (other jobs, frequency, the hypervisor). It runs only in
 //!    benchmark mode (`--bench`, which `cargo bench` passes), not under `cargo test`.
 //!
-//! Both phases time exactly the same thing per operation: [`LockUnlock::lock_unlock`] on a
-//! long-lived lock behind `black_box`, which hides the lock's address (so nothing is hoisted
+//! Both phases time exactly the same thing per operation: [`TimedOp::op`] on a
+//! long-lived lock (or condition variable) behind `black_box`, which hides the lock's address (so nothing is hoisted
 //! or merged across iterations) and adds one register spill and reload, the same for every
 //! subject, floors included.
 //!
@@ -34,17 +35,18 @@ use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
-/// One uncontended acquisition and release: what every benchmark times.
-trait LockUnlock: Sync {
-    fn lock_unlock(&self);
+/// What every benchmark times: one uncontended acquisition and release, or one notification
+/// that nobody waits for.
+trait TimedOp: Sync {
+    fn op(&self);
 }
 
 /// A lock measured through lock_api's raw calls, the guard handed back to `unlock`.
 struct Raw<R>(R);
 
-impl<R: RawMutex + Sync> LockUnlock for Raw<R> {
+impl<R: RawMutex + Sync> TimedOp for Raw<R> {
     #[inline(always)]
-    fn lock_unlock(&self) {
+    fn op(&self) {
         let guard = self.0.lock();
         // SAFETY: `guard` is the state of the acquisition this thread has just made.
         unsafe { self.0.unlock(guard) }
@@ -54,9 +56,9 @@ impl<R: RawMutex + Sync> LockUnlock for Raw<R> {
 /// Floor for a pure spin lock: CAS to acquire, plain store to release.
 struct CasStore(AtomicU32);
 
-impl LockUnlock for CasStore {
+impl TimedOp for CasStore {
     #[inline(always)]
-    fn lock_unlock(&self) {
+    fn op(&self) {
         // Nothing else touches the word, so the CAS always succeeds; its result is not needed.
         let _ = self.0.compare_exchange(0, 1, Acquire, Relaxed);
         self.0.store(0, Release);
@@ -66,9 +68,9 @@ impl LockUnlock for CasStore {
 /// Floor for a lock whose waiters may sleep: CAS to acquire, swap to release.
 struct CasSwap(AtomicU32);
 
-impl LockUnlock for CasSwap {
+impl TimedOp for CasSwap {
     #[inline(always)]
-    fn lock_unlock(&self) {
+    fn op(&self) {
         let _ = self.0.compare_exchange(0, 1, Acquire, Relaxed);
         self.0.swap(0, Release);
     }
@@ -78,9 +80,9 @@ impl LockUnlock for CasSwap {
 /// includes its poison check).
 struct StdMutex(std::sync::Mutex<()>);
 
-impl LockUnlock for StdMutex {
+impl TimedOp for StdMutex {
     #[inline(always)]
-    fn lock_unlock(&self) {
+    fn op(&self) {
         drop(self.0.lock().unwrap_or_else(PoisonError::into_inner));
     }
 }
@@ -92,9 +94,9 @@ struct Pthread(UnsafeCell<libc::pthread_mutex_t>);
 // mutable pointer it asks for.
 unsafe impl Sync for Pthread {}
 
-impl LockUnlock for Pthread {
+impl TimedOp for Pthread {
     #[inline(always)]
-    fn lock_unlock(&self) {
+    fn op(&self) {
         // SAFETY: an initialised mutex that never moves once used (it is leaked in place), and
         // this thread unlocks only what it has just locked.
         unsafe {
@@ -104,32 +106,63 @@ impl LockUnlock for Pthread {
     }
 }
 
-/// One benchmarked lock: where it is reported, and its two timing loops.
+/// A `notify_one` with no thread waiting, on spinlab's condition variable over `W`.
+struct Notify<W: Wait>(spinlab::Condvar<W>);
+
+impl<W: Wait> TimedOp for Notify<W> {
+    #[inline(always)]
+    fn op(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// parking_lot's `notify_one` with no thread waiting.
+struct ParkingLotNotify(parking_lot::Condvar);
+
+impl TimedOp for ParkingLotNotify {
+    #[inline(always)]
+    fn op(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// std's `notify_one` with no thread waiting.
+struct StdNotify(std::sync::Condvar);
+
+impl TimedOp for StdNotify {
+    #[inline(always)]
+    fn op(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// One benchmarked subject (a lock, or a condition variable): where it is reported, and its
+/// two timing loops.
 struct Subject {
     group: &'static str,
     name: String,
     criterion: Box<dyn Fn(&mut Bencher)>,
-    /// Runs `ops` lock + unlock pairs and returns the time they took.
+    /// Runs `ops` operations and returns the time they took.
     batch: Box<dyn Fn(u64) -> Duration>,
 }
 
-fn subject<S: LockUnlock + 'static>(group: &'static str, name: impl Into<String>, lock: S) -> Subject {
+fn subject<S: TimedOp + 'static>(group: &'static str, name: impl Into<String>, lock: S) -> Subject {
     // Leaked, so it lives through both phases and never moves; alone on its line.
     let lock: &'static S = Box::leak(Box::new(CachePadded::new(lock)));
     Subject {
         group,
         name: name.into(),
-        criterion: Box::new(move |b| b.iter(|| black_box(lock).lock_unlock())),
+        criterion: Box::new(move |b| b.iter(|| black_box(lock).op())),
         batch: Box::new(move |ops| time_batch(lock, ops)),
     }
 }
 
 /// The interleaved phase's timing loop: the same body as criterion's `iter`.
 #[inline(never)]
-fn time_batch<S: LockUnlock>(lock: &S, ops: u64) -> Duration {
+fn time_batch<S: TimedOp>(lock: &S, ops: u64) -> Duration {
     let start = Instant::now();
     for _ in 0..ops {
-        black_box(lock).lock_unlock();
+        black_box(lock).op();
     }
     start.elapsed()
 }
@@ -151,6 +184,8 @@ fn spinlab_locks<W: Wait + 'static>(subjects: &mut Vec<Subject>) {
 }
 
 const FLOOR_CAS_STORE: &str = "cas+store";
+const NOTIFY_SPIN_PARK: &str = "notify condvar:spin-park";
+const NOTIFY_PARKING_LOT: &str = "notify parking_lot";
 const FLOOR_CAS_SWAP: &str = "cas+swap";
 const DEFAULT: &str = "default";
 /// The registry name of `DefaultRawMutex`.
@@ -174,6 +209,10 @@ fn subjects() -> Vec<Subject> {
     subjects.push(subject("reference", "std", StdMutex(std::sync::Mutex::new(()))));
     subjects.push(subject("reference", "parking_lot", Raw(parking_lot::RawMutex::INIT)));
     subjects.push(subject("reference", "pthread", Pthread(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER))));
+    subjects.push(subject("notify", NOTIFY_SPIN_PARK, Notify(spinlab::Condvar::<SpinPark>::new())));
+    subjects.push(subject("notify", "notify condvar:futex", Notify(spinlab::Condvar::<spinlab::wait::Futex>::new())));
+    subjects.push(subject("notify", NOTIFY_PARKING_LOT, ParkingLotNotify(parking_lot::Condvar::new())));
+    subjects.push(subject("notify", "notify std", StdNotify(std::sync::Condvar::new())));
     subjects
 }
 
@@ -193,7 +232,7 @@ fn main() {
         .measurement_time(Duration::from_secs(2))
         .sample_size(50)
         .configure_from_args();
-    for group_name in ["floor", "spinlab", "reference"] {
+    for group_name in ["floor", "spinlab", "reference", "notify"] {
         let mut group = criterion.benchmark_group(group_name);
         for s in subjects.iter().filter(|s| s.group == group_name) {
             group.bench_function(s.name.as_str(), |b| (s.criterion)(b));
@@ -226,7 +265,9 @@ fn main() {
 ///   the ratio of the two means for comparison (means include the preempted rounds).
 /// - PASS/MISS compares the median paired ratio with the target's limit.
 mod interleaved {
-    use super::{Subject, DEFAULT, DEFAULT_NAME, FLOOR_CAS_STORE, FLOOR_CAS_SWAP};
+    use super::{
+        Subject, DEFAULT, DEFAULT_NAME, FLOOR_CAS_STORE, FLOOR_CAS_SWAP, NOTIFY_PARKING_LOT, NOTIFY_SPIN_PARK,
+    };
     use std::time::Duration;
 
     const BATCH: Duration = Duration::from_micros(100);
@@ -254,10 +295,10 @@ mod interleaved {
         let release = if spinlab::sys::cpu::is_amd() { "a load and a subtraction (AMD)" } else { "a compare-and-swap" };
         println!("the bounded word releases with {release}");
         println!();
-        println!("{:<18} {:>8} {:>10}  {:>10} {:>10}", "subject", "mean ns", "median ns", "/cas+store", "/cas+swap");
+        println!("{:<26} {:>8} {:>10}  {:>10} {:>10}", "subject", "mean ns", "median ns", "/cas+store", "/cas+swap");
         for (s, samples) in subjects.iter().zip(&ns_per_op) {
             println!(
-                "{:<18} {:>8.2} {:>10.2}  {:>10.3} {:>10.3}",
+                "{:<26} {:>8.2} {:>10.2}  {:>10.3} {:>10.3}",
                 s.name,
                 mean(samples),
                 quantile(samples, 0.5),
@@ -291,6 +332,14 @@ mod interleaved {
                 r.median, r.p25, r.p75
             );
         }
+        // No issue sets a target for a notification with nobody waiting; parking_lot's is one
+        // load, and so is spinlab's since its condition variable counts its waiters.
+        let notify = ratio(NOTIFY_SPIN_PARK, NOTIFY_PARKING_LOT);
+        println!();
+        println!(
+            "{NOTIFY_SPIN_PARK} / {NOTIFY_PARKING_LOT} (nobody waiting) = {:.3} [{:.3}, {:.3}]",
+            notify.median, notify.p25, notify.p75
+        );
         let same = ratio(DEFAULT, DEFAULT_NAME);
         println!();
         println!(

@@ -13,8 +13,13 @@
 //! Why a sequence word: the waiter reads it while it still holds the mutex, so any
 //! notification after the waiter checked its predicate changes the word, and the waiter's
 //! futex wait (which compares the word atomically with going to sleep) cannot miss it. The
-//! condvar then needs no queue and no lock of its own, and it is 8 bytes whose all-zero value
+//! condvar then needs no queue and no lock of its own, and it is 12 bytes whose all-zero value
 //! is a new condvar, so it fits inside a zero-initialised `pthread_cond_t`.
+//!
+//! Why a count of waiters beside it: so that a notification nobody waits for is one load, as
+//! parking_lot's and glibc's are, not the sequence's two read-modify-writes. A waiter counts
+//! itself in while it still holds the mutex, and a notifier that changed the predicate under
+//! that mutex afterwards reads the count after it (see [`Condvar::notify_one`]).
 //!
 //! Why policy-generic: the waiter's spin phase decides what an immediate hand-off costs. With
 //! [`SpinPark`] (the default) a notification that comes within a few microseconds is seen by
@@ -23,6 +28,7 @@
 //! is seed 001's spin-loop notification.
 
 use crate::event::{Sequence, Wake};
+use crate::sync::{AtomicU32, Ordering::Relaxed};
 use crate::wait::{Episode, SpinPark, Wait};
 use core::fmt;
 use lock_api::{MutexGuard, RawMutex};
@@ -60,8 +66,9 @@ impl WaitTimeoutResult {
 /// **Notifications are not kept.** A notification with no thread waiting does nothing, as
 /// with every condition variable: the predicate, protected by the mutex, is the memory.
 ///
-/// **Cost.** `notify_*` is one atomic increment (two, side by side, for policies that may
-/// sleep), and a `FUTEX_WAKE` only if a waiter may be asleep. `notify_all` wakes every
+/// **Cost.** `notify_*` with no thread inside a wait is one load. Otherwise it is one atomic
+/// increment (two, side by side, for policies that may sleep), and a `FUTEX_WAKE` only if a
+/// waiter may be asleep. `notify_all` wakes every
 /// sleeper, and they all contend for the mutex: there is no requeueing onto the mutex, which
 /// would need to know the mutex's word.
 ///
@@ -69,7 +76,7 @@ impl WaitTimeoutResult {
 /// different ones; what matters is that each waiter checks its predicate under the mutex that
 /// protects it, and that a notifier changes the predicate under that mutex.
 ///
-/// Layout: two 32-bit words; all-zero bytes are a valid new condvar.
+/// Layout: three 32-bit words; all-zero bytes are a valid new condvar.
 ///
 /// ```
 /// use spinlab::{Condvar, Mutex};
@@ -89,26 +96,66 @@ impl WaitTimeoutResult {
 /// ```
 pub struct Condvar<W: Wait = SpinPark> {
     changes: Sequence<W>,
+    /// Threads inside a wait: counted in while they hold the mutex, before it is released,
+    /// and out when their wait ends, before it is taken again.
+    waiters: AtomicU32,
 }
 
 impl<W: Wait> Condvar<W> {
     crate::sync::loom_const_fn! {
         /// A new condition variable.
         pub fn new() -> Self {
-            Condvar { changes: Sequence::new() }
+            Condvar { changes: Sequence::new(), waiters: AtomicU32::new(0) }
         }
     }
 
     /// Wakes one waiting thread (and any still spinning: see the type's docs).
+    ///
+    /// With no thread inside a wait it returns after one load of the count of waiters. That
+    /// cannot miss a waiter this notification is for: the waiter counted itself in while it
+    /// held the mutex, before its wait released it, and the notifier changed the predicate
+    /// under that mutex afterwards. So the count-in happens before this load, which reads it
+    /// or a later value of the count: one that still counts the waiter, or one after the
+    /// waiter's wait ended, when it goes back to check the predicate. (A notifier that changes
+    /// the predicate without the mutex may be missed; glibc's and parking_lot's condition
+    /// variables make the same bargain.)
     #[inline]
     pub fn notify_one(&self) {
-        self.changes.advance(Wake::One);
+        if self.may_have_waiters() {
+            self.changes.advance(Wake::One);
+        }
     }
 
-    /// Wakes every waiting thread.
+    /// Wakes every waiting thread; with none inside a wait, one load (see
+    /// [`notify_one`](Condvar::notify_one)).
     #[inline]
     pub fn notify_all(&self) {
-        self.changes.advance(Wake::All);
+        if self.may_have_waiters() {
+            self.changes.advance(Wake::All);
+        }
+    }
+
+    /// Whether a thread may be inside a wait (see [`notify_one`](Condvar::notify_one) for why
+    /// Relaxed is enough).
+    #[inline]
+    fn may_have_waiters(&self) -> bool {
+        self.waiters.load(Relaxed) != 0
+    }
+
+    /// Counts the calling thread in, before it releases the mutex.
+    #[inline]
+    fn count_in(&self) {
+        // Relaxed: the mutex's release, after this, orders it before the notifier's load.
+        self.waiters.fetch_add(1, Relaxed);
+    }
+
+    /// Counts the calling thread out when its wait has ended, before it takes the mutex
+    /// again. A wait left by unwinding (a cancelled thread in the C ABI) skips this, and the
+    /// count stays one too high: every later notification pays the read-modify-writes, as
+    /// before the count existed.
+    #[inline]
+    fn count_out(&self) {
+        self.waiters.fetch_sub(1, Relaxed);
     }
 
     /// Releases the mutex behind `guard`, waits for a notification (or a spurious wake-up),
@@ -265,9 +312,11 @@ impl<W: Wait> Condvar<W> {
         // increment is ordered after this read by the mutex; Acquire is what the shared
         // `Sequence` offers, and costs nothing more on x86.
         let seen = self.changes.load();
+        self.count_in();
         unlock();
         let mut episode = Episode::new(deadline);
         let notified = self.changes.wait(seen, &mut episode);
+        self.count_out();
         relock();
         WaitTimeoutResult(!notified)
     }
@@ -306,10 +355,15 @@ impl<W: Wait> Condvar<W> {
         deadline: Option<Instant>,
     ) -> WaitTimeoutResult {
         let seen = self.changes.load();
+        self.count_in();
         // `unlocked` releases the raw mutex with this acquisition's guard state and stores
         // the state of the new acquisition when it takes the mutex back; if anything in
         // between unwinds, it re-takes the mutex first (or aborts), so the guard stays valid.
-        let notified = MutexGuard::unlocked(guard, || self.changes.wait(seen, &mut Episode::new(deadline)));
+        let notified = MutexGuard::unlocked(guard, || {
+            let notified = self.changes.wait(seen, &mut Episode::new(deadline));
+            self.count_out();
+            notified
+        });
         WaitTimeoutResult(!notified)
     }
 }
@@ -333,13 +387,39 @@ mod tests {
 
     #[test]
     fn all_zero_bytes_are_a_new_condvar() {
-        assert_eq!(core::mem::size_of::<Condvar<Futex>>(), 8);
-        // SAFETY: two AtomicU32 and a zero-sized marker; zero is each atomic's initial value.
+        assert_eq!(core::mem::size_of::<Condvar<Futex>>(), 12);
+        // SAFETY: three AtomicU32 and a zero-sized marker; zero is each atomic's initial value.
         let cv: Condvar<Futex> = unsafe { core::mem::zeroed() };
         let m = crate::Mutex::new(());
         let mut guard = m.lock();
         assert!(cv.wait_for(&mut guard, Duration::from_micros(100)).timed_out());
         cv.notify_all();
+    }
+
+    /// With nobody inside a wait, a notification leaves the sequence alone (one load); with a
+    /// waiter counted, it advances it.
+    #[test]
+    fn a_notification_with_nobody_waiting_writes_nothing() {
+        let cv = Condvar::<Futex>::new();
+        let before = cv.changes.load();
+        cv.notify_one();
+        cv.notify_all();
+        assert_eq!(cv.changes.load(), before);
+        cv.waiters.store(1, Relaxed);
+        cv.notify_one();
+        assert_ne!(cv.changes.load(), before, "a counted waiter is notified");
+    }
+
+    /// The waiter counts itself in before the mutex is released: a notification made inside
+    /// the release itself, before the waiter looks at its word, reaches it. Counting in after
+    /// `unlock` would skip it, and the wait would run to its 20 s deadline.
+    #[test]
+    fn a_notification_right_after_the_release_reaches_the_waiter() {
+        let cv = Condvar::<Futex>::new();
+        let deadline = Some(Instant::now() + Duration::from_secs(20));
+        let waited = cv.wait_with(deadline, || cv.notify_one(), || {});
+        assert!(!waited.timed_out(), "the notification was skipped");
+        assert_eq!(cv.waiters.load(Relaxed), 0, "counted out after the wait");
     }
 
     #[test]

@@ -152,6 +152,29 @@ fn condvar_wait_notify<W: Wait>(notify_all: bool) {
     });
 }
 
+/// As [`condvar_wait_notify`], with the notification made while the notifier still holds the
+/// mutex: the waiter's count-in, made before its wait released the mutex, is read either way.
+fn condvar_notify_while_holding_the_mutex<W: Wait>() {
+    check(3, move || {
+        let shared = flag_and_condvar::<W>();
+        let waiter = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let (mutex, condvar) = &*shared;
+                let mut ready = mutex.lock();
+                condvar.wait_while(&mut ready, |ready| !*ready);
+                assert!(*ready);
+            })
+        };
+        let (mutex, condvar) = &*shared;
+        let mut ready = mutex.lock();
+        *ready = true;
+        condvar.notify_one();
+        drop(ready);
+        waiter.join().unwrap();
+    });
+}
+
 /// Two waiters, one `notify_all`: both see the flag.
 fn condvar_notify_all_two_waiters<W: Wait>() {
     check(2, || {
@@ -385,6 +408,10 @@ macro_rules! one_waiter_models {
             #[test]
             fn condvar_wait_notify_all() {
                 super::condvar_wait_notify::<$policy>(true);
+            }
+            #[test]
+            fn condvar_notify_while_holding_the_mutex() {
+                super::condvar_notify_while_holding_the_mutex::<$policy>();
             }
             #[test]
             fn barrier_reuse_two_phases_two_threads() {
