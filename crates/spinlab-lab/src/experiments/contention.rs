@@ -19,7 +19,7 @@ use super::floor;
 use super::moved::{around, discarded, mark, until_still, LINE_TRANSFER_CPUS};
 use super::settings::{smoke_locks, Length, Step};
 use super::Threads;
-use super::{finish, Common, Experiment, Lab};
+use super::{add_ratios_to_each_reference, finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::topology::{format_cpu_list, Group, GroupBy, Placement, Topology};
@@ -1159,26 +1159,12 @@ fn add_ratios(rows: &mut [Row], rounds: &[&[f64]], baseline: &str) {
         .filter_map(|r| r.number(UNCONTENDED_NS))
         .fold(f64::NAN, f64::min);
     let base = rows.iter().find(|r| r.text(LOCK) == Some(baseline)).and_then(|r| r.number(THROUGHPUT_OPS_S));
-    // Every reference on its own as well: the best one is picked by this run's means, and where
-    // two references are level that picks whichever the noise favoured, so a ratio to "the
-    // best" reads low on average (by 4.5 points in one cell of eight runs, docs/contention.md, "Each
-    // reference on its own"). Only a ratio to one named reference pools across runs.
-    let references: Vec<(String, f64, &[f64])> = rows
-        .iter()
-        .zip(rounds)
-        .filter(|(r, _)| r.text(ORIGIN) == Some("reference"))
-        .filter_map(|(r, rounds)| Some((r.text(LOCK)?.to_string(), r.number(THROUGHPUT_OPS_S)?, *rounds)))
-        .filter(|(_, mean, _)| *mean > 0.0)
-        .collect();
+    add_ratios_to_each_reference(rows, rounds, THROUGHPUT_OPS_S, "throughput");
     for (row, own) in rows.iter_mut().zip(rounds) {
         let Some(t) = row.number(THROUGHPUT_OPS_S) else { continue };
         if best_ref.is_finite() && best_ref > 0.0 {
             row.set("throughput_vs_best_reference", t / best_ref);
             row.set("throughput_vs_best_reference_ci95", paired_ratio_ci95(own, best_ref_rounds));
-        }
-        for (name, mean, reference_rounds) in &references {
-            row.set(&format!("throughput_vs_{name}"), t / mean);
-            row.set(&format!("throughput_vs_{name}_ci95"), paired_ratio_ci95(own, reference_rounds));
         }
         if let Some(b) = base.filter(|b| *b > 0.0) {
             row.set("throughput_vs_baseline", t / b);

@@ -7,7 +7,7 @@
 
 use super::settings::{smoke_locks, Length, Step};
 use super::Threads;
-use super::{finish, Common, Experiment, Lab};
+use super::{add_ratios_to_each_reference, finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::experiments::contention::WORK_NS;
 use crate::lockbox::LockBox;
@@ -421,6 +421,7 @@ impl Experiment for Herd {
                 config_rows.push(row);
                 rounds.push(&series[i].samples);
             }
+            add_ratios_to_each_reference(&mut config_rows, &rounds, WALL_S, "wall");
             let best_ref = config_rows
                 .iter()
                 .filter(|r| r.text(ORIGIN) == Some("reference"))

@@ -17,10 +17,12 @@ pub mod settings;
 
 use crate::error::LabError;
 use crate::machine::{MachineInfo, Placement, Topology};
+use crate::measure::stats::paired_ratio_ci95;
 use crate::measure::{pin, Clock, Progress, StoppingRule, Work};
 use crate::reading::advice::Contribution;
 use crate::reading::scorecard::Finding;
 use crate::reading::{Context, Panel};
+use crate::results::keys::{LOCK, ORIGIN};
 use crate::results::table::{self, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, LockChoice, ThreadCount};
@@ -398,6 +400,33 @@ impl Common {
     /// Placements given, or all of them.
     pub fn placements_or_all(&self) -> Vec<Placement> {
         self.placement.as_ref().map_or_else(|| Placement::ALL.to_vec(), |p| p.0.clone())
+    }
+}
+
+/// Divides `measure` of every row by each reference lock's (rows whose origin is
+/// `reference`), as `{prefix}_vs_{reference}`, with `{prefix}_vs_{reference}_ci95` from the
+/// rounds both ran (`rounds`: one slice per row, as `paired_ratio_ci95` pairs them).
+///
+/// Beside the ratio to the best reference, which each experiment writes too: the best one is
+/// picked by this run's means, and where two references are level that picks whichever the
+/// noise favoured, so a ratio to "the best" reads low (high, for a time) on average. With
+/// 100 ns sections at 2 threads, eight contention runs pooled put the default at 0.999 of std
+/// and 1.036 of parking_lot, and at 0.954 of "the best" (docs/contention.md, "Each reference
+/// on its own"). Only a ratio to one named reference pools across runs.
+pub fn add_ratios_to_each_reference(rows: &mut [Row], rounds: &[&[f64]], measure: &str, prefix: &str) {
+    let references: Vec<(String, f64, &[f64])> = rows
+        .iter()
+        .zip(rounds)
+        .filter(|(row, _)| row.text(ORIGIN) == Some("reference"))
+        .filter_map(|(row, rounds)| Some((row.text(LOCK)?.to_string(), row.number(measure)?, *rounds)))
+        .filter(|(_, value, _)| *value > 0.0)
+        .collect();
+    for (row, own) in rows.iter_mut().zip(rounds) {
+        let Some(value) = row.number(measure) else { continue };
+        for (name, reference, reference_rounds) in &references {
+            row.set(&format!("{prefix}_vs_{name}"), value / reference);
+            row.set(&format!("{prefix}_vs_{name}_ci95"), paired_ratio_ci95(own, reference_rounds));
+        }
     }
 }
 
