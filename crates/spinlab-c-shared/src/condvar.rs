@@ -330,26 +330,31 @@ mod tests {
         Box::new(unsafe { core::mem::zeroed() })
     }
 
+    /// A wait on `core` whose mutex release runs `on_release` and whose relock returns
+    /// `relocked`.
+    fn wait_releasing(
+        core: &CondCore,
+        ops: &CondOps,
+        deadline: Option<Instant>,
+        on_release: impl FnOnce(),
+        relocked: c_int,
+    ) -> Waited {
+        let release = || {
+            on_release();
+            Ok(())
+        };
+        // SAFETY: `core` is live and used only with `ops`.
+        let waited = unsafe { CondCore::wait(core, ops, deadline, release, || relocked) };
+        waited.expect("the release does not fail")
+    }
+
     #[test]
     fn a_timed_wait_releases_and_retakes_the_mutex() {
         let ops = cond_ops_named("futex").unwrap();
         let core = zeroed_core();
         let released = AtomicBool::new(false);
         let deadline = Some(Instant::now() + Duration::from_millis(2));
-        // SAFETY: `core` is live and used only with `ops`.
-        let waited = unsafe {
-            CondCore::wait(
-                &*core,
-                ops,
-                deadline,
-                || {
-                    released.store(true, Relaxed);
-                    Ok(())
-                },
-                || 7,
-            )
-        };
-        let waited = waited.ok().unwrap();
+        let waited = wait_releasing(&core, ops, deadline, || released.store(true, Relaxed), 7);
         assert!(waited.timed_out && released.into_inner());
         assert_eq!(waited.relocked, 7);
         assert_eq!(core.users.load(Relaxed), 0);
@@ -377,19 +382,8 @@ mod tests {
             let core = zeroed_core();
             let deadline = Some(Instant::now() + Duration::from_secs(20));
             // SAFETY: `core` is live and used only with `ops`.
-            let waited = unsafe {
-                CondCore::wait(
-                    &*core,
-                    ops,
-                    deadline,
-                    || {
-                        CondCore::notify_one(&*core, ops);
-                        Ok(())
-                    },
-                    || 0,
-                )
-            };
-            assert!(!waited.ok().unwrap().timed_out, "{}: the notification was skipped", ops.policy());
+            let waited = wait_releasing(&core, ops, deadline, || unsafe { CondCore::notify_one(&*core, ops) }, 0);
+            assert!(!waited.timed_out, "{}: the notification was skipped", ops.policy());
             assert_eq!(core.users.load(Relaxed), 0);
         }
     }

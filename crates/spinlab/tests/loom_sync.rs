@@ -126,21 +126,24 @@ fn flag_and_condvar<W: Wait>() -> Arc<(LoomMutex<bool>, Condvar<W>)> {
     Arc::new((LoomMutex::from_raw(Ttas::new(), false), Condvar::new()))
 }
 
+/// A thread that waits on the condvar, under the mutex, until the flag is set.
+fn waiter_for_the_flag<W: Wait>(shared: &Arc<(LoomMutex<bool>, Condvar<W>)>) -> thread::JoinHandle<()> {
+    let shared = shared.clone();
+    thread::spawn(move || {
+        let (mutex, condvar) = &*shared;
+        let mut ready = mutex.lock();
+        condvar.wait_while(&mut ready, |ready| !*ready);
+        assert!(*ready);
+    })
+}
+
 /// The classic: a waiter checks a flag under the mutex and waits; a notifier sets it under the
 /// mutex and notifies. A notification between the waiter's check and its sleep must not be
 /// lost.
 fn condvar_wait_notify<W: Wait>(notify_all: bool) {
     check(3, move || {
         let shared = flag_and_condvar::<W>();
-        let waiter = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                let (mutex, condvar) = &*shared;
-                let mut ready = mutex.lock();
-                condvar.wait_while(&mut ready, |ready| !*ready);
-                assert!(*ready);
-            })
-        };
+        let waiter = waiter_for_the_flag(&shared);
         let (mutex, condvar) = &*shared;
         *mutex.lock() = true;
         if notify_all {
@@ -157,15 +160,7 @@ fn condvar_wait_notify<W: Wait>(notify_all: bool) {
 fn condvar_notify_while_holding_the_mutex<W: Wait>() {
     check(3, move || {
         let shared = flag_and_condvar::<W>();
-        let waiter = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                let (mutex, condvar) = &*shared;
-                let mut ready = mutex.lock();
-                condvar.wait_while(&mut ready, |ready| !*ready);
-                assert!(*ready);
-            })
-        };
+        let waiter = waiter_for_the_flag(&shared);
         let (mutex, condvar) = &*shared;
         let mut ready = mutex.lock();
         *ready = true;
