@@ -324,8 +324,13 @@ mod pool {
         }
 
         /// A thread runs `body`, which gives back a node and returns its address, and exits;
-        /// the node must then be in the global pool, not lost with the thread. (Nobody else
-        /// can push it meanwhile: it is this thread's.)
+        /// the node must then be in the global pool, not lost with the thread.
+        ///
+        /// Until that thread pushes it, nobody else can: the node is the thread's alone. Once
+        /// it is in the pool, the tests running beside this one may take it, give it back and
+        /// push it again before the count is read here (seen in CI: 4 pushes where the exit
+        /// made the second). So any push after `before` shows that the exit pushed it, and
+        /// none that it was lost.
         fn returned_at_exit(body: impl FnOnce() -> usize + Send + 'static) {
             let (address, before) = std::thread::spawn(|| {
                 let address = body();
@@ -333,7 +338,7 @@ mod pool {
             })
             .join()
             .unwrap();
-            assert_eq!(pushes(address), before + 1, "a free node was lost when its thread exited");
+            assert!(pushes(address) > before, "a free node was lost when its thread exited");
         }
 
         #[test]
