@@ -82,6 +82,46 @@ fn everywhere_and(name: &str, more: &[&'static str]) -> Vec<(Option<&'static str
         .collect()
 }
 
+/// Compiles `docs/examples/{name}.c`, with warnings as errors as the tests' own programs.
+fn example(name: &str, flags: &[&str]) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples").join(format!("{name}.c"));
+    compile(&format!("example-{name}"), &[source], flags)
+}
+
+/// The docs' example programs, which their tables were measured with, build and run: without
+/// the library and under it. `uncontended.c` times every kind it offers (a short run; the
+/// figure is not checked) and refuses an unknown kind with one line and status 2;
+/// `hammer.c`, built small, counts every increment of its threads under the default lock
+/// and under `mcs:spin-park`.
+#[test]
+fn the_docs_example_programs_build_and_run_with_and_without_the_library() {
+    let library = preload_library().display().to_string();
+    let uncontended = example("uncontended", &[]);
+    for kind in ["mutex", "rdlock", "wrlock", "spin", "signal", "broadcast"] {
+        for env in [&[][..], &[("LD_PRELOAD", library.as_str())][..]] {
+            let ran = run(&uncontended, &[kind, "1000"], env, LIMIT);
+            ran.assert_success(&format!("uncontended {kind} with {env:?}"));
+            let line =
+                ran.stdout.strip_prefix(&format!("{kind}: ")).and_then(|rest| rest.strip_suffix(" ns per pair\n"));
+            assert!(line.is_some_and(|ns| ns.parse::<f64>().is_ok_and(|ns| ns > 0.0)), "{kind}: {}", ran.stdout);
+        }
+    }
+    let refused = run(&uncontended, &["nope"], &[], LIMIT);
+    assert_eq!(refused.status.code(), Some(2), "{}", refused.stderr);
+    assert_eq!(refused.stderr.lines().count(), 1, "one line: {}", refused.stderr);
+    assert!(
+        refused.stderr.contains("unknown kind 'nope'") && refused.stderr.contains("broadcast"),
+        "{}",
+        refused.stderr
+    );
+
+    let hammer = example("hammer", &["-DHAMMER_THREADS=8", "-DHAMMER_ITERS=20000"]);
+    run(&hammer, &[], &[], LIMIT).assert_success("hammer without the library");
+    for lock in [None, Some("mcs:spin-park")] {
+        preloaded(&hammer, lock, &[]).assert_success(&format!("hammer with SPINLAB_LOCK={lock:?}"));
+    }
+}
+
 #[test]
 fn mutual_exclusion_trylock_and_timed_locks_with_static_and_initialised_mutexes() {
     let program_name = "p_exclusion";
