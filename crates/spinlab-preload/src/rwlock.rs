@@ -134,16 +134,27 @@ unsafe fn acquire(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, pati
             // SAFETY: a replaced rwlock holds its lock at its start, initialised or all zero,
             // which the configuration checked the lock accepts.
             if unsafe { try_now(rwlock.cast()) } {
-                if side == Side::Write {
-                    // SAFETY: as in `acquire_any`.
-                    unsafe { rwlock_word(rwlock, RWLOCK_WRITER_OFFSET) }.store(thread_number(), Relaxed);
-                }
+                // SAFETY: the caller's contract; this thread has just acquired it.
+                unsafe { acquired(rwlock, side) };
                 return 0;
             }
         }
     }
     // SAFETY: the caller's contract.
     unsafe { acquire_any(state, rwlock, side, patience) }
+}
+
+/// Records an acquisition of replaced `rwlock` for `side`: a writer leaves its thread's
+/// number in `__cur_writer` (see the module docs).
+///
+/// # Safety
+/// `rwlock` points to a replaced `pthread_rwlock_t` the calling thread has just acquired.
+#[inline(always)]
+unsafe fn acquired(rwlock: *mut pthread_rwlock_t, side: Side) {
+    if side == Side::Write {
+        // SAFETY: `__cur_writer` is an int inside the rwlock, written only by its writer.
+        unsafe { rwlock_word(rwlock, RWLOCK_WRITER_OFFSET) }.store(thread_number(), Relaxed);
+    }
 }
 
 /// [`acquire`] for every case: a try, then a wait as `patience` allows, counted with
@@ -197,10 +208,8 @@ unsafe fn acquire_any(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, 
             }
         }
     };
-    if side == Side::Write {
-        // SAFETY: `__cur_writer` is an int inside the rwlock, written only by its writer.
-        unsafe { rwlock_word(rwlock, RWLOCK_WRITER_OFFSET) }.store(thread_number(), Relaxed);
-    }
+    // SAFETY: the caller's contract; this thread has just acquired it.
+    unsafe { acquired(rwlock, side) };
     if counting {
         stats::acquired_shared(rwlock as usize, RWLOCK, waited);
     }
