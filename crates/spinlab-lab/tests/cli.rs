@@ -434,6 +434,12 @@ fn run_contention_rows_carry_every_figure() {
         assert!(busy > 0.0 && busy <= 100.0 + 1e-9, "cpu_busy_pct {busy}: {row}");
         let jain_cpu = row["jain_cpu_time"].as_f64().unwrap();
         assert!(jain_cpu > 0.0 && jain_cpu <= 1.0 + 1e-9);
+        // A lone thread never takes the lock from another.
+        let handovers = row["handovers_pct"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&handovers), "handovers_pct {handovers}: {row}");
+        if threads == 1 {
+            assert_eq!(handovers, 0.0, "{row}");
+        }
         // The uncontended floor was measured in the same rounds, and the ratio is the two
         // figures' (no value is asserted: these are timings).
         let (u, floor) = (row["uncontended_ns"].as_f64().unwrap(), row["uncontended_floor_ns"].as_f64().unwrap());

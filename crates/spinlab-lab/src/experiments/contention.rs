@@ -65,6 +65,9 @@ pub const CPU_BUSY_PCT: &str = "cpu_busy_pct";
 /// Jain's index of the CPU time each thread got: how evenly the scheduler (and the lock's
 /// sleeping) shared the CPUs out.
 pub const JAIN_CPU_TIME: &str = "jain_cpu_time";
+/// Acquisitions that took the lock from another thread, in percent of all (mean over
+/// repetitions; absent with `--cs-lines 0`, where no shared line records the last holder).
+pub const HANDOVERS_PCT: &str = "handovers_pct";
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
 /// references.
@@ -134,6 +137,7 @@ const COLUMNS: &[Column] = &[
     col("rsd_pct", "rsd %"),
     col(CPU_BUSY_PCT, "cpu busy %"),
     col(JAIN_CPU_TIME, "jain cpu"),
+    col(HANDOVERS_PCT, "hand-overs %"),
     col("group_max_min_ratio", "group max/min"),
     col("mean_wait_ns", "mean wait ns"),
     col("p99_wait_ns", "p99 wait ns"),
@@ -158,6 +162,8 @@ struct RepResult {
     /// time falls inside it.
     ran_s: f64,
     per_thread: Vec<u64>,
+    /// Counted acquisitions that took the lock from another thread, all threads together.
+    handovers: u64,
     /// CPU time each thread used, from the start line until it left.
     per_thread_cpu_s: Vec<f64>,
     /// Distinct CPUs the threads were pinned to.
@@ -175,6 +181,8 @@ struct Totals {
     rsd_pct: Vec<f64>,
     cpu_busy_pct: Vec<f64>,
     jain_cpu_time: Vec<f64>,
+    /// Each repetition's hand-overs, as a percentage of its acquisitions.
+    handovers_pct: Vec<f64>,
     wait: Histogram,
     hold: Histogram,
     /// Each repetition's longest wait and longest hold, in ticks: the maxima over the whole run
@@ -206,6 +214,8 @@ struct Setting<'a> {
 /// What one thread counted in one repetition.
 struct ThreadTally {
     acquisitions: u64,
+    /// Counted acquisitions that took the lock from another thread ([`SharedLines::touch_as`]).
+    handovers: u64,
     /// 1 if its last acquisition ended after the stop (made, not counted), else 0.
     uncounted: u64,
     cpu_s: f64,
@@ -220,8 +230,11 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
     s.lines.reset();
     let worker = |i: usize| {
         pin_or_die(s.cpus[i]);
+        // Below THREADS_CEILING, far below u16::MAX.
+        let me = u16::try_from(i).expect("a thread number fits 16 bits");
         let mut tally = ThreadTally {
             acquisitions: 0,
+            handovers: 0,
             uncounted: 0,
             cpu_s: 0.0,
             wait: Histogram::default(),
@@ -236,7 +249,7 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
             let asked = now();
             lock.lock();
             let acquired = now();
-            s.lines.touch();
+            let handed_over = s.lines.touch_as(me);
             seed = spin(s.cs_iterations, seed);
             let releasing = now();
             // SAFETY: this thread acquired the lock just above.
@@ -251,6 +264,7 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
             tally.wait.record(acquired.wrapping_sub(asked).saturating_sub(s.overhead_ticks));
             tally.hold.record(releasing.wrapping_sub(acquired).saturating_sub(s.overhead_ticks));
             tally.acquisitions += 1;
+            tally.handovers += u64::from(handed_over);
             seed = spin(s.ncs_iterations, seed);
         }
         tally.cpu_s = thread_cpu_s() - cpu_at_start;
@@ -278,6 +292,7 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
         drain_s,
         ran_s,
         per_thread: Vec::with_capacity(threads),
+        handovers: 0,
         per_thread_cpu_s: Vec::with_capacity(threads),
         cpus_used: distinct_cpus(s.cpus),
         wait: Histogram::default(),
@@ -287,6 +302,7 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
     let mut uncounted = 0;
     for tally in tallies {
         r.per_thread.push(tally.acquisitions);
+        r.handovers += tally.handovers;
         r.per_thread_cpu_s.push(tally.cpu_s);
         uncounted += tally.uncounted;
         r.wait.merge(&tally.wait);
@@ -384,6 +400,10 @@ impl Totals {
         let available_s = r.ran_s * r.cpus_used as f64;
         self.cpu_busy_pct.push(100.0 * r.per_thread_cpu_s.iter().sum::<f64>() / available_s);
         self.jain_cpu_time.push(jain(&r.per_thread_cpu_s));
+        let acquisitions = r.per_thread.iter().sum::<u64>();
+        if acquisitions > 0 {
+            self.handovers_pct.push(100.0 * r.handovers as f64 / acquisitions as f64);
+        }
         self.wait.merge(&r.wait);
         self.hold.merge(&r.hold);
         if let (Some(wait), Some(hold)) = (r.wait.max(), r.hold.max()) {
@@ -602,6 +622,7 @@ impl Contention {
             }
             if self.cs_lines > 0 {
                 add_lost_updates(&mut row, lock, at, t);
+                add_handovers(&mut row, t);
             }
             rows.push(row);
         }
@@ -676,6 +697,17 @@ fn add_waits(row: &mut Row, clock: &Clock, t: &Totals) {
     if let Some(s) = Summary::of(&ratios) {
         row.set("rep_max_wait_over_hold_x", s.mean);
         row.set("rep_max_wait_over_hold_ci95_x", s.ci95);
+    }
+}
+
+/// How often the lock changed threads: the share of acquisitions that took it from another
+/// thread, each one at least a transfer of the lock's line and the shared lines to a new
+/// cache. A round-robin lock hands over at nearly every acquisition; a barging lock whose
+/// releaser takes it back seldom does.
+fn add_handovers(row: &mut Row, t: &Totals) {
+    if let Some(s) = Summary::of(&t.handovers_pct) {
+        row.set(HANDOVERS_PCT, s.mean);
+        row.set("handovers_ci95_pct", s.ci95);
     }
 }
 
@@ -1431,6 +1463,38 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_thread_but_the_first_to_acquire_counts_a_hand_over() {
+        // Each thread that acquired at all took the lock from another at least once, except
+        // the repetition's first holder; and no acquisition is more than one hand-over. Four
+        // threads on the first CPU, so that the scheduler, not the lock, moves it between them.
+        let lines = SharedLines::new(1);
+        let cpus = [0; 4];
+        let setting = Setting {
+            cpus: &cpus,
+            duration: Duration::from_millis(30),
+            cs_iterations: 0,
+            ncs_iterations: 10,
+            lines: &lines,
+            overhead_ticks: 0,
+        };
+        for name in ["ttas:spin", "ticket:spin-park", "std"] {
+            let lock = LockBox::new(spinlab::registry::lock_info(name).unwrap()).unwrap();
+            let r = contended_rep(&lock, &setting).unwrap();
+            let acquired = r.per_thread.iter().filter(|&&c| c > 0).count() as u64;
+            let acquisitions: u64 = r.per_thread.iter().sum();
+            assert!(r.handovers + 1 >= acquired, "{name}: {} hand-overs, {acquired} threads acquired", r.handovers);
+            assert!(r.handovers <= acquisitions, "{name}: {} hand-overs in {acquisitions}", r.handovers);
+            assert_eq!(r.lost_updates, 0, "{name}");
+        }
+        // One thread never hands over.
+        let alone = Setting { cpus: &cpus[..1], ..setting };
+        let lock = LockBox::new(spinlab::registry::lock_info("ttas:spin").unwrap()).unwrap();
+        let r = contended_rep(&lock, &alone).unwrap();
+        assert!(r.per_thread[0] > 0);
+        assert_eq!(r.handovers, 0);
+    }
 
     #[test]
     fn a_lock_below_the_uncontended_floor_is_flagged_and_one_above_is_not() {
