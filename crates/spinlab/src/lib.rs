@@ -52,7 +52,9 @@ pub use padded::CachePadded;
 /// for 100 ns, then offer the CPU with `sched_yield` up to 64 times (pausing 2 µs after a
 /// yield that came back at once), then sleep on a futex;
 /// where the process may run on more than 4 CPUs, the waiters first queue at an MCS gate, and
-/// only the queue's head waits for the word.
+/// only the queue's head waits for the word. (The registry, and so the C ABI and the preload
+/// library, builds whichever of the two this machine gets once, when it builds its table:
+/// [`lock::Adaptive`]'s docs say why.)
 ///
 /// Why this one:
 /// - Uncontended, it is one compare-and-swap to lock and one to unlock (on an AMD CPU, a load

@@ -497,10 +497,16 @@ fn the_default_mutex_is_documented_adaptive_pause_yield_park() {
     );
     assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 8, "the word and the gate's 4-byte tail");
     let entry = spinlab::registry::lock_info("adaptive:pause-yield-park").unwrap();
-    // The registry keeps the guard beside the lock: the wake-up its gate may owe until the
-    // release (`spinlab::lock::Owed`), 8 bytes.
+    // The registry builds the lock this type is on this machine, chosen once: the word alone
+    // on a few CPUs; on more the gated word, with its guard kept beside it (the wake-up its
+    // gate may owe until the release, `spinlab::lock::Owed`, 8 bytes).
     let guard = size_of::<spinlab::lock::Owed<spinlab::wait::PauseYieldPark>>();
-    assert_eq!(entry.ops.size, size_of::<spinlab::DefaultRawMutex>() + guard, "the registry builds the same type");
+    let (size, align) = if spinlab::sys::cpu::process_cpus() > spinlab::lock::DEFAULT_CROWD_CPUS {
+        (size_of::<spinlab::DefaultRawMutex>() + guard, 8)
+    } else {
+        (size_of::<spinlab::lock::Bounded<spinlab::wait::PauseYieldPark>>(), 4)
+    };
+    assert_eq!((entry.ops.size, entry.ops.align), (size, align), "the registry builds the lock of this machine");
     let crowd = spinlab::lock::DEFAULT_CROWD_CPUS.to_string();
     assert!(entry.bound.starts_with(&format!("on up to {crowd} CPUs")), "{}", entry.bound);
     let timed = m.try_lock_for(Duration::from_millis(1));

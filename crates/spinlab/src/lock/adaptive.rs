@@ -41,8 +41,18 @@
 //! on an AMD CPU a load and a subtraction); the gate adds its tail to the word, 4 bytes that
 //! hold a queue node's number rather than its address (`queue_node::index`), 8 bytes in all.
 //! The guard ([`Owed`]) is 8 bytes more: the wake-up that passing the gate on may owe
-//! until the release ([`Gated`]'s docs say why). It is kept beside the lock where the lock
-//! lives in place (the registry, the C ABI, the preload library), 16 bytes there.
+//! until the release ([`Gated`]'s docs say why).
+//!
+//! **Behind the registry the choice is the table's.** A lock reached by name (the lab, the C
+//! ABI, the preload library) is built as the lock this one would be on the machine, chosen
+//! once when the registry builds its table: `Bounded` (4 bytes) on up to `CROWD_CPUS` CPUs,
+//! `Adaptive<W, 0>` (always gated, with its guard kept beside it: 16 bytes) on more. This
+//! type asks at every contended acquisition and every release, and its guard needs room
+//! beside the word where the lock lives in place; on the 2-CPU guest, while the host moved a
+//! line in 160-175 ns, those cost the lock behind a table 15-20% of its throughput with an
+//! empty critical section against the word alone (docs/contention.md, "Hand-overs"). A Rust
+//! program that uses this type (`spinlab::Mutex`) keeps the guard in the `MutexGuard` and
+//! asks at each call; that cost was not measured apart.
 //!
 //! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running
 //! waiter that has waited [`STARVATION_NS`] claims the next release); on a large one, the gated

@@ -3,7 +3,7 @@
 use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
+use crate::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas, DEFAULT_CROWD_CPUS};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use std::time::Instant;
 
@@ -63,6 +63,29 @@ trait Algorithm {
     const LEAVING_BOUND: &'static str;
     type With<W: Wait>: Named;
     type Leaving<W: Wait>: Named;
+
+    /// The lock built for `W`: `Leaving<W>` for a policy whose waiters give their CPU away,
+    /// `With<W>` for the others.
+    fn built<W: Wait>() -> Built {
+        if W::LEAVES_CPU {
+            Built::of::<Self::Leaving<W>>()
+        } else {
+            Built::of::<Self::With<W>>()
+        }
+    }
+}
+
+/// What an entry needs of the type it builds.
+struct Built {
+    timed_native: bool,
+    ops: RawLockOps,
+    make: fn() -> Box<dyn DynMutex>,
+}
+
+impl Built {
+    fn of<T: Named>() -> Built {
+        Built { timed_native: T::TIMED_NATIVE, ops: ops::<T>(), make: boxed::<T> }
+    }
 }
 
 macro_rules! algorithm {
@@ -128,20 +151,43 @@ algorithm!(FairAlgorithm, Fair, "fair", fair: true,
            bound: "round-robin among the threads holding one of its 62 slots; past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to any still spinning: no bound",
            gated on Fair when leaving, bound: FAIR_GATED_BOUND);
 algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running waiter passed over for at most 0.5 ms");
-algorithm!(AdaptiveAlgorithm, Adaptive, "adaptive", fair: false,
-           bound: concat!("on up to 4 CPUs, a running waiter passed over for at most 0.5 ms; on more, waiters in MCS queue order, ",
-                          head_at_the_word!()));
+/// `Adaptive`, whose choice between the word alone and the gated word the registry makes
+/// once, when it builds its table, rather than at every acquisition and release: the word
+/// alone (`Bounded`) where the process may run on at most `DEFAULT_CROWD_CPUS` CPUs, the
+/// word always gated (`Adaptive<W, 0>`) on more. The same lock either way as `Adaptive` would
+/// be on this machine; what the choice saves is the lock's own reading of the CPU count at
+/// each call, and the room for the gate's guard beside the word. Both cost the lock behind a
+/// table 0.76-0.90 of parking_lot's throughput with an empty critical section on the 2-CPU
+/// guest while the host moved a line in 160-175 ns, where the word alone made 0.95-1.08
+/// (docs/contention.md, "Hand-overs").
+struct AdaptiveAlgorithm;
+
+impl Algorithm for AdaptiveAlgorithm {
+    const NAME: &'static str = "adaptive";
+    const FAIR: bool = false;
+    const BOUND: &'static str = concat!(
+        "on up to 4 CPUs, a running waiter passed over for at most 0.5 ms; on more, waiters in MCS queue order, ",
+        head_at_the_word!()
+    );
+    const LEAVING_BOUND: &'static str = Self::BOUND;
+    // What `Adaptive` itself is; `built` picks the lock it would be on this machine.
+    type With<W: Wait> = Stored<Adaptive<W>>;
+    type Leaving<W: Wait> = Stored<Adaptive<W>>;
+
+    fn built<W: Wait>() -> Built {
+        if crate::sys::cpu::process_cpus() > DEFAULT_CROWD_CPUS {
+            Built::of::<Stored<Adaptive<W, 0>>>()
+        } else {
+            Built::of::<Stored<Bounded<W>>>()
+        }
+    }
+}
 
 struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A>);
 
 impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
     fn visit<W: Wait>(&mut self) {
-        let (timed_native, ops, make) = if W::LEAVES_CPU {
-            let timed = <A::Leaving<W> as Named>::TIMED_NATIVE;
-            (timed, ops::<A::Leaving<W>>(), boxed::<A::Leaving<W>> as fn() -> Box<dyn DynMutex>)
-        } else {
-            (<A::With<W> as Named>::TIMED_NATIVE, ops::<A::With<W>>(), boxed::<A::With<W>> as fn() -> Box<dyn DynMutex>)
-        };
+        let Built { timed_native, ops, make } = A::built::<W>();
         self.0.push(LockEntry {
             name: format!("{}:{}", A::NAME, W::NAME),
             algorithm: A::NAME,
