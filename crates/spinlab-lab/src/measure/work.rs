@@ -76,7 +76,7 @@ impl SharedLines {
     /// Increments every line, as [`SharedLines::touch`], and records `holder` as the first
     /// line's last writer, in the same store; returns whether another thread wrote it last: the
     /// lock changed threads (a hand-over) since that thread's acquisition. The first line's
-    /// word keeps the count in its low [`COUNT_BITS`] bits and the last writer, plus one, in
+    /// word keeps the count in its low `COUNT_BITS` (47) bits and the last writer, plus one, in
     /// the bits above, so a hand-over costs the loop no more loads or stores than a touch.
     /// `false` without lines, and for the first writer after a reset.
     #[inline]
