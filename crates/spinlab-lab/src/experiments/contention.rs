@@ -411,7 +411,7 @@ impl Totals {
             self.rep_max_hold.push(hold as f64);
         }
         self.lost_updates += r.lost_updates;
-        let throughput = r.per_thread.iter().sum::<u64>() as f64 / r.elapsed_s;
+        let throughput = acquisitions as f64 / r.elapsed_s;
         if self.collapsed {
             Taken::Last(throughput)
         } else {

@@ -52,7 +52,8 @@
 //! line in 160-175 ns, those cost the lock behind a table 15-20% of its throughput with an
 //! empty critical section against the word alone (docs/contention.md, "Hand-overs"). A Rust
 //! program that uses this type (`spinlab::Mutex`) keeps the guard in the `MutexGuard` and
-//! asks at each call; that cost was not measured apart.
+//! asks at each call; a scratch program put that at a few percent at most, not settled
+//! (the same section).
 //!
 //! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running
 //! waiter that has waited [`STARVATION_NS`] claims the next release); on a large one, the gated

@@ -50,9 +50,7 @@ impl LockEntry {
 
 entry_fields!(LockEntry);
 
-/// A lock algorithm, as the registry sees it: a name and a type per policy. `With<W>` is the
-/// lock built for a policy whose waiters keep their CPU, `Leaving<W>` the one built for a
-/// policy whose waiters give it away ([`Wait::LEAVES_CPU`]: they sleep, or yield).
+/// A lock algorithm, as the registry sees it: a name and the lock it builds for each policy.
 trait Algorithm {
     const NAME: &'static str;
     /// Whether the algorithm hands the lock over in order (with a pure spin policy).
@@ -61,18 +59,10 @@ trait Algorithm {
     /// waiters give it away.
     const BOUND: &'static str;
     const LEAVING_BOUND: &'static str;
-    type With<W: Wait>: Named;
-    type Leaving<W: Wait>: Named;
-
-    /// The lock built for `W`: `Leaving<W>` for a policy whose waiters give their CPU away,
-    /// `With<W>` for the others.
-    fn built<W: Wait>() -> Built {
-        if W::LEAVES_CPU {
-            Built::of::<Self::Leaving<W>>()
-        } else {
-            Built::of::<Self::With<W>>()
-        }
-    }
+    /// The lock built for `W`; for an algorithm whose lock changes with the policy, one type
+    /// for a policy whose waiters keep their CPU and one for a policy whose waiters give it
+    /// away ([`Wait::LEAVES_CPU`]: they sleep, or yield).
+    fn built<W: Wait>() -> Built;
 }
 
 /// What an entry needs of the type it builds.
@@ -96,8 +86,9 @@ macro_rules! algorithm {
             const FAIR: bool = $fair;
             const BOUND: &'static str = $bound;
             const LEAVING_BOUND: &'static str = $bound;
-            type With<W: Wait> = Stored<$lock<W>>;
-            type Leaving<W: Wait> = Stored<$lock<W>>;
+            fn built<W: Wait>() -> Built {
+                Built::of::<Stored<$lock<W>>>()
+            }
         }
     };
     // An in-order lock whose waiters give their CPU away (they sleep, or yield) is built as
@@ -118,8 +109,13 @@ macro_rules! algorithm {
             const FAIR: bool = $fair;
             const BOUND: &'static str = $bound;
             const LEAVING_BOUND: &'static str = $leaving;
-            type With<W: Wait> = Stored<$lock<W>>;
-            type Leaving<W: Wait> = Stored<Gated<$gate<W>, W>>;
+            fn built<W: Wait>() -> Built {
+                if W::LEAVES_CPU {
+                    Built::of::<Stored<Gated<$gate<W>, W>>>()
+                } else {
+                    Built::of::<Stored<$lock<W>>>()
+                }
+            }
         }
     };
 }
@@ -170,9 +166,6 @@ impl Algorithm for AdaptiveAlgorithm {
         head_at_the_word!()
     );
     const LEAVING_BOUND: &'static str = Self::BOUND;
-    // What `Adaptive` itself is; `built` picks the lock it would be on this machine.
-    type With<W: Wait> = Stored<Adaptive<W>>;
-    type Leaving<W: Wait> = Stored<Adaptive<W>>;
 
     fn built<W: Wait>() -> Built {
         if crate::sys::cpu::process_cpus() > DEFAULT_CROWD_CPUS {
@@ -211,6 +204,7 @@ fn add_algorithm<A: Algorithm>(table: &mut Vec<LockEntry>) {
 }
 
 fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str) -> LockEntry {
+    let Built { timed_native, ops, make } = Built::of::<T>();
     LockEntry {
         name: name.to_string(),
         algorithm: name,
@@ -219,10 +213,10 @@ fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str) -> L
         fair,
         bound,
         may_sleep: true,
-        timed_native: T::TIMED_NATIVE,
+        timed_native,
         availability: Ok(()),
-        ops: ops::<T>(),
-        make: boxed::<T>,
+        ops,
+        make,
     }
 }
 
