@@ -21,10 +21,11 @@
 //! nearer or further cores, and every figure follows that cost.
 //!
 //! Reported per configuration: each subject's acquisitions per second (median over rounds),
-//! Jain's index over its threads' acquisitions (mean over rounds), and its ratio to
+//! Jain's index over its threads' acquisitions and the share of acquisitions that took the
+//! lock from another thread (hand-overs; both means over rounds), and its ratio to
 //! parking_lot: the median of the per-round ratios, with their 25th and 75th percentiles.
-//! Rounds whose transfer lies within 1.5 times the run's fastest are reported apart from the
-//! others, when there are both.
+//! When the slowest round's transfer is more than twice the fastest's, the rounds are
+//! reported in two groups, split at the geometric middle of the two.
 //!
 //! Without `--bench` (`cargo test --benches`), one short round of each configuration checks
 //! the counts and prints nothing else.
@@ -47,49 +48,77 @@ const SLICE: Duration = Duration::from_millis(100);
 const THREADS: [usize; 2] = [2, 16];
 /// The critical sections' work, in nanoseconds (0: the increment alone).
 const SECTIONS_NS: [u32; 2] = [0, 100];
-/// Rounds whose transfer is within this factor of the run's fastest count as the fast mode.
-const SAME_MODE: f64 = 1.5;
+/// Rounds are reported in two groups when the slowest round's transfer is more than this
+/// multiple of the fastest's (the 2-CPU guest moves a line in 31-50 ns or in 155-180 ns).
+const TWO_MODES: f64 = 2.0;
 
-/// A mutex over a counter, as a program uses it.
+/// What the mutex protects: the acquisitions, and which thread made the last one.
+#[derive(Default)]
+struct Tally {
+    count: u64,
+    last: usize,
+}
+
+impl Tally {
+    /// Counts thread `me`'s acquisition; returns whether it took the lock from another thread.
+    #[inline]
+    fn add(&mut self, me: usize) -> bool {
+        self.count += 1;
+        let handed_over = self.last != me;
+        self.last = me;
+        handed_over
+    }
+}
+
+/// A mutex over a [`Tally`], as a program uses it.
 trait Counter: Sync {
-    /// Takes the lock, adds one, runs `work` iterations of the section's work, releases.
-    fn bump(&self, work: u32);
+    /// Takes the lock as thread `me` (numbered from 1), counts, runs `work` iterations of the
+    /// section's work, releases; returns whether the lock came from another thread.
+    fn bump(&self, me: usize, work: u32) -> bool;
     /// The count (no thread holds or takes the lock meanwhile).
     fn count(&self) -> u64;
     /// Sets the count to zero (as `count`).
     fn reset(&self);
 }
 
-impl<R: RawMutex + Sync + Send> Counter for lock_api::Mutex<R, u64> {
+impl<R: RawMutex + Sync + Send> Counter for lock_api::Mutex<R, Tally> {
     #[inline]
-    fn bump(&self, work: u32) {
+    fn bump(&self, me: usize, work: u32) -> bool {
         let mut guard = self.lock();
-        *guard += 1;
+        let handed_over = guard.add(me);
         spin(work);
+        handed_over
     }
     fn count(&self) -> u64 {
-        *self.lock()
+        self.lock().count
     }
     fn reset(&self) {
-        *self.lock() = 0;
+        *self.lock() = Tally::default();
     }
 }
 
 /// `std::sync::Mutex`, whose guard type differs from lock_api's.
-struct Std(std::sync::Mutex<u64>);
+struct Std(std::sync::Mutex<Tally>);
+
+impl Std {
+    fn tally(&self) -> std::sync::MutexGuard<'_, Tally> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
 
 impl Counter for Std {
     #[inline]
-    fn bump(&self, work: u32) {
-        let mut guard = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        *guard += 1;
+    fn bump(&self, me: usize, work: u32) -> bool {
+        let mut guard = self.tally();
+        let handed_over = guard.add(me);
         spin(work);
+        handed_over
     }
     fn count(&self) -> u64 {
-        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.tally().count
     }
     fn reset(&self) {
-        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = 0;
+        *self.tally() = Tally::default();
     }
 }
 
@@ -133,13 +162,13 @@ fn subjects() -> Vec<Subject> {
         Box::new(Padded(CachePadded::new(c)))
     }
     vec![
-        Subject { name: "default (spinlab::Mutex)", lock: padded(spinlab::Mutex::new(0u64)) },
+        Subject { name: "default (spinlab::Mutex)", lock: padded(spinlab::Mutex::new(Tally::default())) },
         Subject {
             name: "bounded:pause-yield-park",
-            lock: padded(lock_api::Mutex::<Bounded<PauseYieldPark>, u64>::new(0)),
+            lock: padded(lock_api::Mutex::<Bounded<PauseYieldPark>, Tally>::new(Tally::default())),
         },
-        Subject { name: PARKING_LOT, lock: padded(parking_lot::Mutex::new(0u64)) },
-        Subject { name: "std", lock: padded(Std(std::sync::Mutex::new(0))) },
+        Subject { name: PARKING_LOT, lock: padded(parking_lot::Mutex::new(Tally::default())) },
+        Subject { name: "std", lock: padded(Std(std::sync::Mutex::new(Tally::default()))) },
     ]
 }
 
@@ -149,8 +178,8 @@ struct Padded<C>(CachePadded<C>);
 
 impl<C: Counter> Counter for Padded<C> {
     #[inline]
-    fn bump(&self, work: u32) {
-        self.0.bump(work)
+    fn bump(&self, me: usize, work: u32) -> bool {
+        self.0.bump(me, work)
     }
     fn count(&self) -> u64 {
         self.0.count()
@@ -187,25 +216,33 @@ fn pin(cpu: usize) {
     assert!(ok, "could not pin a thread to CPU {cpu}: {}", std::io::Error::last_os_error());
 }
 
+/// What one subject's slice measured.
+struct Slice {
+    /// Each thread's acquisitions.
+    counts: Vec<u64>,
+    /// Acquisitions that took the lock from another thread.
+    handovers: u64,
+    seconds: f64,
+}
+
 /// One subject's slice: `threads` pinned threads bump the counter until `slice` has passed.
-/// Returns each thread's acquisitions and the seconds the slice lasted.
-fn run_slice(lock: &dyn Counter, cpus: &[usize], threads: usize, work: u32, slice: Duration) -> (Vec<u64>, f64) {
+fn run_slice(lock: &dyn Counter, cpus: &[usize], threads: usize, work: u32, slice: Duration) -> Slice {
     lock.reset();
     let stop = CachePadded::new(AtomicBool::new(false));
     let start = Barrier::new(threads + 1);
-    let (counts, seconds) = std::thread::scope(|scope| {
+    let (tallies, seconds) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let (stop, start) = (&stop, &start);
                 scope.spawn(move || {
                     pin(cpus[i % cpus.len()]);
                     start.wait();
-                    let mut n = 0u64;
+                    let (mut n, mut handovers) = (0u64, 0u64);
                     while !stop.load(Relaxed) {
-                        lock.bump(work);
+                        handovers += u64::from(lock.bump(i + 1, work));
                         n += 1;
                     }
-                    n
+                    (n, handovers)
                 })
             })
             .collect();
@@ -213,13 +250,17 @@ fn run_slice(lock: &dyn Counter, cpus: &[usize], threads: usize, work: u32, slic
         let began = Instant::now();
         std::thread::sleep(slice);
         stop.store(true, Relaxed);
-        let counts: Vec<u64> = handles.into_iter().map(|h| h.join().expect("a bench thread panicked")).collect();
-        (counts, began.elapsed().as_secs_f64())
+        let tallies: Vec<(u64, u64)> =
+            handles.into_iter().map(|h| h.join().expect("a bench thread panicked")).collect();
+        (tallies, began.elapsed().as_secs_f64())
     });
+    let counts: Vec<u64> = tallies.iter().map(|t| t.0).collect();
+    // The first acquisition of the slice counts as a hand-over (from nobody): take it off.
+    let handovers = tallies.iter().map(|t| t.1).sum::<u64>().saturating_sub(1);
     let total: u64 = counts.iter().sum();
     let counted = lock.count();
     assert_eq!(counted, total, "mutual exclusion failed: the counter holds {counted} after {total} acquisitions");
-    (counts, seconds)
+    Slice { counts, handovers, seconds }
 }
 
 /// One-way cache-line transfer between the first two allowed CPUs, in nanoseconds: half the
@@ -272,19 +313,24 @@ struct Round {
     /// Acquisitions per second, per subject.
     ops: Vec<f64>,
     jain: Vec<f64>,
+    /// Hand-overs as a share of acquisitions, in percent.
+    handovers_pct: Vec<f64>,
 }
 
 fn round(subjects: &[Subject], cpus: &[usize], threads: usize, work: u32, slice: Duration, first: usize) -> Round {
     let transfer_ns = line_transfer_ns(cpus);
     let mut ops = vec![0.0; subjects.len()];
     let mut fairness = vec![0.0; subjects.len()];
+    let mut handovers_pct = vec![0.0; subjects.len()];
     for k in 0..subjects.len() {
         let i = (first + k) % subjects.len();
-        let (counts, seconds) = run_slice(subjects[i].lock.as_ref(), cpus, threads, work, slice);
-        ops[i] = counts.iter().sum::<u64>() as f64 / seconds;
-        fairness[i] = jain(&counts);
+        let slice = run_slice(subjects[i].lock.as_ref(), cpus, threads, work, slice);
+        let total = slice.counts.iter().sum::<u64>();
+        ops[i] = total as f64 / slice.seconds;
+        fairness[i] = jain(&slice.counts);
+        handovers_pct[i] = 100.0 * slice.handovers as f64 / total.max(1) as f64;
     }
-    Round { transfer_ns, ops, jain: fairness }
+    Round { transfer_ns, ops, jain: fairness, handovers_pct }
 }
 
 fn main() {
@@ -321,9 +367,13 @@ fn report(subjects: &[Subject], threads: usize, section_ns: u32, rounds: &[Round
     println!();
     println!("{threads} threads, {section}");
     let fastest = rounds.iter().filter_map(|r| r.transfer_ns).fold(f64::INFINITY, f64::min);
-    let fast: Vec<&Round> = rounds.iter().filter(|r| r.transfer_ns.is_none_or(|t| t <= SAME_MODE * fastest)).collect();
-    let slow: Vec<&Round> = rounds.iter().filter(|r| r.transfer_ns.is_some_and(|t| t > SAME_MODE * fastest)).collect();
-    for (label, part) in [("transfer near the fastest", &fast), ("transfer slower", &slow)] {
+    let slowest = rounds.iter().filter_map(|r| r.transfer_ns).fold(0.0, f64::max);
+    // Split at the geometric middle of the two, when they are far enough apart.
+    let split = if slowest > TWO_MODES * fastest { (fastest * slowest).sqrt() } else { f64::INFINITY };
+    let fast: Vec<&Round> = rounds.iter().filter(|r| r.transfer_ns.is_none_or(|t| t <= split)).collect();
+    let slow: Vec<&Round> = rounds.iter().filter(|r| r.transfer_ns.is_some_and(|t| t > split)).collect();
+    let first = if slow.is_empty() { "all rounds" } else { "faster transfer" };
+    for (label, part) in [(first, &fast), ("slower transfer", &slow)] {
         if part.is_empty() {
             continue;
         }
@@ -334,17 +384,22 @@ fn report(subjects: &[Subject], threads: usize, section_ns: u32, rounds: &[Round
             format!("{:.0}-{:.0} ns", quantile(&transfers, 0.0), quantile(&transfers, 1.0))
         };
         println!("  {label}: {} rounds, one-way line transfer {range}", part.len());
-        println!("  {:<26} {:>12} {:>7}  {:>9} {:>16}", "subject", "acq/s", "jain", "/parking_lot", "[p25, p75]");
+        println!(
+            "  {:<26} {:>12} {:>7} {:>12}  {:>9} {:>16}",
+            "subject", "acq/s", "jain", "hand-overs %", "/parking_lot", "[p25, p75]"
+        );
         let reference = subjects.iter().position(|s| s.name == PARKING_LOT).expect("parking_lot is a subject");
         for (i, s) in subjects.iter().enumerate() {
             let ops: Vec<f64> = part.iter().map(|r| r.ops[i]).collect();
             let ratios: Vec<f64> = part.iter().map(|r| r.ops[i] / r.ops[reference]).collect();
             let fairness = part.iter().map(|r| r.jain[i]).sum::<f64>() / part.len() as f64;
+            let handovers = part.iter().map(|r| r.handovers_pct[i]).sum::<f64>() / part.len() as f64;
             println!(
-                "  {:<26} {:>12.0} {:>7.3}  {:>9.3} [{:>5.3}, {:>5.3}]",
+                "  {:<26} {:>12.0} {:>7.3} {:>12.1}  {:>9.3} [{:>5.3}, {:>5.3}]",
                 s.name,
                 quantile(&ops, 0.5),
                 fairness,
+                handovers,
                 quantile(&ratios, 0.5),
                 quantile(&ratios, 0.25),
                 quantile(&ratios, 0.75)

@@ -137,6 +137,32 @@ fn vendor_is_amd() -> bool {
     false
 }
 
+/// Whether this x86-64 CPU has `rdtscp` (CPUID.80000001h:EDX\[27\]); never on another
+/// architecture. Read from cpuid by the first call and kept, as [`is_amd`] keeps its answer.
+#[inline]
+pub fn has_rdtscp() -> bool {
+    static RDTSCP: AtomicU8 = AtomicU8::new(UNREAD);
+    match RDTSCP.load(Relaxed) {
+        UNREAD => {
+            let has = cpuid_has_rdtscp();
+            RDTSCP.store(if has { YES } else { NO }, Relaxed);
+            has
+        }
+        known => known == YES,
+    }
+}
+
+#[cold]
+fn cpuid_has_rdtscp() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::__cpuid_count;
+        __cpuid_count(0x8000_0000, 0).eax >= 0x8000_0001 && __cpuid_count(0x8000_0001, 0).edx & (1 << 27) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// The CPU's name as cpuid's brand string gives it, if it has one.
 pub fn brand() -> Option<String> {
     #[cfg(target_arch = "x86_64")]

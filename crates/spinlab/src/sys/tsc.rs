@@ -30,6 +30,40 @@ pub fn now() -> u64 {
     }
 }
 
+/// How many counter ticks a load of `word` took, from a `rdtsc` before it to a `rdtscp` after
+/// it, which waits until the load has completed; `None` where there is no such pair (the CPU
+/// lacks `rdtscp`, or is not x86-64). A load whose line another CPU wrote since this one last
+/// read it waits for the line to move, and takes one cache-line transfer longer than one that
+/// hits.
+#[inline]
+pub fn timed_load(word: &core::sync::atomic::AtomicU32) -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{__rdtscp, _mm_lfence, _rdtsc};
+        use core::sync::atomic::Ordering::Relaxed;
+        if !crate::sys::cpu::has_rdtscp() {
+            return None;
+        }
+        let mut aux = 0;
+        // SAFETY: `lfence` and `rdtsc` exist on every x86-64 CPU, `rdtscp` was checked above;
+        // none has memory effects. The first `lfence` keeps the load from starting before the
+        // first reading; `rdtscp` waits for the load to complete.
+        let (start, end) = unsafe {
+            _mm_lfence();
+            let start = _rdtsc();
+            _mm_lfence();
+            core::hint::black_box(word.load(Relaxed));
+            (start, __rdtscp(&mut aux))
+        };
+        Some(end.wrapping_sub(start))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = word;
+        None
+    }
+}
+
 /// Counter ticks per second, measured on first call (about 20 ms) against `Instant`.
 pub fn ticks_per_second() -> u64 {
     static RATE: OnceLock<u64> = OnceLock::new();
@@ -79,6 +113,23 @@ mod tests {
         assert_eq!(ticks_from_ns(1_000, 2_000_000_000), 2_000);
         assert_eq!(ticks_from_ns(0, 3_000_000_000), 0);
         assert_eq!(ticks_from_ns(u64::MAX, 4_000_000_000), u64::MAX, "saturates");
+    }
+
+    #[test]
+    fn a_load_is_timed_where_the_cpu_has_rdtscp() {
+        let word = core::sync::atomic::AtomicU32::new(0);
+        let expected = cfg!(target_arch = "x86_64") && crate::sys::cpu::has_rdtscp();
+        assert_eq!(timed_load(&word).is_some(), expected);
+        // The kernel's reading of the same cpuid bit.
+        if cfg!(target_arch = "x86_64") {
+            if let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") {
+                let flag = info
+                    .lines()
+                    .filter(|l| l.starts_with("flags"))
+                    .any(|l| l.split_whitespace().any(|w| w == "rdtscp"));
+                assert_eq!(crate::sys::cpu::has_rdtscp(), flag);
+            }
+        }
     }
 
     #[test]
