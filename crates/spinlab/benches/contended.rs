@@ -14,9 +14,10 @@
 //! Each configuration (2 and 16 threads; an empty critical section and one of about 100 ns)
 //! runs [`ROUNDS`] rounds. A round runs every subject for [`SLICE`], starting at a different
 //! subject each round, with each thread pinned to one of the process's CPUs in turn. Under the
-//! lock a thread adds one to the mutex's counter and runs the section's work; at the end of
-//! each slice the counter must equal the acquisitions the threads counted, or the bench stops
-//! (mutual exclusion by exact count). Before each round two pinned threads bounce a cache line
+//! lock a thread adds one to the mutex's count, notes itself as the last to take it (so it can
+//! tell a hand-over), and runs the section's work; at the end of each slice the count must
+//! equal the acquisitions the threads counted, or the bench stops (mutual exclusion by exact
+//! count). Before each round two pinned threads bounce a cache line
 //! to time a one-way transfer: on a virtual machine the host may move the virtual CPUs to
 //! nearer or further cores, and every figure follows that cost.
 //!

@@ -110,19 +110,26 @@ fn online_cpus() -> Option<usize> {
 #[inline]
 pub fn is_amd() -> bool {
     static AMD: AtomicU8 = AtomicU8::new(UNREAD);
-    match AMD.load(Relaxed) {
-        UNREAD => {
-            let amd = vendor_is_amd();
-            AMD.store(if amd { YES } else { NO }, Relaxed);
-            amd
-        }
-        known => known == YES,
-    }
+    kept(&AMD, vendor_is_amd)
 }
 
 const UNREAD: u8 = 0;
 const NO: u8 = 1;
 const YES: u8 = 2;
+
+/// The answer kept in `slot`, or, at the first call, `read`'s, kept there: one byte read with
+/// a plain load after that.
+#[inline(always)]
+fn kept(slot: &AtomicU8, read: fn() -> bool) -> bool {
+    match slot.load(Relaxed) {
+        UNREAD => {
+            let answer = read();
+            slot.store(if answer { YES } else { NO }, Relaxed);
+            answer
+        }
+        known => known == YES,
+    }
+}
 
 #[cold]
 fn vendor_is_amd() -> bool {
@@ -142,14 +149,7 @@ fn vendor_is_amd() -> bool {
 #[inline]
 pub fn has_rdtscp() -> bool {
     static RDTSCP: AtomicU8 = AtomicU8::new(UNREAD);
-    match RDTSCP.load(Relaxed) {
-        UNREAD => {
-            let has = cpuid_has_rdtscp();
-            RDTSCP.store(if has { YES } else { NO }, Relaxed);
-            has
-        }
-        known => known == YES,
-    }
+    kept(&RDTSCP, cpuid_has_rdtscp)
 }
 
 #[cold]
