@@ -46,8 +46,8 @@ pub fn timed_load(word: &core::sync::atomic::AtomicU32) -> Option<u64> {
         }
         let mut aux = 0;
         // SAFETY: `lfence` and `rdtsc` exist on every x86-64 CPU, `rdtscp` was checked above;
-        // none has memory effects. The first `lfence` keeps the load from starting before the
-        // first reading; `rdtscp` waits for the load to complete.
+        // none has memory effects. The `lfence`s keep the first reading after what came before
+        // it and the load after the first reading; `rdtscp` waits for the load to complete.
         let (start, end) = unsafe {
             _mm_lfence();
             let start = _rdtsc();
