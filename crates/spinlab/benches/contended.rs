@@ -36,8 +36,9 @@ use spinlab::lock::Bounded;
 use spinlab::wait::PauseYieldPark;
 use spinlab::CachePadded;
 use std::hint::black_box;
+use std::ops::DerefMut;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::Barrier;
+use std::sync::{Barrier, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Rounds per configuration in benchmark mode.
@@ -71,7 +72,26 @@ impl Tally {
     }
 }
 
-/// A mutex over a [`Tally`], as a program uses it.
+/// A mutex over a [`Tally`], as a program uses it: its guard.
+trait Guarded: Sync {
+    fn tally(&self) -> impl DerefMut<Target = Tally> + '_;
+}
+
+impl<R: RawMutex + Sync + Send> Guarded for lock_api::Mutex<R, Tally> {
+    #[inline]
+    fn tally(&self) -> impl DerefMut<Target = Tally> + '_ {
+        self.lock()
+    }
+}
+
+impl Guarded for std::sync::Mutex<Tally> {
+    #[inline]
+    fn tally(&self) -> impl DerefMut<Target = Tally> + '_ {
+        self.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a round does with a subject's mutex.
 trait Counter: Sync {
     /// Takes the lock as thread `me` (numbered from 1), counts, runs `work` iterations of the
     /// section's work, releases; returns whether the lock came from another thread.
@@ -82,32 +102,7 @@ trait Counter: Sync {
     fn reset(&self);
 }
 
-impl<R: RawMutex + Sync + Send> Counter for lock_api::Mutex<R, Tally> {
-    #[inline]
-    fn bump(&self, me: usize, work: u32) -> bool {
-        let mut guard = self.lock();
-        let handed_over = guard.add(me);
-        spin(work);
-        handed_over
-    }
-    fn count(&self) -> u64 {
-        self.lock().count
-    }
-    fn reset(&self) {
-        *self.lock() = Tally::default();
-    }
-}
-
-/// `std::sync::Mutex`, whose guard type differs from lock_api's.
-struct Std(std::sync::Mutex<Tally>);
-
-impl Std {
-    fn tally(&self) -> std::sync::MutexGuard<'_, Tally> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-impl Counter for Std {
+impl<G: Guarded> Counter for CachePadded<G> {
     #[inline]
     fn bump(&self, me: usize, work: u32) -> bool {
         let mut guard = self.tally();
@@ -158,9 +153,9 @@ struct Subject {
 }
 
 fn subjects() -> Vec<Subject> {
-    fn padded<C: Counter + 'static>(c: C) -> Box<dyn Counter> {
+    fn padded<G: Guarded + 'static>(mutex: G) -> Box<dyn Counter> {
         // Alone on its line pair, as the lab places every lock.
-        Box::new(Padded(CachePadded::new(c)))
+        Box::new(CachePadded::new(mutex))
     }
     vec![
         Subject { name: "default (spinlab::Mutex)", lock: padded(spinlab::Mutex::new(Tally::default())) },
@@ -169,26 +164,11 @@ fn subjects() -> Vec<Subject> {
             lock: padded(lock_api::Mutex::<Bounded<PauseYieldPark>, Tally>::new(Tally::default())),
         },
         Subject { name: PARKING_LOT, lock: padded(parking_lot::Mutex::new(Tally::default())) },
-        Subject { name: "std", lock: padded(Std(std::sync::Mutex::new(Tally::default()))) },
+        Subject { name: "std", lock: padded(std::sync::Mutex::new(Tally::default())) },
     ]
 }
 
 const PARKING_LOT: &str = "parking_lot";
-
-struct Padded<C>(CachePadded<C>);
-
-impl<C: Counter> Counter for Padded<C> {
-    #[inline]
-    fn bump(&self, me: usize, work: u32) -> bool {
-        self.0.bump(me, work)
-    }
-    fn count(&self) -> u64 {
-        self.0.count()
-    }
-    fn reset(&self) {
-        self.0.reset()
-    }
-}
 
 /// The CPUs this process may run on, in order.
 fn allowed_cpus() -> Vec<usize> {

@@ -104,9 +104,10 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
         Adaptive { gated: Gated::with_gate(McsQueue::new()) }
     }
 
-    /// Whether waiters queue at the gate in this process.
+    /// Whether waiters queue at the gate in this process (the registry asks too, once, to
+    /// choose the lock it builds).
     #[inline]
-    fn gates() -> bool {
+    pub(crate) fn gates() -> bool {
         match CROWD_CPUS {
             0 => true,
             usize::MAX => false,

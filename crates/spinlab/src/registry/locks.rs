@@ -3,7 +3,7 @@
 use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas, DEFAULT_CROWD_CPUS};
+use crate::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
 use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use std::time::Instant;
 
@@ -168,7 +168,7 @@ impl Algorithm for AdaptiveAlgorithm {
     const LEAVING_BOUND: &'static str = Self::BOUND;
 
     fn built<W: Wait>() -> Built {
-        if crate::sys::cpu::process_cpus() > DEFAULT_CROWD_CPUS {
+        if Adaptive::<W>::gates() {
             Built::of::<Stored<Adaptive<W, 0>>>()
         } else {
             Built::of::<Stored<Bounded<W>>>()
