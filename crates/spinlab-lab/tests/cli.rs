@@ -434,6 +434,13 @@ fn run_contention_rows_carry_every_figure() {
         assert!(busy > 0.0 && busy <= 100.0 + 1e-9, "cpu_busy_pct {busy}: {row}");
         let jain_cpu = row["jain_cpu_time"].as_f64().unwrap();
         assert!(jain_cpu > 0.0 && jain_cpu <= 1.0 + 1e-9);
+        // The same threads with no lock, in the same rounds: an index, its lowest window no
+        // higher than its mean, and a lone thread shares with nobody.
+        let (no_lock, lowest) = (row["jain_no_lock"].as_f64().unwrap(), row["jain_no_lock_min"].as_f64().unwrap());
+        assert!(lowest > 0.0 && lowest <= no_lock + 1e-9 && no_lock <= 1.0 + 1e-9, "{row}");
+        if threads == 1 {
+            assert_eq!(no_lock, 1.0, "{row}");
+        }
         // A lone thread never takes the lock from another.
         let handovers = row["handovers_pct"].as_f64().unwrap();
         assert!((0.0..=100.0).contains(&handovers), "handovers_pct {handovers}: {row}");

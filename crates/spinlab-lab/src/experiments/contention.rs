@@ -43,7 +43,7 @@ use clap::Args;
 use serde_json::json;
 use spinlab::CachePadded;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
 use std::time::{Duration, Instant};
 
 /// Acquisitions per second of all threads (mean over repetitions; `Row::summary("throughput", "ops_s", …)`).
@@ -65,6 +65,12 @@ pub const CPU_BUSY_PCT: &str = "cpu_busy_pct";
 /// Jain's index of the CPU time each thread got: how evenly the scheduler (and the lock's
 /// sleeping) shared the CPUs out.
 pub const JAIN_CPU_TIME: &str = "jain_cpu_time";
+/// Jain's index of the same threads running the same work with no lock, in the same rounds
+/// (mean over repetitions): how evenly the scheduler alone shares the CPUs out over one
+/// window, the most a lock that serves the threads that are running can show in [`JAIN`].
+pub const JAIN_NO_LOCK: &str = "jain_no_lock";
+/// What the progress line calls the no-lock subject of the rounds.
+const NO_LOCK: &str = "no lock";
 /// Acquisitions that took the lock from another thread, in percent of all (mean over
 /// repetitions; absent with `--cs-lines 0`, where no shared line records the last holder).
 pub const HANDOVERS_PCT: &str = "handovers_pct";
@@ -137,6 +143,7 @@ const COLUMNS: &[Column] = &[
     col("rsd_pct", "rsd %"),
     col(CPU_BUSY_PCT, "cpu busy %"),
     col(JAIN_CPU_TIME, "jain cpu"),
+    col(JAIN_NO_LOCK, "jain no lock"),
     col(HANDOVERS_PCT, "hand-overs %"),
     col("group_max_min_ratio", "group max/min"),
     col("mean_wait_ns", "mean wait ns"),
@@ -171,6 +178,8 @@ struct RepResult {
     wait: Histogram,
     hold: Histogram,
     lost_updates: u64,
+    /// Acquisitions made outside the window, all threads together.
+    outside_window: u64,
 }
 
 /// Everything measured for one lock at one configuration, over all repetitions.
@@ -216,16 +225,44 @@ struct ThreadTally {
     acquisitions: u64,
     /// Counted acquisitions that took the lock from another thread ([`SharedLines::touch_as`]).
     handovers: u64,
-    /// 1 if its last acquisition ended after the stop (made, not counted), else 0.
+    /// Acquisitions made outside the window (before it opened, and one that ended after the
+    /// stop): made, not counted.
     uncounted: u64,
     cpu_s: f64,
     wait: Histogram,
     hold: Histogram,
 }
 
-fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError> {
+/// The phases of a repetition, in one word that every thread reads once per acquisition.
+const STARTING: u8 = 0;
+const MEASURING: u8 = 1;
+const STOPPED: u8 = 2;
+
+impl ThreadTally {
+    /// The window opened: what was counted so far (the thread's start) falls outside it.
+    fn open_window(&mut self) {
+        self.uncounted += self.acquisitions;
+        self.acquisitions = 0;
+        self.handovers = 0;
+        self.wait = Histogram::default();
+        self.hold = Histogram::default();
+    }
+}
+
+/// One repetition: every thread of `s` takes `lock` in a loop, or, with no lock, runs the
+/// same work (the critical section's and the one outside it) without one, so that what it
+/// counts is how evenly the scheduler alone shared the CPUs out.
+///
+/// The measured window opens only once every thread is past the start line and in its loop.
+/// The line wakes its sleeping threads together, and they leave it one at a time through its
+/// mutex: with 8 threads on each of 2 CPUs the last left it several time slices after the
+/// first, and a window opened at the line had the threads with no lock at Jain 0.83 (lowest
+/// window 0.70) over 100 ms, where one opened after it reads about 0.98
+/// (docs/contention.md, "The scheduler's own fairness").
+fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, LabError> {
     let threads = s.cpus.len();
-    let stop = CachePadded::new(AtomicBool::new(false));
+    let phase = CachePadded::new(AtomicU8::new(STARTING));
+    let in_loop = CachePadded::new(AtomicUsize::new(0));
     let line = StartLine::new(threads);
     s.lines.reset();
     let worker = |i: usize| {
@@ -244,8 +281,23 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
         if !line.arrive() {
             return None;
         }
-        let cpu_at_start = thread_cpu_s();
-        while !stop.load(Relaxed) {
+        in_loop.fetch_add(1, Relaxed);
+        // This thread's CPU clock when it first saw the window open.
+        let mut cpu_at_open = None;
+        loop {
+            match phase.load(Relaxed) {
+                STOPPED => break,
+                MEASURING if cpu_at_open.is_none() => {
+                    tally.open_window();
+                    cpu_at_open = Some(thread_cpu_s());
+                }
+                _ => {}
+            }
+            let Some(lock) = lock else {
+                seed = spin(s.ncs_iterations, spin(s.cs_iterations, seed));
+                tally.acquisitions += 1;
+                continue;
+            };
             let asked = now();
             lock.lock();
             let acquired = now();
@@ -257,8 +309,8 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
             // An acquisition that ends after the stop falls outside the timed window: not
             // counted (threads queued behind a slow hand-off would otherwise inflate the
             // count after the clock stopped).
-            if stop.load(Relaxed) {
-                tally.uncounted = 1;
+            if phase.load(Relaxed) == STOPPED {
+                tally.uncounted += 1;
                 break;
             }
             tally.wait.record(acquired.wrapping_sub(asked).saturating_sub(s.overhead_ticks));
@@ -267,19 +319,26 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
             tally.handovers += u64::from(handed_over);
             seed = spin(s.ncs_iterations, seed);
         }
-        tally.cpu_s = thread_cpu_s() - cpu_at_start;
+        match cpu_at_open {
+            Some(at_open) => tally.cpu_s = thread_cpu_s() - at_open,
+            // Not run while the window was open: nothing of it counts.
+            None => tally.open_window(),
+        }
         black_box(seed);
         Some(tally)
     };
     let (elapsed_s, drain_s, ran_s, tallies) = std::thread::scope(|scope| {
         let handles = spawn_team(scope, &line, threads, &worker)?;
-        // Before the threads can start their CPU clocks: no thread runs outside [opened, joined].
-        let opened = Instant::now();
         line.open();
-        let started = Instant::now();
+        while in_loop.load(Relaxed) < threads {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        // Before the threads can start their CPU clocks: no thread counts outside [opened, joined].
+        let opened = Instant::now();
+        phase.store(MEASURING, Relaxed);
         std::thread::sleep(s.duration);
-        stop.store(true, Relaxed);
-        let elapsed = started.elapsed().as_secs_f64();
+        phase.store(STOPPED, Relaxed);
+        let elapsed = opened.elapsed().as_secs_f64();
         let stopped = Instant::now();
         let tallies: Vec<ThreadTally> = handles
             .into_iter()
@@ -298,20 +357,22 @@ fn contended_rep(lock: &LockBox, s: &Setting<'_>) -> Result<RepResult, LabError>
         wait: Histogram::default(),
         hold: Histogram::default(),
         lost_updates: 0,
+        outside_window: 0,
     };
-    let mut uncounted = 0;
     for tally in tallies {
         r.per_thread.push(tally.acquisitions);
         r.handovers += tally.handovers;
         r.per_thread_cpu_s.push(tally.cpu_s);
-        uncounted += tally.uncounted;
+        r.outside_window += tally.uncounted;
         r.wait.merge(&tally.wait);
         r.hold.merge(&tally.hold);
     }
     // Every acquisition touched the lines, counted or not: a mutual-exclusion failure shows as
     // fewer touches than acquisitions.
-    let total: u64 = r.per_thread.iter().sum::<u64>() + uncounted;
-    r.lost_updates = s.lines.total().map_or(0, |seen| total.saturating_sub(seen));
+    let total: u64 = r.per_thread.iter().sum::<u64>() + r.outside_window;
+    if lock.is_some() {
+        r.lost_updates = s.lines.total().map_or(0, |seen| total.saturating_sub(seen));
+    }
     Ok(r)
 }
 
@@ -504,30 +565,52 @@ fn measure_uncontended(
 }
 
 /// Every lock of `locks` at one setting, interleaved after one shared warm-up; a lock whose
-/// threads collapse is not repeated further.
+/// threads collapse is not repeated further. The same threads with no lock are one more
+/// subject of the rounds ([`Contended::no_lock`]).
 fn measure_contended(
     locks: &[&LockChoice],
     instances: &[LockBox],
     setting: &Setting<'_>,
     rule: &StoppingRule,
     progress: &Progress,
-) -> Result<Vec<Measured>, LabError> {
+) -> Result<Contended, LabError> {
     let warmup = Setting { duration: (setting.duration / 4).max(Duration::from_millis(10)), ..*setting };
     let mut totals: Vec<Totals> =
-        locks.iter().map(|_| Totals { per_thread: vec![0; setting.cpus.len()], ..Default::default() }).collect();
+        (0..=locks.len()).map(|_| Totals { per_thread: vec![0; setting.cpus.len()], ..Default::default() }).collect();
     let collapse_after_s = COLLAPSE_DRAIN.max(setting.duration).as_secs_f64();
-    let series = interleave_stoppable(locks.len(), rule, Some(progress), |i, rep| {
-        progress.detail(&format!("{}, {}", locks[i].name(), rep_label(rep)));
+    let mut series = interleave_stoppable(locks.len() + 1, rule, Some(progress), |i, rep| {
+        let (name, lock) = match instances.get(i) {
+            Some(lock) => (locks[i].name(), Some(lock)),
+            None => (NO_LOCK, None),
+        };
+        progress.detail(&format!("{name}, {}", rep_label(rep)));
         let t = &mut totals[i];
         if rep == Rep::Warmup {
-            let r = contended_rep(&instances[i], &warmup)?;
+            let r = contended_rep(lock, &warmup)?;
             t.max_drain_s = t.max_drain_s.max(r.drain_s);
             t.collapsed = r.drain_s > collapse_after_s;
             return Ok(if t.collapsed { Taken::Last(f64::NAN) } else { Taken::Value(f64::NAN) });
         }
-        Ok(t.add(&contended_rep(&instances[i], setting)?, collapse_after_s))
+        let taken = t.add(&contended_rep(lock, setting)?, collapse_after_s);
+        // With no lock the figure kept is the fairness, so the rounds go on until it is stable.
+        Ok(match (lock, t.jain.last()) {
+            (None, Some(&jain)) => Taken::Value(jain),
+            _ => taken,
+        })
     })?;
-    Ok(series.into_iter().zip(totals).map(|(series, totals)| Measured { series, totals }).collect())
+    let no_lock = totals.pop().expect("the no-lock subject");
+    series.pop();
+    let locks = series.into_iter().zip(totals).map(|(series, totals)| Measured { series, totals }).collect();
+    Ok(Contended { locks, no_lock })
+}
+
+/// What one setting measured: each lock, and the same threads with no lock.
+struct Contended {
+    locks: Vec<Measured>,
+    /// The threads running the loop's work with no lock, in the same rounds: the evenness
+    /// the scheduler gives them by itself (`jain_no_lock`), which a lock that serves running
+    /// threads cannot exceed.
+    no_lock: Totals,
 }
 
 impl Contention {
@@ -585,10 +668,10 @@ impl Contention {
         lab: &Lab,
         at: &At,
         cpus: &[usize],
-        measured: &[Measured],
+        measured: &Contended,
         uncontended: &Uncontended,
     ) -> Vec<Row> {
-        let mut figures = measured.iter().zip(uncontended.locks.iter().zip(&uncontended.below_floor));
+        let mut figures = measured.locks.iter().zip(uncontended.locks.iter().zip(&uncontended.below_floor));
         let mut rows = Vec::new();
         let mut rounds: Vec<&[f64]> = Vec::new();
         for lock in &plan.locks {
@@ -607,6 +690,7 @@ impl Contention {
             row.set("stop", m.series.verdict);
             add_drain(&mut row, lock, at, t);
             add_counts(&mut row, &plan.groups, cpus, t);
+            add_no_lock(&mut row, &measured.no_lock);
             add_waits(&mut row, &lab.clock, t);
             // The algorithm's guarantee, beside the waits it shows here.
             row.set("bound", lock.entry.bound);
@@ -665,6 +749,15 @@ fn add_counts(row: &mut Row, groups: &[Group], cpus: &[usize], t: &Totals) {
     row.set("rsd_pct", mean(&t.rsd_pct));
     row.set(CPU_BUSY_PCT, mean(&t.cpu_busy_pct));
     row.set(JAIN_CPU_TIME, mean(&t.jain_cpu_time));
+}
+
+/// The fairness of the same threads with no lock, measured in the same rounds.
+fn add_no_lock(row: &mut Row, t: &Totals) {
+    if let Some(s) = Summary::of(&t.jain) {
+        row.set(JAIN_NO_LOCK, s.mean);
+        row.set("jain_no_lock_ci95", s.ci95);
+        row.set("jain_no_lock_min", t.jain.iter().copied().fold(f64::INFINITY, f64::min));
+    }
 }
 
 /// How many different CPUs are in `cpus`.
@@ -777,6 +870,23 @@ impl Experiment for Contention {
                 at.1,
                 discarded(row)
             ));
+            seen.push(at);
+        }
+        let mut seen = Vec::new();
+        for row in run.rows.iter().filter(|r| !r.is_skipped()) {
+            let (Some(jain), Some(lowest)) = (row.number(JAIN_NO_LOCK), row.number("jain_no_lock_min")) else {
+                continue;
+            };
+            let at = (row.get(THREADS).map(|t| t.to_string()).unwrap_or_default(), row.text(PLACEMENT).unwrap_or("?"));
+            if seen.contains(&at) {
+                continue;
+            }
+            if seen.is_empty() {
+                out.push_str(
+                    "Jain's index with no lock (the same threads and work, the scheduler alone, in the same rounds):\n",
+                );
+            }
+            out.push_str(&format!("  {:>4} threads, {}: {jain:.3} (lowest window {lowest:.3})\n", at.0, at.1));
             seen.push(at);
         }
         if let Some(floor) = run.rows.iter().find_map(|r| r.number(UNCONTENDED_FLOOR_NS)) {
@@ -1481,9 +1591,12 @@ mod tests {
         };
         for name in ["ttas:spin", "ticket:spin-park", "std"] {
             let lock = LockBox::new(spinlab::registry::lock_info(name).unwrap()).unwrap();
-            let r = contended_rep(&lock, &setting).unwrap();
+            let r = contended_rep(Some(&lock), &setting).unwrap();
             let acquired = r.per_thread.iter().filter(|&&c| c > 0).count() as u64;
             let acquisitions: u64 = r.per_thread.iter().sum();
+            // Every acquisition touched the line once, and is counted once: inside the window
+            // or outside it (the threads' start, and the last one after the stop).
+            assert_eq!(lines.total(), Some(acquisitions + r.outside_window), "{name}");
             assert!(r.handovers + 1 >= acquired, "{name}: {} hand-overs, {acquired} threads acquired", r.handovers);
             assert!(r.handovers <= acquisitions, "{name}: {} hand-overs in {acquisitions}", r.handovers);
             assert_eq!(r.lost_updates, 0, "{name}");
@@ -1491,9 +1604,31 @@ mod tests {
         // One thread never hands over.
         let alone = Setting { cpus: &cpus[..1], ..setting };
         let lock = LockBox::new(spinlab::registry::lock_info("ttas:spin").unwrap()).unwrap();
-        let r = contended_rep(&lock, &alone).unwrap();
+        let r = contended_rep(Some(&lock), &alone).unwrap();
         assert!(r.per_thread[0] > 0);
         assert_eq!(r.handovers, 0);
+    }
+
+    #[test]
+    fn with_no_lock_the_threads_run_the_same_work_and_touch_nothing() {
+        let lines = SharedLines::new(1);
+        let cpus = [0; 3];
+        let setting = Setting {
+            cpus: &cpus,
+            duration: Duration::from_millis(30),
+            cs_iterations: 5,
+            ncs_iterations: 10,
+            lines: &lines,
+            overhead_ticks: 0,
+        };
+        let r = contended_rep(None, &setting).unwrap();
+        assert_eq!(lines.total(), Some(0), "no lock, no critical section's lines");
+        assert_eq!((r.lost_updates, r.handovers), (0, 0));
+        assert!(r.per_thread.iter().sum::<u64>() > 0, "{:?}", r.per_thread);
+        assert_eq!(r.per_thread_cpu_s.len(), 3);
+        assert!(r.per_thread_cpu_s.iter().all(|&s| s >= 0.0), "{:?}", r.per_thread_cpu_s);
+        // One CPU, shared: the threads' CPU time within the window fits in it.
+        assert!(r.per_thread_cpu_s.iter().sum::<f64>() <= r.ran_s + 0.005, "{:?} in {}", r.per_thread_cpu_s, r.ran_s);
     }
 
     #[test]
