@@ -1574,6 +1574,18 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
 mod tests {
     use super::*;
 
+    /// A 30 ms repetition on `cpus` with `cs_iterations` inside the lock and 10 outside.
+    fn short_setting<'a>(cpus: &'a [usize], lines: &'a SharedLines, cs_iterations: u64) -> Setting<'a> {
+        Setting {
+            cpus,
+            duration: Duration::from_millis(30),
+            cs_iterations,
+            ncs_iterations: 10,
+            lines,
+            overhead_ticks: 0,
+        }
+    }
+
     #[test]
     fn every_thread_but_the_first_to_acquire_counts_a_hand_over() {
         // Each thread that acquired at all took the lock from another at least once, except
@@ -1581,14 +1593,7 @@ mod tests {
         // threads on the first CPU, so that the scheduler, not the lock, moves it between them.
         let lines = SharedLines::new(1);
         let cpus = [0; 4];
-        let setting = Setting {
-            cpus: &cpus,
-            duration: Duration::from_millis(30),
-            cs_iterations: 0,
-            ncs_iterations: 10,
-            lines: &lines,
-            overhead_ticks: 0,
-        };
+        let setting = short_setting(&cpus, &lines, 0);
         for name in ["ttas:spin", "ticket:spin-park", "std"] {
             let lock = LockBox::new(spinlab::registry::lock_info(name).unwrap()).unwrap();
             let r = contended_rep(Some(&lock), &setting).unwrap();
@@ -1613,15 +1618,7 @@ mod tests {
     fn with_no_lock_the_threads_run_the_same_work_and_touch_nothing() {
         let lines = SharedLines::new(1);
         let cpus = [0; 3];
-        let setting = Setting {
-            cpus: &cpus,
-            duration: Duration::from_millis(30),
-            cs_iterations: 5,
-            ncs_iterations: 10,
-            lines: &lines,
-            overhead_ticks: 0,
-        };
-        let r = contended_rep(None, &setting).unwrap();
+        let r = contended_rep(None, &short_setting(&cpus, &lines, 5)).unwrap();
         assert_eq!(lines.total(), Some(0), "no lock, no critical section's lines");
         assert_eq!((r.lost_updates, r.handovers), (0, 0));
         assert!(r.per_thread.iter().sum::<u64>() > 0, "{:?}", r.per_thread);
