@@ -1416,6 +1416,9 @@ fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, Stri
         }
     }
     let y = Axis::numeric("acquisitions / fair share", Scale::Linear, values.into_iter().chain([1.0]), true);
+    let no_lock = at.iter().find_map(|r| r.number(JAIN_NO_LOCK)).map_or(String::new(), |j| {
+        format!(" The same threads running the same work with no lock (the scheduler alone) had J={j:.2}.")
+    });
     Some(
         plot::grouped_bars(
             &format!("Per-thread fairness at {n} threads"),
@@ -1429,7 +1432,7 @@ fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, Stri
             svg,
             caption: format!(
                 "Each thread's acquisitions at {n} threads as a multiple of the even share (1.0): a bar far above \
-                 or below the line is a thread the lock favoured or starved; J is Jain's index."
+                 or below the line is a thread the lock favoured or starved; J is Jain's index.{no_lock}"
             ),
         }),
     )
