@@ -178,8 +178,10 @@ struct RepResult {
     wait: Histogram,
     hold: Histogram,
     lost_updates: u64,
-    /// Acquisitions made outside the window, all threads together.
-    outside_window: u64,
+    /// Every acquisition each thread made, counted or not (outside the window), and how many
+    /// of them, all threads together, took the lock from another thread.
+    made_per_thread: Vec<u64>,
+    made_handovers: u64,
 }
 
 /// Everything measured for one lock at one configuration, over all repetitions.
@@ -225,29 +227,20 @@ struct ThreadTally {
     acquisitions: u64,
     /// Counted acquisitions that took the lock from another thread ([`SharedLines::touch_as`]).
     handovers: u64,
-    /// Acquisitions made outside the window (before it opened, and one that ended after the
-    /// stop): made, not counted.
-    uncounted: u64,
+    /// Every acquisition it made, counted or not (those that ended before the window opened,
+    /// or after it closed), and those of them that took the lock from another thread.
+    made: u64,
+    made_handovers: u64,
     cpu_s: f64,
     wait: Histogram,
     hold: Histogram,
 }
 
-/// The phases of a repetition, in one word that every thread reads once per acquisition.
+/// The phases of a repetition, in one word that every thread reads before and after each
+/// acquisition.
 const STARTING: u8 = 0;
 const MEASURING: u8 = 1;
 const STOPPED: u8 = 2;
-
-impl ThreadTally {
-    /// The window opened: what was counted so far (the thread's start) falls outside it.
-    fn open_window(&mut self) {
-        self.uncounted += self.acquisitions;
-        self.acquisitions = 0;
-        self.handovers = 0;
-        self.wait = Histogram::default();
-        self.hold = Histogram::default();
-    }
-}
 
 /// One repetition: every thread of `s` takes `lock` in a loop, or, with no lock, runs the
 /// same work (the critical section's and the one outside it) without one, so that what it
@@ -272,7 +265,8 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
         let mut tally = ThreadTally {
             acquisitions: 0,
             handovers: 0,
-            uncounted: 0,
+            made: 0,
+            made_handovers: 0,
             cpu_s: 0.0,
             wait: Histogram::default(),
             hold: Histogram::default(),
@@ -287,15 +281,26 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
         loop {
             match phase.load(Relaxed) {
                 STOPPED => break,
-                MEASURING if cpu_at_open.is_none() => {
-                    tally.open_window();
-                    cpu_at_open = Some(thread_cpu_s());
+                MEASURING => {
+                    cpu_at_open.get_or_insert_with(thread_cpu_s);
                 }
                 _ => {}
             }
+            // An acquisition counts if it ended inside the window: the phase is read again
+            // after it, so one that began before the window opened and ended after counts (a
+            // hand-over it made is the window's), and one that ends after the stop does not
+            // (threads queued behind a slow hand-off would otherwise inflate the count after
+            // the clock stopped).
             let Some(lock) = lock else {
                 seed = spin(s.ncs_iterations, spin(s.cs_iterations, seed));
-                tally.acquisitions += 1;
+                match phase.load(Relaxed) {
+                    MEASURING => {
+                        cpu_at_open.get_or_insert_with(thread_cpu_s);
+                        tally.acquisitions += 1;
+                    }
+                    STOPPED => break,
+                    _ => {}
+                }
                 continue;
             };
             let asked = now();
@@ -306,12 +311,17 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
             let releasing = now();
             // SAFETY: this thread acquired the lock just above.
             unsafe { lock.unlock() };
-            // An acquisition that ends after the stop falls outside the timed window: not
-            // counted (threads queued behind a slow hand-off would otherwise inflate the
-            // count after the clock stopped).
-            if phase.load(Relaxed) == STOPPED {
-                tally.uncounted += 1;
-                break;
+            tally.made += 1;
+            tally.made_handovers += u64::from(handed_over);
+            match phase.load(Relaxed) {
+                MEASURING => {
+                    cpu_at_open.get_or_insert_with(thread_cpu_s);
+                }
+                STOPPED => break,
+                _ => {
+                    seed = spin(s.ncs_iterations, seed);
+                    continue;
+                }
             }
             tally.wait.record(acquired.wrapping_sub(asked).saturating_sub(s.overhead_ticks));
             tally.hold.record(releasing.wrapping_sub(acquired).saturating_sub(s.overhead_ticks));
@@ -319,11 +329,8 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
             tally.handovers += u64::from(handed_over);
             seed = spin(s.ncs_iterations, seed);
         }
-        match cpu_at_open {
-            Some(at_open) => tally.cpu_s = thread_cpu_s() - at_open,
-            // Not run while the window was open: nothing of it counts.
-            None => tally.open_window(),
-        }
+        // A thread that never saw the window open was not running while it was: no CPU time.
+        tally.cpu_s = cpu_at_open.map_or(0.0, |at_open| thread_cpu_s() - at_open);
         black_box(seed);
         Some(tally)
     };
@@ -357,21 +364,23 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
         wait: Histogram::default(),
         hold: Histogram::default(),
         lost_updates: 0,
-        outside_window: 0,
+        made_per_thread: Vec::with_capacity(threads),
+        made_handovers: 0,
     };
     for tally in tallies {
         r.per_thread.push(tally.acquisitions);
         r.handovers += tally.handovers;
         r.per_thread_cpu_s.push(tally.cpu_s);
-        r.outside_window += tally.uncounted;
+        r.made_per_thread.push(tally.made);
+        r.made_handovers += tally.made_handovers;
         r.wait.merge(&tally.wait);
         r.hold.merge(&tally.hold);
     }
     // Every acquisition touched the lines, counted or not: a mutual-exclusion failure shows as
     // fewer touches than acquisitions.
-    let total: u64 = r.per_thread.iter().sum::<u64>() + r.outside_window;
     if lock.is_some() {
-        r.lost_updates = s.lines.total().map_or(0, |seen| total.saturating_sub(seen));
+        let made: u64 = r.made_per_thread.iter().sum();
+        r.lost_updates = s.lines.total().map_or(0, |seen| made.saturating_sub(seen));
     }
     Ok(r)
 }
@@ -1600,13 +1609,21 @@ mod tests {
         for name in ["ttas:spin", "ticket:spin-park", "std"] {
             let lock = LockBox::new(spinlab::registry::lock_info(name).unwrap()).unwrap();
             let r = contended_rep(Some(&lock), &setting).unwrap();
-            let acquired = r.per_thread.iter().filter(|&&c| c > 0).count() as u64;
-            let acquisitions: u64 = r.per_thread.iter().sum();
-            // Every acquisition touched the line once, and is counted once: inside the window
-            // or outside it (the threads' start, and the last one after the stop).
-            assert_eq!(lines.total(), Some(acquisitions + r.outside_window), "{name}");
-            assert!(r.handovers + 1 >= acquired, "{name}: {} hand-overs, {acquired} threads acquired", r.handovers);
-            assert!(r.handovers <= acquisitions, "{name}: {} hand-overs in {acquisitions}", r.handovers);
+            // Every acquisition touched the line once: the ones the window counted and the
+            // ones it did not, each thread's counted ones among those it made.
+            let made: u64 = r.made_per_thread.iter().sum();
+            assert_eq!(lines.total(), Some(made), "{name}");
+            assert!(r.per_thread.iter().zip(&r.made_per_thread).all(|(counted, made)| counted <= made), "{name}");
+            assert!(r.handovers <= r.made_handovers, "{name}");
+            // Over everything the repetition made (a window opened mid-run may count a
+            // thread's retakes and not the hand-over before them).
+            let acquired = r.made_per_thread.iter().filter(|&&c| c > 0).count() as u64;
+            assert!(
+                r.made_handovers + 1 >= acquired,
+                "{name}: {} hand-overs, {acquired} threads acquired",
+                r.made_handovers
+            );
+            assert!(r.made_handovers <= made, "{name}: {} hand-overs in {made}", r.made_handovers);
             assert_eq!(r.lost_updates, 0, "{name}");
         }
         // One thread never hands over.
