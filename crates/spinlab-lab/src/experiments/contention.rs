@@ -23,7 +23,7 @@ use super::{add_ratios_to_each_reference, finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::topology::{format_cpu_list, Group, GroupBy, Placement, Topology};
-use crate::measure::clock::{now, thread_cpu_s};
+use crate::measure::clock::{cpu_clock_s, now, this_thread_cpu_clock, thread_cpu_s};
 use crate::measure::histogram::Histogram;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::stats::{jain, mean, paired_ratio_ci95, population_rsd_pct};
@@ -44,6 +44,7 @@ use serde_json::json;
 use spinlab::CachePadded;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Acquisitions per second of all threads (mean over repetitions; `Row::summary("throughput", "ops_s", …)`).
@@ -231,6 +232,7 @@ struct ThreadTally {
     /// or after it closed), and those of them that took the lock from another thread.
     made: u64,
     made_handovers: u64,
+    /// Its CPU time when it left, all of it (the window's share is taken off by the caller).
     cpu_s: f64,
     wait: Histogram,
     hold: Histogram,
@@ -256,6 +258,8 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
     let threads = s.cpus.len();
     let phase = CachePadded::new(AtomicU8::new(STARTING));
     let in_loop = CachePadded::new(AtomicUsize::new(0));
+    // Each thread's CPU-time clock, which the main thread reads as it opens the window.
+    let clocks: Vec<OnceLock<libc::clockid_t>> = (0..threads).map(|_| OnceLock::new()).collect();
     let line = StartLine::new(threads);
     s.lines.reset();
     let worker = |i: usize| {
@@ -275,17 +279,10 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
         if !line.arrive() {
             return None;
         }
-        in_loop.fetch_add(1, Relaxed);
-        // This thread's CPU clock when it first saw the window open.
-        let mut cpu_at_open = None;
-        loop {
-            match phase.load(Relaxed) {
-                STOPPED => break,
-                MEASURING => {
-                    cpu_at_open.get_or_insert_with(thread_cpu_s);
-                }
-                _ => {}
-            }
+        clocks[i].get_or_init(this_thread_cpu_clock);
+        // Release: the main thread that sees every thread here finds every clock.
+        in_loop.fetch_add(1, Release);
+        while phase.load(Relaxed) != STOPPED {
             // An acquisition counts if it ended inside the window: the phase is read again
             // after it, so one that began before the window opened and ended after counts (a
             // hand-over it made is the window's), and one that ends after the stop does not
@@ -294,10 +291,7 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
             let Some(lock) = lock else {
                 seed = spin(s.ncs_iterations, spin(s.cs_iterations, seed));
                 match phase.load(Relaxed) {
-                    MEASURING => {
-                        cpu_at_open.get_or_insert_with(thread_cpu_s);
-                        tally.acquisitions += 1;
-                    }
+                    MEASURING => tally.acquisitions += 1,
                     STOPPED => break,
                     _ => {}
                 }
@@ -314,9 +308,7 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
             tally.made += 1;
             tally.made_handovers += u64::from(handed_over);
             match phase.load(Relaxed) {
-                MEASURING => {
-                    cpu_at_open.get_or_insert_with(thread_cpu_s);
-                }
+                MEASURING => {}
                 STOPPED => break,
                 _ => {
                     seed = spin(s.ncs_iterations, seed);
@@ -329,19 +321,22 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
             tally.handovers += u64::from(handed_over);
             seed = spin(s.ncs_iterations, seed);
         }
-        // A thread that never saw the window open was not running while it was: no CPU time.
-        tally.cpu_s = cpu_at_open.map_or(0.0, |at_open| thread_cpu_s() - at_open);
+        // All it used; the main thread takes off what it had used when the window opened.
+        tally.cpu_s = thread_cpu_s();
         black_box(seed);
         Some(tally)
     };
-    let (elapsed_s, drain_s, ran_s, tallies) = std::thread::scope(|scope| {
+    let (elapsed_s, drain_s, ran_s, tallies, cpu_at_open) = std::thread::scope(|scope| {
         let handles = spawn_team(scope, &line, threads, &worker)?;
         line.open();
-        while in_loop.load(Relaxed) < threads {
+        while in_loop.load(Acquire) < threads {
             std::thread::sleep(Duration::from_micros(50));
         }
-        // Before the threads can start their CPU clocks: no thread counts outside [opened, joined].
+        // Every thread is running its loop, so every clock is live and set. The CPU time each
+        // thread used until now falls outside [opened, joined].
         let opened = Instant::now();
+        let cpu_at_open: Vec<f64> =
+            clocks.iter().map(|c| cpu_clock_s(*c.get().expect("each thread set its clock"))).collect();
         phase.store(MEASURING, Relaxed);
         std::thread::sleep(s.duration);
         phase.store(STOPPED, Relaxed);
@@ -351,7 +346,8 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
             .into_iter()
             .map(|h| h.join().expect("a contention thread panicked").expect("the start line was opened"))
             .collect();
-        Ok::<_, LabError>((elapsed, stopped.elapsed().as_secs_f64(), opened.elapsed().as_secs_f64(), tallies))
+        let ran = opened.elapsed().as_secs_f64();
+        Ok::<_, LabError>((elapsed, stopped.elapsed().as_secs_f64(), ran, tallies, cpu_at_open))
     })?;
     let mut r = RepResult {
         elapsed_s,
@@ -367,10 +363,10 @@ fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, L
         made_per_thread: Vec::with_capacity(threads),
         made_handovers: 0,
     };
-    for tally in tallies {
+    for (tally, at_open) in tallies.into_iter().zip(cpu_at_open) {
         r.per_thread.push(tally.acquisitions);
         r.handovers += tally.handovers;
-        r.per_thread_cpu_s.push(tally.cpu_s);
+        r.per_thread_cpu_s.push(tally.cpu_s - at_open);
         r.made_per_thread.push(tally.made);
         r.made_handovers += tally.made_handovers;
         r.wait.merge(&tally.wait);
@@ -732,6 +728,28 @@ fn add_uncontended_floor(row: &mut Row, u: &Summary, floor: Option<&Summary>) {
     row.set("uncontended_vs_floor", u.mean / f.mean);
 }
 
+/// A figure measured once per thread count and placement, and so repeated on each of its
+/// rows: `heading`, then one line per configuration from the first of its rows that `line`
+/// can describe; nothing when no row can.
+fn per_configuration(run: &Run, heading: &str, line: impl Fn(&Row) -> Option<String>) -> String {
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    for row in run.rows.iter().filter(|r| !r.is_skipped()) {
+        let at = (row.get(THREADS).map(|t| t.to_string()).unwrap_or_default(), row.text(PLACEMENT).unwrap_or("?"));
+        if seen.contains(&at) {
+            continue;
+        }
+        let Some(text) = line(row) else { continue };
+        if seen.is_empty() {
+            out.push_str(heading);
+            out.push('\n');
+        }
+        out.push_str(&format!("  {:>4} threads, {}: {text}\n", at.0, at.1));
+        seen.push(at);
+    }
+    out
+}
+
 /// The longest drain after the stop, and whether the lock collapsed (also said on stderr).
 fn add_drain(row: &mut Row, lock: &LockChoice, at: &At, t: &Totals) {
     row.set("drain_max_ms", t.max_drain_s * 1e3);
@@ -859,45 +877,23 @@ impl Experiment for Contention {
                 parts.join("  ")
             ));
         }
-        let mut seen = Vec::new();
-        for row in run.rows.iter().filter(|r| !r.is_skipped()) {
-            let (Some(pair), Some(before), Some(after)) =
-                (row.text(LINE_TRANSFER_CPUS), row.number(TRANSFER_BEFORE_NS), row.number(TRANSFER_AFTER_NS))
-            else {
-                continue;
-            };
-            let at = (row.get(THREADS).map(|t| t.to_string()).unwrap_or_default(), row.text(PLACEMENT).unwrap_or("?"));
-            if seen.contains(&at) {
-                continue;
-            }
-            if seen.is_empty() {
-                out.push_str("one-way cache-line transfer (ping-pong), just before and just after the locks ran:\n");
-            }
-            out.push_str(&format!(
-                "  {:>4} threads, {}: CPUs {pair}: {before:.0} ns before, {after:.0} ns after{}\n",
-                at.0,
-                at.1,
-                discarded(row)
-            ));
-            seen.push(at);
-        }
-        let mut seen = Vec::new();
-        for row in run.rows.iter().filter(|r| !r.is_skipped()) {
-            let (Some(jain), Some(lowest)) = (row.number(JAIN_NO_LOCK), row.number("jain_no_lock_min")) else {
-                continue;
-            };
-            let at = (row.get(THREADS).map(|t| t.to_string()).unwrap_or_default(), row.text(PLACEMENT).unwrap_or("?"));
-            if seen.contains(&at) {
-                continue;
-            }
-            if seen.is_empty() {
-                out.push_str(
-                    "Jain's index with no lock (the same threads and work, the scheduler alone, in the same rounds):\n",
-                );
-            }
-            out.push_str(&format!("  {:>4} threads, {}: {jain:.3} (lowest window {lowest:.3})\n", at.0, at.1));
-            seen.push(at);
-        }
+        out.push_str(&per_configuration(
+            run,
+            "one-way cache-line transfer (ping-pong), just before and just after the locks ran:",
+            |row| {
+                let (pair, before, after) =
+                    (row.text(LINE_TRANSFER_CPUS)?, row.number(TRANSFER_BEFORE_NS)?, row.number(TRANSFER_AFTER_NS)?);
+                Some(format!("CPUs {pair}: {before:.0} ns before, {after:.0} ns after{}", discarded(row)))
+            },
+        ));
+        out.push_str(&per_configuration(
+            run,
+            "Jain's index with no lock (the same threads and work, the scheduler alone, in the same rounds):",
+            |row| {
+                let (jain, lowest) = (row.number(JAIN_NO_LOCK)?, row.number("jain_no_lock_min")?);
+                Some(format!("{jain:.3} (lowest window {lowest:.3})"))
+            },
+        ));
         if let Some(floor) = run.rows.iter().find_map(|r| r.number(UNCONTENDED_FLOOR_NS)) {
             out.push_str(&format!(
                 "uncontended floor (the cheapest read-modify-write and a store, timed in the same rounds): {floor:.2} ns\n"

@@ -216,8 +216,8 @@ pub struct Episode {
     /// in the spell that follows a yield that came back at once.
     yields: u32,
     spell: u32,
-    /// `pause-yield-park`: `pause`s between looks in a spell; more than one (and each look
-    /// timed) while the holder is seen writing the word's line.
+    /// `pause-yield-park`: `pause`s between looks in a spell; more than one while the look
+    /// timed after each yield finds that the holder wrote the word's line.
     stride: u32,
     /// The previous iteration's result, for loop bodies that chain one iteration's work on
     /// the last one's (the divides).
