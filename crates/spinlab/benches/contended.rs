@@ -16,8 +16,9 @@
 //! subject each round, with each thread pinned to one of the process's CPUs in turn. Under the
 //! lock a thread adds one to the mutex's count, notes itself as the last to take it (so it can
 //! tell a hand-over), and runs the section's work; at the end of each slice the count must
-//! equal the acquisitions the threads counted, or the bench stops (mutual exclusion by exact
-//! count). Before each round two pinned threads bounce a cache line
+//! equal the acquisitions the threads made, or the bench stops (mutual exclusion by exact
+//! count). The slice's window opens once every thread is in its loop, and an acquisition
+//! counts if it ended while the window was open, as in the lab. Before each round two pinned threads bounce a cache line
 //! to time a one-way transfer: on a virtual machine the host may move the virtual CPUs to
 //! nearer or further cores, and every figure follows that cost.
 //!
@@ -37,8 +38,8 @@ use spinlab::wait::PauseYieldPark;
 use spinlab::CachePadded;
 use std::hint::black_box;
 use std::ops::DerefMut;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Barrier, PoisonError};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 /// Rounds per configuration in benchmark mode.
@@ -199,49 +200,83 @@ fn pin(cpu: usize) {
 
 /// What one subject's slice measured.
 struct Slice {
-    /// Each thread's acquisitions.
+    /// Each thread's acquisitions inside the window.
     counts: Vec<u64>,
-    /// Acquisitions that took the lock from another thread.
+    /// Acquisitions inside the window that took the lock from another thread.
     handovers: u64,
     seconds: f64,
 }
 
-/// One subject's slice: `threads` pinned threads bump the counter until `slice` has passed.
+/// The phases of a slice, in one word that every thread reads after each release.
+const STARTING: u8 = 0;
+const MEASURING: u8 = 1;
+const STOPPED: u8 = 2;
+
+/// What one thread counted in a slice.
+#[derive(Default)]
+struct ThreadTally {
+    /// Acquisitions that ended inside the window, and those of them that were hand-overs.
+    counted: u64,
+    handovers: u64,
+    /// Every acquisition it made, inside the window or not: the lock's own count must match
+    /// their sum.
+    made: u64,
+}
+
+/// One subject's slice: `threads` pinned threads bump the counter in a loop; the window opens
+/// once every thread is in its loop and lasts `slice`. An acquisition counts if it ended while
+/// the window was open (the phase is read after each release), as in the lab's contention
+/// experiment: a window opened as the threads leave a start line counts the start, and with
+/// 8 threads on each of 2 CPUs the last thread leaves a sleeping barrier several time
+/// slices after the first (docs/contention.md, "The scheduler's own fairness").
 fn run_slice(lock: &dyn Counter, cpus: &[usize], threads: usize, work: u32, slice: Duration) -> Slice {
     lock.reset();
-    let stop = CachePadded::new(AtomicBool::new(false));
-    let start = Barrier::new(threads + 1);
+    let phase = CachePadded::new(AtomicU8::new(STARTING));
+    let in_loop = CachePadded::new(AtomicUsize::new(0));
     let (tallies, seconds) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
-                let (stop, start) = (&stop, &start);
+                let (phase, in_loop) = (&phase, &in_loop);
                 scope.spawn(move || {
                     pin(cpus[i % cpus.len()]);
-                    start.wait();
-                    let (mut n, mut handovers) = (0u64, 0u64);
-                    while !stop.load(Relaxed) {
-                        handovers += u64::from(lock.bump(i + 1, work));
-                        n += 1;
+                    in_loop.fetch_add(1, Relaxed);
+                    let mut tally = ThreadTally::default();
+                    loop {
+                        let handed_over = lock.bump(i + 1, work);
+                        tally.made += 1;
+                        match phase.load(Relaxed) {
+                            MEASURING => {
+                                tally.counted += 1;
+                                tally.handovers += u64::from(handed_over);
+                            }
+                            STOPPED => break,
+                            _ => {}
+                        }
                     }
-                    (n, handovers)
+                    tally
                 })
             })
             .collect();
-        start.wait();
-        let began = Instant::now();
+        while in_loop.load(Relaxed) < threads {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        phase.store(MEASURING, Relaxed);
+        let opened = Instant::now();
         std::thread::sleep(slice);
-        stop.store(true, Relaxed);
-        let tallies: Vec<(u64, u64)> =
+        phase.store(STOPPED, Relaxed);
+        let seconds = opened.elapsed().as_secs_f64();
+        let tallies: Vec<ThreadTally> =
             handles.into_iter().map(|h| h.join().expect("a bench thread panicked")).collect();
-        (tallies, began.elapsed().as_secs_f64())
+        (tallies, seconds)
     });
-    let counts: Vec<u64> = tallies.iter().map(|t| t.0).collect();
-    // The first acquisition of the slice counts as a hand-over (from nobody): take it off.
-    let handovers = tallies.iter().map(|t| t.1).sum::<u64>().saturating_sub(1);
-    let total: u64 = counts.iter().sum();
+    let made: u64 = tallies.iter().map(|t| t.made).sum();
     let counted = lock.count();
-    assert_eq!(counted, total, "mutual exclusion failed: the counter holds {counted} after {total} acquisitions");
-    Slice { counts, handovers, seconds }
+    assert_eq!(counted, made, "mutual exclusion failed: the counter holds {counted} after {made} acquisitions");
+    Slice {
+        counts: tallies.iter().map(|t| t.counted).collect(),
+        handovers: tallies.iter().map(|t| t.handovers).sum(),
+        seconds,
+    }
 }
 
 /// One-way cache-line transfer between the first two allowed CPUs, in nanoseconds: half the
