@@ -239,8 +239,15 @@ impl Bounds {
     /// Parses `text` as a whole number inside the bounds; the error names `text` and the range.
     pub fn parse<T: TryFrom<u64>>(&self, text: &str) -> Result<T, String> {
         let accepted = self.accepted();
-        let value: u64 =
-            text.trim().parse().map_err(|_| format!("`{text}` is not a whole number; accepted: {accepted}"))?;
+        let digits = text.trim();
+        let value: u64 = digits.parse().map_err(|_| {
+            // A run of digits too long for 64 bits is a whole number, only far too large.
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                format!("`{text}` is above the limit; accepted: {accepted}")
+            } else {
+                format!("`{text}` is not a whole number; accepted: {accepted}")
+            }
+        })?;
         if value < self.min {
             return Err(format!("`{text}` is below the limit; accepted: {accepted}"));
         }
@@ -435,6 +442,8 @@ mod tests {
         assert!(b.parse::<usize>("0").unwrap_err().contains("below the limit"));
         assert!(b.parse::<usize>("-3").unwrap_err().contains("not a whole number"));
         assert!(b.parse::<usize>("1e3").unwrap_err().contains("not a whole number"));
+        let huge = b.parse::<usize>("99999999999999999999").unwrap_err();
+        assert!(huge.contains("above the limit"), "{huge}");
         assert!(b.parse::<usize>("99999999999999999999999").is_err());
         assert!(b.parse::<u8>("300").unwrap_err().contains("too large"));
         assert_eq!(Bounds::new(0, 10).unit(" ns").accepted(), "0 to 10 ns");
