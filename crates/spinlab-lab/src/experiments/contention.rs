@@ -1553,6 +1553,15 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     } else if is_reference(best) {
         why.push_str("; no spinlab lock beat it");
     }
+    // How evenly the choice served its threads, beside how evenly the scheduler alone shares
+    // the CPUs out to the same threads: with more threads than CPUs no lock that serves the
+    // running threads can be fairer than the latter.
+    if let Some(jain) = best.number(JAIN) {
+        why.push_str(&format!("; Jain {jain:.3} over its threads' acquisitions"));
+        if let Some(alone) = best.number(JAIN_NO_LOCK) {
+            why.push_str(&format!(" (the same threads with no lock: {alone:.3})"));
+        }
+    }
     let others: Vec<String> = tied
         .iter()
         .filter(|r| !std::ptr::eq(**r, best))

@@ -95,6 +95,27 @@ mod tests {
             advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("adaptive:pause-yield-park", "spinlab", 2, 7.0e6)]);
         assert_eq!(clear.choice, "ttas:spin", "outside the intervals the fastest is named: {}", clear.why);
         assert!(!clear.why.contains("tie"), "{}", clear.why);
+        assert!(!clear.why.contains("Jain"), "rows without an index say nothing of fairness: {}", clear.why);
+    }
+
+    #[test]
+    fn a_lock_line_gives_the_choices_fairness_beside_the_schedulers() {
+        let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        let mut run = contention_run(100, &[("ttas:spin", "spinlab", 4, 9e6), ("std", "reference", 4, 5e6)]);
+        run.rows[0].set("jain", 0.9123);
+        run.rows[0].set("jain_no_lock", 0.984);
+        run.rows[1].set("jain", 0.5);
+        results.runs.push(run);
+        let advice = recommend(&Context::new(&results));
+        let line = advice.iter().find(|a| a.situation.contains("oversubscribed") && a.situation.starts_with("short"));
+        let line = line.expect("an oversubscribed line");
+        assert_eq!(line.choice, "ttas:spin");
+        assert!(
+            line.why.contains("; Jain 0.912 over its threads' acquisitions (the same threads with no lock: 0.984)"),
+            "{}",
+            line.why
+        );
+        assert!(!line.why.contains("0.500"), "the chosen lock's index, not another's: {}", line.why);
     }
 
     #[test]
