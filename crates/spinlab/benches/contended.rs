@@ -18,9 +18,9 @@
 //! tell a hand-over), and runs the section's work; at the end of each slice the count must
 //! equal the acquisitions the threads made, or the bench stops (mutual exclusion by exact
 //! count). The slice's window opens once every thread is in its loop, and an acquisition
-//! counts if it ended while the window was open, as in the lab. Before each round two pinned threads bounce a cache line
-//! to time a one-way transfer: on a virtual machine the host may move the virtual CPUs to
-//! nearer or further cores, and every figure follows that cost.
+//! counts if it ended while the window was open, as in the lab. Before each round two pinned
+//! threads bounce a cache line to time a one-way transfer: on a virtual machine the host may
+//! move the virtual CPUs to nearer or further cores, and every figure follows that cost.
 //!
 //! Reported per configuration: each subject's acquisitions per second (median over rounds),
 //! Jain's index over its threads' acquisitions and the share of acquisitions that took the
