@@ -55,7 +55,8 @@ const SECTIONS_NS: [u32; 2] = [0, 100];
 /// multiple of the fastest's (the 2-CPU guest moves a line in 31-50 ns or in 155-180 ns).
 const TWO_MODES: f64 = 2.0;
 
-/// What the mutex protects: the acquisitions, and which thread made the last one.
+/// What the mutex protects: the acquisitions, and which thread made the last one (threads
+/// are numbered from 1; 0 before the first acquisition).
 #[derive(Default)]
 struct Tally {
     count: u64,
@@ -63,11 +64,12 @@ struct Tally {
 }
 
 impl Tally {
-    /// Counts thread `me`'s acquisition; returns whether it took the lock from another thread.
+    /// Counts thread `me`'s acquisition; returns whether it took the lock from another thread
+    /// (the first acquisition of all took it from nobody).
     #[inline]
     fn add(&mut self, me: usize) -> bool {
         self.count += 1;
-        let handed_over = self.last != me;
+        let handed_over = self.last != 0 && self.last != me;
         self.last = me;
         handed_over
     }
