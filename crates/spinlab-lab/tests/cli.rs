@@ -355,9 +355,16 @@ fn run_floor_writes_json_and_csv() {
         "futex-wake-no-waiter",
         "futex-wake-to-run",
         "sched-yield",
+        "yield-forfeit",
     ] {
         assert!(measures.contains(&m), "{m} missing");
     }
+    // Two threads on one CPU: the yielder's share of it is a fraction, and it yielded.
+    let forfeit = rows.iter().find(|r| r["measure"] == "yield-forfeit").unwrap();
+    assert_eq!(forfeit["placement"], "same-cpu");
+    let share = forfeit["yielder_cpu_share"].as_f64().unwrap();
+    assert!(share > 0.0 && share < 1.0, "{forfeit}");
+    assert!(forfeit["yields_per_rep"].as_f64().unwrap() >= 1.0, "{forfeit}");
     for row in rows {
         assert!(row.get("skipped").is_some() || row["ns"].is_number(), "{row}");
     }

@@ -27,7 +27,7 @@ use crate::measure::clock::{cpu_clock_s, now, this_thread_cpu_clock, thread_cpu_
 use crate::measure::histogram::Histogram;
 use crate::measure::pin::{pin_or_die, with_pinned};
 use crate::measure::stats::{jain, mean, paired_ratio_ci95, population_rsd_pct};
-use crate::measure::team::{spawn_team, StartLine};
+use crate::measure::team::{spawn_team, StartLine, MEASURING, STARTING, STOPPED};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
 use crate::reading::advice::{caveats_of_row, missing_reason, Advice, Contribution, Topic};
@@ -35,7 +35,7 @@ use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
 use crate::results::format::{duration_words, number};
-use crate::results::keys::{BELOW_FLOOR, LOCK, ORIGIN, PLACEMENT, THREADS};
+use crate::results::keys::{BELOW_FLOOR, LOCK, MEASURE, ORIGIN, PLACEMENT, THREADS};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
@@ -237,12 +237,6 @@ struct ThreadTally {
     wait: Histogram,
     hold: Histogram,
 }
-
-/// The phases of a repetition, in one word that every thread reads before and after each
-/// acquisition.
-const STARTING: u8 = 0;
-const MEASURING: u8 = 1;
-const STOPPED: u8 = 2;
 
 /// One repetition: every thread of `s` takes `lock` in a loop, or, with no lock, runs the
 /// same work (the critical section's and the one outside it) without one, so that what it
@@ -1470,6 +1464,15 @@ fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
     out
 }
 
+/// The floor's `yield-forfeit` in the document, if it was measured.
+fn yield_forfeit_ns(ctx: &Context<'_>) -> Option<f64> {
+    ctx.runs_of("floor")
+        .into_iter()
+        .flat_map(|run| &run.rows)
+        .filter(|row| row.text(MEASURE) == Some(floor::YIELD_FORFEIT))
+        .find_map(|row| row.number(floor::NS))
+}
+
 /// The reference locks a tie is resolved towards, in order: what people already use.
 const PREFERRED_REFERENCES: [&str; 3] = ["std", "parking_lot", "pthread"];
 
@@ -1561,6 +1564,16 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
         if let Some(alone) = best.number(JAIN_NO_LOCK) {
             why.push_str(&format!(" (the same threads with no lock: {alone:.3})"));
         }
+    }
+    // With more threads than CPUs, what a waiter's yield costs it here: where the kernel
+    // charges a yielder the rest of its time slice, waiting that yields makes the threads' CPU
+    // time, and their acquisitions with it, less even than the scheduler alone would
+    // (docs/floor.md, `yield-forfeit`).
+    if let Some(forfeit) = oversubscribed.then(|| yield_forfeit_ns(ctx)).flatten() {
+        let cost = if forfeit > 0.0 { format!("{} of", duration_words(forfeit)) } else { "no measurable".to_string() };
+        why.push_str(&format!(
+            "; each sched_yield here cost the yielding thread {cost} CPU time beside a busy one (floor: yield-forfeit)"
+        ));
     }
     let others: Vec<String> = tied
         .iter()

@@ -12,14 +12,17 @@
 //! - `futex-wake-no-waiter`: FUTEX_WAKE when nobody sleeps (the Tcall floor of seed 001).
 //! - `futex-wake-to-run`: from a waker's decision to the sleeper running again, per placement.
 //! - `sched-yield`: `sched_yield` with nobody else to run.
+//! - `yield-forfeit`: what a `sched_yield` costs the yielder in CPU time when another thread
+//!   wants its CPU: some kernels charge it the rest of its time slice.
 
 use super::settings::{self, Length};
 use super::{finish, Common, Experiment, Lab};
 use crate::error::LabError;
 use crate::machine::Placement;
-use crate::measure::clock::{now, read_pair_ticks};
-use crate::measure::partner::{with_partner, Announced};
+use crate::measure::clock::{now, read_pair_ticks, thread_cpu_s};
+use crate::measure::partner::{with_partner, with_partners, Announced};
 use crate::measure::pin::with_pinned;
+use crate::measure::team::{MEASURING, STARTING, STOPPED};
 use crate::measure::{interleave, repeat, Clock, Progress, Rep, Series, StoppingRule, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{self, rows_of, Context, Panel};
@@ -32,12 +35,14 @@ use spinlab::wait::{visit_policies, Episode, PolicyVisitor, Step, Unavailable, W
 use spinlab::CachePadded;
 use std::collections::BTreeMap;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// Nanoseconds per operation (`Row::summary("", "ns", …)`).
 pub const NS: &str = "ns";
+/// The measure of what a yield costs the yielder (its row's `ns`: CPU time per yield).
+pub const YIELD_FORFEIT: &str = "yield-forfeit";
 
 /// Options of `spinlab run floor`.
 #[derive(Args, Clone, Debug, Default)]
@@ -59,6 +64,7 @@ const COLUMNS: &[Column] = &[
     col("ci95_ns", "±95%"),
     col("min_ns", "min"),
     col("spin_phase_ns", "spin phase ns"),
+    col("yielder_cpu_share", "yielder's CPU share"),
     col("reps", "reps"),
 ];
 
@@ -75,6 +81,12 @@ pub(crate) const BATCHES: u32 = 51;
 const WAKEUPS: u32 = 50;
 /// Pairs per placement on machines with more than 16 CPUs.
 const PAIRS_PER_PLACEMENT: usize = 4;
+/// `yield-forfeit`: one repetition's window, and how much of its own running the yielder
+/// does between two yields. A gap longer than `OFF_CPU_NS` between two of its clock reads
+/// is time it did not run, and does not count towards the next yield.
+const FORFEIT_WINDOW: Duration = Duration::from_millis(200);
+const YIELD_EVERY_NS: f64 = 200_000.0;
+const OFF_CPU_NS: f64 = 20_000.0;
 
 impl Experiment for Floor {
     fn name(&self) -> &'static str {
@@ -82,7 +94,7 @@ impl Experiment for Floor {
     }
 
     fn about(&self) -> &'static str {
-        "Physical floors: timer, CAS pairs, cache-line ping-pong, spin hint, wait-policy periods, futex wake and wake-to-run, sched_yield"
+        "Physical floors: timer, CAS pairs, cache-line ping-pong, spin hint, wait-policy periods, futex wake and wake-to-run, sched_yield and what it costs the yielder"
     }
 
     fn uses(&self) -> &'static [&'static str] {
@@ -110,10 +122,12 @@ impl Experiment for Floor {
             .param("ping_pong_batch_round_trips", BATCH)
             .param("ping_pong_batches_per_rep", BATCHES)
             .param("wakeups_per_rep", WAKEUPS)
+            .param("yield_forfeit_window_s", FORFEIT_WINDOW.as_secs_f64())
+            .param("yield_forfeit_every_ns", YIELD_EVERY_NS)
             .param("tsc_hz", lab.clock.ticks_per_second)
             .param("timer_overhead_ticks", lab.clock.overhead_ticks);
 
-        let steps = 8 + placements.len() as u64 * 2;
+        let steps = 9 + placements.len() as u64 * 2;
         let progress = lab.progress("floor", steps);
         let home = lab.home_cpu();
         let clock = lab.clock;
@@ -188,6 +202,10 @@ impl Experiment for Floor {
             progress.inc();
             Ok(())
         })?;
+
+        progress.step("yield-forfeit");
+        rows.push(yield_forfeit_row(home, &rule, &progress, lab)?);
+        progress.inc();
 
         progress.step("ping-pong");
         rows.extend(ping_pongs(&pairs, &rule, &progress, lab)?);
@@ -611,13 +629,107 @@ fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progres
     Ok(row)
 }
 
+/// One repetition of `yield-forfeit`: each side's CPU time over the window, and the yields.
+struct Shares {
+    spinner_s: f64,
+    yielder_s: f64,
+    yields: u64,
+}
+
+/// Two threads pinned to `cpu` for [`FORFEIT_WINDOW`]: one spins, the other spins too but
+/// calls `sched_yield` after every [`YIELD_EVERY_NS`] it has run. Each reads its own CPU-time
+/// clock when it first sees the window open and when it sees it closed: a thread's CPU time
+/// grows only while it runs, and a running thread sees the flag within one loop, so a thread
+/// that was not running at either moment reads what it would have read then.
+fn yield_shares(cpu: usize, clock: &Clock) -> Result<Shares, LabError> {
+    let phase = CachePadded::new(AtomicU8::new(STARTING));
+    let in_loop = CachePadded::new(AtomicUsize::new(0));
+    let every = clock.ticks(YIELD_EVERY_NS);
+    let off_cpu = clock.ticks(OFF_CPU_NS);
+    // Partner 0 spins; partner 1 spins and yields.
+    let side = |partner: usize| {
+        in_loop.fetch_add(1, Release);
+        while phase.load(Acquire) == STARTING {
+            std::hint::spin_loop();
+        }
+        let opened = thread_cpu_s();
+        let mut yields = 0u64;
+        if partner == 1 {
+            let (mut ran, mut last) = (0, now());
+            while phase.load(Relaxed) != STOPPED {
+                let t = now();
+                let step = t.wrapping_sub(last);
+                last = t;
+                if step < off_cpu {
+                    ran += step;
+                }
+                if ran >= every {
+                    std::thread::yield_now();
+                    yields += 1;
+                    ran = 0;
+                    last = now();
+                }
+            }
+        } else {
+            while phase.load(Relaxed) != STOPPED {
+                std::hint::spin_loop();
+            }
+        }
+        (thread_cpu_s() - opened, yields)
+    };
+    let sides = with_partners(
+        &[cpu, cpu],
+        side,
+        || phase.store(STOPPED, Release),
+        || {
+            while in_loop.load(Acquire) < 2 {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            phase.store(MEASURING, Release);
+            std::thread::sleep(FORFEIT_WINDOW);
+            phase.store(STOPPED, Release);
+        },
+    )?;
+    let [(spinner_s, _), (yielder_s, yields)] = [sides.partner[0], sides.partner[1]];
+    Ok(Shares { spinner_s, yielder_s, yields })
+}
+
+/// `yield-forfeit`: per yield, the CPU time the yielder ended short of an even split with the
+/// spinner beside it, `(spinner - yielder) / 2 / yields`. Near zero where a yield only passes
+/// the CPU on (the time given up stays owed to the yielder); near what was left of the
+/// yielder's time slice where the kernel charges it that rest (Linux since "sched/fair: Forfeit vruntime on
+/// yield", upstream 79104becf42b, also in the stable series, e.g. 6.12.63).
+fn yield_forfeit_row(cpu: usize, rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Row, LabError> {
+    let mut shares = Vec::new();
+    let mut yields = Vec::new();
+    let series = repeat(rule, Some(progress), |rep| {
+        let s = yield_shares(cpu, &lab.clock)?;
+        if s.yields == 0 {
+            return Ok(f64::NAN);
+        }
+        if rep != Rep::Warmup {
+            shares.push(s.yielder_s / (s.spinner_s + s.yielder_s));
+            yields.push(s.yields as f64);
+        }
+        Ok((s.spinner_s - s.yielder_s) / 2.0 / s.yields as f64 * 1e9)
+    })?;
+    let mut row =
+        measured(YIELD_FORFEIT, &series).with(PLACEMENT, Placement::SameCpu.name()).with("cpus", cpu.to_string());
+    if let (Some(share), Some(per_rep)) = (Summary::of(&shares), Summary::of(&yields)) {
+        row.set("yielder_cpu_share", share.mean);
+        row.set("yields_per_rep", per_rep.mean);
+    }
+    Ok(row)
+}
+
 fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let rows = reading::measured(rows.iter().copied());
     // Ping-pong has a row per CPU pair: one bar per placement (the median pair).
     let mut bars: Vec<Bar> = Vec::new();
     let mut pairs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for row in &rows {
-        let Some(ns) = row.number(NS) else { continue };
+        // A log axis has no place for a forfeit measured at or below zero.
+        let Some(ns) = row.number(NS).filter(|&ns| ns > 0.0) else { continue };
         let measure = row.text(MEASURE).unwrap_or("?");
         let (label, color) = match measure {
             "wait-period" => (format!("wait period: {}", row.text(WAIT).unwrap_or("?")), 1),
@@ -626,6 +738,7 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
                 continue;
             }
             "futex-wake-to-run" => (format!("futex wake-to-run: {}", row.text(PLACEMENT).unwrap_or("?")), 2),
+            YIELD_FORFEIT => ("yield forfeit: CPU time a yield cost the yielder".to_string(), 3),
             other => (other.to_string(), 0),
         };
         bars.push(Bar { label, value: ns, color });
@@ -646,12 +759,14 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
         ("one thread alone".to_string(), 0),
         ("one wait-loop iteration".to_string(), 1),
         ("between two CPUs".to_string(), 2),
+        ("two threads on one CPU".to_string(), 3),
     ];
     vec![plot::hbars("Physical floors", &axis, &bars, &legend).map(|svg| Panel {
         svg,
         caption: "What the machine costs before any lock is involved: a timer read, an uncontended CAS pair, one \
-                  iteration of each wait policy's loop, and the one-way hand-over of a cache line or a futex wake-up \
-                  between two CPUs; every lock figure below is bounded by these."
+                  iteration of each wait policy's loop, the one-way hand-over of a cache line or a futex wake-up \
+                  between two CPUs, and the CPU time a yield costs a thread whose CPU another wants; every lock \
+                  figure below is bounded by these."
             .to_string(),
     })]
 }

@@ -12,6 +12,15 @@ use std::io;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::{Builder, Scope, ScopedJoinHandle};
 
+// The phases of a measured window, in one word that each thread of a measurement reads as it
+// goes (contention's acquisitions, floor's `yield-forfeit`).
+/// The window has not opened yet.
+pub const STARTING: u8 = 0;
+/// The window is open: what a thread does now counts.
+pub const MEASURING: u8 = 1;
+/// The window has closed: threads leave their loops.
+pub const STOPPED: u8 = 2;
+
 /// Where the threads of one measurement wait until all of them are running.
 pub struct StartLine {
     threads: usize,

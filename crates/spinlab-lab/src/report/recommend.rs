@@ -116,6 +116,36 @@ mod tests {
             line.why
         );
         assert!(!line.why.contains("0.500"), "the chosen lock's index, not another's: {}", line.why);
+        assert!(!line.why.contains("sched_yield"), "no floor run, no word of a yield's cost: {}", line.why);
+    }
+
+    #[test]
+    fn an_oversubscribed_line_says_what_a_yield_cost_the_yielder() {
+        let with_forfeit = |ns: f64| {
+            let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+            results
+                .runs
+                .push(contention_run(100, &[("ttas:spin", "spinlab", 2, 9e6), ("ttas:spin", "spinlab", 4, 8e6)]));
+            let mut floor = Run::new("floor");
+            floor.rows.push(Row::new().with("measure", "sched-yield").with("ns", 800.0));
+            floor.rows.push(Row::new().with("measure", "yield-forfeit").with("ns", ns));
+            results.runs.push(floor);
+            recommend(&Context::new(&results))
+        };
+        let advice = with_forfeit(589_000.0);
+        let line = |advice: &[Advice], over: bool| {
+            let start =
+                if over { "short critical section, threads > CPUs" } else { "short critical section, threads <=" };
+            advice.iter().find(|a| a.situation.starts_with(start)).unwrap().why.clone()
+        };
+        let over = line(&advice, true);
+        assert!(
+            over.contains("; each sched_yield here cost the yielding thread 589 µs of CPU time beside a busy one"),
+            "{over}"
+        );
+        assert!(!line(&advice, false).contains("sched_yield"), "only where threads outnumber CPUs");
+        let none = line(&with_forfeit(-3_000.0), true);
+        assert!(none.contains("cost the yielding thread no measurable CPU time"), "{none}");
     }
 
     #[test]
