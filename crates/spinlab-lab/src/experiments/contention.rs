@@ -30,7 +30,7 @@ use crate::measure::stats::{jain, mean, paired_ratio_ci95, population_rsd_pct};
 use crate::measure::team::{spawn_team, StartLine, MEASURING, STARTING, STOPPED};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
-use crate::reading::advice::{caveats_of_row, missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{caveats_of_row, load_caveat, missing_reason, Advice, Contribution, Topic};
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
@@ -1464,13 +1464,13 @@ fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
     out
 }
 
-/// The floor's `yield-forfeit` in the document, if it was measured.
-fn yield_forfeit_ns(ctx: &Context<'_>) -> Option<f64> {
-    ctx.runs_of("floor")
-        .into_iter()
-        .flat_map(|run| &run.rows)
-        .filter(|row| row.text(MEASURE) == Some(floor::YIELD_FORFEIT))
-        .find_map(|row| row.number(floor::NS))
+/// The floor's `yield-forfeit` in the document, if it was measured: its run, the figure and
+/// the half-width of its 95% interval (ns).
+fn yield_forfeit<'a>(ctx: &Context<'a>) -> Option<(&'a Run, f64, f64)> {
+    ctx.runs_of("floor").into_iter().find_map(|run| {
+        let row = run.rows.iter().find(|row| row.text(MEASURE) == Some(floor::YIELD_FORFEIT))?;
+        Some((run, row.number(floor::NS)?, row.number("ci95_ns").unwrap_or(0.0)))
+    })
 }
 
 /// The reference locks a tie is resolved towards, in order: what people already use.
@@ -1569,11 +1569,17 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     // charges a yielder the rest of its time slice, waiting that yields makes the threads' CPU
     // time, and their acquisitions with it, less even than the scheduler alone would
     // (docs/floor.md, `yield-forfeit`).
-    if let Some(forfeit) = oversubscribed.then(|| yield_forfeit_ns(ctx)).flatten() {
-        let cost = if forfeit > 0.0 { format!("{} of", duration_words(forfeit)) } else { "no measurable".to_string() };
+    // The floor's load comes with its figure; a move of the line transfer does not bear on two
+    // threads sharing one CPU.
+    let mut floor_caveat = None;
+    if let Some((run, forfeit, ci)) = oversubscribed.then(|| yield_forfeit(ctx)).flatten() {
+        // Within its interval of zero, the figure says nothing was charged.
+        let cost =
+            if forfeit - ci > 0.0 { format!("{} of", duration_words(forfeit)) } else { "no measurable".to_string() };
         why.push_str(&format!(
             "; each sched_yield here cost the yielding thread {cost} CPU time beside a busy one (floor: yield-forfeit)"
         ));
+        floor_caveat = load_caveat(run);
     }
     let others: Vec<String> = tied
         .iter()
@@ -1596,6 +1602,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     }
     let mut line = Advice::new(situation, name.to_string(), why);
     line.caveats = caveats_of_row(run, best);
+    line.caveats.extend(floor_caveat);
     line.transfers = best.transfers();
     line
 }

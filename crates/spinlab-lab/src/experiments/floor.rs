@@ -84,7 +84,11 @@ const PAIRS_PER_PLACEMENT: usize = 4;
 /// `yield-forfeit`: one repetition's window, and how much of its own running the yielder
 /// does between two yields. A gap longer than `OFF_CPU_NS` between two of its clock reads
 /// is time it did not run, and does not count towards the next yield.
+/// Before the window both threads spin side by side this long (several time slices), and a
+/// partner not counted in after `FORFEIT_START_LIMIT` calls the repetition off.
 const FORFEIT_WINDOW: Duration = Duration::from_millis(200);
+const FORFEIT_SETTLE: Duration = Duration::from_millis(20);
+const FORFEIT_START_LIMIT: Duration = Duration::from_secs(10);
 const YIELD_EVERY_NS: f64 = 200_000.0;
 const OFF_CPU_NS: f64 = 20_000.0;
 
@@ -630,17 +634,41 @@ fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progres
 }
 
 /// One repetition of `yield-forfeit`: each side's CPU time over the window, and the yields.
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Shares {
     spinner_s: f64,
     yielder_s: f64,
     yields: u64,
 }
 
-/// Two threads pinned to `cpu` for [`FORFEIT_WINDOW`]: one spins, the other spins too but
-/// calls `sched_yield` after every [`YIELD_EVERY_NS`] it has run. Each reads its own CPU-time
-/// clock when it first sees the window open and when it sees it closed: a thread's CPU time
-/// grows only while it runs, and a running thread sees the flag within one loop, so a thread
-/// that was not running at either moment reads what it would have read then.
+impl Shares {
+    /// CPU time each yield cost the yielder, in ns: the spinner's time less the yielder's, per
+    /// yield. The scheduler keeps the two threads' virtual runtimes level, and the yielder's
+    /// holds what every yield was charged on top of what it ran, so the gap is that charge.
+    /// `None` without a yield.
+    fn forfeit_ns(self) -> Option<f64> {
+        (self.yields > 0).then(|| (self.spinner_s - self.yielder_s) / self.yields as f64 * 1e9)
+    }
+
+    /// The yielder's share of the CPU time the two used (an even split is 0.5).
+    fn yielder_share(self) -> f64 {
+        self.yielder_s / (self.spinner_s + self.yielder_s)
+    }
+}
+
+/// What one side of `yield-forfeit` used.
+struct Side {
+    cpu_s: f64,
+    yields: u64,
+}
+
+/// Two threads pinned to `cpu`: one spins, the other spins too but calls `sched_yield` after
+/// every [`YIELD_EVERY_NS`] it has run. Both spin side by side for [`FORFEIT_SETTLE`] first, so
+/// that neither starts the window owed time by the scheduler, then for [`FORFEIT_WINDOW`].
+/// Each reads its own CPU-time clock when it first sees the window open and when it sees it
+/// closed: a thread's CPU time grows only while it runs, and a running thread sees the flag
+/// within one loop, so a thread that was not running at either moment reads what it would
+/// have read then.
 fn yield_shares(cpu: usize, clock: &Clock) -> Result<Shares, LabError> {
     let phase = CachePadded::new(AtomicU8::new(STARTING));
     let in_loop = CachePadded::new(AtomicUsize::new(0));
@@ -675,43 +703,49 @@ fn yield_shares(cpu: usize, clock: &Clock) -> Result<Shares, LabError> {
                 std::hint::spin_loop();
             }
         }
-        (thread_cpu_s() - opened, yields)
+        Side { cpu_s: thread_cpu_s() - opened, yields }
     };
     let sides = with_partners(
         &[cpu, cpu],
         side,
         || phase.store(STOPPED, Release),
         || {
+            // A partner that panics before it counts itself in (it could not be pinned) is
+            // joined, and its panic raised, once the window is called off.
+            let deadline = Instant::now() + FORFEIT_START_LIMIT;
             while in_loop.load(Acquire) < 2 {
+                if Instant::now() > deadline {
+                    phase.store(STOPPED, Release);
+                    return;
+                }
                 std::thread::sleep(Duration::from_micros(50));
             }
+            std::thread::sleep(FORFEIT_SETTLE);
             phase.store(MEASURING, Release);
             std::thread::sleep(FORFEIT_WINDOW);
             phase.store(STOPPED, Release);
         },
     )?;
-    let [(spinner_s, _), (yielder_s, yields)] = [sides.partner[0], sides.partner[1]];
-    Ok(Shares { spinner_s, yielder_s, yields })
+    let [spinner, yielder] = [&sides.partner[0], &sides.partner[1]];
+    Ok(Shares { spinner_s: spinner.cpu_s, yielder_s: yielder.cpu_s, yields: yielder.yields })
 }
 
-/// `yield-forfeit`: per yield, the CPU time the yielder ended short of an even split with the
-/// spinner beside it, `(spinner - yielder) / 2 / yields`. Near zero where a yield only passes
-/// the CPU on (the time given up stays owed to the yielder); near what was left of the
-/// yielder's time slice where the kernel charges it that rest (Linux since "sched/fair: Forfeit vruntime on
-/// yield", upstream 79104becf42b, also in the stable series, e.g. 6.12.63).
+/// `yield-forfeit`: the CPU time each yield cost the yielder ([`Shares::forfeit_ns`]). Near zero
+/// where a yield only lets the other thread run first (the time given up stays owed to the
+/// yielder); near what was left of the yielder's time slice where the kernel charges it that
+/// rest (Linux since "sched/fair: Forfeit vruntime on yield", upstream 79104becf42b, also in
+/// the stable series, e.g. 6.12.63).
 fn yield_forfeit_row(cpu: usize, rule: &StoppingRule, progress: &Progress, lab: &Lab) -> Result<Row, LabError> {
     let mut shares = Vec::new();
     let mut yields = Vec::new();
     let series = repeat(rule, Some(progress), |rep| {
         let s = yield_shares(cpu, &lab.clock)?;
-        if s.yields == 0 {
-            return Ok(f64::NAN);
-        }
+        let Some(forfeit) = s.forfeit_ns() else { return Ok(f64::NAN) };
         if rep != Rep::Warmup {
-            shares.push(s.yielder_s / (s.spinner_s + s.yielder_s));
+            shares.push(s.yielder_share());
             yields.push(s.yields as f64);
         }
-        Ok((s.spinner_s - s.yielder_s) / 2.0 / s.yields as f64 * 1e9)
+        Ok(forfeit)
     })?;
     let mut row =
         measured(YIELD_FORFEIT, &series).with(PLACEMENT, Placement::SameCpu.name()).with("cpus", cpu.to_string());
@@ -728,7 +762,7 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     let mut bars: Vec<Bar> = Vec::new();
     let mut pairs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for row in &rows {
-        // A log axis has no place for a forfeit measured at or below zero.
+        // A log axis has no place for a figure at or below zero (a yield that cost nothing).
         let Some(ns) = row.number(NS).filter(|&ns| ns > 0.0) else { continue };
         let measure = row.text(MEASURE).unwrap_or("?");
         let (label, color) = match measure {
@@ -764,9 +798,27 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
     vec![plot::hbars("Physical floors", &axis, &bars, &legend).map(|svg| Panel {
         svg,
         caption: "What the machine costs before any lock is involved: a timer read, an uncontended CAS pair, one \
-                  iteration of each wait policy's loop, the one-way hand-over of a cache line or a futex wake-up \
-                  between two CPUs, and the CPU time a yield costs a thread whose CPU another wants; every lock \
-                  figure below is bounded by these."
+                  iteration of each wait policy's loop, and the one-way hand-over of a cache line or a futex \
+                  wake-up between two CPUs, which bound every lock figure below; and what a yield costs a thread \
+                  whose CPU another wants, which a waiter that yields pays when threads outnumber CPUs."
             .to_string(),
     })]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_yield_costs_the_yielder_the_gap_to_the_spinner_per_yield() {
+        // 0.174 s against 0.026 s over 125 yields: 1.184 ms charged a yield, 13% of the CPU.
+        let charged = Shares { spinner_s: 0.174, yielder_s: 0.026, yields: 125 };
+        assert!((charged.forfeit_ns().unwrap() - 1_184_000.0).abs() < 1.0, "{charged:?}");
+        assert!((charged.yielder_share() - 0.13).abs() < 1e-9);
+        // A yielder that got more than half: the figure is below zero, not folded to a cost.
+        let ahead = Shares { spinner_s: 0.099, yielder_s: 0.101, yields: 500 };
+        assert!((ahead.forfeit_ns().unwrap() + 4_000.0).abs() < 1e-6, "{ahead:?}");
+        assert!(ahead.yielder_share() > 0.5);
+        assert_eq!(Shares { spinner_s: 0.1, yielder_s: 0.1, yields: 0 }.forfeit_ns(), None);
+    }
 }

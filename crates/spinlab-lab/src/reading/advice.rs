@@ -153,11 +153,14 @@ pub fn caveats_of_row(run: &Run, row: &Row) -> Vec<String> {
 
 /// `run`'s load and the machine's move `moved`, in words.
 fn caveats_with(run: &Run, moved: Option<String>) -> impl Iterator<Item = String> {
-    let said = [
-        run.under_load().map(|w| format!("{} ran under load: {w}", run.experiment)),
-        moved.map(|w| format!("the machine changed under {}: {w}", run.experiment)),
-    ];
+    let said = [load_caveat(run), moved.map(|w| format!("the machine changed under {}: {w}", run.experiment))];
     said.into_iter().flatten()
+}
+
+/// `run`'s load alone, in words: the caveat of a figure a line quotes from a run whose lines
+/// transfer does not bear on it (floor's `yield-forfeit`, two threads on one CPU).
+pub fn load_caveat(run: &Run) -> Option<String> {
+    run.under_load().map(|w| format!("{} ran under load: {w}", run.experiment))
 }
 
 /// Why an experiment has no usable rows: not run, or every configuration skipped.

@@ -121,31 +121,50 @@ mod tests {
 
     #[test]
     fn an_oversubscribed_line_says_what_a_yield_cost_the_yielder() {
-        let with_forfeit = |ns: f64| {
+        use crate::results::{TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS, UNDER_LOAD};
+        // The floor's row, or none, and whether the floor ran under load.
+        let with_forfeit = |forfeit: Option<Row>, loaded: bool| {
             let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
             results
                 .runs
                 .push(contention_run(100, &[("ttas:spin", "spinlab", 2, 9e6), ("ttas:spin", "spinlab", 4, 8e6)]));
             let mut floor = Run::new("floor");
             floor.rows.push(Row::new().with("measure", "sched-yield").with("ns", 800.0));
-            floor.rows.push(Row::new().with("measure", "yield-forfeit").with("ns", ns));
+            floor.rows.extend(forfeit);
+            if loaded {
+                floor.param(UNDER_LOAD, "other processes used 35% of the CPUs");
+            }
+            floor.param(TRANSFER_BEFORE_NS, 40.0).param(TRANSFER_AFTER_NS, 200.0);
             results.runs.push(floor);
-            recommend(&Context::new(&results))
+            let advice = recommend(&Context::new(&results));
+            let line = |start: &str| advice.iter().find(|a| a.situation.starts_with(start)).unwrap().clone();
+            (line("short critical section, threads > CPUs"), line("short critical section, threads <="))
         };
-        let advice = with_forfeit(589_000.0);
-        let line = |advice: &[Advice], over: bool| {
-            let start =
-                if over { "short critical section, threads > CPUs" } else { "short critical section, threads <=" };
-            advice.iter().find(|a| a.situation.starts_with(start)).unwrap().why.clone()
-        };
-        let over = line(&advice, true);
+        let measured =
+            |ns: f64, ci: f64| Some(Row::new().with("measure", "yield-forfeit").with("ns", ns).with("ci95_ns", ci));
+        let (over, within) = with_forfeit(measured(1_184_000.0, 30_000.0), false);
         assert!(
-            over.contains("; each sched_yield here cost the yielding thread 589 µs of CPU time beside a busy one"),
-            "{over}"
+            over.why.contains("; each sched_yield here cost the yielding thread 1.18 ms of CPU time beside a busy one"),
+            "{}",
+            over.why
         );
-        assert!(!line(&advice, false).contains("sched_yield"), "only where threads outnumber CPUs");
-        let none = line(&with_forfeit(-3_000.0), true);
-        assert!(none.contains("cost the yielding thread no measurable CPU time"), "{none}");
+        assert!(over.caveats.is_empty(), "{:?}", over.caveats);
+        assert!(!within.why.contains("sched_yield"), "only where threads outnumber CPUs: {}", within.why);
+        // A figure whose interval holds zero, or below zero, is no cost.
+        for (ns, ci) in [(5_000.0, 6_000.0), (5_000.0, 5_000.0), (-3_000.0, 1_000.0)] {
+            let (over, _) = with_forfeit(measured(ns, ci), false);
+            assert!(over.why.contains("cost the yielding thread no measurable CPU time"), "{ns} ± {ci}: {}", over.why);
+        }
+        // Not measured (skipped, or absent): nothing said.
+        for row in [Some(Row::new().with("measure", "yield-forfeit").skipped("no repetition produced a value")), None] {
+            let (over, _) = with_forfeit(row, false);
+            assert!(!over.why.contains("sched_yield"), "{}", over.why);
+        }
+        // The floor's load comes with its figure; its line transfer's move does not (two
+        // threads on one CPU move no line).
+        let (over, within) = with_forfeit(measured(1_184_000.0, 30_000.0), true);
+        assert_eq!(over.caveats, ["floor ran under load: other processes used 35% of the CPUs"]);
+        assert!(within.caveats.is_empty(), "{:?}", within.caveats);
     }
 
     #[test]
