@@ -771,7 +771,12 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
                 pairs.entry(row.text(PLACEMENT).unwrap_or("?").to_string()).or_default().push(ns);
                 continue;
             }
-            "futex-wake-to-run" => (format!("futex wake-to-run: {}", row.text(PLACEMENT).unwrap_or("?")), 2),
+            "futex-wake-to-run" => {
+                let placement = row.text(PLACEMENT).unwrap_or("?");
+                // At `same-cpu` the waker and the sleeper share one CPU: no line moves.
+                let color = if placement == Placement::SameCpu.name() { 3 } else { 2 };
+                (format!("futex wake-to-run: {placement}"), color)
+            }
             YIELD_FORFEIT => ("yield forfeit: CPU time a yield cost the yielder".to_string(), 3),
             other => (other.to_string(), 0),
         };
