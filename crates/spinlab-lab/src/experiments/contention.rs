@@ -1568,9 +1568,8 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     // With more threads than CPUs, what a waiter's yield costs it here: where the kernel
     // charges a yielder the rest of its time slice, waiting that yields makes the threads' CPU
     // time, and their acquisitions with it, less even than the scheduler alone would
-    // (docs/floor.md, `yield-forfeit`).
-    // The floor's load comes with its figure; a move of the line transfer does not bear on two
-    // threads sharing one CPU.
+    // (docs/floor.md, `yield-forfeit`). The floor's load comes with the figure as a caveat; a
+    // move of the line transfer does not bear on two threads sharing one CPU.
     let mut floor_caveat = None;
     if let Some((run, forfeit, ci)) = oversubscribed.then(|| yield_forfeit(ctx)).flatten() {
         // Within its interval of zero, the figure says nothing was charged.

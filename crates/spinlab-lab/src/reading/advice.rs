@@ -157,7 +157,7 @@ fn caveats_with(run: &Run, moved: Option<String>) -> impl Iterator<Item = String
     said.into_iter().flatten()
 }
 
-/// `run`'s load alone, in words: the caveat of a figure a line quotes from a run whose lines
+/// `run`'s load alone, in words: the caveat of a figure a line quotes from a run whose line
 /// transfer does not bear on it (floor's `yield-forfeit`, two threads on one CPU).
 pub fn load_caveat(run: &Run) -> Option<String> {
     run.under_load().map(|w| format!("{} ran under load: {w}", run.experiment))
