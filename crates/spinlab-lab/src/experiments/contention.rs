@@ -1464,12 +1464,12 @@ fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
     out
 }
 
-/// The floor's `yield-forfeit` in the document, if it was measured: its run, the figure and
-/// the half-width of its 95% interval (ns).
-fn yield_forfeit<'a>(ctx: &Context<'a>) -> Option<(&'a Run, f64, f64)> {
+/// The floor's `yield-forfeit` in the document, if it was measured: its run, and the figure
+/// (ns) with its interval.
+fn yield_forfeit<'a>(ctx: &Context<'a>) -> Option<(&'a Run, Estimate)> {
     ctx.runs_of("floor").into_iter().find_map(|run| {
         let row = run.rows.iter().find(|row| row.text(MEASURE) == Some(floor::YIELD_FORFEIT))?;
-        Some((run, row.number(floor::NS)?, row.number("ci95_ns").unwrap_or(0.0)))
+        Some((run, Estimate::of(row, floor::NS)?))
     })
 }
 
@@ -1571,10 +1571,13 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     // (docs/floor.md, `yield-forfeit`). The floor's load comes with the figure as a caveat; a
     // move of the line transfer does not bear on two threads sharing one CPU.
     let mut floor_caveat = None;
-    if let Some((run, forfeit, ci)) = oversubscribed.then(|| yield_forfeit(ctx)).flatten() {
+    if let Some((run, forfeit)) = oversubscribed.then(|| yield_forfeit(ctx)).flatten() {
         // Within its interval of zero, the figure says nothing was charged.
-        let cost =
-            if forfeit - ci > 0.0 { format!("{} of", duration_words(forfeit)) } else { "no measurable".to_string() };
+        let cost = if forfeit.low() > 0.0 {
+            format!("{} of", duration_words(forfeit.value))
+        } else {
+            "no measurable".to_string()
+        };
         why.push_str(&format!(
             "; each sched_yield here cost the yielding thread {cost} CPU time beside a busy one (floor: yield-forfeit)"
         ));

@@ -81,15 +81,16 @@ pub(crate) const BATCHES: u32 = 51;
 const WAKEUPS: u32 = 50;
 /// Pairs per placement on machines with more than 16 CPUs.
 const PAIRS_PER_PLACEMENT: usize = 4;
-/// `yield-forfeit`: one repetition's window, and how much of its own running the yielder
-/// does between two yields. A gap longer than `OFF_CPU_NS` between two of its clock reads
-/// is time it did not run, and does not count towards the next yield.
-/// Before the window both threads spin side by side this long (several time slices), and a
-/// partner not counted in after `FORFEIT_START_LIMIT` calls the repetition off.
+/// `yield-forfeit`: one repetition's window.
 const FORFEIT_WINDOW: Duration = Duration::from_millis(200);
+/// How long both threads spin side by side before the window (several time slices).
 const FORFEIT_SETTLE: Duration = Duration::from_millis(20);
+/// A partner not counted in after this long calls the repetition off.
 const FORFEIT_START_LIMIT: Duration = Duration::from_secs(10);
+/// How much of its own running the yielder does between two yields.
 const YIELD_EVERY_NS: f64 = 200_000.0;
+/// A gap at least this long between two of the yielder's clock reads is time it did not run,
+/// and does not count towards the next yield.
 const OFF_CPU_NS: f64 = 20_000.0;
 
 impl Experiment for Floor {
@@ -634,7 +635,7 @@ fn wake_to_run_row(placement: Placement, rule: &StoppingRule, progress: &Progres
 }
 
 /// One repetition of `yield-forfeit`: each side's CPU time over the window, and the yields.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 struct Shares {
     spinner_s: f64,
     yielder_s: f64,
