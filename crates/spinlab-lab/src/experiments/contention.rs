@@ -34,7 +34,7 @@ use crate::reading::advice::{caveats_of_row, load_caveat, missing_reason, Advice
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
-use crate::results::format::{duration_words, number};
+use crate::results::format::{duration_words, number, section_words};
 use crate::results::keys::{BELOW_FLOOR, LOCK, MEASURE, ORIGIN, PLACEMENT, THREADS};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
@@ -72,6 +72,12 @@ pub const JAIN_CPU_TIME: &str = "jain_cpu_time";
 pub const JAIN_NO_LOCK: &str = "jain_no_lock";
 /// What the progress line calls the no-lock subject of the rounds.
 const NO_LOCK: &str = "no lock";
+/// The longest time a repetition's threads took to finish their last acquisition after the
+/// window closed, in milliseconds.
+pub const DRAIN_MAX_MS: &str = "drain_max_ms";
+/// Set (true) on a row whose lock collapsed at that configuration: its threads took longer
+/// than [`COLLAPSE_DRAIN`] to drain after a window, so it was not repeated further.
+pub const COLLAPSED: &str = "collapsed";
 /// Acquisitions that took the lock from another thread, in percent of all (mean over
 /// repetitions; absent with `--cs-lines 0`, where no shared line records the last holder).
 pub const HANDOVERS_PCT: &str = "handovers_pct";
@@ -746,9 +752,9 @@ fn per_configuration(run: &Run, heading: &str, line: impl Fn(&Row) -> Option<Str
 
 /// The longest drain after the stop, and whether the lock collapsed (also said on stderr).
 fn add_drain(row: &mut Row, lock: &LockChoice, at: &At, t: &Totals) {
-    row.set("drain_max_ms", t.max_drain_s * 1e3);
+    row.set(DRAIN_MAX_MS, t.max_drain_s * 1e3);
     if t.collapsed {
-        row.set("collapsed", true);
+        row.set(COLLAPSED, true);
         eprintln!(
             "note: {} collapsed at {} threads: its threads took {:.0} ms to finish one more acquisition each after the stop; not repeated further",
             lock.name(),
@@ -985,7 +991,21 @@ impl Experiment for Contention {
             c.threads = Some(Threads(vec![ThreadCount::PerCpu(2)]));
             c.locks = smoke_locks();
         }
-        vec![short, Step::new(long, c, "contention: long (10 µs) critical section")]
+        let long = Step::new(long, c, "contention: long (10 µs) critical section");
+        // Nothing inside the lock but the shared line: where a lock's own hand-over is all
+        // there is to measure (issue 10's cells), at one thread per CPU and at 8 per CPU.
+        let empty = Contention { cs_ns: 0, ..self.clone() };
+        let mut c = length.common(&empty, 3, 5, 50);
+        c.threads = Some(Threads(if cpus >= 2 {
+            vec![ThreadCount::PerCpu(1), ThreadCount::PerCpu(8)]
+        } else {
+            vec![ThreadCount::Exact(2), ThreadCount::Exact(8)]
+        }));
+        if length == Length::Smoke {
+            c.threads = Some(Threads(vec![ThreadCount::PerCpu(2)]));
+            c.locks = smoke_locks();
+        }
+        vec![short, long, Step::new(empty, c, "contention: empty critical section")]
     }
 
     fn figures(&self, ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
@@ -1058,16 +1078,17 @@ struct OnePerCpu<'a> {
 }
 
 impl<'a> OnePerCpu<'a> {
-    fn cs_ns(run: &Run) -> f64 {
-        run.params.get("cs_ns").and_then(|v| v.as_f64()).unwrap_or(0.0)
-    }
-
-    /// The run with the shortest (`longest == false`) or longest critical section.
+    /// The run with the shortest (`longest == false`) critical section that has work in it
+    /// (an empty one only where no other was run), or the longest.
     fn pick(ctx: &Context<'a>, longest: bool) -> OnePerCpu<'a> {
         let runs = ctx.runs_of("contention");
-        let by_cs = |a: &&&Run, b: &&&Run| Self::cs_ns(a).total_cmp(&Self::cs_ns(b));
-        let run = if longest { runs.iter().max_by(by_cs) } else { runs.iter().min_by(by_cs) };
-        OnePerCpu { run: run.copied(), threads: ctx.cpus.to_string() }
+        let run = if longest {
+            runs.iter().max_by(|a, b| cs_ns(a).total_cmp(&cs_ns(b))).copied()
+        } else {
+            let Sections { empty, shortest, .. } = sections(&runs);
+            shortest.or(empty)
+        };
+        OnePerCpu { run, threads: ctx.cpus.to_string() }
     }
 
     fn row(&self, lock: &str) -> Option<&'a Row> {
@@ -1105,11 +1126,11 @@ impl<'a> OnePerCpu<'a> {
     }
 
     fn words(&self, figure: &str) -> String {
-        let ns = self.run.map_or(0.0, Self::cs_ns);
+        let ns = self.run.map_or(0.0, cs_ns);
         format!(
-            "contention, {SPINLOCK} and the fairlock, {} threads (one per CPU), critical section {}: {figure}",
+            "contention, {SPINLOCK} and the fairlock, {} threads (one per CPU), {}: {figure}",
             self.threads,
-            duration_words(ns)
+            section_words(ns)
         )
     }
 }
@@ -1323,11 +1344,43 @@ fn add_ratios(rows: &mut [Row], rounds: &[&[f64]], baseline: &str) {
 /// that the recommendation has a measured answer for long critical sections too.
 pub const LONG_CS_NS: u64 = 10_000;
 
+/// A contention run's critical section (`--cs-ns`), in nanoseconds.
+fn cs_ns(run: &Run) -> f64 {
+    run.params.get("cs_ns").and_then(|v| v.as_f64()).unwrap_or(0.0)
+}
+
+/// The contention runs the recommendation and the scorecard read, by critical section.
+struct Sections<'a> {
+    /// The first run with nothing in the critical section but its shared lines.
+    empty: Option<&'a Run>,
+    /// The run with the shortest critical section that has work in it.
+    shortest: Option<&'a Run>,
+    /// The run with the longest critical section of [`LONG_SECTION_NS`] or more, unless it
+    /// is `shortest` itself.
+    longest: Option<&'a Run>,
+}
+
+/// Where a critical section counts as long for the recommendation.
+const LONG_SECTION_NS: f64 = 1000.0;
+
+fn sections<'a>(runs: &[&'a Run]) -> Sections<'a> {
+    let by_cs = |a: &&&Run, b: &&&Run| cs_ns(a).total_cmp(&cs_ns(b));
+    let empty = runs.iter().find(|r| cs_ns(r) == 0.0).copied();
+    let shortest = runs.iter().filter(|r| cs_ns(r) > 0.0).min_by(by_cs).copied();
+    let longest = runs
+        .iter()
+        .filter(|r| cs_ns(r) >= LONG_SECTION_NS)
+        .max_by(by_cs)
+        .copied()
+        .filter(|l| shortest.is_none_or(|s| !std::ptr::eq(s, *l)));
+    Sections { empty, shortest, longest }
+}
+
 /// Throughput vs threads per lock, and (for the first run) per-thread fairness bars.
 fn throughput_chart(ctx: &Context<'_>, run: &Run, fairness: bool) -> Vec<Result<Panel, String>> {
     let rows = measured(run.rows.iter());
     let cs_ns = run.params.get("cs_ns").and_then(|v| v.as_f64());
-    let cs = cs_ns.map_or(String::new(), |ns| format!(", critical section {}", duration_words(ns)));
+    let cs = cs_ns.map_or(String::new(), |ns| format!(", {}", section_words(ns)));
     let placements = distinct(&rows, PLACEMENT);
     let mut series = Vec::new();
     let mut threads: Vec<f64> = Vec::new();
@@ -1361,12 +1414,13 @@ fn throughput_chart(ctx: &Context<'_>, run: &Run, fairness: bool) -> Vec<Result<
         false,
     );
     let band = Band { from: ctx.cpus as f64, label: format!("oversubscribed: threads > {} CPUs", ctx.cpus) };
+    let collapses = collapse_words(&rows);
     out.push(plot::lines(&format!("Throughput vs threads{cs}"), &x, &y, &series, Some(&band)).map(|svg| Panel {
         svg,
         caption: format!(
             "Lock acquisitions per second of all threads together, per lock and thread count{cs}; the shaded region \
              has more threads than the {} usable CPUs, where a spinning waiter burns the time slice its lock holder \
-             needs.",
+             needs.{collapses}",
             ctx.cpus
         ),
     }));
@@ -1374,6 +1428,35 @@ fn throughput_chart(ctx: &Context<'_>, run: &Run, fairness: bool) -> Vec<Result<
         out.extend(fairness_panel(ctx, &rows));
     }
     out
+}
+
+/// The caption's sentence on the rows marked `collapsed`, or nothing where none was.
+fn collapse_words(rows: &[&Row]) -> String {
+    let mut collapsed: Vec<(String, Vec<String>)> = Vec::new();
+    for row in rows.iter().filter(|r| r.get(COLLAPSED).and_then(|v| v.as_bool()) == Some(true)) {
+        let (Some(lock), Some(threads)) = (row.text(LOCK), value_string(row, THREADS)) else { continue };
+        let threads = match row.number(DRAIN_MAX_MS) {
+            Some(ms) => format!("{threads} ({} ms)", number(ms)),
+            None => threads,
+        };
+        match collapsed.iter_mut().find(|(l, _)| l == lock) {
+            Some((_, counts)) => counts.push(threads),
+            None => collapsed.push((lock.to_string(), vec![threads])),
+        }
+    }
+    if collapsed.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> =
+        collapsed.iter().map(|(lock, counts)| format!("{lock} at {} threads", counts.join(", "))).collect();
+    format!(
+        " Collapsed, and so not repeated further: {}. A lock that hands over in order, to a waiter that may \
+         not be running, serves its threads one time slice at a time once they outnumber the CPUs: after a \
+         window closed, its threads took longer than {} ms (or the window, where that is longer) to finish one \
+         more acquisition each (the longest such drain in brackets).",
+        each.join("; "),
+        COLLAPSE_DRAIN.as_millis()
+    )
 }
 
 fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, String>> {
@@ -1441,21 +1524,21 @@ fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, Stri
 fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
     let mut out = Vec::new();
     let contention: Vec<&Run> = ctx.runs_of("contention");
-    let cs = |run: &&Run| run.params.get("cs_ns").and_then(|v| v.as_f64()).unwrap_or(0.0);
-    let short = contention.iter().min_by(|a, b| cs(a).total_cmp(&cs(b)));
-    let long = contention.iter().filter(|r| cs(r) >= 1000.0).max_by(|a, b| cs(a).total_cmp(&cs(b)));
+    let Sections { empty, shortest, longest } = sections(&contention);
     let why_no_contention = missing_reason(ctx, "contention");
-    for (length, run) in [("short", short), ("long", long.filter(|l| short.is_none_or(|s| !std::ptr::eq(*s, **l))))] {
+    let lengths = [
+        ("empty", empty, "not measured: no contention run with an empty critical section (--cs-ns 0)"),
+        ("short", shortest, "not measured: no contention run with work in its critical section (--cs-ns above 0)"),
+        ("long", longest, "not measured: no contention run with a critical section of 1 µs or more"),
+    ];
+    for (length, run, not_run) in lengths {
         for oversubscribed in [false, true] {
             let situation = format!(
                 "{length} critical section, {}",
                 if oversubscribed { "threads > CPUs (oversubscribed)" } else { "threads <= CPUs" }
             );
             out.push(match run {
-                None if length == "long" && short.is_some() => Advice::missing(
-                    &situation,
-                    "not measured: no contention run with a critical section of 1 µs or more".to_string(),
-                ),
+                None if !contention.is_empty() => Advice::missing(&situation, not_run.to_string()),
                 None => Advice::missing(&situation, why_no_contention.clone()),
                 Some(run) => best_lock(ctx, run, &situation, oversubscribed),
             });
@@ -1539,8 +1622,10 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     let name = best.text(LOCK).unwrap_or("?");
     let t = best.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
     let mut why = format!("{} acquisitions/s at {n} threads", number(t));
-    if let Some(cs_ns) = run.params.get("cs_ns").and_then(|v| v.as_f64()) {
-        why.push_str(&format!(" with a {} critical section", duration_words(cs_ns)));
+    match run.params.get("cs_ns").and_then(|v| v.as_f64()) {
+        Some(0.0) => why.push_str(" with an empty critical section"),
+        Some(ns) => why.push_str(&format!(" with a {} critical section", duration_words(ns))),
+        None => {}
     }
     if let Some(reference) = at.iter().find(|r| is_reference(r) && !std::ptr::eq(**r, best)) {
         let rt = reference.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
@@ -1692,6 +1777,34 @@ mod tests {
         let mut no_floor = Row::new();
         add_uncontended_floor(&mut no_floor, &Summary::exact(1.0, 0.2), None);
         assert_eq!(no_floor.number("uncontended_vs_floor"), None);
+    }
+
+    #[test]
+    fn the_chart_names_each_collapsed_lock_with_its_thread_counts_and_drains() {
+        let row = |lock: &str, threads: u64, drain_ms: Option<f64>| {
+            let mut row = Row::new().with(LOCK, lock).with(THREADS, threads);
+            if let Some(ms) = drain_ms {
+                row.set(DRAIN_MAX_MS, ms);
+                row.set(COLLAPSED, true);
+            }
+            row
+        };
+        let rows = [
+            row("ticket:spin", 4, Some(130.0)),
+            row("default", 4, None),
+            row("ticket:spin", 8, Some(420.0)),
+            row("fair:spin", 16, Some(2500.0)),
+            row("default", 16, None).with(COLLAPSED, false),
+        ];
+        let words = collapse_words(&rows.iter().collect::<Vec<_>>());
+        assert!(
+            words.contains("ticket:spin at 4 (130 ms), 8 (420 ms) threads; fair:spin at 16 (2500 ms) threads."),
+            "{words}"
+        );
+        assert!(!words.contains("default"), "{words}");
+        assert!(words.contains("longer than 100 ms"), "{words}");
+        let calm = [row("default", 4, None), row("ticket:spin", 2, None)];
+        assert_eq!(collapse_words(&calm.iter().collect::<Vec<_>>()), "");
     }
 
     /// Rounds in which the machine ran at half speed and then at full move both locks alike:

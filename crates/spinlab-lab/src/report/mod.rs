@@ -181,10 +181,8 @@ pub fn summary(results: &Results, advice: &[recommend::Advice], card: &Scorecard
     let mut out = String::from("\nspinlab report\n");
     for run in &results.runs {
         let skipped = run.rows.iter().filter(|r| r.is_skipped()).count();
-        let cs =
-            run.params.get("cs_ns").and_then(|v| v.as_f64()).map_or(String::new(), |ns| {
-                format!(" (critical section {})", crate::results::format::duration_words(ns))
-            });
+        let cs = run.params.get("cs_ns").and_then(|v| v.as_f64());
+        let cs = cs.map_or(String::new(), |ns| format!(" ({})", crate::results::format::section_words(ns)));
         out.push_str(&format!(
             "  {:<13} {:>6.1} s  {} rows measured{}{cs}\n",
             run.experiment,

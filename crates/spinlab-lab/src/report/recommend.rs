@@ -53,12 +53,44 @@ mod tests {
         run
     }
 
+    /// The line for a short critical section with threads <= CPUs.
+    fn short_line(advice: Vec<Advice>) -> Advice {
+        let short = advice.into_iter().find(|a| a.situation == "short critical section, threads <= CPUs");
+        short.expect("a short critical section line")
+    }
+
+    #[test]
+    fn an_empty_section_has_lines_of_its_own_and_the_short_lines_keep_the_shortest_with_work() {
+        let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        results.runs.push(contention_run(0, &[("ttas:spin", "spinlab", 2, 9e6), ("std", "reference", 2, 6e6)]));
+        results.runs.push(contention_run(100, &[("ttas:spin", "spinlab", 2, 3e6), ("std", "reference", 2, 4e6)]));
+        results.runs.push(contention_run(10_000, &[("ttas:spin", "spinlab", 2, 5e4), ("std", "reference", 2, 9e4)]));
+        let advice = recommend(&Context::new(&results));
+        let line = |situation: &str| advice.iter().find(|a| a.situation == situation).unwrap();
+        let empty = line("empty critical section, threads <= CPUs");
+        assert_eq!(empty.choice, "ttas:spin", "{}", empty.why);
+        assert!(empty.why.contains("9M acquisitions/s at 2 threads with an empty critical section"), "{}", empty.why);
+        let short = line("short critical section, threads <= CPUs");
+        assert_eq!(short.choice, "std", "the 100 ns run, not the empty one: {}", short.why);
+        assert!(short.why.contains("with a 100 ns critical section"), "{}", short.why);
+        let long = line("long critical section, threads <= CPUs");
+        assert_eq!(long.choice, "std", "{}", long.why);
+        assert!(long.why.contains("with a 10 µs critical section"), "{}", long.why);
+        // With only an empty run, the short lines say what is missing rather than read it.
+        let mut only_empty = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        only_empty.runs.push(contention_run(0, &[("ttas:spin", "spinlab", 2, 9e6)]));
+        let advice = recommend(&Context::new(&only_empty));
+        let short = advice.iter().find(|a| a.situation == "short critical section, threads <= CPUs").unwrap();
+        assert_eq!(short.choice, NO_RECOMMENDATION);
+        assert!(short.why.contains("no contention run with work in its critical section"), "{}", short.why);
+    }
+
     #[test]
     fn a_tie_names_spinlabs_default_then_a_reference_so_reruns_agree() {
         let advice_for = |rows: &[(&str, &str, u64, f64)]| {
             let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
             results.runs.push(contention_run(100, rows));
-            recommend(&Context::new(&results)).remove(0)
+            short_line(recommend(&Context::new(&results)))
         };
         // 1% intervals: 9.0M and 8.95M overlap, 8.0M does not.
         let tie = advice_for(&[
@@ -81,7 +113,7 @@ mod tests {
                 row.set("bound", bound);
             }
             results.runs.push(run);
-            recommend(&Context::new(&results)).remove(0)
+            short_line(recommend(&Context::new(&results)))
         };
         for (x, y, z) in [(9.0e6, 8.95e6, 8.93e6), (8.93e6, 8.95e6, 9.0e6), (8.95e6, 9.0e6, 8.93e6)] {
             let fair =
@@ -182,10 +214,11 @@ mod tests {
         let still = advice_for(&[(TRANSFER_BEFORE_NS, 50.0.into()), (TRANSFER_AFTER_NS, 60.0.into())]);
         assert!(still.iter().all(|a| a.caveats.is_empty()), "{:?}", still[0]);
         let moved = advice_for(&[(TRANSFER_BEFORE_NS, 40.0.into()), (TRANSFER_AFTER_NS, 200.0.into())]);
-        assert_eq!(moved[0].choice, "ttas:spin");
-        assert_eq!(moved[0].caveats.len(), 1, "{:?}", moved[0]);
-        assert!(moved[0].caveats[0].starts_with("the machine changed under contention: "), "{:?}", moved[0]);
-        assert!(moved[0].caveats[0].contains("40 ns") && moved[0].caveats[0].contains("200 ns"), "{:?}", moved[0]);
+        let short = short_line(moved.clone());
+        assert_eq!(short.choice, "ttas:spin");
+        assert_eq!(short.caveats.len(), 1, "{short:?}");
+        assert!(short.caveats[0].starts_with("the machine changed under contention: "), "{short:?}");
+        assert!(short.caveats[0].contains("40 ns") && short.caveats[0].contains("200 ns"), "{short:?}");
         // Only the lines chosen from the run that moved, and never a line that chose nothing.
         let herd = moved.iter().find(|a| a.situation.contains("herd")).unwrap();
         assert!(herd.caveats.is_empty(), "{herd:?}");
@@ -204,7 +237,7 @@ mod tests {
         assert_eq!((short.caveats.len(), long.caveats.len()), (1, 0), "{short:?}\n{long:?}");
         assert_eq!(long.choice, "ttas:spin", "the long line recommends, from the run that held still");
         let loaded = advice_for(&[(UNDER_LOAD, "other processes used 35% of the CPUs".into())]);
-        assert_eq!(loaded[0].caveats, ["contention ran under load: other processes used 35% of the CPUs"]);
+        assert_eq!(short_line(loaded).caveats, ["contention ran under load: other processes used 35% of the CPUs"]);
         // Rows with transfers of their own (measured again until the machine held still under
         // them): the run's move elsewhere is not theirs, and their own move is said.
         let rows_moved = |after: f64| {
@@ -216,7 +249,7 @@ mod tests {
                 row.set(TRANSFER_AFTER_NS, after);
             }
             results.runs.push(run);
-            recommend(&Context::new(&results)).remove(0).caveats
+            short_line(recommend(&Context::new(&results))).caveats
         };
         assert!(rows_moved(50.0).is_empty(), "{:?}", rows_moved(50.0));
         let own = rows_moved(230.0);
@@ -237,10 +270,23 @@ mod tests {
         ));
         let ctx = Context::new(&results);
         let advice = recommend(&ctx);
-        assert_eq!(advice[0].choice, "ttas:spin");
-        assert!(advice[0].why.contains("1.50x the best reference lock (std"), "{}", advice[0].why);
-        assert_eq!(advice[1].choice, "std");
-        assert!(advice[2].why.contains("no contention run with a critical section of 1 µs"), "{:?}", advice[2]);
+        let situations: Vec<&str> = advice.iter().take(6).map(|a| a.situation.as_str()).collect();
+        assert_eq!(
+            situations,
+            [
+                "empty critical section, threads <= CPUs",
+                "empty critical section, threads > CPUs (oversubscribed)",
+                "short critical section, threads <= CPUs",
+                "short critical section, threads > CPUs (oversubscribed)",
+                "long critical section, threads <= CPUs",
+                "long critical section, threads > CPUs (oversubscribed)",
+            ]
+        );
+        assert!(advice[0].why.contains("no contention run with an empty critical section"), "{:?}", advice[0]);
+        assert_eq!(advice[2].choice, "ttas:spin");
+        assert!(advice[2].why.contains("1.50x the best reference lock (std"), "{}", advice[2].why);
+        assert_eq!(advice[3].choice, "std");
+        assert!(advice[4].why.contains("no contention run with a critical section of 1 µs"), "{:?}", advice[4]);
         let co = advice.iter().find(|a| a.situation.starts_with("co-runners sensitive")).unwrap();
         assert!(co.why.contains("wakeup experiment was not run"), "{}", co.why);
         assert!(advice.iter().any(|a| a.why.contains("herd experiment was not run")));

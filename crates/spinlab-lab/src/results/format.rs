@@ -49,6 +49,16 @@ pub fn duration_words(ns: f64) -> String {
     }
 }
 
+/// A critical section of `ns` in words: `critical section 100 ns`, or `empty critical section`
+/// where nothing but the shared lines is done inside the lock.
+pub fn section_words(ns: f64) -> String {
+    if ns == 0.0 {
+        "empty critical section".to_string()
+    } else {
+        format!("critical section {}", duration_words(ns))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
