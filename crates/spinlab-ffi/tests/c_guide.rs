@@ -93,3 +93,18 @@ fn the_gated_row_holds_the_in_order_locks_over_policies_that_leave_the_cpu() {
     assert!(names_in(&rows[1].0).contains("fair:yield"), "yield's waiters offer their CPU: gated too");
     assert!(names_in(&rows[2].0).contains("adaptive:pause-yield-park"), "the default barges");
 }
+
+/// The header's word on `spinlab_mutex_t` names the same locks as the guide's collapse row,
+/// checked against the registry as that row is.
+#[test]
+fn the_header_warns_of_exactly_the_locks_that_collapse() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include/spinlab.h");
+    let header = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text: String =
+        header.lines().map(|l| l.trim_start().trim_start_matches('*').trim()).collect::<Vec<_>>().join(" ");
+    let warning = text.split("When threads outnumber CPUs: ").nth(1).expect("the header warns of collapse");
+    let (cell, _) = warning.split_once(" hand the lock over in order").expect("the warning says what they do");
+    let collapsing: BTreeSet<String> =
+        spinlab::registry::locks().iter().filter(|e| e.fair).map(|e| e.name.clone()).collect();
+    assert_eq!(names_in(cell), collapsing, "include/spinlab.h's warning and the registry's in-order spinning locks");
+}
