@@ -433,6 +433,49 @@ fn mcs_releaser_that_locks_again_queues_behind_the_waiter() {
     releaser_queues_behind_waiter::<Futex>();
 }
 
+/// The ticket lock's bound is FIFO: waiters are served in the order they took their tickets.
+/// Here the holder lets three threads take tickets one after another (each starts only once
+/// the one before it is counted among the waiters) and then releases: they must get the lock
+/// in that order, every round. A lock that served its waiters in any other order, or let one
+/// in while another was ahead of it, fails; with the holder keeping the lock until all three
+/// wait, the outcome does not depend on timing.
+fn ticket_serves_in_ticket_order<W: spinlab::wait::Wait>() {
+    let name = format!("ticket:{}", W::NAME);
+    let _watchdog = watchdog(&name, "three waiters served in the order they took their tickets");
+    let lock = Ticket::<W>::new();
+    for round in 0..100 {
+        let order = std::sync::Mutex::new(Vec::with_capacity(3));
+        let held = lock.lock();
+        std::thread::scope(|s| {
+            for me in 0..3u32 {
+                let (lock, order) = (&lock, &order);
+                s.spawn(move || {
+                    let guard = lock.lock();
+                    order.lock().unwrap().push(me);
+                    // SAFETY: locked above by this thread.
+                    unsafe { lock.unlock(guard) };
+                });
+                while lock.waiters() < me + 1 {
+                    std::thread::yield_now();
+                }
+            }
+            // SAFETY: locked above by this thread.
+            unsafe { lock.unlock(held) };
+        });
+        assert_eq!(order.into_inner().unwrap(), [0, 1, 2], "{name}, round {round}");
+        assert_eq!(lock.waiters(), 0, "{name}");
+    }
+    assert!(!lock.is_locked(), "{name}");
+}
+
+#[test]
+fn ticket_lock_serves_waiters_in_ticket_order() {
+    let _serial = serial();
+    ticket_serves_in_ticket_order::<Spin>();
+    ticket_serves_in_ticket_order::<SpinPark>();
+    ticket_serves_in_ticket_order::<Futex>();
+}
+
 /// The fair lock hands over round-robin (seed 003): with three threads that each wait until
 /// the other two are queued before releasing, the lock can never go back to its releaser, and
 /// once all three hold slots every hand-over follows the slots' cyclic order, so any three

@@ -65,6 +65,26 @@ impl<W: Wait> Ticket<W> {
         }
     }
 
+    /// How many threads hold a ticket and wait behind the holder (a snapshot; 0 when the lock
+    /// is free). Timed waiters hold no ticket and are not counted. Tickets are served in the
+    /// order they were taken, so a thread that sees this count grow past `n` knows that the
+    /// thread it saw take ticket `n` will be served before any later one.
+    ///
+    /// ```
+    /// use lock_api::RawMutex;
+    /// use spinlab::{lock::Ticket, wait::Spin};
+    /// let lock = Ticket::<Spin>::new();
+    /// assert_eq!(lock.waiters(), 0);
+    /// lock.lock();
+    /// assert_eq!(lock.waiters(), 0, "the holder's own ticket is not a waiter's");
+    /// ```
+    pub fn waiters(&self) -> u32 {
+        // Relaxed: a snapshot for observers; nothing is read through it. `serving` first: it
+        // never passes the `next` of the same moment, so it cannot pass a later `next` either.
+        let serving = self.serving.load(Relaxed);
+        self.next.load(Relaxed).wrapping_sub(serving).saturating_sub(1)
+    }
+
     /// A timed waiter's wait (it holds no ticket) for `serving` to move away from `seen`:
     /// the policy's spin phase, then sleep on `serving`. Returns `false` if the deadline
     /// passed.
