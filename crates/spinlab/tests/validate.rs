@@ -391,6 +391,14 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<Fair<SpinPark>>("fair:spin-park");
 }
 
+/// Locks `lock`, notes `who` in `order` while holding it, and releases.
+fn take_turn<L: RawMutex<Guard = lock_api::GuardSend>, T>(lock: &L, order: &std::sync::Mutex<Vec<T>>, who: T) {
+    let guard = lock.lock();
+    order.lock().unwrap().push(who);
+    // SAFETY: locked just above by this thread.
+    unsafe { lock.unlock(guard) };
+}
+
 /// MCS's bypass bound rests on one rule: an attempt that begins while a waiter is queued lines
 /// up behind it. Here the holder sees the other thread queued, releases and locks again at
 /// once: it must get the lock after that thread, every round. A lock that let the releaser
@@ -404,21 +412,13 @@ fn releaser_queues_behind_waiter<W: spinlab::wait::Wait>() {
         let order = std::sync::Mutex::new(Vec::with_capacity(2));
         let held = lock.lock();
         std::thread::scope(|s| {
-            s.spawn(|| {
-                let guard = lock.lock();
-                order.lock().unwrap().push("waiter");
-                // SAFETY: locked above by this thread.
-                unsafe { lock.unlock(guard) };
-            });
+            s.spawn(|| take_turn(&lock, &order, "waiter"));
             while !lock.has_queue() {
                 std::thread::yield_now();
             }
             // SAFETY: locked above by this thread.
             unsafe { lock.unlock(held) };
-            let again = lock.lock();
-            order.lock().unwrap().push("releaser");
-            // SAFETY: locked just above by this thread.
-            unsafe { lock.unlock(again) };
+            take_turn(&lock, &order, "releaser");
         });
         assert_eq!(order.into_inner().unwrap(), ["waiter", "releaser"], "{name}, round {round}");
     }
@@ -449,12 +449,7 @@ fn ticket_serves_in_ticket_order<W: spinlab::wait::Wait>() {
         std::thread::scope(|s| {
             for me in 0..3u32 {
                 let (lock, order) = (&lock, &order);
-                s.spawn(move || {
-                    let guard = lock.lock();
-                    order.lock().unwrap().push(me);
-                    // SAFETY: locked above by this thread.
-                    unsafe { lock.unlock(guard) };
-                });
+                s.spawn(move || take_turn(lock, order, me));
                 while lock.waiters() < me + 1 {
                     std::thread::yield_now();
                 }
