@@ -392,7 +392,7 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
 }
 
 /// Locks `lock`, notes `who` in `order` while holding it, and releases.
-fn take_turn<L: RawMutex<Guard = lock_api::GuardSend>, T>(lock: &L, order: &std::sync::Mutex<Vec<T>>, who: T) {
+fn take_turn<L: RawMutex, T>(lock: &L, order: &std::sync::Mutex<Vec<T>>, who: T) {
     let guard = lock.lock();
     order.lock().unwrap().push(who);
     // SAFETY: locked just above by this thread.
@@ -461,6 +461,44 @@ fn ticket_serves_in_ticket_order<W: spinlab::wait::Wait>() {
         assert_eq!(lock.waiters(), 0, "{name}");
     }
     assert!(!lock.is_locked(), "{name}");
+}
+
+/// CLH's bound is FIFO too: each waiter is served after the thread whose node it replaced as
+/// the tail. As for the ticket lock, three threads queue one after another behind the holder
+/// (each starts once the tail has moved to the one before it), and must get the lock in that
+/// order, every round.
+fn clh_serves_in_queue_order<W: spinlab::wait::Wait>() {
+    let name = format!("clh:{}", W::NAME);
+    let _watchdog = watchdog(&name, "three waiters served in the order they queued");
+    let lock = Clh::<W>::new();
+    for round in 0..100 {
+        let order = std::sync::Mutex::new(Vec::with_capacity(3));
+        let held = lock.lock();
+        assert!(!lock.has_queue_behind(&held), "{name}: nobody waits yet");
+        std::thread::scope(|s| {
+            for me in 0..3u32 {
+                let seen = lock.last_queued();
+                let (lock, order) = (&lock, &order);
+                s.spawn(move || take_turn(lock, order, me));
+                while !lock.queued_since(seen) {
+                    std::thread::yield_now();
+                }
+            }
+            assert!(lock.has_queue_behind(&held), "{name}");
+            // SAFETY: locked above by this thread.
+            unsafe { lock.unlock(held) };
+        });
+        assert_eq!(order.into_inner().unwrap(), [0, 1, 2], "{name}, round {round}");
+    }
+    assert!(!lock.is_locked(), "{name}");
+}
+
+#[test]
+fn clh_lock_serves_waiters_in_queue_order() {
+    let _serial = serial();
+    clh_serves_in_queue_order::<Spin>();
+    clh_serves_in_queue_order::<SpinPark>();
+    clh_serves_in_queue_order::<Futex>();
 }
 
 #[test]

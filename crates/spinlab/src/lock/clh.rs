@@ -100,6 +100,40 @@ impl<W: Wait> Clh<W> {
         }
     }
 
+    /// Whether a thread has queued since the holder of `guard` took the lock (a snapshot):
+    /// the tail is no longer the holder's own node. Each thread queues by making its node the
+    /// tail and is served after the thread whose node it replaced, so an observer that waits
+    /// for this, or for [`queued_since`](Self::queued_since), knows the order threads will be
+    /// served in.
+    ///
+    /// ```
+    /// use lock_api::RawMutex;
+    /// use spinlab::{lock::Clh, wait::Spin};
+    /// let lock = Clh::<Spin>::new();
+    /// let guard = lock.lock();
+    /// assert!(!lock.has_queue_behind(&guard));
+    /// // SAFETY: locked just above.
+    /// unsafe { lock.unlock(guard) };
+    /// ```
+    pub fn has_queue_behind(&self, guard: &ClhGuard) -> bool {
+        self.queued_since(queue_node::as_ptr(guard.node) as usize)
+    }
+
+    /// The last node queued, as an address that is never followed (0: a fresh lock), for
+    /// [`queued_since`](Self::queued_since).
+    pub fn last_queued(&self) -> usize {
+        // Relaxed: a snapshot for observers; nothing is read through it.
+        self.tail.load(Relaxed) as usize
+    }
+
+    /// Whether a thread has queued since [`last_queued`](Self::last_queued) returned
+    /// `seen`, asked while that node's owner still holds or waits for the lock: its node
+    /// cannot be queued again until then, so only a timed waiter that gives up and takes its
+    /// own node back out of the tail can bring the tail back to it.
+    pub fn queued_since(&self, seen: usize) -> bool {
+        self.last_queued() != seen
+    }
+
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<ClhGuard> {
