@@ -433,24 +433,28 @@ fn mcs_releaser_that_locks_again_queues_behind_the_waiter() {
     releaser_queues_behind_waiter::<Futex>();
 }
 
-/// The ticket lock's bound is FIFO: waiters are served in the order they took their tickets.
-/// Here the holder lets three threads take tickets one after another (each starts only once
-/// the one before it is counted among the waiters) and then releases: they must get the lock
-/// in that order, every round. A lock that served its waiters in any other order, or let one
-/// in while another was ahead of it, fails; with the holder keeping the lock until all three
-/// wait, the outcome does not depend on timing.
-fn ticket_serves_in_ticket_order<W: spinlab::wait::Wait>() {
-    let name = format!("ticket:{}", W::NAME);
-    let _watchdog = watchdog(&name, "three waiters served in the order they took their tickets");
-    let lock = Ticket::<W>::new();
+/// A FIFO lock's bound: waiters are served in the order they queued. The holder lets three
+/// threads queue one after another (each starts only once the lock shows the one before it
+/// queued: `mark` takes a snapshot of the queue, `moved` says whether a thread has queued
+/// since) and then releases: they must get the lock in that order, every round. A lock that
+/// served its waiters in any other order, or let one in ahead of another, fails; with the
+/// holder keeping the lock until all three wait, the outcome does not depend on timing.
+fn served_in_queue_order<L: RawMutex + Sync>(
+    name: &str,
+    lock: &L,
+    mark: impl Fn(&L) -> usize,
+    moved: impl Fn(&L, usize) -> bool,
+) {
+    let _watchdog = watchdog(name, "three waiters served in the order they queued");
     for round in 0..100 {
         let order = std::sync::Mutex::new(Vec::with_capacity(3));
         let held = lock.lock();
         std::thread::scope(|s| {
             for me in 0..3u32 {
-                let (lock, order) = (&lock, &order);
+                let seen = mark(lock);
+                let order = &order;
                 s.spawn(move || take_turn(lock, order, me));
-                while lock.waiters() < me + 1 {
+                while !moved(lock, seen) {
                     std::thread::yield_now();
                 }
             }
@@ -458,39 +462,32 @@ fn ticket_serves_in_ticket_order<W: spinlab::wait::Wait>() {
             unsafe { lock.unlock(held) };
         });
         assert_eq!(order.into_inner().unwrap(), [0, 1, 2], "{name}, round {round}");
-        assert_eq!(lock.waiters(), 0, "{name}");
     }
     assert!(!lock.is_locked(), "{name}");
+}
+
+/// Ticket's queue is its tickets: a thread has queued once it is counted among the waiters.
+fn ticket_serves_in_ticket_order<W: spinlab::wait::Wait>() {
+    let lock = Ticket::<W>::new();
+    let waiters = |l: &Ticket<W>| l.waiters() as usize;
+    served_in_queue_order(&format!("ticket:{}", W::NAME), &lock, waiters, |l, seen| waiters(l) > seen);
+    assert_eq!(lock.waiters(), 0);
 }
 
-/// CLH's bound is FIFO too: each waiter is served after the thread whose node it replaced as
-/// the tail. As for the ticket lock, three threads queue one after another behind the holder
-/// (each starts once the tail has moved to the one before it), and must get the lock in that
-/// order, every round.
+/// CLH's queue is its tail: a thread has queued once the tail has moved to its node.
 fn clh_serves_in_queue_order<W: spinlab::wait::Wait>() {
-    let name = format!("clh:{}", W::NAME);
-    let _watchdog = watchdog(&name, "three waiters served in the order they queued");
     let lock = Clh::<W>::new();
-    for round in 0..100 {
-        let order = std::sync::Mutex::new(Vec::with_capacity(3));
-        let held = lock.lock();
-        assert!(!lock.has_queue_behind(&held), "{name}: nobody waits yet");
-        std::thread::scope(|s| {
-            for me in 0..3u32 {
-                let seen = lock.last_queued();
-                let (lock, order) = (&lock, &order);
-                s.spawn(move || take_turn(lock, order, me));
-                while !lock.queued_since(seen) {
-                    std::thread::yield_now();
-                }
-            }
-            assert!(lock.has_queue_behind(&held), "{name}");
-            // SAFETY: locked above by this thread.
-            unsafe { lock.unlock(held) };
-        });
-        assert_eq!(order.into_inner().unwrap(), [0, 1, 2], "{name}, round {round}");
-    }
-    assert!(!lock.is_locked(), "{name}");
+    let held = lock.lock();
+    assert!(!lock.has_queue_behind(&held), "nobody waits yet");
+    std::thread::scope(|s| {
+        s.spawn(|| take_turn(&lock, &std::sync::Mutex::new(Vec::new()), ()));
+        while !lock.has_queue_behind(&held) {
+            std::thread::yield_now();
+        }
+        // SAFETY: locked above by this thread.
+        unsafe { lock.unlock(held) };
+    });
+    served_in_queue_order(&format!("clh:{}", W::NAME), &lock, Clh::last_queued, Clh::queued_since);
 }
 
 #[test]
