@@ -160,10 +160,12 @@ fn stacks_are_reused_and_other_mappings_unmapped() {
     }
 }
 
-/// A pooled stack handed out again keeps its guard page, so the pool answers `generator`'s
-/// repeat of `mprotect(PROT_NONE)` itself; a call that lifts the guard reaches the kernel, and
-/// the guard asked for after it is put back by the kernel. The protections are read from
-/// `/proc/self/maps`, not from the pool. The length is one no loom stack has and the other
+/// A pooled stack handed out again keeps its guard page, and answering `generator`'s repeat
+/// of `mprotect(PROT_NONE)` in the pool never leaves a page with a protection other than the
+/// one asked for: a call that lifts the guard reaches the kernel, and the guard asked for after
+/// it is put back. The protections are read from `/proc/self/maps`, not from the pool; which
+/// of the calls reached the kernel is not visible there (the saving was measured with `perf`,
+/// the module says how). The length is one no loom stack has and the other
 /// test's is not (13 pages), so neither takes the other's stack.
 #[test]
 fn a_pooled_stack_keeps_its_guard_page() {
