@@ -1,7 +1,9 @@
 //! A reader of the repository alone can resolve everything it cites: every "seed NNN" in the
 //! README, the docs and the crates has its entry in docs/sources.md, no markdown link leads
 //! out of the repository (or to a file or heading that is not there), and no file names a
-//! path outside it. And every feature a crate declares gates something.
+//! path outside it. Every feature a crate declares gates something. And the tree speaks of
+//! the project as it is: no words of the work that made it, dates only where they stamp a
+//! figure, pages short enough to read, and module docs short enough to hold a design.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -238,10 +240,9 @@ fn the_link_checker_refuses_links_out_of_the_repository() {
 #[test]
 fn no_file_names_a_path_outside_the_repository() {
     let outside = ["../shared", "DESIGN.md", "STYLE.md", "seeds/"];
-    let this_file = root().join("crates/spinlab/tests/sources.rs");
     let mut found = Vec::new();
     // This file's own examples name them.
-    for (path, text) in text_files().into_iter().filter(|(path, _)| *path != this_file) {
+    for (path, text) in text_files().into_iter().filter(|(path, _)| *path != this_file()) {
         for (line_number, line) in text.lines().enumerate() {
             for name in outside.iter().filter(|name| line.contains(*name)) {
                 found.push(format!("{}:{}: {name}", relative(&path), line_number + 1));
@@ -271,4 +272,173 @@ fn every_feature_a_crate_declares_gates_something() {
         }
     }
     assert!(unused.is_empty(), "features that no `cfg(feature = …)` reads:\n{}", unused.join("\n"));
+}
+
+/// This file, which names the words it refuses.
+fn this_file() -> PathBuf {
+    root().join("crates/spinlab/tests/sources.rs")
+}
+
+/// Whether `lower` holds `word` with no letter or digit on either side.
+fn has_word(lower: &str, word: &str) -> bool {
+    lower.match_indices(word).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// Whether `lower` holds `word` followed by a number (`word 10`, `word #10`).
+fn has_numbered(lower: &str, word: &str) -> bool {
+    lower.match_indices(word).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
+        let rest = lower[at + word.len()..].trim_start_matches('s');
+        let rest = rest.strip_prefix(' ').map(|r| r.trim_start_matches('#'));
+        !before.is_some_and(char::is_alphanumeric) && rest.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+    })
+}
+
+/// The work-log words in `line`, if any: what tells of how the project was made rather than
+/// what it is. Such history belongs in the commit messages.
+fn process_words(line: &str) -> Option<&'static str> {
+    let lower = line.to_lowercase();
+    if has_word(&lower, "session") || has_word(&lower, "sessions") {
+        return Some("a work session");
+    }
+    if has_numbered(&lower, "issue") || has_numbered(&lower, "attempt") {
+        return Some("a tracker or attempt number");
+    }
+    let narration = [
+        "an earlier version",
+        "an earlier build",
+        "an earlier default",
+        "an earlier protocol",
+        "an earlier design",
+        "the default until",
+        "it used to",
+        "this used to",
+        "was lent",
+    ];
+    if let Some(phrase) = narration.iter().find(|phrase| lower.contains(*phrase)) {
+        return Some(phrase);
+    }
+    let dated = |rest: &str| {
+        rest.len() >= 5 && rest.as_bytes()[..4].iter().all(u8::is_ascii_digit) && rest.as_bytes()[4] == b'-'
+    };
+    ["until ", "since ", "from "]
+        .iter()
+        .any(|p| lower.match_indices(p).any(|(at, _)| dated(&lower[at + p.len()..])))
+        .then_some("a dated narrative")
+}
+
+/// The dates (`YYYY-MM-DD`) in `line` that are not part of a timestamp (`YYYY-MM-DD HH:MM`).
+fn dates(line: &str) -> usize {
+    let bytes = line.as_bytes();
+    let shape = |at: usize| {
+        let digits =
+            |range: std::ops::Range<usize>| range.into_iter().all(|i| bytes.get(i).is_some_and(u8::is_ascii_digit));
+        digits(at..at + 4)
+            && bytes.get(at + 4) == Some(&b'-')
+            && digits(at + 5..at + 7)
+            && bytes.get(at + 7) == Some(&b'-')
+            && digits(at + 8..at + 10)
+            && !bytes.get(at + 10).is_some_and(u8::is_ascii_digit)
+            && (at == 0 || !bytes[at - 1].is_ascii_digit())
+    };
+    let timestamp = |at: usize| {
+        let time = line.get(at + 10..at + 16).unwrap_or_default().as_bytes();
+        time.len() == 6 && time[0] == b' ' && time[3] == b':' && [1, 2, 4, 5].iter().all(|&i| time[i].is_ascii_digit())
+    };
+    (0..bytes.len()).filter(|&at| line.is_char_boundary(at) && shape(at) && !timestamp(at)).count()
+}
+
+/// Whether `path` is prose or code that a reader reads (markdown, Rust, C, shell), not data.
+fn is_read_text(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+    matches!(ext, "md" | "rs" | "c" | "h" | "sh" | "py" | "toml")
+        || (ext.is_empty() && !name.starts_with('.'))
+        || name == "run"
+}
+
+#[test]
+fn the_process_scanner_knows_work_log_words_from_plain_ones() {
+    for line in [
+        "The thirty-ninth session measured it",
+        "see issue 10",
+        "issues #11 and 12",
+        "attempt 3 failed",
+        "the default until 2026-11-25",
+        "(An earlier version slept here.)",
+        "It used to abort",
+        "since 2026-11-27 the gate",
+    ] {
+        assert!(process_words(line).is_some(), "{line}");
+    }
+    for line in [
+        "a waiter that is no longer queued",
+        "an earlier release's sleeper",
+        "the issue is that a waiter sleeps",
+        "sessionless",
+        "the value used to index",
+        "glibc 2.36, from 2 threads, from 2000 ns",
+    ] {
+        assert_eq!(process_words(line), None, "{line}");
+    }
+    assert_eq!(dates("| 1.02x | `cargo bench` | 2-CPU guest | 2026-12-02 |"), 1);
+    assert_eq!(dates("`2026-04-01 12:34 UTC` from seconds"), 0);
+    assert_eq!(dates("build 20261-12-02, x12026-12-021"), 0);
+}
+
+#[test]
+fn the_tree_speaks_of_the_project_not_of_how_it_was_made() {
+    let mut found = Vec::new();
+    for (path, text) in text_files().into_iter().filter(|(path, _)| *path != this_file() && is_read_text(path)) {
+        let markdown = path.extension().is_some_and(|e| e == "md");
+        for (line_number, line) in text.lines().enumerate() {
+            let place = format!("{}:{}", relative(&path), line_number + 1);
+            if let Some(what) = process_words(line) {
+                found.push(format!("{place}: {what}: {}", line.trim()));
+            }
+            // A date stamps a figure, and figures stand in tables: a date elsewhere dates a story.
+            if dates(line) > 0 && !(markdown && line.trim_start().starts_with('|')) {
+                found.push(format!("{place}: a date outside a table of figures: {}", line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "the history belongs in the commit messages:\n{}", found.join("\n"));
+}
+
+#[test]
+fn every_page_is_short_enough_to_be_a_reference() {
+    let limits = [("README.md", 8 * 1024), ("docs/contention.md", 30 * 1024)];
+    let mut over = Vec::new();
+    let mut pages = 0;
+    for (path, text) in text_files().into_iter().filter(|(path, _)| path.extension().is_some_and(|e| e == "md")) {
+        let name = relative(&path);
+        let limit = limits.iter().find(|(page, _)| *page == name).map_or(40 * 1024, |&(_, limit)| limit);
+        pages += 1;
+        if text.len() > limit {
+            over.push(format!("{name}: {} bytes, over {limit}", text.len()));
+        }
+    }
+    assert!(pages >= 10, "found only {pages} pages");
+    assert!(over.is_empty(), "pages too long to read as a reference:\n{}", over.join("\n"));
+}
+
+#[test]
+fn every_module_doc_holds_a_design_in_a_few_lines() {
+    const MOST: usize = 40;
+    let mut long = Vec::new();
+    let mut modules = 0;
+    for (path, text) in text_files().into_iter().filter(|(path, _)| path.extension().is_some_and(|e| e == "rs")) {
+        let lines = text.lines().take_while(|line| line.starts_with("//!") || line.trim().is_empty());
+        let doc = lines.filter(|line| line.starts_with("//!")).count();
+        modules += usize::from(doc > 0);
+        if doc > MOST {
+            long.push(format!("{}: {doc} lines of module docs", relative(&path)));
+        }
+    }
+    assert!(modules >= 50, "found only {modules} module docs");
+    assert!(long.is_empty(), "module docs over {MOST} lines (the rest belongs in docs/):\n{}", long.join("\n"));
 }
