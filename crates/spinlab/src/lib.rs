@@ -50,11 +50,10 @@ pub use padded::CachePadded;
 /// ([`lock::Adaptive`] over [`wait::PauseYieldPark`]; the registry calls it
 /// `adaptive:pause-yield-park`): a bounded-bypass word ([`lock::Bounded`]) whose waiters pause
 /// for 100 ns, then offer the CPU with `sched_yield` up to 64 times (pausing 2 µs after a
-/// yield that came back at once), then sleep on a futex;
-/// where the process may run on more than 4 CPUs, the waiters first queue at an MCS gate, and
-/// only the queue's head waits for the word. (The registry, and so the C ABI and the preload
-/// library, builds whichever of the two this machine gets once, when it builds its table:
-/// [`lock::Adaptive`]'s docs say why.)
+/// yield that came back at once), then sleep on a futex. Where the process may run on more
+/// than 4 CPUs, the waiters first queue at an MCS gate, and only the queue's head waits for
+/// the word. (The registry, and so the C ABI and the preload library, builds whichever of the
+/// two this machine gets once, when it builds its table: [`lock::Adaptive`]'s docs say why.)
 ///
 /// Why this one:
 /// - Uncontended, it is one compare-and-swap to lock and one to unlock (on an AMD CPU, a load
@@ -65,21 +64,23 @@ pub use padded::CachePadded;
 ///   for a sleeping or preempted thread to be scheduled: the convoy that makes strict FIFO
 ///   locks collapse when threads outnumber CPUs.
 /// - On a machine of a few CPUs, every waiter waits on the word and stays runnable while it
-///   waits a little: a CPU whose pinned threads all wait is not left idle, which is what held
-///   a queue whose waiters sleep in turn (`mcs:spin-yield-park`, the default until
-///   2026-11-25) to 0.55-0.76 of the better of parking_lot and std with 16 threads pinned to
-///   2 CPUs.
-/// - On a larger machine that crowd of waiters is many CPUs, each taking the lock's line from
-///   the holder: on a 16-CPU guest the word alone took 3.0-5.4x glibc's time in a program
-///   that only takes the lock, and behind the gate 0.52-0.56x (docs/contention.md).
+///   waits a little, so a CPU whose pinned threads all wait is not left idle, as it is under a
+///   queue whose waiters sleep in turn.
+/// - On a larger machine that crowd of waiters would be many CPUs, each taking the lock's line
+///   from the holder; behind the gate only the queue's head looks at the word, and the others
+///   wait on their own queue nodes.
 /// - Barging is bounded: a waiter that has waited 0.5 ms claims the next release
 ///   ([`lock::STARVATION_NS`]), as parking_lot's eventual fairness and the Linux mutex's
 ///   hand-off bit do.
 ///
-/// `bounded:pause-yield-park` (the word alone, 4 bytes; the default from 2026-11-25 to
-/// 2026-11-27) and `mcs:pause-yield-park` (always gated) stay in the registry, and
-/// `ttas:spin-park`, an earlier default, stays as the seeds' subject. `spinlab run
-/// contention` and `spinlab app` measure them against the others on your machine.
+/// The measurements behind each choice are in docs/design.md, "The default lock".
+/// `bounded:pause-yield-park` (the word alone, 4 bytes), `mcs:pause-yield-park` (always gated)
+/// and `ttas:spin-park` (the seeds' subject) stay in the registry: `spinlab run contention`
+/// and `spinlab app` measure them against the others on your machine.
+///
+/// ```
+/// assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 8, "the word and the gate's tail");
+/// ```
 pub type DefaultRawMutex = lock::Adaptive<wait::PauseYieldPark>;
 
 /// A mutex over spinlab's default lock ([`DefaultRawMutex`]); see its docs for why.

@@ -1,63 +1,41 @@
 //! spinlab's default lock: the bounded-bypass word alone on a machine of a few CPUs, and the
-//! same word behind an MCS gate on a larger one.
-//!
-//! Both designs were measured, and each wins on one machine (docs/contention.md, "On 16 CPUs,
-//! a tight loop"):
+//! same word behind an MCS gate on a larger one (docs/design.md, "The default lock").
 //!
 //! - **The word alone** ([`Bounded`](super::Bounded)) lets every waiter spin with
 //!   `pause-yield-park` ([`Wait::CROWD_SPINS`](crate::wait::Wait::CROWD_SPINS)): a waiter that
-//!   finds the lock free takes it at once, and no CPU idles while its threads wait. On the
-//!   2-CPU guest that crowd is at most one other CPU, and the word is level with or ahead of
-//!   parking_lot and std, and takes 0.53-0.66x glibc's wall time in a pthread program that
-//!   does nothing but take the lock.
-//! - **On 16 CPUs the crowd is fifteen CPUs.** Each release sends the lock's line to whichever
-//!   of them wins the compare-and-swap, so the lock changes CPU at every acquisition, and the
-//!   CPUs fill with spinning, yielding and futex calls: the same program took 3.0-5.4x glibc's
-//!   wall time, and an empty critical section at 16 threads ran at 0.73-0.75x the better
-//!   reference. Behind an MCS gate ([`Gated`]) only the queue's head looks at the word, the
-//!   others wait on their own queue nodes: 0.52-0.56x glibc's time, and 1.56-1.68x the better
-//!   reference at 16 and 128 threads. At 2 threads the gate costs 10-20% there.
+//!   finds the lock free takes it at once, and no CPU idles while its threads wait.
+//! - **Behind an MCS gate** ([`Gated`]) only the queue's head looks at the word; the others
+//!   wait on their own queue nodes. On many CPUs a crowd on the word would send the lock's line
+//!   to whichever waiter wins each release, so that the lock changes CPU at every acquisition
+//!   and the CPUs fill with spinning, yielding and futex calls.
 //!
-//! So the choice is made by the machine: the word alone where the process may run on at most
-//! `CROWD_CPUS` CPUs ([`DEFAULT_CROWD_CPUS`], 4), the gated word on more. The count is that of
-//! the CPUs the process's main thread may run on (its affinity, which `taskset` sets), or of
-//! those online where the main thread is pinned to one
-//! ([`process_cpus`](crate::sys::cpu::process_cpus)), read once at the first
-//! acquisition: a worker thread pinned to one CPU does not make a 16-CPU machine small.
-//!
-//! The threshold is a judgement from four machine sizes (docs/contention.md, "Between 2 and
-//! 16 CPUs"): on 2 CPUs the crowd wins; on 16 the gate wins except at 2 threads. The 16-CPU
-//! machine restricted with `taskset` to 8 CPUs was like 16. Restricted to 4 it was split:
-//! with 2 and 4 threads and an empty critical section the word alone reached 1.08-1.11x the
-//! better reference and the gate 0.73-0.83x; with 16 threads the gate led (1.24x against
-//! 0.86-1.10x), and in a pthread program of 32 threads the gate took 0.37x glibc's wall time
-//! against the word's 0.86-0.90x. Both are within the issue's bounds there; only the word
-//! reaches parking_lot at a few threads, so 4 CPUs stay with the word.
+//! The machine chooses: the word alone where the process may run on at most `CROWD_CPUS` CPUs
+//! ([`DEFAULT_CROWD_CPUS`], 4), the gated word on more. At 4 CPUs each wins somewhere, and only
+//! the word keeps up with parking_lot at a few threads, so 4 stays with the word. The count is
+//! that of the CPUs the process's main thread may run on (its affinity, which `taskset` sets),
+//! or of those online where the main thread is pinned to one
+//! ([`process_cpus`](crate::sys::cpu::process_cpus)), read once at the first acquisition: a
+//! worker thread pinned to one CPU does not make a large machine small.
 //!
 //! The choice is made once (threads racing to the first reading may see it change once), but
 //! mutual exclusion does not depend on it: it is the word's either way, and a waiter that does
 //! not queue contends for the word as a barging thread does. Uncontended, both are the word's
-//! compare-and-swap to lock and its release to unlock (`Bounded`'s: a compare-and-swap, or
-//! on an AMD CPU a load and a subtraction); the gate adds its tail to the word, 4 bytes that
-//! hold a queue node's number rather than its address (`queue_node::index`), 8 bytes in all.
-//! The guard ([`Owed`]) is 8 bytes more: the wake-up that passing the gate on may owe
-//! until the release ([`Gated`]'s docs say why).
+//! CAS to lock and its release to unlock; the gate adds its tail, 4 bytes that hold a queue
+//! node's number rather than its address (`queue_node::index`), 8 bytes in all. The guard
+//! ([`Owed`]) is 8 bytes more: the wake-up that passing the gate on may owe until the release
+//! ([`Gated`]'s docs say why).
 //!
 //! **Behind the registry the choice is the table's.** A lock reached by name (the lab, the C
 //! ABI, the preload library) is built as the lock this one would be on the machine, chosen
 //! once when the registry builds its table: `Bounded` (4 bytes) on up to `CROWD_CPUS` CPUs,
-//! `Adaptive<W, 0>` (always gated, with its guard kept beside it: 16 bytes) on more. This
-//! type asks at every contended acquisition and every release, and its guard needs room
-//! beside the word where the lock lives in place; on the 2-CPU guest, while the host moved a
-//! line in 160-175 ns, those cost the lock behind a table 15-20% of its throughput with an
-//! empty critical section against the word alone (docs/contention.md, "Hand-overs"). A Rust
-//! program that uses this type (`spinlab::Mutex`) keeps the guard in the `MutexGuard` and
-//! asks at each call; a scratch program put that at a few percent at most, not settled
-//! (the same section).
+//! `Adaptive<W, 0>` (always gated, its guard kept beside it: 16 bytes) on more. That spares
+//! the question this type asks at every contended acquisition and every release, and the room
+//! its guard needs beside the word where a lock lives in place. A Rust program that uses this
+//! type (`spinlab::Mutex`) keeps the guard in its `MutexGuard`.
 //!
-//! Fairness: on a small machine, the word's bound ([`Bounded`](super::Bounded): a running
-//! waiter that has waited [`STARVATION_NS`] claims the next release); on a large one, the gated
-//! lock's (waiters in MCS order, the head bounded as in [`Gated`]).
+//! Fairness: on a small machine, the word's bound (a running waiter that has waited
+//! [`STARVATION_NS`] claims the next release); on a large one, the gated lock's (waiters in MCS
+//! order, the head bounded as in [`Gated`]).
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
@@ -76,7 +54,7 @@ pub type Owed<W> = <McsQueue<W> as Gate>::Owed;
 pub const DEFAULT_CROWD_CPUS: usize = 4;
 
 /// The bounded-bypass word over `W`, gated by an MCS queue when the process may run on more
-/// than `CROWD_CPUS` CPUs (the module docs give the design and the measurements). The
+/// than `CROWD_CPUS` CPUs (the module docs give the design). The
 /// registry's `adaptive` locks; with [`PauseYieldPark`](crate::wait::PauseYieldPark),
 /// spinlab's default. `CROWD_CPUS` 0 always gates, and `usize::MAX` never does (for tests).
 ///
@@ -130,18 +108,12 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
         if Self::gates() {
             // Barge if the word is free (`try_lock` looks before it swaps). Behind a gate the
             // word carries the count of the head's absences, so the compare-and-swap from 0
-            // can fail on a free lock, and sending such a thread to the queue made each
-            // acquisition a hand-over through the gate: with the gate forced, a 16-thread
-            // program on the 2-CPU guest ran past 20 s where it takes 1 s.
+            // can fail on a free lock, and sending such a thread to the queue would make each
+            // acquisition a hand-over through the gate.
             //
-            // The blind compare-and-swap before this is a trade. Uncontended it is the floor,
-            // where `Gated`'s look first is not (`cargo bench --bench uncontended`, as a
-            // multiple of CAS+swap: `adaptive-gated` 1.016 and `gated-mcs` 1.086 on the 2-CPU
-            // guest, 1.045 and 1.10 on the 16-CPU one; this lock built to look first, 1.22
-            // there). Contended, one that fails takes the line from the holder, whose release
-            // must take it back: `hammer.c` took 1.11-1.18x `mcs:pause-yield-park`'s time on
-            // the 2-CPU guest with the gate forced, and on 16 CPUs 0.70-0.77x glibc's wall
-            // against its 0.53-0.56x (the look-first build: 0.57-0.61x).
+            // The blind compare-and-swap before this is a trade: uncontended it is the floor,
+            // where `Gated`'s look first is not; contended, one that fails takes the line from
+            // the holder, whose release must take it back (docs/design.md, "The default lock").
             match self.gated.word().try_lock() {
                 Some(_) => Some(None),
                 None => self.gated.lock_queued(deadline),
@@ -185,8 +157,7 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
     #[inline]
     unsafe fn unlock(&self, owed: Owed<W>) {
         // Where nobody queues, the word's own release: the gated one reads the gate's tail
-        // first, and under contention that load costs the releaser a transfer of the line
-        // (3-6% of a tight loop's time on the 2-CPU guest).
+        // first, and under contention that load costs the releaser a transfer of the line.
         if Self::gates() {
             // SAFETY: forwarded from the caller, who holds the lock.
             unsafe { self.gated.unlock(owed) }

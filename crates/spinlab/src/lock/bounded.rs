@@ -1,127 +1,43 @@
-//! The bounded-bypass lock: barging for throughput, a hand-off bit for fairness. The word of
-//! spinlab's default lock (behind an MCS queue: [`Gated`](super::Gated)).
+//! The bounded-bypass lock, the word of spinlab's default: barging, with the bypass bounded in
+//! time, after parking_lot's eventual fairness, the Linux mutex's hand-off bit and Go's mutex.
 //!
-//! A test-and-test-and-set lock lets whichever running thread sees the lock free take it: the
-//! releaser itself, often, because the lock's line is still in its cache. That is what makes
-//! barging locks fast, and what starves a waiter that was asleep when the lock came free.
-//! A FIFO lock avoids the starvation and pays with a convoy: when the next owner is asleep or
-//! preempted, the lock stays idle until it runs. This lock keeps barging and bounds the bypass
-//! instead, after parking_lot's eventual fairness, the Linux mutex's hand-off bit and Go's
-//! `sync.Mutex`:
+//! | bits   | name       | meaning                                                               |
+//! |--------|------------|-----------------------------------------------------------------------|
+//! | 0      | `LOCKED`   | held                                                                  |
+//! | 1      | `HANDOFF`  | a starving waiter has claimed the next release: only it sets `LOCKED` |
+//! | 2      | `WAKING`   | a release woke a sleeper that has not counted itself out yet          |
+//! | 3      | `SPINNING` | one waiter spins; the others sleep at once (policies that may sleep)  |
+//! | 4..8   | absences   | [`Gated`](super::Gated) only: releases in a row that found no head waiting, mod 16 |
+//! | 8      | `LAPPED`   | gated locks only: the absences have wrapped since a head last waited  |
+//! | 9..12  | spell      | gated locks only: which run of absences this is, mod 8                |
+//! | 12..32 | sleepers   | waiters counted in before they sleep, counted out after they wake     |
 //!
-//! - **A starving waiter claims the next release.** A waiter that has waited longer than
-//!   [`STARVATION_NS`] and still finds the lock taken sets `HANDOFF`. From then on nobody else
-//!   may take the lock: a release clears `LOCKED` and leaves the lock to the claimant.
-//! - **The claimant never sleeps.** It waits with `pause`, then `sched_yield`, so a release
-//!   never waits for a sleeping thread to be woken and scheduled. Only one waiter claims at a
-//!   time; the others wait as usual.
-//! - **One spinner, and none behind a sleeper.** With a policy that may sleep, one waiter at a
-//!   time runs the policy's spin phase (`SPINNING`), and only while no sleeper is counted
-//!   (parking_lot's rule; crowd policies, below, excepted); the others sleep at once, as the
-//!   Linux mutex queues its optimistic spinners so that only one spins. With more threads
-//!   than CPUs, a crowd of spinners takes the CPU from the holder (on a 2-CPU guest, 16
-//!   threads of a real program ran 1.6-1.9 times slower than under glibc's mutex with every
-//!   waiter spinning 4 µs), and behind a sleeper even one spinner only pulls the line from a
-//!   holder that takes the lock again at once (the same program over `spin-park`, with a
-//!   nap instead of a yield while `WAKING` is set, below, as well: 1.9 s against 2.8 s).
-//!   A policy that offers its CPU after a few looks ([`Wait::CROWD_SPINS`], as
-//!   `pause-yield-park`, spinlab's default) lets every waiter spin instead: none of them keeps
-//!   the holder off a CPU, and sending waiters to sleep at once left CPUs idle whenever every
-//!   thread pinned to one was asleep.
-//! - **Sleepers are counted, and one is woken at a time.** A release wakes one sleeper while
-//!   any are counted and no wake-up is already on its way, so sleepers keep turning over
-//!   without a herd.
+//! **Fast path**: lock is one CAS from 0 (and a second from what it saw, when that finds the
+//! word free with sleepers or absences counted); unlock is one CAS from `LOCKED` to 0, or on
+//! an AMD CPU a load and a `fetch_sub` (docs/design.md, "The bounded-bypass word"). Only the
+//! CAS that sets `LOCKED` (Acquire) and the one that clears it (Release) order critical
+//! sections; every other transition publishes nothing and is Relaxed, since a futex wait
+//! compares the word in the kernel and every waiter re-reads it after a change.
 //!
-//! State word:
+//! **Waiting.** Running threads barge. A waiter that has waited [`STARVATION_NS`] and finds the
+//! lock taken sets `HANDOFF`, and then waits running (pause, then yield), so a release never
+//! waits for a wake-up. Over a policy that may sleep one waiter spins (`SPINNING`), and none
+//! behind a counted sleeper (parking_lot's rule), unless the policy gives its CPU away after a
+//! few looks ([`Wait::CROWD_SPINS`]): then every waiter spins. The rest count themselves in by
+//! a CAS that also checks the lock is held or claimed, sleep, and count out when woken.
 //!
-//! | bits  | name       | meaning                                                           |
-//! |-------|------------|-------------------------------------------------------------------|
-//! | 0     | `LOCKED`   | held                                                              |
-//! | 1     | `HANDOFF`  | a starving waiter claims the lock: only it may set `LOCKED` next  |
-//! | 2     | `WAKING`   | a release woke a sleeper that has not come back yet               |
-//! | 3     | `SPINNING` | a waiter is spinning: others sleep at once (sleeping policies)    |
-//! | 4..8  | absences   | gated locks only: releases in a row that found no head waiting, mod 16 |
-//! | 8     | `LAPPED`   | gated locks only: the absences have wrapped since a head last waited |
-//! | 9..12 | spell      | gated locks only: which run of absences this is, mod 8           |
-//! | 12..32| sleepers   | waiters counted in before they sleep, counted out after they wake |
+//! **Wake-ups.** A release that finds sleepers and neither `HANDOFF` nor `WAKING` sets `WAKING`
+//! in its CAS and wakes one: one sleeper at a time is on its way back. After that CAS another
+//! thread may take, release and free the lock (POSIX allows it; glibc's bug 13690), so only the
+//! futex wake-up names the word, and the releaser never learns whether it woke anybody. Hence
+//! two rules: every sleeper clears `WAKING` as it counts out, whatever ended its wait, and takes
+//! over the wake-ups skipped meanwhile; no waiter counts in while `WAKING` is set (`count_out`
+//! shows the wake-up that would lose). No wake-up is lost: a sleeper sleeps only on a held or
+//! claimed word, whose release is still to come and finds it counted.
 //!
-//! A waiter counts itself in with a CAS that also checks the lock is still held (or claimed),
-//! sleeps on the word with that count, and counts itself out when its futex wait returns,
-//! whatever ended it. A release clears `LOCKED` and, when sleepers are counted and neither
-//! `HANDOFF` nor `WAKING` is set, sets `WAKING` in the same CAS and then wakes one. Unlike a
-//! single "sleepers may exist" bit (Rust std's futex mutex), the count does not forget the
-//! other sleepers while a woken one is on its way back. On an AMD CPU, a release that finds
-//! the word holding `LOCKED` alone subtracts it instead of a CAS, which is cheaper there and
-//! dearer on Intel (`release_alone`); should a waiter count itself in between that look and
-//! the subtraction, the release wakes one sleeper without `WAKING` (below).
-//!
-//! **Nothing touches the word after the release but the futex wake-up.** POSIX lets a thread
-//! destroy a mutex as soon as it is unlocked and unused (an object whose mutex guards its own
-//! reference count does), and the C ABI and the preload library serve such programs: between
-//! the CAS that frees the word and anything after it, another thread may take the lock,
-//! release it and free its memory (glibc's bug 13690 was this). A wake-up on freed memory is
-//! harmless (at worst a spurious wake-up of whoever sleeps there now, which every futex user
-//! accepts); a read or a write is not. So a releaser never learns whether its wake-up found
-//! anybody, and the sleepers end `WAKING` instead: **every sleeper clears `WAKING` as it
-//! counts itself out**, whether a wake-up, a changed word or a time-out ended its wait, and
-//! **no waiter counts itself in while `WAKING` is set**: it waits until a sleeper has come
-//! back, yielding its CPU where its policy keeps waiters running ([`Wait::CROWD_SPINS`]).
-//! Any other waiter spends its policy's spin budget 64 steps at a time between looks, so
-//! that its looks do not pull the line from a holder that takes the lock again every few
-//! nanoseconds, and then naps for about a wake-up's time between looks. It keeps its CPU
-//! meanwhile ([`Wait::relax_running`]): the woken sleeper needs one. With 16 threads of a
-//! real program on the 2-CPU guest (`docs/examples/hammer.c` under the preload library,
-//! `spin-park`, glibc's mutex 0.8-1.3 s) the pauses took its wall time from 1.5-1.8 s to
-//! 1.16-1.41 s; a look at every step took 1.9-2.1 s. A wake-up that finds nobody in the
-//! kernel therefore always leaves a sleeper to come back: each counted sleeper not yet
-//! asleep counted in on a word without `WAKING`, and the word now has it and keeps it until
-//! one of them counts out, so its futex wait returns at once. (Were counting in allowed, the
-//! word could return to a sleeper's value: it counts in on a held word with `WAKING` set by
-//! an earlier release and is preempted; that release's sleeper comes back and clears it; a
-//! release sets it again and its wake-up finds nobody; the lock is taken and another waiter
-//! counts in. The first then sleeps on a word equal to the one it counted in on, and nobody
-//! is left to end `WAKING`, so no release wakes anyone again. The test
-//! `no_waiter_sleeps_through_a_wake_up_that_found_nobody` plays this out with real futex
-//! waits; without the rule it hangs.) A sleeper that clears `WAKING` is running
-//! and takes over what the releases it made skip would have done: it takes the lock (its
-//! release wakes the next sleeper), finds it held (that holder's release wakes one, `WAKING`
-//! being clear) or claimed (the claimant's does). A sleeper that leaves because its deadline
-//! passed owes no such duty, as it took no wake-up: the kernel reports a wake-up that raced
-//! the time-out as a wake-up, and the futex wrapper gives up without asking the kernel once
-//! the deadline has passed. So whoever a wake-up reached comes back and takes the duty over,
-//! and a wake-up that reached nobody left only sleepers that had not reached the kernel,
-//! none of whom can sleep through the change (above). The loom models cover both kinds of
-//! time-out, after a sleep and at once (`*_expired_at_entry_*`). (An earlier
-//! version had the releaser give `WAKING` back when its wake-up found nobody, which wrote to
-//! the word after freeing it. A sleeper that comes back on a changed word now ends a wake-up
-//! aimed at another, so a release may wake a second sleeper while the first is on its way:
-//! a little herd, bought for a release that never touches freed memory.)
-//!
-//! Why no wake-up is lost: a sleeper only sleeps on a word that is held or claimed, so whoever
-//! holds it has a release still to come, and that release finds the sleeper counted. If its
-//! wake-up reaches the kernel before the sleeper does, the sleeper's futex wait sees a changed
-//! word and returns, or (if the word was taken again since) sleeps on a word whose new holder
-//! has a release, and a wake-up, still to come. A release with `HANDOFF` wakes nobody: the
-//! claimant is running, and its own release wakes the next sleeper. A release that finds
-//! `WAKING` set wakes nobody: a sleeper is on its way back, and counting out hands it the
-//! duty above. A release by subtraction that a waiter's count-in raced cannot set `WAKING`,
-//! and wakes one sleeper anyway: that waiter sleeps on a word changed by the subtraction, or
-//! retaken since and so with a release still to come, and whoever the wake-up reaches comes
-//! back with the duty. (A build whose waiters starved at once hung in the contention experiment when
-//! an earlier protocol lost that duty: a sleeper slept on a free lock until a debugger's
-//! attach woke it. The loom models `never_starving_*` explore those races.)
-//!
-//! **Absences** are written only by the release of a gated lock ([`Gated`](super::Gated),
-//! which says why), in the release's own CAS, and cleared there once a head is seen waiting
-//! again. Every other step carries them along unread; a sleeper whose futex wait returns
-//! because they changed looks at the word again, as after any change.
-//!
-//! Fairness guarantee: a bypass bound in time. A waiter that is running (spinning, or woken)
-//! and has waited [`STARVATION_NS`] gets the lock after at most the current holder and one
-//! earlier claimant. Sleepers come back one per release in the kernel's FIFO order and claim
-//! once starving, so a sleeper waits for the sleepers ahead of it, not for every thread that
-//! barges past it. Time a thread spends preempted is not the lock's to bound: with more
-//! threads than CPUs the scheduler's time slices add to every wait.
+//! **Fairness**: a bypass bound in time. A running waiter that has waited [`STARVATION_NS`]
+//! gets the lock after at most the holder and one other claimant; sleepers are woken one per
+//! release in the kernel's FIFO order and claim once starving. Time preempted is not bounded.
 
 use crate::sync::{AtomicU32, Ordering::*};
 use crate::sys::futex::FutexWait;
@@ -134,6 +50,8 @@ const LOCKED: u32 = 1;
 const HANDOFF: u32 = 2;
 const WAKING: u32 = 4;
 const SPINNING: u32 = 8;
+// Absences, `LAPPED` and the spell are written only by a gated lock's release, in its own CAS
+// (`unlock_counting_absences`); every other transition carries them along unread.
 const ONE_ABSENCE: u32 = 16;
 #[cfg(not(loom))]
 const ABSENCES: u32 = 15 * ONE_ABSENCE;
@@ -154,14 +72,14 @@ pub const STARVATION_NS: u64 = 500_000;
 /// How long a thread that finds a gated lock held, with waiters queued at its gate, looks at
 /// the word before it queues ([`Bounded::look_before_queueing`]), in nanoseconds: a short
 /// critical section and a few line transfers, far less than the sleep and wake-up that
-/// queueing costs (20-50 µs on the 2-CPU guest).
+/// queueing costs (docs/design.md, "The gate").
 pub(crate) const LOOK_NS: u32 = 1000;
 
 /// Spin iterations of a claimant before it yields the CPU between re-reads.
 const CLAIMANT_SPINS: u32 = 64;
 /// How long a waiter that finds a wake-up in flight (`WAKING`) sleeps before it looks again:
-/// about a futex wake-up's latency on the 2-CPU guest (20-50 µs), so the woken sleeper is
-/// usually back by then.
+/// about a futex wake-up's latency, so the woken sleeper is usually back by then
+/// (docs/design.md, "The bounded-bypass word").
 const WAKING_NAP_NS: u64 = 50_000;
 /// Steps of the spin budget between two looks of a waiter that found a wake-up in flight
 /// (`WAKING`), before the budget is spent and it naps instead.
@@ -226,8 +144,8 @@ impl<W: Wait> Bounded<W> {
     /// Takes the lock if it is free: a CAS from 0, and, if that finds the lock free with
     /// sleepers counted (or a gated lock's absences), a second CAS from what the first saw.
     /// With more threads than CPUs the running holder takes the lock again and again while
-    /// the others sleep counted, so a free word is seldom 0; without the second CAS each of
-    /// those acquisitions left the inline path for the contended one.
+    /// the others sleep counted, so a free word is seldom 0, and the second CAS keeps those
+    /// acquisitions on the inline path.
     #[inline(always)]
     pub(super) fn fast_lock(&self) -> bool {
         // Acquire: the previous holder's critical section happens-before ours.
@@ -330,7 +248,7 @@ impl<W: Wait> Bounded<W> {
             }
             if seen & WAKING != 0 {
                 // A wake-up is on its way and no sleeper has come back to end it. Counting in
-                // now could lose a wake-up (the module docs show how), so wait until one does.
+                // now could lose a wake-up (`count_out` shows how), so wait until one does.
                 // A crowd's waiter stays running, as its policy does (it yields); any other
                 // spends its policy's spin budget looking seldom, then naps (`await_waker`).
                 if crowd {
@@ -415,12 +333,25 @@ impl<W: Wait> Bounded<W> {
     }
 
     /// Counts a sleeper out after its futex wait returned, and ends the wake-up in flight
-    /// (`WAKING`), whether or not it was aimed at this thread: a releaser never learns if its
-    /// wake-up found anybody (the module docs say why), so the sleepers that come back end
-    /// it. A sleeper that goes on waiting takes over the wake-ups skipped meanwhile: it finds
-    /// the lock free (and takes it: its release wakes the next sleeper), held (its holder's
-    /// release wakes one) or claimed (the claimant's does). One that leaves, timed out, owes
-    /// nothing: it took no wake-up (the module docs say why).
+    /// (`WAKING`), whether or not it was aimed at this thread: a releaser may not touch the
+    /// word again, so it never learns whether its wake-up found anybody. A sleeper that goes
+    /// on waiting takes over the wake-ups skipped meanwhile: it finds the lock free (and takes
+    /// it: its release wakes the next sleeper), held (its holder's release wakes one) or
+    /// claimed (the claimant's does). One that leaves, timed out, owes nothing: the kernel
+    /// reports a wake-up that raced the time-out as a wake-up, and the futex wrapper does not
+    /// enter the kernel once the deadline has passed, so it took no wake-up. The price: a
+    /// sleeper back on a changed word ends a wake-up aimed at another, so a release may wake a
+    /// second sleeper while the first is on its way, a small herd.
+    ///
+    /// Why no waiter counts in while `WAKING` is set: the word could return to a sleeper's
+    /// value. A waiter counts in on a held word with `WAKING` set and is preempted; the woken
+    /// sleeper comes back and clears `WAKING`; a release sets it again and its wake-up finds
+    /// nobody in the kernel; the lock is taken and another waiter counts in. The first then
+    /// sleeps on a word equal to the one it counted in on, and nobody is left to end `WAKING`,
+    /// so no release wakes anyone again (`no_waiter_sleeps_through_a_wake_up_that_found_nobody`
+    /// plays this out). With the rule, each counted sleeper not yet asleep counted in on a word
+    /// without `WAKING`, and the word keeps `WAKING` until one of them counts out, so a
+    /// wake-up that found nobody leaves their futex waits to return at once.
     #[inline]
     fn count_out(&self) {
         let mut seen = self.state.load(Relaxed);
@@ -494,31 +425,12 @@ impl<W: Wait> Bounded<W> {
     }
 
     /// Frees a word that holds `LOCKED` and nothing else; returns the word as seen, untouched,
-    /// when it holds more. On an AMD CPU it looks, then subtracts `LOCKED` (`lock xadd`);
-    /// elsewhere it makes one compare-and-swap from `LOCKED` to 0 (`lock cmpxchg`).
-    ///
-    /// **Why the two.** Each is the cheaper one on one of the two machines measured, and each
-    /// is much the dearer on the other (`cargo bench --bench uncontended`, the default over
-    /// the CAS+swap floor; docs/contention.md, "The word's release on Intel"):
-    ///
-    /// | release | 2-CPU AMD EPYC guest | 16-CPU Intel Xeon guest |
-    /// |---|---|---|
-    /// | compare-and-swap | 1.03-1.07 | 1.02-1.04 |
-    /// | look, then subtraction | 0.96 | 1.31 |
-    ///
-    /// On the AMD guest the subtraction is the cheaper instruction: in a C loop of
-    /// lock-and-unlock pairs a CAS release took 1.00-1.05x a swap release's time, a
-    /// subtraction 0.91-0.94x, with or without the look before it. On the Intel guest the
-    /// subtraction after a look added about 5 ns to each pair. Which part of it costs there,
-    /// the look or the subtraction, was not measured (loans of that machine were paused after
-    /// one call). A CPU of another vendor, or another architecture, keeps the
-    /// compare-and-swap: the release every version of this lock made until the subtraction,
-    /// measured on both.
-    ///
-    /// Under contention the look costs no extra transfer where waiters only read the word, as
-    /// it is then shared and the subtraction's upgrade is the transfer the CAS made; a waiter's
-    /// failed CAS takes the line away, and then the look fetches it and the subtraction takes
-    /// it again.
+    /// when it holds more. On an AMD CPU it looks, then subtracts `LOCKED` (`lock xadd`), the
+    /// cheaper release there; elsewhere it makes one compare-and-swap from `LOCKED` to 0
+    /// (`lock cmpxchg`), the cheaper one on Intel and the one kept for any other CPU
+    /// (docs/design.md, "The bounded-bypass word"). Under contention the look costs no extra
+    /// line transfer while waiters only read the word: the line is then shared, and the
+    /// subtraction's upgrade is the transfer the CAS would make.
     ///
     /// **A waiter between the look and the subtraction.** It may count itself in, spin or
     /// claim there. The subtraction keeps what it added, as the CAS release would, but cannot
@@ -527,7 +439,7 @@ impl<W: Wait> Bounded<W> {
     /// has not reached the kernel sleeps on a word that has changed, or, if it was taken again
     /// since, on a held word whose holder's release finds it counted. One woken counts out and
     /// takes over the duty as any woken sleeper does; `WAKING` clear only lets a later release
-    /// wake another meanwhile, the little herd the module docs accept.
+    /// wake another meanwhile, the small herd `count_out` accepts.
     #[inline(always)]
     fn release_alone(&self) -> Result<(), u32> {
         if !releases_by_subtraction() {
@@ -927,9 +839,9 @@ mod tests {
     }
 
     /// A timed waiter that finds a wake-up in flight, and no sleeper ever coming back to end
-    /// it, gives up at its deadline and leaves the word as it found it. (Before the waiter
-    /// checked its deadline there, it waited for ever; it is not let starve and claim, which
-    /// would end its wait another way.)
+    /// it, gives up at its deadline and leaves the word as it found it; without a deadline
+    /// check there it would wait for ever. It is not let starve and claim, which would end its
+    /// wait another way.
     #[test]
     fn a_timed_waiter_behind_a_wake_up_in_flight_gives_up_at_its_deadline() {
         fn gives_up<W: Wait>() {
@@ -1192,7 +1104,7 @@ mod tests {
     }
 
     /// The sequence that the rule "no waiter counts itself in while `WAKING` is set" exists
-    /// for, played out with real futex waits (the module docs describe it): a waiter that
+    /// for, played out with real futex waits (`count_out` describes it): a waiter that
     /// counted in while a wake-up was on its way sleeps on a word that has come back to the
     /// value it counted in on, after the wake-up meant to end `WAKING` found nobody, and no
     /// release wakes anyone again. Where a step cannot happen because the rule holds a waiter

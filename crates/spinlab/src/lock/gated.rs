@@ -1,109 +1,41 @@
-//! A queue lock that survives more threads than CPUs: the queue orders the waiters, and a
-//! bounded-bypass word ([`Bounded`]) is the lock.
+//! A queue lock that survives more threads than CPUs: a queue lock `L`, the gate, orders the
+//! waiters, and a bounded-bypass word ([`Bounded`]) is the lock, as in ShflLock and the Linux
+//! qspinlock. A FIFO lock that hands the lock to a sleeping or preempted waiter leaves it held
+//! by nobody running, a convoy at every hand-over when threads outnumber CPUs; here a gate
+//! passed to a sleeper delays only the waiters behind it, and the word stays free to barge.
 //!
-//! A FIFO queue lock (ticket, MCS, CLH) or seed 003's fair lock hands the lock itself to the
-//! next waiter in line. When that waiter is asleep or preempted, the lock stays held, by
-//! nobody running, for a whole wake-up or time slice while runnable threads wait behind it:
-//! with more threads than CPUs that convoy is every hand-over, and throughput falls to a few
-//! percent of a barging lock's. `Gated` keeps the queue's order for the *waiters* and takes
-//! the lock away from it, as ShflLock and the Linux qspinlock do:
+//! - **Lock**: take the word if it is free (running threads barge). If nobody is queued, spin
+//!   on the word for the policy's budget as the one spinner (qspinlock's pending waiter), so a
+//!   lone waiter never touches the queue; over a policy whose spin phase never ends (`yield`),
+//!   queue at once. If waiters are queued and the policy may sleep, on at most
+//!   [`DEFAULT_CROWD_CPUS`](super::DEFAULT_CROWD_CPUS) CPUs, look at the word for about 1 µs
+//!   first and stop at the first release another thread wins: a thread that queued at once
+//!   would sleep at the gate while the lock came free, and a CPU whose pinned threads all sleep
+//!   halts. Then take the gate, wait as its head for the word ([`Bounded`]'s spin, sleep and
+//!   claim), and pass the gate on.
+//! - **Unlock**: release the word; the lock's holder never holds the gate. Passing the gate on
+//!   leaves the new head's wake-up owed ([`Gate`]), and the holder makes it after the word's
+//!   release, outside the critical section, as the Linux kernel's `wake_q` does.
+//! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release that
+//!   finds no head waiting for the word counts an *absence* in the word. Once the head has
+//!   missed [`HEAD_STALL_NS`] of one thread's releases, that thread yields after its release:
+//!   a woken head queued on the holder's CPU would otherwise wait for the scheduler's tick.
 //!
-//! - **Lock**: one CAS on the word; if the lock is free it is ours (running threads barge).
-//!   Otherwise, if nobody is queued, no other waiter is spinning and (for policies that do not
-//!   keep a crowd running) none sleeps on the word, spin on the word for the policy's budget as
-//!   the one spinner (qspinlock's pending waiter): a lone waiter, the common case with few
-//!   threads, takes the lock without touching the queue. (Over a policy whose spin phase never
-//!   ends, `yield`, the step would never end either, and every newcomer that found nobody
-//!   queued would wait on the word: such a waiter queues at once.) Only while the queue is
-//!   empty: letting every newcomer spin first slowed a 16-thread program under the preload
-//!   library 1.7 times (`docs/examples/hammer.c`, 0.53 s to 0.90 s on the 2-CPU guest; our
-//!   reading: the queue's head then slept behind newcomers, but letting the head spin beside a
-//!   newcomer did not bring the time back).
-//!   While the queue is not empty, on a machine of at most
-//!   [`DEFAULT_CROWD_CPUS`](super::DEFAULT_CROWD_CPUS) CPUs, look at the word instead for
-//!   about 1 µs before queueing, and take it if it comes free ([`Bounded`]'s
-//!   `look_before_queueing`; no bit of the word, so the head's absences are still counted);
-//!   stop at the first release another thread wins. A thread that queued at once slept at
-//!   the gate while the lock was free again within a few hundred nanoseconds: with threads
-//!   pinned, each CPU's threads drained into the queue and the CPU halted (37-43% of the
-//!   2-CPU guest idle). With 8 and 16 threads on the 2-CPU guest the look took every gated
-//!   lock over `spin-park` and `futex` from 0.43-0.68 of the default's throughput to
-//!   0.78-1.04 with an empty critical section, and from 0.46-0.77 to 0.63-1.02 with 100 ns
-//!   (two runs, alternated with the build before it); `docs/examples/hammer.c` went from
-//!   1.04-1.28 of glibc's wall time to 0.82-1.02. Looking to the end without the stop made
-//!   that program 2.2 times glibc's time: the lookers then took each release from a holder
-//!   that would have taken the lock back at once (docs/contention.md, "A look at the word
-//!   before the queue"). Over `yield`, whose queued waiters never sleep, there is no look:
-//!   with it the threads of the CPU that held the lock's line kept the lock from the other
-//!   CPU's (with 16 threads pinned to the 2-CPU guest and 100 ns sections, in runs where a
-//!   line took 150-170 ns to cross, one CPU's threads took up to 4.3 times the other's, Jain
-//!   0.63-0.91; without the look 0.92-0.98, for 10-20% less throughput where a line crossed
-//!   in 33-52 ns: docs/contention.md, "The look left out over `yield`").
-//!   Failing that, take the gate (the queue lock `L`, waiting in its order with policy `W`), then,
-//!   as the only waiter at the head, acquire the word ([`Bounded`]'s spin, sleep and claim),
-//!   and release the gate, so the next waiter in line becomes the head.
-//! - **Unlock**: release the word. The gate is never held by the lock's holder.
-//! - **The wake-up that passing the gate owes comes after the release.** The next waiter in
-//!   line is usually asleep, and waking it is a system call (2-5 µs on the 2-CPU guest) that
-//!   the head would make inside its critical section, where every other thread waits for it.
-//!   Every gate leaves that wake-up owed instead ([`Gate`]): an MCS gate in the lock's guard
-//!   (the new head's queue node), a ticket gate in a bit of its own sleeper count (the next
-//!   ticket's waiting-array slot), CLH and fair gates in four bytes of room beside the word,
-//!   in the padding their 8-byte gates leave (the node's number, the slot). The word's
-//!   holder collects it just before its release and makes it once the word is free, as the
-//!   Linux kernel's `wake_q` does. (Rarer wake-ups still come at once: a ticket gate's
-//!   timed waiters asleep on `serving`, and the fair gate's wake-ups of threads without a
-//!   slot.) With 8 and 16 threads pinned to the 2-CPU guest this raised the MCS gate's
-//!   throughput by 8-36%, and took the ticket, CLH and fair gates with empty critical
-//!   sections from 0.35-0.52 of the default lock's throughput to 0.46-0.82
-//!   (docs/contention.md, "The gate's wake-up after the release" and "Every gate's wake-up
-//!   after the release"). In a real program whose threads are not pinned it changed nothing
-//!   for `spin-park` and `futex`, and slowed the `spin-yield-park` gates by 15-35%, whose
-//!   waiters take the word while the holder is in that system call (still faster than
-//!   glibc's mutex there).
-//! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release
-//!   that finds no head waiting for the word (spinning, claiming, or asleep for this release
-//!   to wake) counts an *absence* in the word ([`Bounded`] keeps the count in its own CAS).
-//!   Once the head has been absent from [`HEAD_STALL_NS`] of one thread's releases, that
-//!   thread yields its CPU after the release. The head is then woken and runnable but not
-//!   running: with threads pinned, or placed by the kernel, on the holder's CPU, it waits
-//!   for the scheduler's tick (4 ms at 250 Hz) while the holder takes the lock again and
-//!   again and the other CPU idles.
+//! Uncontended, lock is a load and a CAS on the word, unlock a load of the gate's state and the
+//! word's release. The word alone orders critical sections (its Acquire and Release); the gate
+//! only chooses which waiter contends for it, and the room beside the word is touched only by
+//! the word's holder, so its accesses are Relaxed.
 //!
-//! A hand-over of the gate to a waiter that is asleep delays only the waiters behind it: the
-//! word stays free for any running thread. Fairness: the waiters that queue (those that found
-//! the lock taken, and still taken after the look above) get it in the gate's order (FIFO for
-//! ticket, MCS and CLH; round-robin for the fair lock, whose threads move to new slots every
-//! 8th wait, `fair_slots::move_now_and_then`), and the head is passed over by barging threads
-//! for at most [`STARVATION_NS`] of its own waiting before it claims the next release, and for
-//! at most [`HEAD_STALL_NS`] of each holder's releases while it is not running, before that
-//! holder yields to it (a yield is a request to the scheduler, not a hand-over: the bound is on
-//! the holder's releases, not on when the head runs).
+//! Fairness: queued waiters get the lock in the gate's order (FIFO for ticket, MCS and CLH;
+//! round-robin for the fair lock, whose threads move slots every 8th wait). Barging threads
+//! pass the head for at most [`STARVATION_NS`] of its waiting before it claims the next
+//! release, and, while it is not running, for at most [`HEAD_STALL_NS`] of each holder's
+//! releases before that holder yields to it (a request to the scheduler, not a hand-over).
 //!
-//! The yield costs throughput. On the 2-CPU guest, with 8 and 16 threads pinned and a 100 ns
-//! critical section, the gated MCS, ticket and CLH locks went from 0.56-0.94 of the default
-//! lock's throughput to 0.53-0.63; their Jain index over 100 ms windows rose from 0.60-0.91
-//! to 0.87-0.97, and their longest wait fell from 12-53 ms to 3-37 ms. In a real program whose
-//! threads are not pinned (`docs/examples/hammer.c` under the preload library) they went from
-//! 0.48-0.54 of glibc's wall time to 0.87-1.10 (docs/contention.md, "A head that cannot run").
-//!
-//! The registry builds `ticket`, `mcs`, `clh` and `fair` this way for the policies whose
-//! waiters give their CPU away ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)): those
-//! that may sleep (`futex`, `spin-park`, `spin-yield-park`, `pause-yield-park`), where the
-//! convoy costs a wake-up per hand-over, and `yield`, whose waiters offer their CPU at every
-//! look, so that the next in line has seldom run since its turn came, and each hand-over waits
-//! for a round of its CPU's other threads. Handed over in order, `yield`'s locks made 0.01-0.05
-//! of the default's throughput with 8 and 16 threads pinned to the 2-CPU guest, and
-//! `docs/examples/hammer.c` under them was killed at 20 s; gated, 0.68-1.01, and 0.85-0.91 of
-//! glibc's time (docs/contention.md, "The in-order locks over `yield`"); since they skip the
-//! look before the queue (above), 0.66-1.16 and 0.65-0.83 ("The look left out over `yield`").
-//! The gate's own hand-over wakes one sleeping waiter: MCS (the classic lock,
-//! [`McsQueue`](super::McsQueue)), CLH and the fair lock wake the next waiter's node, and a
-//! ticket gate the next ticket's slot of its waiting array (see [`Ticket`](super::Ticket);
-//! without it a ticket gate woke every sleeper per hand-over, and CPython's `test_queue`, 75
-//! threads on the GIL's mutex, did not finish in 60 s under `ticket:futex`). With the pure
-//! spin policies the registry keeps the seeds' locks as they are, lock hand-over and all: they
-//! are the subjects of seeds 000 and 003.
+//! The registry gates `ticket`, `mcs`, `clh` and `fair` over the policies whose waiters give
+//! their CPU away ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)); over the pure spin
+//! policies it keeps seeds 000 and 003's locks as they are. The measured reasons for the look,
+//! the owed wake-up and the yield: docs/design.md, "The gate".
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
@@ -460,21 +392,24 @@ unsafe impl<L: Gate, W: Wait> RawMutexTimed for Gated<L, W> {
 /// queues ([`Bounded::look_before_queueing`](super::Bounded)): over a policy whose waiters may
 /// sleep, on a machine where the process may run on at most
 /// [`DEFAULT_CROWD_CPUS`](super::DEFAULT_CROWD_CPUS) CPUs, where a crowd of waiters on the
-/// word was measured to win (`Adaptive`'s docs). The look keeps a CPU from halting while its
-/// threads sleep at the gate; `yield`'s queued waiters never sleep, and over it the look only
-/// let the threads of the CPU that held the lock's line keep the lock from the other CPU's
-/// (docs/contention.md, "The look left out over `yield`"). Loom's models leave it out: the
-/// look is the barging `try_lock` again, which every model makes.
+/// word wins (`Adaptive`'s docs). The look keeps a CPU from halting while its threads sleep
+/// at the gate. `yield`'s queued waiters never sleep, so over it the look would only let the
+/// threads of the CPU that holds the lock's line keep the lock from the other CPUs'
+/// (docs/design.md, "The gate"). Loom's models leave it out: the look is the barging
+/// `try_lock` again, which every model makes.
 #[inline]
 fn looks_before_queueing<W: Wait>() -> bool {
     W::MAY_SLEEP && !cfg!(loom) && crate::sys::cpu::process_cpus() <= super::DEFAULT_CROWD_CPUS
 }
 
 /// How long a gated lock's head may miss one thread's releases before that thread yields its
-/// CPU, in nanoseconds: longer than a wake-up across CPUs (18-96 µs medians on the 2-CPU
-/// guest), far shorter than the 4 ms a thread woken on a busy CPU can wait for the
-/// scheduler's tick. Shorter bounds (50 and 100 µs) gave the same fairness and less
-/// throughput; 500 and 1000 µs less fairness.
+/// CPU, in nanoseconds: longer than a wake-up across CPUs, far shorter than the scheduler's
+/// tick (4 ms at 250 Hz) that a thread woken on a busy CPU can wait for. Shorter bounds cost
+/// throughput for no fairness, longer ones cost fairness (docs/design.md, "The gate").
+///
+/// ```
+/// assert!(spinlab::lock::HEAD_STALL_NS < 4_000_000, "shorter than a 250 Hz tick");
+/// ```
 pub const HEAD_STALL_NS: u64 = 200_000;
 
 /// Times the absences of a gated lock's head, per thread: the release counts them (in the
