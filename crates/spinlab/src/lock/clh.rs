@@ -23,28 +23,20 @@
 //! of abandoned nodes from the tail ends at a `RELEASED` node; `try_lock` and `is_locked`
 //! follow that chain as a waiter does.
 //!
-//! Where the predecessor a holder takes over is kept: in the holder's own node, in `pred`.
-//! That field has two uses that never overlap. A waiter that times out writes it just before
-//! it marks its node `ABANDONED`, and nobody reads it except after seeing `ABANDONED` (with
-//! Acquire). A holder writes it after it acquires and reads it in `unlock` before it writes
-//! `RELEASED`; meanwhile its node is `BUSY` or `BUSY_SLEEPER`, never `ABANDONED` (only a
-//! waiter abandons, and only its own node), so no other thread reads the field, and only
-//! the node's owner ever writes it. Once the node is `RELEASED` it is the successor's to take
-//! over and to acquire with again, which overwrites `pred`: hence the read before the release.
-//!
-//! That keeps the guard to one pointer, so the lock and its stored guard (the registry's
-//! in-place form, `pthread_mutex_t`'s room under the preload library) take 16 bytes:
+//! The predecessor a holder takes over on release is kept in the holder's own node, in
+//! `pred`, a field with two uses that never overlap (`held` says why), so the guard is one
+//! pointer and the lock with its stored guard (the registry's in-place form,
+//! `pthread_mutex_t`'s room under the preload library) takes 16 bytes:
 //!
 //! | bytes | what                         | written by                                    |
 //! |-------|------------------------------|-----------------------------------------------|
 //! | 0..8  | `tail`: the last node queued | acquisitions (swap or CAS), timed-out waiters |
 //! | 8..16 | the holder's node (its guard)| the holder, after it acquires                 |
 //!
-//! Uncontended, lock stores `BUSY`, swaps the tail, reads the predecessor's state and stores
-//! `pred`; unlock loads `pred` from its own node's line (this thread wrote it at lock) and
-//! stores `RELEASED` (swaps it in, with a policy that may sleep). That is one swap, and one
-//! more with a sleeping policy, as with a guard that kept the predecessor itself; only the
-//! load of `pred` comes from the node instead of the guard.
+//! Uncontended, lock stores `BUSY`, swaps the tail (AcqRel), reads the predecessor's state and
+//! stores `pred`; unlock loads `pred` and stores `RELEASED` (Release, read by the successor
+//! with Acquire; a swap with a policy that may sleep). Fairness: FIFO among the waiters that
+//! queued with `lock()`; a timed waiter that gives up leaves the order.
 
 use super::queue_node::{self, Node};
 use crate::sync::{AtomicPtr, AtomicU32, Ordering::*};
@@ -74,7 +66,7 @@ pub struct Clh<W: Wait> {
 }
 
 /// What a CLH holder keeps: the node it enqueued. The predecessor node it will take over on
-/// release is kept in that node (see the module docs), so the guard is one pointer.
+/// release is kept in that node (see `held`), so the guard is one pointer.
 pub struct ClhGuard {
     node: &'static Node,
 }
@@ -83,11 +75,19 @@ const _: () = assert!(core::mem::size_of::<ClhGuard>() == core::mem::size_of::<u
 
 /// A holder's node and the predecessor it acquired behind (null: the lock was fresh), kept
 /// in the node for `unlock`. Every acquisition ends here, so no node is held with the `pred`
-/// of an earlier use, which `unlock` would give back a second time.
+/// of a past use, which `unlock` would give back a second time.
+///
+/// `pred` has two uses that never overlap. A waiter that times out writes it just before it
+/// marks its node `ABANDONED`, and nobody reads it except after seeing `ABANDONED` (with
+/// Acquire). A holder writes it here, after it acquires, and reads it in `unlock` before it
+/// writes `RELEASED`; meanwhile its node is `BUSY` or `BUSY_SLEEPER`, never `ABANDONED` (only
+/// a waiter abandons, and only its own node), so no other thread reads the field, and only the
+/// node's owner writes it. Once the node is `RELEASED` it is the successor's to take over and
+/// to acquire with again, which overwrites `pred`: hence the read before the release.
 #[inline]
 fn held(node: &'static Node, pred: *mut Node) -> ClhGuard {
     // Relaxed: only the holder reads it, in `unlock`, ordered after this store by program
-    // order (or by whatever hands the guard to another thread); see the module docs.
+    // order (or by whatever hands the guard to another thread).
     node.pred.store(pred, Relaxed);
     ClhGuard { node }
 }
@@ -101,7 +101,7 @@ impl<W: Wait> Clh<W> {
     }
 
     /// Whether a thread has queued since the holder of `guard` took the lock (a snapshot):
-    /// the tail is no longer the holder's own node. Each thread queues by making its node the
+    /// the tail is not the holder's own node any more. Each thread queues by making its node the
     /// tail and is served after the thread whose node it replaced, so an observer that waits
     /// for this, or for [`queued_since`](Self::queued_since), knows the order threads will be
     /// served in.
@@ -312,7 +312,7 @@ unsafe impl<W: Wait> RawMutex for Clh<W> {
         if tail.is_null() {
             return Some(held(node, tail));
         }
-        // The CAS queued us behind `tail`, but `tail` may no longer be the node we saw
+        // The CAS queued us behind `tail`, but `tail` may have stopped being the node we saw
         // released: its successor can take the lock, release it, reuse that node (it becomes
         // the successor's to keep) for a new acquisition and swap it back into the tail, all
         // between our load and our CAS (ABA). So look at it again, as a waiter would, and

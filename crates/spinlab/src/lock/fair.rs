@@ -1,49 +1,43 @@
 //! Seed 003's fairlock: a one-word bitmask lock that hands the lock round-robin to waiters.
 //!
-//! Bit 0 is `LOCKED`; bit `s + 1` is set while the thread owning slot `s` waits. Seed 003 gave
-//! each CPU a bit; user-space threads migrate between CPUs, so here each thread claims one of
-//! [`FAIR_SLOTS`] process-wide slots the first time it must wait, and keeps it until it exits.
+//! | bits  | name       | meaning                                                         |
+//! |-------|------------|-----------------------------------------------------------------|
+//! | 0     | `LOCKED`   | held, or being handed to a waiter: never free in between        |
+//! | 1..63 | slot bits  | bit `s + 1`: the thread holding slot `s` waits                  |
+//! | 63    | `SLOTLESS` | threads without a slot may sleep until the lock is free         |
 //!
-//! - Lock: test-and-set `LOCKED`; if it was clear, the lock is ours (the fast path, as cheap
-//!   as a test-and-set lock). Otherwise set our slot's bit, but only while `LOCKED` is still
-//!   set (one CAS; if the lock was released meanwhile, try it again), then wait.
-//! - Unlock: if no bit but `LOCKED` is set, clear it (one CAS). Otherwise pick the next set bit
-//!   after our own slot's, wrapping around, clear it with a CAS and leave `LOCKED` set: the
-//!   lock passes to that waiter without ever being free, so nobody can barge in.
+//! Invariant: a slot bit or `SLOTLESS` is set only while `LOCKED` is. Seed 003 gave each CPU a
+//! bit; user-space threads migrate, so each thread claims one of [`FAIR_SLOTS`] process-wide
+//! slots the first time it must wait, and keeps it until it exits.
 //!
-//! Invariant: a waiter bit is set only while `LOCKED` is.
+//! - Lock: set `LOCKED` (the fast path, as cheap as a test-and-set lock's); if it was clear,
+//!   the lock is ours. Otherwise set our slot's bit, but only while `LOCKED` is still set (one
+//!   CAS; if the lock was released meanwhile, try it again), then wait.
+//! - Unlock: if no bit but `LOCKED` is set, clear it (one CAS). Otherwise clear the next set bit
+//!   after our own slot's, wrapping around, and leave `LOCKED` set: the lock passes to that
+//!   waiter without ever being free, so nobody barges in, and each slot holder gets the lock
+//!   after at most one acquisition by each other slot holder.
 //!
-//! Seed 003's waiters spin on their bit of the shared word. Here a waiter waits on its slot's
-//! own padded *signal* word instead, which the releaser sets after clearing the bit: a
-//! futex can only sleep on 32 bits, and a per-slot word lets a sleeping policy wake exactly the
-//! chosen waiter. Signal values: `GRANTED` 0, `WAITING` 1, `ASLEEP` 2 (the waiter may be asleep;
-//! the granter wakes it).
+//! A waiter waits on its slot's own padded *signal* word, not on its bit as seed 003's do: a
+//! futex sleeps on 32 bits, and a word per slot lets a sleeping policy wake exactly the chosen
+//! waiter. Signal values: `GRANTED` 0, `WAITING` 1, `ASLEEP` 2 (the granter must wake it). The
+//! grant's Release swap pairs with the waiter's Acquire load. A timed waiter withdraws its bit
+//! with a CAS; if a releaser cleared it first, the lock is already its own.
 //!
-//! Past the slots: a thread that finds all 62 slots taken by living threads waits without one.
-//! It counts itself as wanting a slot, and a thread that ends a wait in the round-robin while
-//! anyone wants one gives its slot back (`fair_slots`); the slotless thread that looks first
-//! takes it and joins the round-robin. Meanwhile it takes the lock whenever it finds it free;
-//! with a spinning policy it looks at its policy's pace, and with a policy that may sleep it
-//! sleeps after one look, without a spin phase: it sets the word's top bit, `SLOTLESS` (only
-//! while `LOCKED` is set, like a waiter bit), and sleeps on the slots' process-wide turn word.
-//! A slot given back wakes one such sleeper; a release that finds no waiter bit but
-//! `SLOTLESS` frees the lock, clears the bit and wakes them all. So the slots pass round the
-//! waiters, to sleepers in the order they went to sleep (the kernel's order for one futex
-//! word), but in no set order overall: a thread that has just come, or a spinning one, may
-//! take a slot before a sleeper woken for it, which then sleeps again. Before the slotless
-//! threads slept, they napped 50 µs at a time, and with 65 of them the naps filled the CPUs.
-//! A timed waiter withdraws its bit with a CAS; if a releaser cleared the bit first, the lock
-//! is already its own.
+//! Past the slots, a thread that finds all 62 taken waits without one, counted as wanting one,
+//! and a thread that ends a wait in the round-robin while anyone wants one gives its slot back
+//! (`fair_slots`). Meanwhile the slotless thread takes the lock whenever it finds it free; with
+//! a policy that may sleep it sleeps after one look, setting `SLOTLESS`, on the slots' turn
+//! word. A slot given back wakes one such sleeper; a release that finds no slot bit but
+//! `SLOTLESS` frees the lock and wakes them all. So the slots pass round the waiters, to
+//! sleepers in the order they went to sleep, but with no bound: a newcomer or a spinning thread
+//! may take a slot first.
 //!
 //! As the gate of a [`Gated`](super::Gated) lock (the registry's `fair` over the policies that
 //! may sleep), a thread moves to a random free slot every 8th wait
-//! (`fair_slots::move_now_and_then`). With slots kept
-//! for good, which thread follows which in the round-robin was fixed, and with threads pinned
-//! to CPUs the same threads were granted the gate asleep on their granter's CPU at every turn:
-//! over whole runs some threads took a tenth of the acquisitions of others. A thread that
-//! moves may land ahead of the scan, so there each other slot holder passes a waiter at most
-//! twice in one turn, not once. The lock used directly, as the seeds use it, never moves a
-//! thread.
+//! (`fair_slots::move_now_and_then`, whose docs say why). A thread that moves may land ahead of
+//! the scan, so there each other slot holder passes a waiter at most twice in one turn, not
+//! once. The lock used directly, as the seeds use it, never moves a thread.
 
 use super::fair_slots as slots;
 use crate::sync::{AtomicU32, AtomicU64, Ordering::*};

@@ -18,7 +18,7 @@
 //! which counts the events they wait for: a slot given back (or freed by an exiting thread),
 //! and a fair lock freed while threads without a slot wait for it. Whoever causes one adds 1
 //! to the word, with `Release` after the change it announces, and wakes a sleeper: one for a
-//! slot, all of them for a freed lock (their lock's word no longer says they wait). A waiter
+//! slot, all of them for a freed lock (their lock's word has stopped saying they wait). A waiter
 //! reads the word (`Acquire`) before it looks for a slot and at the lock, and sleeps only while
 //! the word still holds what it read, so an event it did not see either changed the word
 //! first (its futex wait returns at once) or wakes it. A slot given back while its giver holds
@@ -146,9 +146,8 @@ crate::sync::thread_local! {
 pub const WAITS_PER_MOVE: u32 = 8;
 
 /// [`WAITS_PER_MOVE`], or under loom what the model set with [`loom_fair_moves`]: by default
-/// no move at all, since each move multiplies the interleavings of every fair gate model (with
-/// a move at every wait the suite took 344 s more in CI, past 28 minutes in all); the models
-/// `gated_fair_*_moving` move at every wait.
+/// no move at all, since each move multiplies the interleavings of every fair gate model; the
+/// models `gated_fair_*_moving` move at every wait.
 #[inline]
 fn waits_per_move() -> u32 {
     #[cfg(not(loom))]
@@ -184,11 +183,9 @@ pub fn loom_fair_moves(every: u32) -> crate::sys::futex::LoomSetting<u32> {
 /// Why: slots are handed out once per thread, so which thread follows which in the
 /// round-robin is fixed while they keep them. With threads pinned to CPUs, a thread whose
 /// predecessor in slot order runs on its own CPU is granted the gate asleep on a CPU that its
-/// granter goes on using, and waits for it at every turn, while its granter barges on: on the
-/// 2-CPU guest, with 8 and 16 threads, some threads took 0.08-0.74 of the acquisitions of
-/// others over whole runs (docs/contention.md, "The fair gate's unfairness follows the
-/// threads' CPUs"). Moving spreads those turns over all threads, as a FIFO queue's changing
-/// order does.
+/// granter goes on using, and waits for it at every turn, while its granter barges on, so
+/// some threads get a fraction of the acquisitions of others (docs/design.md, "The gate").
+/// Moving spreads those turns over all threads, as a FIFO queue's changing order does.
 ///
 /// What it costs the order: a thread that moves may land ahead of the scan, and so be granted
 /// twice in one turn of another waiter. Between two moves it makes [`WAITS_PER_MOVE`] waits,

@@ -2,11 +2,10 @@
 //! own, as the Linux kernel's queued spinlock does. Waiters line up in an MCS queue, each
 //! spinning on its own node; only the queue's head waits on the lock word. A thread that
 //! finds nobody queued takes the word with one atomic and releases it with a store (a swap
-//! with a policy that may sleep), the cost of a test-and-set lock. The classic MCS lock pays
-//! two atomics for every acquisition: the swap into the tail, and the CAS that empties it.
-//! That lock is here too, as [`McsQueue`]: the queue alone, whose head holds the lock. The
-//! registry's `mcs` is [`Mcs`] over the pure spin policies, and a [`Gated`](super::Gated)
-//! [`McsQueue`] over the policies that may sleep.
+//! with a policy that may sleep), the cost of a test-and-set lock, where the classic MCS lock
+//! pays two atomics per acquisition. That lock is here too, as [`McsQueue`]: the queue alone,
+//! whose head holds the lock. The registry's `mcs` is [`Mcs`] over the pure spin policies, and
+//! a [`Gated`](super::Gated) [`McsQueue`] over the policies that may sleep.
 //!
 //! - **Lock**: if the queue is empty, try the word once. Otherwise (or if that fails), take a
 //!   node, swap it into the tail and link it behind the predecessor, then wait on the node
@@ -22,18 +21,16 @@
 //! other thread (qspinlock's bound as well). A releaser that locks again at once queues: the
 //! head is never starved by a hot releaser, which a test-and-set lock allows (seed 003).
 //!
-//! Node states (`QueueNode::state`, written by the waiter and by the head that passes it on):
+//! | node state | name        | meaning (`QueueNode::state`, written by its waiter and by the passer) |
+//! |------------|-------------|-----------------------------------------------------------------------|
+//! | 0          | `HEAD`      | the node's waiter is the queue's head: it may take the word           |
+//! | 1          | `WAITING`   | queued, spinning                                                      |
+//! | 2          | `ASLEEP`    | queued, may be asleep on `state`: the passer must wake it             |
+//! | 3          | `ABANDONED` | the waiter timed out and left; the node now belongs to the queue      |
 //!
-//! | value | name        | meaning                                                          |
-//! |-------|-------------|------------------------------------------------------------------|
-//! | 0     | `HEAD`      | the node's waiter is the queue's head: it may take the word       |
-//! | 1     | `WAITING`   | queued, spinning                                                 |
-//! | 2     | `ASLEEP`    | queued, may be asleep on `state`: the passer must wake it        |
-//! | 3     | `ABANDONED` | the waiter timed out and left; the node now belongs to the queue |
-//!
-//! The word's states are [`Ttas`](super::Ttas)'s (`word.rs`), with one difference: only the
-//! head ever sleeps on it, so a head that was woken takes the word as `LOCKED`, and the next
-//! release wakes nobody unless the next head has marked the word again.
+//! The word's states are [`Ttas`](super::Ttas)'s (`word.rs`), except that only the head sleeps
+//! on it: a woken head takes the word as `LOCKED`, and a release wakes nobody unless the next
+//! head has marked the word again.
 //!
 //! A timed-out waiter cannot unlink itself (its predecessor may be making it the head at that
 //! moment), so it marks its node `ABANDONED` with one CAS and leaves. A head that finds its
@@ -301,7 +298,7 @@ impl<W: Wait> McsQueue<W> {
                 }
                 next = Self::wait_for_successor_link(node);
             }
-            // Our node is no longer referenced by anyone once its successor is known.
+            // Nobody can reach our node once its successor is known.
             queue_node::give(node);
             // SAFETY: queue pointers always come from `queue_node::as_ptr`.
             let successor = unsafe { queue_node::from_ptr(next) };

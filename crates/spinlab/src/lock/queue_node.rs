@@ -1,16 +1,13 @@
-//! The queue nodes of MCS and CLH, and where they come from without an allocation per
-//! acquisition.
+//! The queue nodes of MCS and CLH, and where they come from without allocating per acquisition.
 //!
-//! Nodes are allocated once and never freed: a node may still be read by another thread after
-//! its last owner is done with it (a CLH successor spins on its predecessor's node; an MCS
-//! head may wake a node whose owner has already moved on), and never freeing makes that
-//! safe without reclamation schemes. Each thread keeps a small fixed cache of free nodes; a
-//! thread that exits, or has more than its cache holds, returns them to a lock-free global
-//! pool, from which threads draw first. Memory is bounded by the most nodes ever in use at
-//! once (waiting, across all queue locks, plus CLH's held ones), plus the threads' caches.
-//!
-//! Under loom nodes are reused within one model execution (per thread, as here) and leaked
-//! at its end: loom's atomics belong to one execution and cannot be pooled across them.
+//! Nodes are allocated once and never freed: a node may still be read by another thread
+//! after its last owner is done with it (a CLH successor spins on its predecessor's node; an
+//! MCS head may wake a node whose owner has moved on), and never freeing makes that safe
+//! without a reclamation scheme. Each thread keeps a small cache of free nodes and returns
+//! them to a lock-free global pool, which threads draw from first, when it exits or has too
+//! many. Memory is bounded by the most nodes ever in use at once, plus the threads' caches.
+//! Under loom nodes are reused within one model execution and leaked at its end: loom's
+//! atomics belong to one execution and cannot be pooled across them.
 
 use crate::padded::CachePadded;
 use crate::sync::{AtomicPtr, AtomicU32};
@@ -50,21 +47,18 @@ fn fresh() -> &'static Node {
 
 pub(crate) mod index {
     //! Every node has a number, from 1, so that a queue's tail can be 4 bytes instead of a
-    //! pointer's 8, as Linux's qspinlock keeps a CPU and a nesting level in its tail: the
-    //! default lock is then its 4-byte word and a 4-byte tail. A number names the same node
-    //! for ever (nodes are never freed), so a stale number read from a tail is as safe as the
-    //! stale pointer it replaces.
+    //! pointer's 8, as Linux's qspinlock keeps a CPU and a nesting level in its tail. A number
+    //! names the same node for ever (nodes are never freed), so a stale number read from a
+    //! tail is as safe as a stale pointer.
     //!
-    //! The table from numbers to nodes has two levels: 65 536 chunk pointers (512 KiB of
-    //! zeroed static memory, of which a process touches one page per 512 chunks it uses) and
-    //! chunks of 65 536 node pointers, each allocated zeroed when its first number is handed
-    //! out, so untouched pages cost nothing. That covers every `u32` but 0, which means "no
-    //! node": 2^32 - 1 nodes of 128 bytes would need 512 GiB, so memory runs out first.
+    //! The table has two levels: 65 536 chunk pointers (512 KiB of zeroed static memory, of
+    //! which a process touches one page per 512 chunks it uses) and chunks of 65 536 node
+    //! pointers, each allocated zeroed when its first number is handed out. It covers every
+    //! `u32` but 0 ("no node"); 2^32 - 1 nodes of 128 bytes would need 512 GiB first.
     //!
-    //! The table uses the standard library's atomics, under loom too: it is a registry
-    //! written once per node, before the node's number can reach any other thread (through
-    //! the pools or a tail, each a Release/Acquire pair), and it is not one of the models'
-    //! subjects.
+    //! It uses the standard library's atomics, under loom too: it is written once per node,
+    //! before the number can reach another thread (through the pools or a tail, each a
+    //! Release/Acquire pair), and it is not one of the models' subjects.
     use super::Node;
     use core::ptr::null_mut;
     use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering::*};
@@ -130,27 +124,23 @@ pub(crate) mod index {
 
 #[cfg(not(loom))]
 mod pool {
-    //! The per-thread cache is a fixed stack of `Cell`s: taking or giving a node is a few
-    //! plain loads and stores, with no `RefCell` borrow flag and no `Vec` that could grow (and
-    //! allocate) inside an unlock. Past [`CACHED`] nodes, or during thread teardown, nodes go
-    //! to a global pool that takes no lock, so a `fork()` in a multithreaded process cannot
-    //! leave it locked in the child (its only thread would then hang in the next lock).
+    //! The per-thread cache is a fixed stack of `Cell`s: taking or giving a node is a few plain
+    //! loads and stores, with no borrow flag and no `Vec` that could allocate inside an unlock.
+    //! Past [`CACHED`] nodes, or during thread teardown, nodes go to a global pool that takes
+    //! no lock, so a `fork()` in a multithreaded process cannot leave it locked in the child.
     //!
-    //! In front of that cache sits one more slot, [`SPARE`], a thread-local with no destructor.
-    //! An uncontended CLH release gives back a node and the next acquisition takes it again
-    //! (an uncontended MCS acquisition takes none): through the spare that round trip is
-    //! one load and one store at a fixed address, where the cache would add its destructor's
-    //! registration check and a load of its length before the node's address is known.
-    //! The spare opens at the thread's first use of the cache, which registers the cache's
-    //! destructor, and that destructor closes it again (see [`CLOSED`]): a node in the spare
-    //! always goes back to the global pool when its thread exits, and a node given back after
-    //! that goes straight there.
+    //! In front of the cache sits one slot, [`SPARE`], a thread-local with no destructor: an
+    //! uncontended CLH release gives back a node and the next acquisition takes it again, and
+    //! through the spare that round trip is one load and one store at a fixed address, without
+    //! the cache's destructor-registration check and length. The spare opens at the thread's
+    //! first use of the cache, which registers the cache's destructor, and that destructor
+    //! closes it ([`CLOSED`]): a node in the spare always reaches the global pool when its
+    //! thread exits, and a node given back after that goes straight there.
     //!
-    //! The global pool is an intrusive stack linked through `QueueNode::pool_next`. Nodes are
-    //! pushed one at a time (a CAS, which is free of ABA: it only publishes our own node) and
-    //! taken all at once (a swap of the head with null). Taking one node off the top with a
-    //! CAS would not be safe: between reading the top and its link, another thread could take
-    //! both and give the top back, and the CAS would install a link to a node in use.
+    //! The global pool is an intrusive stack through `QueueNode::pool_next`: nodes are pushed
+    //! one at a time (a CAS, free of ABA since it publishes only our own node) and taken all at
+    //! once (a swap with null). Popping one node with a CAS would not be safe: between reading
+    //! the top and its link, another thread could take both and give the top back.
     use super::{fresh, Node};
     use crate::sync::{AtomicPtr, Ordering::*};
     use core::cell::Cell;
@@ -328,8 +318,8 @@ mod pool {
         ///
         /// Until that thread pushes it, nobody else can: the node is the thread's alone. Once
         /// it is in the pool, the tests running beside this one may take it, give it back and
-        /// push it again before the count is read here (seen in CI: 4 pushes where the exit
-        /// made the second). So any push after `before` shows that the exit pushed it, and
+        /// push it again before the count is read here (4 pushes, say, where the exit made the
+        /// second). So any push after `before` shows that the exit pushed it, and
         /// none that it was lost.
         fn returned_at_exit(body: impl FnOnce() -> usize + Send + 'static) {
             let (address, before) = std::thread::spawn(|| {

@@ -6,9 +6,8 @@
 //! waiters spin and sleep elsewhere (below).
 //!
 //! A waiter that sleeps does not sleep on `serving`: the kernel cannot wake "the one holding
-//! ticket n", so a release would have to wake every sleeper, a herd per hand-over (CPython's
-//! `test_queue`, 75 threads on one mutex, did not finish in 60 s that way). It sleeps on a
-//! slot of a waiting array shared by all ticket locks, chosen by hashing the lock's address
+//! ticket n", so a release would have to wake every sleeper, a herd per hand-over. It sleeps
+//! on a slot of a waiting array shared by all ticket locks, chosen by hashing the lock's address
 //! with its ticket, and a release bumps and wakes only the slot of the next ticket, as in
 //! Dice and Kogan's TWA ("TWA – Ticket Locks Augmented with a Waiting Array", Euro-Par 2019).
 //! Waiters whose tickets share a slot wake too, see that it is not their turn, and sleep
@@ -17,11 +16,9 @@
 //! With a policy that may sleep, a waiter spins on that slot too, not on `serving`, and every
 //! release bumps the slot of the ticket it serves. `serving` shares its line with `next` and,
 //! in a [`Gated`](super::Gated) lock's gate, with the word that every acquisition and release
-//! writes. On a 16-CPU guest, with 16 threads of a tight loop and up to 15 waiters spinning on
-//! that line, `ticket:spin-park` took 3.5x glibc's time and `ticket:pause-yield-park` 6.0x;
-//! spinning on their slots, 0.54-0.56x and 0.55x (docs/contention.md, "On 16 CPUs again, and
-//! a ticket gate's waiters spin on their slots"). Timed waiters, which hold no ticket, still
-//! spin and sleep on `serving`.
+//! writes, so waiters spinning there would take that line from the holder at every write
+//! (docs/design.md, "The gate"). Timed waiters, which hold no ticket, still spin and sleep on
+//! `serving`.
 
 use crate::sync::{AtomicU32, Ordering::*};
 use crate::wait::{Episode, Spun, Wait};
@@ -97,9 +94,9 @@ impl<W: Wait> Ticket<W> {
                 // Pairs with unlock's read-modify-write of `sleepers`. Both are RMWs on one
                 // word, so one comes first: if ours, the releaser counts us and wakes; if its,
                 // our Acquire reads from its Release, so its store to `serving` happens-before
-                // the load below (or the kernel's re-check). The Dekker pattern this replaces
-                // (SeqCst store and load on two words) is correct in C11 but beyond what loom
-                // models: loom treats SeqCst accesses as AcqRel and reported a lost wake-up.
+                // the load below (or the kernel's re-check). A Dekker pattern (SeqCst store and
+                // load on two words) would be correct in C11 but is beyond what loom models:
+                // loom treats SeqCst accesses as AcqRel, and would report a lost wake-up.
                 if !self.count_in_timed() {
                     // As many timed waiters as `sleepers` counts are asleep: look again after
                     // a yield instead.
