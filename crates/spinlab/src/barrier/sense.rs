@@ -186,7 +186,7 @@ impl Words<'_> {
     #[inline]
     fn wait<W: Wait>(&self) -> BarrierWaitResult {
         // AcqRel: Release publishes this thread's writes before the barrier; Acquire lets the
-        // leader, whose increment reads the end of the chain of increments, see every earlier
+        // leader, whose increment reads the end of the chain of increments, see every prior
         // arrival's.
         let ticket = self.arrivals.fetch_add(1, AcqRel);
         let parties = u64::from(self.parties);

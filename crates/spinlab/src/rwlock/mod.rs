@@ -4,11 +4,11 @@
 //! All implement [`lock_api::RawRwLock`], so `lock_api::RwLock<WriterPref<W>, T>` and
 //! `lock_api::RwLock<PhaseFair<W>, T>` are ready-made reader-writer locks.
 //!
-//! | lock           | a reader waits for                 | a writer waits for                          | can starve |
-//! |----------------|------------------------------------|---------------------------------------------|------------|
-//! | [`ReaderPref`] | no writer holding                  | readers inside, a writer holding            | writers    |
-//! | [`WriterPref`] | no writer waiting or holding       | earlier writers (any order), readers inside | readers    |
-//! | [`PhaseFair`]  | the end of the writer phase it met | earlier writers (FIFO), earlier readers     | nobody     |
+//! | lock           | a reader waits for                 | a writer waits for                             | can starve |
+//! |----------------|------------------------------------|------------------------------------------------|------------|
+//! | [`ReaderPref`] | no writer holding                  | readers inside, a writer holding               | writers    |
+//! | [`WriterPref`] | no writer waiting or holding       | writers before it (any order), readers inside  | readers    |
+//! | [`PhaseFair`]  | the end of the writer phase it met | writers before it (FIFO), readers before it    | nobody     |
 //!
 //! Reader preference is what glibc's default `pthread_rwlock_t` gives: a thread holding a read
 //! lock can take it again while a writer waits (with the other two it would deadlock), which

@@ -1,61 +1,43 @@
 //! Phase-fair reader-writer lock: Brandenburg and Anderson's PF-T ticket lock, with waiting
-//! done by a policy that may sleep.
+//! done by a policy that may sleep. Three words: `rin` (reader arrivals and the writer's
+//! announcement; readers waiting for a writer phase watch it), `rout` (reader departures; the
+//! present writer watches it), and `writers`, a [`Ticket`] lock over the same policy that
+//! serves writers in FIFO order (PF-T's `win` and `wout`).
 //!
-//! `rin` (reader arrivals and the writer's announcement; readers waiting for a writer phase
-//! watch it):
+//! | `rin` bits | name             | meaning                                                       |
+//! |------------|------------------|---------------------------------------------------------------|
+//! | 0          | `PHASE`          | flips with every writer: tells one writer phase from the next |
+//! | 1          | `PRESENT`        | a writer is present: arriving readers wait for it             |
+//! | 2          | `READERS_ASLEEP` | readers (or the next writer) may be asleep on this word: the writer's unlock wakes them |
+//! | 8..32      | arrivals         | readers that have arrived, `+1` (that is, `+0x100`) each, wrapping |
 //!
-//! | bits  | name             | meaning                                                      |
-//! |-------|------------------|--------------------------------------------------------------|
-//! | 0     | `PHASE`          | flips with every writer: tells one writer phase from the next |
-//! | 1     | `PRESENT`        | a writer is present: arriving readers wait for it            |
-//! | 2     | `READERS_ASLEEP` | readers (or the next writer) may be asleep on this word: the writer's unlock wakes them |
-//! | 8..32 | arrivals         | readers that have arrived, `+1` (that is, `+0x100`) each, wrapping |
-//!
-//! `rout` (reader departures; the present writer watches it):
-//!
-//! | bits  | name            | meaning                                                       |
-//! |-------|-----------------|---------------------------------------------------------------|
-//! | 0     | `WRITER_ASLEEP` | the present writer may be asleep on this word                 |
-//! | 8..32 | departures      | readers that have left, `+0x100` each, wrapping; while `WRITER_ASLEEP` is set, counted from the writer's target, so `0` means drained |
-//!
-//! `writers`: a [`Ticket`] lock over the same policy, which orders writers first come, first
-//! served (PF-T's `win` and `wout`).
+//! | `rout` bits | name            | meaning                                                        |
+//! |-------------|-----------------|----------------------------------------------------------------|
+//! | 0           | `WRITER_ASLEEP` | the present writer may be asleep on this word                  |
+//! | 8..32       | departures      | readers that have left, `+0x100` each, wrapping; while `WRITER_ASLEEP` is set, counted from the writer's target, so `0` means drained |
 //!
 //! - Reader: add one arrival. If no writer was present, it is in. Otherwise it waits until
-//!   `rin`'s writer bits differ from the ones its arrival returned: that writer's phase is over
-//!   (and if the next writer is already present, its flipped `PHASE` bit still tells them apart,
-//!   and it counted this reader among those it waits for).
+//!   `rin`'s writer bits differ from the ones its arrival returned: that writer's phase is
+//!   over (if the next writer is already present, its flipped `PHASE` tells them apart, and it
+//!   counted this reader among those it waits for). Leave: add one departure.
 //! - Writer: take the ticket lock; wait until the previous writer has cleared `PRESENT`; flip
-//!   `PHASE` and set `PRESENT` in one step, which returns the arrival count at that moment; wait
-//!   until departures reach it. Readers arriving after that step wait for this writer; readers
-//!   that arrived before it go first.
-//! - Writer unlock: release the ticket lock to the next writer, then clear `PRESENT` (releasing
-//!   the readers that came during its phase, who then form the next reader phase, and letting
-//!   the next writer announce itself).
+//!   `PHASE` and set `PRESENT` in one step, which returns the arrival count then; wait until
+//!   departures reach it. Readers that arrived before that step go first, later ones wait.
+//! - Writer unlock: release the ticket lock, then clear `PRESENT`, which lets the readers of
+//!   its phase in as the next reader phase and the next writer announce itself.
 //!
-//! **Nothing but a futex wake-up names the lock after the atomic that releases it.** POSIX
-//! lets a thread destroy and free a rwlock as soon as it is unlocked and unused, while the
-//! releasing thread is still inside its unlock (glibc's bug 13690 was a mutex that did not
-//! allow for that), and the C ABI and the preload library serve such programs. So:
-//! - The writer's releasing atomic is the one that clears `PRESENT`, and it comes last. The
-//!   ticket lock is released before it, while `PRESENT` still keeps every reader and the next
-//!   writer waiting, so nobody can be done with the lock before it; the next writer waits for
-//!   `PRESENT` to clear as a reader of this phase would (in `wait_writer_phase`, woken by the
-//!   same wake-up). Readers and writers see phases in the same order as when the ticket was
-//!   released last, so the phases alternate as before.
-//! - A reader's releasing atomic is its departure, and whether it must wake the writer is in
-//!   the value it returns: a writer about to sleep rewrites `rout`, in the compare-and-swap
-//!   that sets `WRITER_ASLEEP`, to count departures from its target, so the departure that
-//!   brings the count to zero is the last one and makes the wake-up call, and none reads
-//!   the target after leaving. Every departure changes the word, so a departure before the
-//!   writer's futex wait makes the wait return; the writer restores the absolute count (and
-//!   clears the mark) in one addition when it wakes.
+//! Fairness: a reader waits for one writer phase at most, a writer for no reader that came later.
 //!
-//! Counts are compared modulo 2^24, so up to 2^24 - 1 readers can be inside at once.
+//! **Nothing but a futex wake-up names the lock after the atomic that releases it**, since
+//! POSIX lets a thread free a rwlock as soon as it is unlocked and unused (glibc's bug 13690).
+//! The writer's releasing atomic, the clear of `PRESENT`, comes last (`unlock_exclusive`); a
+//! reader's is its departure, whose result says whether to wake the writer
+//! (`sleep_until_drained`).
 //!
-//! The words sit side by side, so that a reader, which writes both `rin` and `rout`, finds the
-//! second in the line the first brought in; wrap the lock in a
-//! [`CachePadded`](crate::CachePadded) to keep it from straddling two lines or sharing one.
+//! Counts are compared modulo 2^24, so up to 2^24 - 1 readers can be inside at once. The words
+//! sit side by side, so that a reader, which writes both `rin` and `rout`, finds the second in
+//! the line the first brought in; wrap the lock in a [`CachePadded`](crate::CachePadded) to
+//! keep it from straddling two lines or sharing one.
 
 use crate::event::sleep_marked;
 use crate::lock::Ticket;
@@ -72,7 +54,7 @@ const ONE_READER: u32 = 0x100;
 const COUNT: u32 = !(ONE_READER - 1);
 
 /// Phase-fair reader-writer lock waiting with policy `W`: neither readers nor writers starve.
-/// The state tables are in this file's module docs.
+/// The state tables are in the module docs.
 ///
 /// ```
 /// use spinlab::{rwlock::PhaseFair, wait::Futex};
@@ -167,8 +149,16 @@ impl<W: Wait> PhaseFair<W> {
         }
     }
 
-    /// Sleeps while `rout` holds `seen`, having rewritten it (see the module docs) so that the
-    /// departure that reaches `target` brings the count to zero and knows to wake us.
+    /// Sleeps while `rout` holds `seen`, having rewritten it so that the departure that reaches
+    /// `target` brings the count to zero and knows to wake us.
+    ///
+    /// A reader's releasing atomic is its departure, and whether it must wake the writer is in
+    /// the value it returns: the compare-and-swap that sets `WRITER_ASLEEP` makes `rout` count
+    /// departures from the target, so the departure that brings the count to zero is the last
+    /// one and makes the wake-up call, and no reader reads the target after leaving. Every
+    /// departure changes the word, so a departure before the futex wait makes the wait return;
+    /// the writer restores the absolute count (and clears the mark) in one addition when it
+    /// wakes.
     #[cold]
     fn sleep_until_drained(&self, seen: u32, target: u32) {
         let from_target = (seen & COUNT).wrapping_sub(target) | WRITER_ASLEEP;
@@ -264,7 +254,10 @@ unsafe impl<W: Wait> RawRwLock for PhaseFair<W> {
 
     #[inline]
     unsafe fn unlock_exclusive(&self, turn: GuardSend) {
-        // First, while `PRESENT` keeps everyone else waiting (see the module docs).
+        // First, while `PRESENT` keeps every reader and the next writer waiting, so nobody can
+        // be done with the lock before the atomic below releases it. The next writer waits for
+        // `PRESENT` to clear as a reader of this phase would (`wait_writer_phase`, woken by the
+        // same wake-up), so readers and writers see the phases alternate in ticket order.
         // SAFETY: the caller holds the lock exclusively, which means holding the ticket lock.
         unsafe { self.writers.unlock(turn) };
         // Release: the write section happens-before the readers (and the next writer) that
@@ -276,7 +269,7 @@ unsafe impl<W: Wait> RawRwLock for PhaseFair<W> {
         }
     }
 
-    /// Whether a writer is present (holding, or waiting for earlier readers to leave), or a
+    /// Whether a writer is present (holding, or waiting for the readers before it to leave), or a
     /// reader is inside.
     #[inline]
     fn is_locked(&self) -> bool {

@@ -88,8 +88,8 @@ impl<W: Wait> ReaderPref<W> {
     /// nobody else may be using the lock meanwhile; the preload library calls it once per lock in a
     /// child, before any other use there.
     ///
-    /// A hold of a thread that no longer exists stays, as it does in glibc's rwlocks: only the
-    /// thread that forked can release what it held.
+    /// A hold of a thread that does not exist in the child stays, as it does in glibc's
+    /// rwlocks: only the thread that forked can release what it held.
     pub fn forget_waiters(&mut self) {
         let state = super::holds_only(self.state.load(Relaxed));
         *self = Self::new();
@@ -280,7 +280,7 @@ mod tests {
     use crate::wait::{Futex, Pause};
 
     /// A child forked while a reader holds the lock and a writer waits: the reader stays inside,
-    /// the writer is no longer counted.
+    /// the writer is not counted there.
     #[test]
     fn forgetting_waiters_keeps_the_reader_inside_and_drops_the_writer_waiting() {
         let lock = ReaderPref::<Futex>::new();

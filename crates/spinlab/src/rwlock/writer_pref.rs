@@ -1,6 +1,5 @@
 //! Writer-preferring reader-writer lock: while any writer waits or holds the lock, new readers
 //! stay out, so readers never starve a writer (and a stream of writers can starve readers).
-//!
 //! One 64-bit state word, so that a reader can check "no writer" and count itself in with one
 //! compare-and-swap:
 //!
@@ -19,24 +18,22 @@
 //! it looks at the state, so a change it misses advances the sequence and ends its wait, and a
 //! releaser advances one only when the state says someone waits: no system call otherwise.
 //!
-//! **Nothing but a futex wake-up names the lock after the atomic that releases it.** POSIX
-//! lets a thread destroy and free a rwlock as soon as it is unlocked and unused, while the
-//! releasing thread is still inside its unlock (glibc's bug 13690 was a mutex that did not
-//! allow for that), and the C ABI and the preload library serve such programs. A counted
-//! writer that is not asleep yet re-reads the state, so it can take the lock, release it and
-//! free it between a releaser's atomic and an advance that came after it. So a releaser that
-//! must wake someone advances the sequence *before* it lets go, and after letting go only makes
-//! the wake-up system call, which uses the address as a key (on reused memory it is at worst a
-//! spurious wake-up). It does so in three steps: it sets `RELEASING` (still holding), advances,
-//! then releases and clears `RELEASING` in one atomic. A waiter that reads the advanced
-//! sequence also sees `RELEASING` or the release (the advance's Release and its sequence
-//! load's Acquire order them), so a waiter that sees `RELEASING` does not sleep on the value
-//! it read, which no later advance may change: it yields its CPU to the releaser, which is
-//! running inside its unlock, and looks again. A waiter that read the sequence before the
-//! advance sleeps on a value the advance changed, and the sleepers handshake in [`Sequence`]
-//! makes the releaser's wake-up find it. Whom to wake is decided from the state that setting
-//! `RELEASING` returns: no waiter marks or sleeps between that and the release, and counted
-//! writers only grow.
+//! **Nothing but a futex wake-up names the lock after the atomic that releases it**, since
+//! POSIX lets a thread free a rwlock as soon as it is unlocked and unused (glibc's bug 13690),
+//! and the C ABI and the preload library serve such programs. A counted writer that is not
+//! asleep yet re-reads the state, so it can take the lock, release it and free it between a
+//! releaser's atomic and an advance after it. So a releaser that must wake someone advances
+//! the sequence *before* it lets go, and afterwards only makes the wake-up system call, which
+//! uses the address as a key (on reused memory, at worst a spurious wake-up). In three steps:
+//! it sets `RELEASING` (still holding), advances, then releases and clears `RELEASING` in one
+//! atomic. A waiter that reads the advanced sequence also sees `RELEASING` or the release (the
+//! advance's Release and its sequence load's Acquire order them), and one that sees
+//! `RELEASING` does not sleep on a value no later advance may change: it yields its CPU to the
+//! releaser, running inside its unlock, and looks again. A waiter that read the sequence
+//! before the advance sleeps on a value the advance changed, and [`Sequence`]'s sleepers
+//! handshake makes the wake-up find it. Whom to wake is decided from the state that setting
+//! `RELEASING` returns: no waiter marks or sleeps until the release, and counted writers only
+//! grow.
 //!
 //! Uncontended, a read lock is a load and a compare-and-swap and so is a read unlock (it must
 //! know, in its releasing step, whether it is the last reader out with a writer waiting); a
@@ -85,8 +82,8 @@ impl<W: Wait> WriterPref<W> {
     /// meanwhile; the preload library calls it once per lock in a child, before any other use
     /// there.
     ///
-    /// A hold of a thread that no longer exists stays, as it does in glibc's rwlocks: only the
-    /// thread that forked can release what it held.
+    /// A hold of a thread that does not exist in the child stays, as it does in glibc's
+    /// rwlocks: only the thread that forked can release what it held.
     pub fn forget_waiters(&mut self) {
         let state = super::holds_only(self.state.load(Relaxed));
         *self = Self::new();
