@@ -1,7 +1,11 @@
 /*
- * spinlab for C: locks, condition variables, barriers and reader-writer locks whose waiting
+ * spinlab for C: locks, condition variables, barriers and reader-writer locks whose wait
  * policy is chosen by name. Link with -lspinlab (`pkg-config --cflags --libs spinlab`).
- * The guide is docs/c.md.
+ *
+ * Every object is opaque, of the fixed size and alignment asserted below, lives in memory
+ * the caller owns, and must not be copied. Every call that can fail returns a status code
+ * (SPINLAB_OK, ...): spinlab_strerror words it, spinlab_errno gives the matching pthread
+ * value. No call unwinds into C. docs/c.md is the reference.
  */
 #ifndef SPINLAB_H
 #define SPINLAB_H
@@ -92,32 +96,34 @@ struct timespec;
 #define SPINLAB_OK 0
 
 /**
- * `trylock`: the lock is held. `destroy`: the object is still in use (a held mutex or
- * reader-writer lock, or a barrier that a thread still waits on).
+ * `trylock`, `tryrdlock`, `trywrlock`: the lock is held (nothing was acquired). `destroy`:
+ * the object is still in use, a held mutex or reader-writer lock, or a barrier that a thread
+ * still waits on (nothing was destroyed).
  */
 #define SPINLAB_BUSY 1
 
 /**
- * A timed operation reached its deadline.
+ * A timed call reached its deadline, by the deadline's own clock and never earlier: nothing
+ * was acquired (a condition wait returns with its mutex held again).
  */
 #define SPINLAB_TIMEDOUT 2
 
 /**
  * `init`, `spinlab_check`: no primitive of that kind has this name (`spinlab_list` names
- * them all).
+ * them all). Nothing was initialised.
  */
 #define SPINLAB_UNKNOWN_NAME 3
 
 /**
  * `init`, `spinlab_check`: the name exists but this CPU cannot run its wait policy (for
- * example `umwait` without WAITPKG).
+ * example `umwait` without WAITPKG). Nothing was initialised.
  */
 #define SPINLAB_UNAVAILABLE 4
 
 /**
- * An invalid argument: a null pointer where an object is needed, a `tv_nsec` outside
- * 0..999999999, a clock other than `CLOCK_REALTIME` and `CLOCK_MONOTONIC`, a barrier for
- * no thread, an unknown kind.
+ * An invalid argument, refused before anything else is done: a NULL object or deadline, a
+ * `tv_nsec` outside 0..999999999, a clock other than `CLOCK_REALTIME` and
+ * `CLOCK_MONOTONIC`, a barrier count of 0 or above `INT_MAX`, an unknown kind.
  */
 #define SPINLAB_INVALID 5
 
@@ -130,8 +136,10 @@ struct timespec;
 /**
  * A barrier for a fixed number of threads: spinlab's sense-reversing barrier over any wait
  * policy (`"barrier:futex"`, `"barrier:pause"`, …) or a reference (`"pthread"`, `"std"`),
- * chosen when it is initialised. Opaque; initialise it with `spinlab_barrier_init` and do
- * not copy it.
+ * chosen by name when it is initialised. Opaque, in memory the caller owns; do not copy
+ * it. It has no static initialiser: `spinlab_barrier_init` allocates the barrier, and
+ * `spinlab_barrier_destroy` frees it. Whether a waiter sleeps in the kernel is its policy's
+ * (as for `spinlab_cond_t`); the references sleep.
  */
 typedef struct {
   uint64_t opaque[4];
@@ -139,11 +147,18 @@ typedef struct {
 
 /**
  * A condition variable whose waiters wait with a spinlab wait policy (`"futex"`,
- * `"spin-park"`, `"pause"`, …), chosen when it is initialised. Works with a
+ * `"spin-park"`, `"pause"`, …), chosen by name when it is initialised. Works with a
  * `spinlab_mutex_t` of any lock; waiters of one condition variable may use different
- * mutexes. Waits may return spuriously: wait in a loop that checks the condition. Opaque;
- * initialise it with `spinlab_cond_init`, or with `SPINLAB_COND_INITIALIZER` (or all-zero
- * bytes) for the default policy, and do not copy it.
+ * mutexes. Opaque, in memory the caller owns; do not copy it. Initialise it with
+ * `spinlab_cond_init`, or with `SPINLAB_COND_INITIALIZER` (or all-zero bytes) for a new one
+ * of the default policy, `"spin-park"`.
+ *
+ * A waiter counts itself in before its wait releases the mutex, so a signal or broadcast
+ * made after a change to the condition under that mutex reaches every thread that waited
+ * on the old condition. Waits may return spuriously (a signal returns every waiter still in
+ * its spin phase): wait in a loop that checks the condition. Whether a waiter sleeps in the
+ * kernel is its policy's: `futex` at once, `spin-park`, `spin-yield-park` and
+ * `pause-yield-park` after a spin; the others never.
  */
 typedef struct {
   uint64_t opaque[4];
@@ -151,17 +166,33 @@ typedef struct {
 
 /**
  * A mutual-exclusion lock: any spinlab lock (`"ttas:pause"`, `"mcs:spin-park"`,
- * `"fair:futex"`, …) or reference lock (`"pthread"`, …), chosen when it is initialised.
- * Opaque; initialise it with `spinlab_mutex_init`, or with `SPINLAB_MUTEX_INITIALIZER` (or
- * all-zero bytes) for the default lock, and do not copy it.
+ * `"fair:futex"`, …) or reference lock (`"pthread"`, `"std"`, `"parking_lot"`), chosen by
+ * name when it is initialised. Opaque, in memory the caller owns; do not copy it. Initialise
+ * it with `spinlab_mutex_init`, or with `SPINLAB_MUTEX_INITIALIZER` (or all-zero bytes) for
+ * an unlocked mutex of the default lock, `"adaptive:pause-yield-park"`.
+ *
+ * Every lock excludes: between a thread's lock and its unlock no other thread holds the
+ * mutex, and what a holder wrote before its unlock is visible to the next holder. Its other
+ * guarantees are those of the lock its name chooses (docs/c.md lists them):
+ *
+ * - order: `ticket` and `clh` FIFO; `mcs` FIFO in its queue; `fair` round-robin over its
+ *   waiters' slots. Over a policy that sleeps or yields, their waiters keep that order, but a
+ *   running thread may take the lock before the head of the queue, for at most 0.5 ms of the
+ *   head's wait. `bounded`: a running waiter passed over for at most 0.5 ms. `tas`, `ttas`,
+ *   `std`, `pthread`: none. `parking_lot`: a fair hand-off about every 0.5 ms. The default is
+ *   `bounded` where the process may run on at most 4 CPUs, and `mcs` over a sleeping policy
+ *   on more.
+ * - sleep: a waiter may sleep in the kernel under `futex`, `spin-park`, `spin-yield-park`
+ *   and `pause-yield-park` (the default's policy) and under the references; under every
+ *   other policy it spins (`yield` gives its CPU away between looks).
  *
  * When threads outnumber CPUs: `ticket`, `mcs`, `clh` and `fair` over a policy whose waiters
  * keep their CPU (`spin`, `pause`, `idiv`, `fdiv`, `cas`, `miss`, `backoff`, `umwait`,
  * `tpause`, `mwaitx`, `wfe`) hand the lock over in order to a thread that may not be running,
- * and collapse (on a 2-CPU machine, 4 threads doing 20 000 increments each took 81 s under
- * `"ticket:spin"`): use them only where threads never outnumber the CPUs they may run on.
- * Over a sleeping or yielding policy the same names, and every other lock, hold up; docs/c.md
- * ("When threads outnumber CPUs") says why.
+ * and their throughput collapses: use them only where threads never outnumber the CPUs they
+ * may run on. Over a policy that sleeps or yields, the same algorithms queue in front of a
+ * bounded-bypass word, and they and every other lock hold up (docs/c.md, "When threads
+ * outnumber CPUs"; measurements in docs/contention.md).
  */
 typedef struct {
   uint64_t opaque[8];
@@ -169,9 +200,24 @@ typedef struct {
 
 /**
  * A reader-writer lock: writer-preferring (`"rw-writer:futex"`, …), phase-fair
- * (`"rw-phase:spin-park"`, …) or reader-preferring (`"rw-reader:pause"`, …) over any wait policy, or a reference (`"pthread"`, `"std"`,
- * `"parking_lot"`), chosen when it is initialised. A lock is released by the thread that
- * took it. Opaque; initialise it with `spinlab_rwlock_init` and do not copy it.
+ * (`"rw-phase:spin-park"`, …) or reader-preferring (`"rw-reader:pause"`, …) over any wait
+ * policy, or a reference (`"pthread"`, `"std"`, `"parking_lot"`), chosen by name when it is
+ * initialised. Opaque, in memory the caller owns; do not copy it. It has no static
+ * initialiser: `spinlab_rwlock_init` allocates the lock, and `spinlab_rwlock_destroy` frees
+ * it. A lock is released by the thread that took it.
+ *
+ * A writer excludes every other holder; readers share. Who waits for whom:
+ *
+ * - `rw-reader`: a reader waits only while a writer holds the lock, so a thread may take a
+ *   second read lock while a writer waits; a stream of readers can starve a writer.
+ * - `rw-writer`: a reader waits while a writer holds the lock or waits for it; a stream of
+ *   writers can starve readers, and a second read lock while a writer waits deadlocks.
+ * - `rw-phase` (the default): reader and writer phases alternate, and each waiter waits at
+ *   most one phase of the other kind per competitor, so nobody starves; a second read lock
+ *   while a writer waits deadlocks.
+ *
+ * Whether a waiter sleeps in the kernel is its policy's (as for `spinlab_cond_t`); the
+ * references wait, and order their waiters, their own way.
  */
 typedef struct {
   uint64_t opaque[4];
@@ -182,10 +228,13 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Initialises `barrier` as the barrier called `name` (`NULL`: `"barrier:spin-park"`) for
- * `count` threads per phase. Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
- * `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` (a NULL `barrier`, a `count` of 0 or above
- * `INT_MAX`). Allocates the barrier.
+ * Initialises `barrier` as the barrier called `name` (NULL: `"barrier:spin-park"`) for
+ * `count` threads per phase, allocating it; the waits allocate nothing.
+ *
+ * Returns `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no barrier has that name;
+ * `SPINLAB_UNAVAILABLE` if this CPU cannot run its policy; `SPINLAB_INVALID` for a NULL
+ * `barrier` or a `count` of 0 or above `INT_MAX`. On an error `barrier` is left as it was
+ * and nothing is allocated.
  *
  * # Safety
  * `barrier` is NULL or points to writable memory for a `spinlab_barrier_t` that no thread
@@ -194,11 +243,13 @@ extern "C" {
 int spinlab_barrier_init(spinlab_barrier_t *barrier, const char *name, unsigned int count);
 
 /**
- * Waits until `count` threads (the number given to init) have arrived in this phase. Returns
- * `SPINLAB_BARRIER_SERIAL_THREAD` to one of them and `SPINLAB_OK` to the others. What each
- * thread wrote before its wait is visible to all of the phase after theirs. Once a thread's
- * wait has returned, it may destroy the barrier, even while the others of its phase are
- * still returning.
+ * Waits until `count` threads (the number given to init) have arrived in this phase, then
+ * returns in all of them: `SPINLAB_BARRIER_SERIAL_THREAD` in exactly one and `SPINLAB_OK`
+ * in the others. No thread leaves a phase before every thread of it has arrived, and what
+ * each wrote before its wait is visible to all of them after it.
+ * A thread that returns may wait again at once, for the next phase. Once a thread's wait
+ * has returned, that thread may destroy the barrier and free its memory, even while the
+ * others of its phase are still returning (see `spinlab_barrier_destroy`).
  *
  * # Safety
  * `barrier` is initialised.
@@ -209,10 +260,13 @@ int spinlab_barrier_wait(spinlab_barrier_t *barrier);
  * Destroys `barrier` and frees what init allocated, once the threads of the last phase have
  * left `spinlab_barrier_wait`: as with `pthread_barrier_destroy`, the thread that got
  * `SPINLAB_BARRIER_SERIAL_THREAD` (or any other whose wait returned) may destroy the barrier
- * and free its memory while the others are still returning. Returns `SPINLAB_OK`, or
- * `SPINLAB_BUSY` if a thread is still inside after a million yields (it waits for a phase
- * that cannot complete); the barrier is then left as it was, still initialised. After
- * `SPINLAB_OK`, only `spinlab_barrier_init` may use the memory; any other call crashes.
+ * and free its memory while the others are still returning; destroy yields its CPU until
+ * they have left.
+ *
+ * Returns `SPINLAB_OK`, or `SPINLAB_BUSY` if a thread is still inside after a million
+ * yields (it waits for a phase that cannot complete); the barrier is then left as it was,
+ * still initialised. After `SPINLAB_OK`, only `spinlab_barrier_init` may use the memory;
+ * any other call on it crashes.
  *
  * # Safety
  * `barrier` is initialised, and no thread waits on it for a phase still to come.
@@ -220,7 +274,7 @@ int spinlab_barrier_wait(spinlab_barrier_t *barrier);
 int spinlab_barrier_destroy(spinlab_barrier_t *barrier);
 
 /**
- * The registry name of `barrier`: a static string; do not free it.
+ * The registry name of `barrier`: a static string, never NULL; do not free it.
  *
  * # Safety
  * `barrier` is initialised.
@@ -228,9 +282,12 @@ int spinlab_barrier_destroy(spinlab_barrier_t *barrier);
 const char *spinlab_barrier_name(const spinlab_barrier_t *barrier);
 
 /**
- * Initialises `cond` with the wait policy called `policy` (`NULL`: `"spin-park"`, the
- * default of `spinlab::Condvar`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
- * `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` for a NULL `cond`.
+ * Initialises `cond`, with no waiter, over the wait policy called `policy` (NULL:
+ * `"spin-park"`, the default of `spinlab::Condvar`), in place: nothing is allocated.
+ *
+ * Returns `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no policy has that name;
+ * `SPINLAB_UNAVAILABLE` if this CPU cannot run it; `SPINLAB_INVALID` for a NULL `cond`. On
+ * an error `cond` is left as it was.
  *
  * # Safety
  * `cond` is NULL or points to writable memory for a `spinlab_cond_t` that no thread uses;
@@ -240,7 +297,12 @@ int spinlab_cond_init(spinlab_cond_t *cond, const char *policy);
 
 /**
  * Releases `mutex`, waits for a signal or broadcast on `cond` (or a spurious wake-up), and
- * takes `mutex` again. Returns `SPINLAB_OK`.
+ * takes `mutex` again as `spinlab_mutex_lock` does. Returns `SPINLAB_OK`, always with
+ * `mutex` held.
+ *
+ * The thread is counted as a waiter before `mutex` is released, so a signal made once the
+ * wait has released `mutex` reaches it (see `spinlab_cond_t`). Not a pthread cancellation
+ * point.
  *
  * # Safety
  * `cond` and `mutex` are initialised; the calling thread holds `mutex`.
@@ -249,9 +311,13 @@ int spinlab_cond_wait(spinlab_cond_t *cond, spinlab_mutex_t *mutex);
 
 /**
  * As `spinlab_cond_wait`, giving up when `clock` (`CLOCK_REALTIME` or `CLOCK_MONOTONIC`)
- * reaches `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT` (`mutex` is held again either way),
- * or `SPINLAB_INVALID` (another clock, a `tv_nsec` outside 0..999999999, a NULL `abstime`;
- * checked before `mutex` is released).
+ * reaches the absolute time `abstime`.
+ *
+ * Returns `SPINLAB_OK` (woken, or spuriously); `SPINLAB_TIMEDOUT` once `clock` has reached
+ * `abstime`, never earlier, also when that clock is stepped back during the wait (`mutex`
+ * is held again either way); `SPINLAB_INVALID` for another clock, a NULL `abstime` or a
+ * `tv_nsec` outside 0..999999999, checked before `mutex` is released (it stays held, and
+ * nothing waits).
  *
  * # Safety
  * As `spinlab_cond_wait`; `abstime` is NULL or points to a `struct timespec`.
@@ -263,7 +329,7 @@ int spinlab_cond_clockwait(spinlab_cond_t *cond,
 
 /**
  * `spinlab_cond_clockwait` on `CLOCK_REALTIME`, as `pthread_cond_timedwait` with a default
- * condition attribute.
+ * condition attribute: the same results and guarantees.
  *
  * # Safety
  * As `spinlab_cond_clockwait`.
@@ -273,8 +339,10 @@ int spinlab_cond_timedwait(spinlab_cond_t *cond,
                            const struct timespec *abstime);
 
 /**
- * Wakes one thread waiting on `cond`, if any (threads still in their spin phase may all
- * return). Returns `SPINLAB_OK`.
+ * Wakes at least one thread waiting on `cond`, if any is (threads still in their spin phase
+ * may all return). Returns `SPINLAB_OK`. Never waits; the calling thread need not hold the
+ * mutex. With no thread inside a wait it reads one word and returns, so a change to the
+ * condition must be made holding the mutex (see `spinlab_cond_t`).
  *
  * # Safety
  * `cond` is initialised.
@@ -282,7 +350,8 @@ int spinlab_cond_timedwait(spinlab_cond_t *cond,
 int spinlab_cond_signal(spinlab_cond_t *cond);
 
 /**
- * Wakes every thread waiting on `cond`. Returns `SPINLAB_OK`.
+ * Wakes every thread waiting on `cond`. Returns `SPINLAB_OK`. Never waits; as
+ * `spinlab_cond_signal` otherwise.
  *
  * # Safety
  * `cond` is initialised.
@@ -290,11 +359,12 @@ int spinlab_cond_signal(spinlab_cond_t *cond);
 int spinlab_cond_broadcast(spinlab_cond_t *cond);
 
 /**
- * Destroys `cond`, first waiting for threads that were woken to finish leaving their wait,
- * so that the memory may be freed as soon as this returns. Returns `SPINLAB_OK`.
- * Afterwards the memory holds all-zero bytes, which is what `SPINLAB_COND_INITIALIZER`
- * writes, so a destroyed condition variable used again is a new one of the default policy
- * (POSIX leaves that case undefined).
+ * Destroys `cond`, first waiting (asleep if need be) until the threads that were woken
+ * have left their wait, so that the memory may be freed as soon as this returns, as POSIX
+ * allows right after a broadcast. Returns `SPINLAB_OK`. A waiter that nobody woke keeps it
+ * waiting, as with glibc's `pthread_cond_destroy`. Afterwards the memory holds all-zero
+ * bytes, which is what `SPINLAB_COND_INITIALIZER` writes, so a destroyed condition variable
+ * used again is a new one of the default policy (POSIX leaves that case undefined).
  *
  * # Safety
  * `cond` is initialised, and no thread starts a wait on it any more.
@@ -303,7 +373,7 @@ int spinlab_cond_destroy(spinlab_cond_t *cond);
 
 /**
  * The wait policy of `cond` (`"spin-park"` after a NULL name or `SPINLAB_COND_INITIALIZER`):
- * a static string; do not free it.
+ * a static string, never NULL; do not free it.
  *
  * # Safety
  * `cond` is initialised.
@@ -311,19 +381,28 @@ int spinlab_cond_destroy(spinlab_cond_t *cond);
 const char *spinlab_cond_name(const spinlab_cond_t *cond);
 
 /**
- * Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
- * `"adaptive:pause-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
- * (this CPU lacks the policy's instructions), or `SPINLAB_INVALID` for a NULL `mutex`.
+ * Initialises `mutex`, unlocked, as the lock called `name` (NULL: spinlab's default,
+ * `"adaptive:pause-yield-park"`), in place: nothing is allocated.
+ *
+ * Returns `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no lock has that name;
+ * `SPINLAB_UNAVAILABLE` if this CPU cannot run the lock's wait policy; `SPINLAB_TOO_LARGE`
+ * if the lock does not fit in a `spinlab_mutex_t` (none of this build); `SPINLAB_INVALID`
+ * for a NULL `mutex`. On an error `mutex` is left as it was.
  *
  * # Safety
  * `mutex` is NULL or points to writable memory for a `spinlab_mutex_t` that no thread
  * uses; `name` is NULL or a NUL-terminated string.
  */
-int spinlab_mutex_init(spinlab_mutex_t *mutex,
-                       const char *name);
+int spinlab_mutex_init(spinlab_mutex_t *mutex, const char *name);
 
 /**
  * Acquires `mutex`, waiting as long as it takes. Returns `SPINLAB_OK`.
+ *
+ * Once it returns the calling thread holds `mutex` alone, and sees what earlier holders wrote
+ * before their unlocks. Which waiter gets the lock next, and whether a waiter may sleep in
+ * the kernel, are the lock's (see `spinlab_mutex_t`). Not recursive: a thread that already
+ * holds `mutex` must not call it. The queue locks (`mcs`, `clh`) take a node from a
+ * per-thread cache, and allocate one only while more are in use at once than ever before.
  *
  * # Safety
  * `mutex` is initialised; the calling thread does not hold it.
@@ -331,7 +410,9 @@ int spinlab_mutex_init(spinlab_mutex_t *mutex,
 int spinlab_mutex_lock(spinlab_mutex_t *mutex);
 
 /**
- * Acquires `mutex` if it is free now: `SPINLAB_OK`, or `SPINLAB_BUSY`.
+ * Acquires `mutex` if that is possible at once: `SPINLAB_OK` (held, as after
+ * `spinlab_mutex_lock`), or `SPINLAB_BUSY` (another thread holds it, or the lock's order
+ * keeps this thread behind its waiters; nothing is held). Never waits and never sleeps.
  *
  * # Safety
  * As `spinlab_mutex_lock`.
@@ -339,9 +420,16 @@ int spinlab_mutex_lock(spinlab_mutex_t *mutex);
 int spinlab_mutex_trylock(spinlab_mutex_t *mutex);
 
 /**
- * Acquires `mutex`, giving up when `clock` (`CLOCK_REALTIME` or `CLOCK_MONOTONIC`) reaches
- * `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT`, or `SPINLAB_INVALID` (another clock, a
- * `tv_nsec` outside 0..999999999, a NULL `abstime`; checked before anything else).
+ * Acquires `mutex` as `spinlab_mutex_lock` does, giving up when `clock` (`CLOCK_REALTIME`
+ * or `CLOCK_MONOTONIC`) reaches the absolute time `abstime`.
+ *
+ * Returns `SPINLAB_OK` (held); `SPINLAB_TIMEDOUT` (not held) once `clock` has reached
+ * `abstime`, never earlier, also when that clock is stepped back during the wait;
+ * `SPINLAB_INVALID` (not held) for another clock, a NULL `abstime` or a `tv_nsec` outside
+ * 0..999999999, checked before the lock is tried. A free mutex is taken whatever the
+ * deadline, one in the past included. A waiter that gives up leaves the lock's order. The
+ * wait is the lock's own, except for the `std` reference, which has none: it tries again
+ * after naps that double from 1 µs to 1 ms.
  *
  * # Safety
  * As `spinlab_mutex_lock`; `abstime` is NULL or points to a `struct timespec`.
@@ -351,7 +439,8 @@ int spinlab_mutex_clocklock(spinlab_mutex_t *mutex,
                             const struct timespec *abstime);
 
 /**
- * `spinlab_mutex_clocklock` on `CLOCK_REALTIME`, as `pthread_mutex_timedlock`.
+ * `spinlab_mutex_clocklock` on `CLOCK_REALTIME`, as `pthread_mutex_timedlock`: the same
+ * results and guarantees.
  *
  * # Safety
  * As `spinlab_mutex_clocklock`.
@@ -359,7 +448,15 @@ int spinlab_mutex_clocklock(spinlab_mutex_t *mutex,
 int spinlab_mutex_timedlock(spinlab_mutex_t *mutex, const struct timespec *abstime);
 
 /**
- * Releases `mutex`. Returns `SPINLAB_OK`.
+ * Releases `mutex`, which the calling thread holds. Returns `SPINLAB_OK`. Never waits: an
+ * in-order lock hands itself to its next waiter, and a waiter that may be asleep is woken
+ * with a futex wake-up.
+ *
+ * After the atomic that releases it, an unlock names the mutex only as the address of a
+ * futex wake-up, which the kernel uses as a key: so once a thread has acquired and released
+ * the mutex, it may destroy and free it even while the previous holder is still returning
+ * from its unlock, as POSIX allows for a pthread mutex. Releasing a mutex the calling thread
+ * does not hold is undefined.
  *
  * # Safety
  * `mutex` is initialised and held by the calling thread.
@@ -367,10 +464,11 @@ int spinlab_mutex_timedlock(spinlab_mutex_t *mutex, const struct timespec *absti
 int spinlab_mutex_unlock(spinlab_mutex_t *mutex);
 
 /**
- * Destroys `mutex`: `SPINLAB_OK`, or `SPINLAB_BUSY` (and nothing happens) if it is held.
- * Afterwards the memory may be freed or reused; it holds all-zero bytes, which is what
- * `SPINLAB_MUTEX_INITIALIZER` writes, so a destroyed mutex used again is an unlocked one of
- * the default lock (POSIX leaves that case undefined).
+ * Destroys `mutex`: `SPINLAB_OK`, or `SPINLAB_BUSY` if it is held (nothing changes; the
+ * call does not wait). After `SPINLAB_OK` the memory may be freed or reused at once; it
+ * holds all-zero bytes, which is what `SPINLAB_MUTEX_INITIALIZER` writes, so a destroyed
+ * mutex used again is an unlocked one of the default lock (POSIX leaves that case
+ * undefined), and `spinlab_mutex_init` may give it any lock.
  *
  * # Safety
  * `mutex` is initialised, and no thread waits for it.
@@ -378,8 +476,8 @@ int spinlab_mutex_unlock(spinlab_mutex_t *mutex);
 int spinlab_mutex_destroy(spinlab_mutex_t *mutex);
 
 /**
- * The registry name of the lock in `mutex` (`"adaptive:pause-yield-park"` after a NULL name or
- * `SPINLAB_MUTEX_INITIALIZER`): a static string; do not free it.
+ * The registry name of the lock in `mutex` (`"adaptive:pause-yield-park"` after a NULL name
+ * or `SPINLAB_MUTEX_INITIALIZER`): a static string, never NULL; do not free it.
  *
  * # Safety
  * `mutex` is initialised.
@@ -388,22 +486,25 @@ const char *spinlab_mutex_name(const spinlab_mutex_t *mutex);
 
 /**
  * Writes into `names[0..capacity]` the names of every primitive of `kind`
- * (`SPINLAB_KIND_MUTEX`, `_COND`, `_BARRIER` or `_RWLOCK`), available on this CPU or not, and returns
- * how many there are (which may exceed `capacity`: call with `capacity` 0, `names` NULL, to
- * count). The strings are static; do not free them. `spinlab_check` says which ones this CPU
- * can run. An unknown kind has no names.
+ * (`SPINLAB_KIND_MUTEX`, `_COND`, `_BARRIER` or `_RWLOCK`), available on this CPU or not,
+ * in the registry's order, and returns how many there are: a count, not a status code. The
+ * count may exceed `capacity`, and then only the first `capacity` names are written; call
+ * with `capacity` 0 and `names` NULL to count. The strings are static; do not free them.
+ * `spinlab_check` says which ones this CPU can run. An unknown kind has no names (0).
+ * Allocates nothing after its first call; safe from any thread.
  *
  * # Safety
  * `names` is NULL (with `capacity` 0) or points to `capacity` writable pointers.
  */
-size_t spinlab_list(int kind,
-                    const char **names,
-                    size_t capacity);
+size_t spinlab_list(int kind, const char **names, size_t capacity);
 
 /**
  * Whether a primitive of `kind` called `name` (NULL: the kind's default) can be initialised
- * on this CPU: `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`, or
- * `SPINLAB_INVALID` for an unknown kind.
+ * on this CPU: `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no primitive of that kind has the
+ * name; `SPINLAB_UNAVAILABLE` if this CPU cannot run its wait policy (`umwait` and `tpause`
+ * need WAITPKG, `mwaitx` an AMD CPU, `wfe` an Arm one); `SPINLAB_INVALID` for an unknown
+ * kind. `init` with that name and otherwise valid arguments gives the same answer. Safe
+ * from any thread.
  *
  * # Safety
  * `name` is NULL or a NUL-terminated string.
@@ -411,9 +512,13 @@ size_t spinlab_list(int kind,
 int spinlab_check(int kind, const char *name);
 
 /**
- * Initialises `rwlock` as the reader-writer lock called `name` (`NULL`:
- * `"rw-phase:spin-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
- * `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` for a NULL `rwlock`. Allocates the lock.
+ * Initialises `rwlock`, unlocked, as the reader-writer lock called `name` (NULL:
+ * `"rw-phase:spin-park"`), allocating it; lock and unlock then allocate nothing (except the
+ * `std` reference, which keeps its read guards in a per-thread list).
+ *
+ * Returns `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no reader-writer lock has that name;
+ * `SPINLAB_UNAVAILABLE` if this CPU cannot run its policy; `SPINLAB_INVALID` for a NULL
+ * `rwlock`. On an error `rwlock` is left as it was and nothing is allocated.
  *
  * # Safety
  * `rwlock` is NULL or points to writable memory for a `spinlab_rwlock_t` that no thread
@@ -423,6 +528,9 @@ int spinlab_rwlock_init(spinlab_rwlock_t *rwlock, const char *name);
 
 /**
  * Acquires `rwlock` shared (for reading), waiting as long as it takes. Returns `SPINLAB_OK`.
+ * Once it returns, no writer holds the lock until this thread unlocks, and the thread sees
+ * what the last writer wrote. Which waiters go first is the lock's (see
+ * `spinlab_rwlock_t`).
  *
  * # Safety
  * `rwlock` is initialised; the calling thread does not hold it exclusively.
@@ -430,7 +538,9 @@ int spinlab_rwlock_init(spinlab_rwlock_t *rwlock, const char *name);
 int spinlab_rwlock_rdlock(spinlab_rwlock_t *rwlock);
 
 /**
- * Acquires `rwlock` shared if that is possible now: `SPINLAB_OK` or `SPINLAB_BUSY`.
+ * Acquires `rwlock` shared if that is possible at once: `SPINLAB_OK` (held shared), or
+ * `SPINLAB_BUSY` (a writer holds it, or waits for it under a lock that keeps new readers
+ * behind a waiting writer; nothing is held). Never waits.
  *
  * # Safety
  * As `spinlab_rwlock_rdlock`.
@@ -439,7 +549,8 @@ int spinlab_rwlock_tryrdlock(spinlab_rwlock_t *rwlock);
 
 /**
  * Acquires `rwlock` exclusively (for writing), waiting as long as it takes. Returns
- * `SPINLAB_OK`.
+ * `SPINLAB_OK`. Once it returns the calling thread holds the lock alone, and sees what
+ * earlier holders wrote. Not recursive.
  *
  * # Safety
  * `rwlock` is initialised; the calling thread does not hold it.
@@ -447,7 +558,9 @@ int spinlab_rwlock_tryrdlock(spinlab_rwlock_t *rwlock);
 int spinlab_rwlock_wrlock(spinlab_rwlock_t *rwlock);
 
 /**
- * Acquires `rwlock` exclusively if that is possible now: `SPINLAB_OK` or `SPINLAB_BUSY`.
+ * Acquires `rwlock` exclusively if that is possible at once: `SPINLAB_OK` (held), or
+ * `SPINLAB_BUSY` (another thread holds it, shared or exclusively; nothing is held). Never
+ * waits.
  *
  * # Safety
  * As `spinlab_rwlock_wrlock`.
@@ -456,10 +569,16 @@ int spinlab_rwlock_trywrlock(spinlab_rwlock_t *rwlock);
 
 /**
  * As `spinlab_rwlock_rdlock`, giving up when `clock` (`CLOCK_REALTIME` or
- * `CLOCK_MONOTONIC`) reaches `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT`, or
- * `SPINLAB_INVALID` (another clock, a `tv_nsec` outside 0..999999999, a NULL `abstime`).
- * The registry's reader-writer locks have no timed acquisition: this polls `try`, napping
- * 1 µs doubling to 1 ms between tries, and a polling writer does not queue (docs/c.md).
+ * `CLOCK_MONOTONIC`) reaches the absolute time `abstime`.
+ *
+ * Returns `SPINLAB_OK` (held shared); `SPINLAB_TIMEDOUT` (not held) once `clock` has
+ * reached `abstime`, never earlier; `SPINLAB_INVALID` (not held) for another clock, a NULL
+ * `abstime` or a `tv_nsec` outside 0..999999999, checked before the lock is tried. A lock
+ * that can be taken at once is taken whatever the deadline. The registry's reader-writer
+ * locks have no timed wait: this tries again after naps that double from 1 µs to 1 ms, so it
+ * may return up to about 1 ms after the lock became free or the deadline passed, and a
+ * timed waiter does not queue (a timed writer may time out under a steady stream of readers
+ * where `spinlab_rwlock_wrlock` would get in).
  *
  * # Safety
  * As `spinlab_rwlock_rdlock`; `abstime` is NULL or points to a `struct timespec`.
@@ -469,8 +588,8 @@ int spinlab_rwlock_clockrdlock(spinlab_rwlock_t *rwlock,
                                const struct timespec *abstime);
 
 /**
- * As `spinlab_rwlock_wrlock`, giving up when `clock` reaches `abstime`; as
- * `spinlab_rwlock_clockrdlock` otherwise.
+ * As `spinlab_rwlock_wrlock`, giving up when `clock` reaches `abstime`: the results and
+ * guarantees of `spinlab_rwlock_clockrdlock`, for the exclusive side.
  *
  * # Safety
  * As `spinlab_rwlock_wrlock`; `abstime` is NULL or points to a `struct timespec`.
@@ -480,7 +599,8 @@ int spinlab_rwlock_clockwrlock(spinlab_rwlock_t *rwlock,
                                const struct timespec *abstime);
 
 /**
- * `spinlab_rwlock_clockrdlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedrdlock`.
+ * `spinlab_rwlock_clockrdlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedrdlock`: the
+ * same results and guarantees.
  *
  * # Safety
  * As `spinlab_rwlock_clockrdlock`.
@@ -488,7 +608,8 @@ int spinlab_rwlock_clockwrlock(spinlab_rwlock_t *rwlock,
 int spinlab_rwlock_timedrdlock(spinlab_rwlock_t *rwlock, const struct timespec *abstime);
 
 /**
- * `spinlab_rwlock_clockwrlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedwrlock`.
+ * `spinlab_rwlock_clockwrlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedwrlock`: the
+ * same results and guarantees.
  *
  * # Safety
  * As `spinlab_rwlock_clockwrlock`.
@@ -496,7 +617,8 @@ int spinlab_rwlock_timedrdlock(spinlab_rwlock_t *rwlock, const struct timespec *
 int spinlab_rwlock_timedwrlock(spinlab_rwlock_t *rwlock, const struct timespec *abstime);
 
 /**
- * Whether the calling thread holds `rwlock` exclusively: 1 or 0.
+ * Whether the calling thread holds `rwlock` exclusively: 1 or 0 (not a status code). Never
+ * waits. Another thread's exclusive hold reads as 0.
  *
  * # Safety
  * `rwlock` is initialised.
@@ -504,7 +626,11 @@ int spinlab_rwlock_timedwrlock(spinlab_rwlock_t *rwlock, const struct timespec *
 int spinlab_rwlock_wrheld(spinlab_rwlock_t *rwlock);
 
 /**
- * Releases `rwlock`, held shared or exclusively by the calling thread. Returns `SPINLAB_OK`.
+ * Releases `rwlock`, held shared or exclusively by the calling thread: the exclusive hold if
+ * the calling thread has it, else one of its shared holds, as `pthread_rwlock_unlock` does.
+ * Returns `SPINLAB_OK`. Never waits. After the atomic that releases it, an unlock names the
+ * lock only as the address of a futex wake-up, so the lock may be destroyed as soon as it
+ * is unlocked and unused, as POSIX allows.
  *
  * # Safety
  * `rwlock` is initialised and held by the calling thread.
@@ -512,9 +638,9 @@ int spinlab_rwlock_wrheld(spinlab_rwlock_t *rwlock);
 int spinlab_rwlock_unlock(spinlab_rwlock_t *rwlock);
 
 /**
- * Destroys `rwlock` and frees what init allocated: `SPINLAB_OK`, or `SPINLAB_BUSY` (and
- * nothing happens) if it is held. Afterwards only `spinlab_rwlock_init` may use the memory;
- * any other call crashes.
+ * Destroys `rwlock` and frees what init allocated: `SPINLAB_OK`, or `SPINLAB_BUSY` if it is
+ * held, shared or exclusively (nothing changes; the call does not wait). After `SPINLAB_OK`
+ * only `spinlab_rwlock_init` may use the memory; any other call on it crashes.
  *
  * # Safety
  * `rwlock` is initialised and no thread waits for it.
@@ -522,7 +648,7 @@ int spinlab_rwlock_unlock(spinlab_rwlock_t *rwlock);
 int spinlab_rwlock_destroy(spinlab_rwlock_t *rwlock);
 
 /**
- * The registry name of `rwlock`: a static string; do not free it.
+ * The registry name of `rwlock`: a static string, never NULL; do not free it.
  *
  * # Safety
  * `rwlock` is initialised.
@@ -531,7 +657,8 @@ const char *spinlab_rwlock_name(const spinlab_rwlock_t *rwlock);
 
 /**
  * A message for a status code returned by a `spinlab_*` function: a static, NUL-terminated
- * string that the caller must not free. Never NULL, also for codes that do not exist.
+ * string that the caller must not free. Never NULL: a code that no function returns gets
+ * "unknown spinlab status code". Safe to call from any thread, at any time.
  */
 const char *spinlab_strerror(int status);
 
@@ -542,6 +669,7 @@ const char *spinlab_strerror(int status);
  * (`SPINLAB_TOO_LARGE`); `PTHREAD_BARRIER_SERIAL_THREAD` for
  * `SPINLAB_BARRIER_SERIAL_THREAD`, which is not an error. `EINVAL` for a code that no
  * function returns. So a pthread-style wrapper is `return spinlab_errno(spinlab_…(…));`.
+ * Safe to call from any thread, at any time.
  */
 int spinlab_errno(int status);
 
@@ -590,15 +718,17 @@ SPINLAB_ASSERT_LAYOUT(spinlab_rwlock_t, SPINLAB_RWLOCK_SIZE, SPINLAB_RWLOCK_ALIG
  * spinlab mutex orders the accesses it protects, and would report each of them as a data
  * race. When a translation unit is compiled with -fsanitize=thread (gcc or clang), the calls
  * below are routed through inline wrappers that tell it, with its mutex annotations (and, for
- * barriers, a release before the wait and an acquire after it), what each call did. Define SPINLAB_NO_TSAN_ANNOTATIONS to turn this off. Calls through a
- * function pointer (&spinlab_mutex_lock) bypass the wrappers.
+ * barriers, a release before the wait and an acquire after it), what each call did. Define
+ * SPINLAB_NO_TSAN_ANNOTATIONS to turn this off. Calls through a function pointer
+ * (&spinlab_mutex_lock) bypass the wrappers.
  *
  * What stays visible of the library is its own bookkeeping, through the allocator and memcpy
  * interceptors (the queue locks' node pool grows vectors under the library's own futex
- * mutex), which ThreadSanitizer would report as races too. So the header also defines, weakly,
- * ThreadSanitizer's default-suppressions hook in the program (also with
- * SPINLAB_NO_TSAN_ANNOTATIONS), telling it to ignore the interceptors libspinlab calls. A program that defines its own hook replaces this one and
- * should add "called_from_lib:libspinlab.so" to what it returns.
+ * mutex), which ThreadSanitizer would report as races too. So the header also defines,
+ * weakly, ThreadSanitizer's default-suppressions hook in the program (also with
+ * SPINLAB_NO_TSAN_ANNOTATIONS), telling it to ignore the interceptors libspinlab calls. A
+ * program that defines its own hook replaces this one and should add
+ * "called_from_lib:libspinlab.so" to what it returns.
  */
 #if defined(__SANITIZE_THREAD__)
 #define SPINLAB_TSAN 1

@@ -39,15 +39,17 @@ SPINLAB_ASSERT_LAYOUT(spinlab_rwlock_t, SPINLAB_RWLOCK_SIZE, SPINLAB_RWLOCK_ALIG
  * spinlab mutex orders the accesses it protects, and would report each of them as a data
  * race. When a translation unit is compiled with -fsanitize=thread (gcc or clang), the calls
  * below are routed through inline wrappers that tell it, with its mutex annotations (and, for
- * barriers, a release before the wait and an acquire after it), what each call did. Define SPINLAB_NO_TSAN_ANNOTATIONS to turn this off. Calls through a
- * function pointer (&spinlab_mutex_lock) bypass the wrappers.
+ * barriers, a release before the wait and an acquire after it), what each call did. Define
+ * SPINLAB_NO_TSAN_ANNOTATIONS to turn this off. Calls through a function pointer
+ * (&spinlab_mutex_lock) bypass the wrappers.
  *
  * What stays visible of the library is its own bookkeeping, through the allocator and memcpy
  * interceptors (the queue locks' node pool grows vectors under the library's own futex
- * mutex), which ThreadSanitizer would report as races too. So the header also defines, weakly,
- * ThreadSanitizer's default-suppressions hook in the program (also with
- * SPINLAB_NO_TSAN_ANNOTATIONS), telling it to ignore the interceptors libspinlab calls. A program that defines its own hook replaces this one and
- * should add "called_from_lib:libspinlab.so" to what it returns.
+ * mutex), which ThreadSanitizer would report as races too. So the header also defines,
+ * weakly, ThreadSanitizer's default-suppressions hook in the program (also with
+ * SPINLAB_NO_TSAN_ANNOTATIONS), telling it to ignore the interceptors libspinlab calls. A
+ * program that defines its own hook replaces this one and should add
+ * "called_from_lib:libspinlab.so" to what it returns.
  */
 #if defined(__SANITIZE_THREAD__)
 #define SPINLAB_TSAN 1

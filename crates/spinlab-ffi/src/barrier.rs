@@ -42,8 +42,10 @@ pub const SPINLAB_BARRIER_SERIAL_THREAD: c_int = -1;
 
 /// A barrier for a fixed number of threads: spinlab's sense-reversing barrier over any wait
 /// policy (`"barrier:futex"`, `"barrier:pause"`, …) or a reference (`"pthread"`, `"std"`),
-/// chosen when it is initialised. Opaque; initialise it with `spinlab_barrier_init` and do
-/// not copy it.
+/// chosen by name when it is initialised. Opaque, in memory the caller owns; do not copy
+/// it. It has no static initialiser: `spinlab_barrier_init` allocates the barrier, and
+/// `spinlab_barrier_destroy` frees it. Whether a waiter sleeps in the kernel is its policy's
+/// (as for `spinlab_cond_t`); the references sleep.
 #[repr(C)]
 pub struct spinlab_barrier_t {
     opaque: [u64; 4],
@@ -61,10 +63,13 @@ const _: () = assert!(align_of::<spinlab_barrier_t>() == SPINLAB_BARRIER_ALIGN);
 const _: () = assert!(size_of::<Repr>() <= SPINLAB_BARRIER_SIZE && align_of::<Repr>() <= SPINLAB_BARRIER_ALIGN);
 const _: () = assert!(offset_of!(Repr, inside) == 24, "the layout table above");
 
-/// Initialises `barrier` as the barrier called `name` (`NULL`: `"barrier:spin-park"`) for
-/// `count` threads per phase. Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
-/// `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` (a NULL `barrier`, a `count` of 0 or above
-/// `INT_MAX`). Allocates the barrier.
+/// Initialises `barrier` as the barrier called `name` (NULL: `"barrier:spin-park"`) for
+/// `count` threads per phase, allocating it; the waits allocate nothing.
+///
+/// Returns `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no barrier has that name;
+/// `SPINLAB_UNAVAILABLE` if this CPU cannot run its policy; `SPINLAB_INVALID` for a NULL
+/// `barrier` or a `count` of 0 or above `INT_MAX`. On an error `barrier` is left as it was
+/// and nothing is allocated.
 ///
 /// # Safety
 /// `barrier` is NULL or points to writable memory for a `spinlab_barrier_t` that no thread
@@ -101,11 +106,13 @@ pub unsafe extern "C" fn spinlab_barrier_init(
     SPINLAB_OK
 }
 
-/// Waits until `count` threads (the number given to init) have arrived in this phase. Returns
-/// `SPINLAB_BARRIER_SERIAL_THREAD` to one of them and `SPINLAB_OK` to the others. What each
-/// thread wrote before its wait is visible to all of the phase after theirs. Once a thread's
-/// wait has returned, it may destroy the barrier, even while the others of its phase are
-/// still returning.
+/// Waits until `count` threads (the number given to init) have arrived in this phase, then
+/// returns in all of them: `SPINLAB_BARRIER_SERIAL_THREAD` in exactly one and `SPINLAB_OK`
+/// in the others. No thread leaves a phase before every thread of it has arrived, and what
+/// each wrote before its wait is visible to all of them after it.
+/// A thread that returns may wait again at once, for the next phase. Once a thread's wait
+/// has returned, that thread may destroy the barrier and free its memory, even while the
+/// others of its phase are still returning (see `spinlab_barrier_destroy`).
 ///
 /// # Safety
 /// `barrier` is initialised.
@@ -128,10 +135,13 @@ pub unsafe extern "C" fn spinlab_barrier_wait(barrier: *mut spinlab_barrier_t) -
 /// Destroys `barrier` and frees what init allocated, once the threads of the last phase have
 /// left `spinlab_barrier_wait`: as with `pthread_barrier_destroy`, the thread that got
 /// `SPINLAB_BARRIER_SERIAL_THREAD` (or any other whose wait returned) may destroy the barrier
-/// and free its memory while the others are still returning. Returns `SPINLAB_OK`, or
-/// `SPINLAB_BUSY` if a thread is still inside after a million yields (it waits for a phase
-/// that cannot complete); the barrier is then left as it was, still initialised. After
-/// `SPINLAB_OK`, only `spinlab_barrier_init` may use the memory; any other call crashes.
+/// and free its memory while the others are still returning; destroy yields its CPU until
+/// they have left.
+///
+/// Returns `SPINLAB_OK`, or `SPINLAB_BUSY` if a thread is still inside after a million
+/// yields (it waits for a phase that cannot complete); the barrier is then left as it was,
+/// still initialised. After `SPINLAB_OK`, only `spinlab_barrier_init` may use the memory;
+/// any other call on it crashes.
 ///
 /// # Safety
 /// `barrier` is initialised, and no thread waits on it for a phase still to come.
@@ -152,7 +162,7 @@ pub unsafe extern "C" fn spinlab_barrier_destroy(barrier: *mut spinlab_barrier_t
     SPINLAB_OK
 }
 
-/// The registry name of `barrier`: a static string; do not free it.
+/// The registry name of `barrier`: a static string, never NULL; do not free it.
 ///
 /// # Safety
 /// `barrier` is initialised.

@@ -30,11 +30,18 @@ pub const SPINLAB_COND_SIZE: usize = 32;
 pub const SPINLAB_COND_ALIGN: usize = 8;
 
 /// A condition variable whose waiters wait with a spinlab wait policy (`"futex"`,
-/// `"spin-park"`, `"pause"`, …), chosen when it is initialised. Works with a
+/// `"spin-park"`, `"pause"`, …), chosen by name when it is initialised. Works with a
 /// `spinlab_mutex_t` of any lock; waiters of one condition variable may use different
-/// mutexes. Waits may return spuriously: wait in a loop that checks the condition. Opaque;
-/// initialise it with `spinlab_cond_init`, or with `SPINLAB_COND_INITIALIZER` (or all-zero
-/// bytes) for the default policy, and do not copy it.
+/// mutexes. Opaque, in memory the caller owns; do not copy it. Initialise it with
+/// `spinlab_cond_init`, or with `SPINLAB_COND_INITIALIZER` (or all-zero bytes) for a new one
+/// of the default policy, `"spin-park"`.
+///
+/// A waiter counts itself in before its wait releases the mutex, so a signal or broadcast
+/// made after a change to the condition under that mutex reaches every thread that waited
+/// on the old condition. Waits may return spuriously (a signal returns every waiter still in
+/// its spin phase): wait in a loop that checks the condition. Whether a waiter sleeps in the
+/// kernel is its policy's: `futex` at once, `spin-park`, `spin-yield-park` and
+/// `pause-yield-park` after a spin; the others never.
 #[repr(C)]
 pub struct spinlab_cond_t {
     opaque: [u64; 4],
@@ -84,9 +91,12 @@ unsafe fn parts(cond: *mut spinlab_cond_t) -> (&'static CondOps, *const CondCore
     unsafe { (ops(cond), addr_of!((*cond.cast::<Repr>()).core).cast()) }
 }
 
-/// Initialises `cond` with the wait policy called `policy` (`NULL`: `"spin-park"`, the
-/// default of `spinlab::Condvar`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
-/// `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` for a NULL `cond`.
+/// Initialises `cond`, with no waiter, over the wait policy called `policy` (NULL:
+/// `"spin-park"`, the default of `spinlab::Condvar`), in place: nothing is allocated.
+///
+/// Returns `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no policy has that name;
+/// `SPINLAB_UNAVAILABLE` if this CPU cannot run it; `SPINLAB_INVALID` for a NULL `cond`. On
+/// an error `cond` is left as it was.
 ///
 /// # Safety
 /// `cond` is NULL or points to writable memory for a `spinlab_cond_t` that no thread uses;
@@ -138,7 +148,12 @@ unsafe fn wait(cond: *mut spinlab_cond_t, mutex: *mut spinlab_mutex_t, deadline:
 }
 
 /// Releases `mutex`, waits for a signal or broadcast on `cond` (or a spurious wake-up), and
-/// takes `mutex` again. Returns `SPINLAB_OK`.
+/// takes `mutex` again as `spinlab_mutex_lock` does. Returns `SPINLAB_OK`, always with
+/// `mutex` held.
+///
+/// The thread is counted as a waiter before `mutex` is released, so a signal made once the
+/// wait has released `mutex` reaches it (see `spinlab_cond_t`). Not a pthread cancellation
+/// point.
 ///
 /// # Safety
 /// `cond` and `mutex` are initialised; the calling thread holds `mutex`.
@@ -149,9 +164,13 @@ pub unsafe extern "C" fn spinlab_cond_wait(cond: *mut spinlab_cond_t, mutex: *mu
 }
 
 /// As `spinlab_cond_wait`, giving up when `clock` (`CLOCK_REALTIME` or `CLOCK_MONOTONIC`)
-/// reaches `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT` (`mutex` is held again either way),
-/// or `SPINLAB_INVALID` (another clock, a `tv_nsec` outside 0..999999999, a NULL `abstime`;
-/// checked before `mutex` is released).
+/// reaches the absolute time `abstime`.
+///
+/// Returns `SPINLAB_OK` (woken, or spuriously); `SPINLAB_TIMEDOUT` once `clock` has reached
+/// `abstime`, never earlier, also when that clock is stepped back during the wait (`mutex`
+/// is held again either way); `SPINLAB_INVALID` for another clock, a NULL `abstime` or a
+/// `tv_nsec` outside 0..999999999, checked before `mutex` is released (it stays held, and
+/// nothing waits).
 ///
 /// # Safety
 /// As `spinlab_cond_wait`; `abstime` is NULL or points to a `struct timespec`.
@@ -171,7 +190,7 @@ pub unsafe extern "C" fn spinlab_cond_clockwait(
 }
 
 /// `spinlab_cond_clockwait` on `CLOCK_REALTIME`, as `pthread_cond_timedwait` with a default
-/// condition attribute.
+/// condition attribute: the same results and guarantees.
 ///
 /// # Safety
 /// As `spinlab_cond_clockwait`.
@@ -185,8 +204,10 @@ pub unsafe extern "C" fn spinlab_cond_timedwait(
     unsafe { spinlab_cond_clockwait(cond, mutex, libc::CLOCK_REALTIME, abstime) }
 }
 
-/// Wakes one thread waiting on `cond`, if any (threads still in their spin phase may all
-/// return). Returns `SPINLAB_OK`.
+/// Wakes at least one thread waiting on `cond`, if any is (threads still in their spin phase
+/// may all return). Returns `SPINLAB_OK`. Never waits; the calling thread need not hold the
+/// mutex. With no thread inside a wait it reads one word and returns, so a change to the
+/// condition must be made holding the mutex (see `spinlab_cond_t`).
 ///
 /// # Safety
 /// `cond` is initialised.
@@ -200,7 +221,8 @@ pub unsafe extern "C" fn spinlab_cond_signal(cond: *mut spinlab_cond_t) -> c_int
     SPINLAB_OK
 }
 
-/// Wakes every thread waiting on `cond`. Returns `SPINLAB_OK`.
+/// Wakes every thread waiting on `cond`. Returns `SPINLAB_OK`. Never waits; as
+/// `spinlab_cond_signal` otherwise.
 ///
 /// # Safety
 /// `cond` is initialised.
@@ -214,11 +236,12 @@ pub unsafe extern "C" fn spinlab_cond_broadcast(cond: *mut spinlab_cond_t) -> c_
     SPINLAB_OK
 }
 
-/// Destroys `cond`, first waiting for threads that were woken to finish leaving their wait,
-/// so that the memory may be freed as soon as this returns. Returns `SPINLAB_OK`.
-/// Afterwards the memory holds all-zero bytes, which is what `SPINLAB_COND_INITIALIZER`
-/// writes, so a destroyed condition variable used again is a new one of the default policy
-/// (POSIX leaves that case undefined).
+/// Destroys `cond`, first waiting (asleep if need be) until the threads that were woken
+/// have left their wait, so that the memory may be freed as soon as this returns, as POSIX
+/// allows right after a broadcast. Returns `SPINLAB_OK`. A waiter that nobody woke keeps it
+/// waiting, as with glibc's `pthread_cond_destroy`. Afterwards the memory holds all-zero
+/// bytes, which is what `SPINLAB_COND_INITIALIZER` writes, so a destroyed condition variable
+/// used again is a new one of the default policy (POSIX leaves that case undefined).
 ///
 /// # Safety
 /// `cond` is initialised, and no thread starts a wait on it any more.
@@ -235,7 +258,7 @@ pub unsafe extern "C" fn spinlab_cond_destroy(cond: *mut spinlab_cond_t) -> c_in
 }
 
 /// The wait policy of `cond` (`"spin-park"` after a NULL name or `SPINLAB_COND_INITIALIZER`):
-/// a static string; do not free it.
+/// a static string, never NULL; do not free it.
 ///
 /// # Safety
 /// `cond` is initialised.

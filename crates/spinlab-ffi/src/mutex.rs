@@ -15,10 +15,10 @@
 //! use a static one race on nothing but the lock itself.
 //!
 //! Every operation reads `kind` (a NULL costs one well-predicted branch) and calls the lock's
-//! function through it: one indirect call, and no allocation. (The queue locks, MCS and CLH, take a node per acquisition from a
-//! per-thread cache, which allocates only while the thread has never held that many at once.)
-//! The largest lock of the registry, the `pthread` reference, takes 40 of the 56 bytes; a
-//! test checks that every lock fits.
+//! function through it: one indirect call, and no allocation. (The queue locks, MCS and CLH,
+//! take a node per acquisition from a per-thread cache, which allocates only while more nodes
+//! are in use at once than ever before.) A test checks that every lock of the registry fits
+//! in the 56 bytes after `kind`.
 
 use crate::names::{lookup, mutex_kinds, MutexKind, DEFAULT_MUTEX};
 use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT, SPINLAB_TOO_LARGE};
@@ -36,17 +36,33 @@ pub const SPINLAB_MUTEX_SIZE: usize = 64;
 pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 
 /// A mutual-exclusion lock: any spinlab lock (`"ttas:pause"`, `"mcs:spin-park"`,
-/// `"fair:futex"`, …) or reference lock (`"pthread"`, …), chosen when it is initialised.
-/// Opaque; initialise it with `spinlab_mutex_init`, or with `SPINLAB_MUTEX_INITIALIZER` (or
-/// all-zero bytes) for the default lock, and do not copy it.
+/// `"fair:futex"`, …) or reference lock (`"pthread"`, `"std"`, `"parking_lot"`), chosen by
+/// name when it is initialised. Opaque, in memory the caller owns; do not copy it. Initialise
+/// it with `spinlab_mutex_init`, or with `SPINLAB_MUTEX_INITIALIZER` (or all-zero bytes) for
+/// an unlocked mutex of the default lock, `"adaptive:pause-yield-park"`.
+///
+/// Every lock excludes: between a thread's lock and its unlock no other thread holds the
+/// mutex, and what a holder wrote before its unlock is visible to the next holder. Its other
+/// guarantees are those of the lock its name chooses (docs/c.md lists them):
+///
+/// - order: `ticket` and `clh` FIFO; `mcs` FIFO in its queue; `fair` round-robin over its
+///   waiters' slots. Over a policy that sleeps or yields, their waiters keep that order, but a
+///   running thread may take the lock before the head of the queue, for at most 0.5 ms of the
+///   head's wait. `bounded`: a running waiter passed over for at most 0.5 ms. `tas`, `ttas`,
+///   `std`, `pthread`: none. `parking_lot`: a fair hand-off about every 0.5 ms. The default is
+///   `bounded` where the process may run on at most 4 CPUs, and `mcs` over a sleeping policy
+///   on more.
+/// - sleep: a waiter may sleep in the kernel under `futex`, `spin-park`, `spin-yield-park`
+///   and `pause-yield-park` (the default's policy) and under the references; under every
+///   other policy it spins (`yield` gives its CPU away between looks).
 ///
 /// When threads outnumber CPUs: `ticket`, `mcs`, `clh` and `fair` over a policy whose waiters
 /// keep their CPU (`spin`, `pause`, `idiv`, `fdiv`, `cas`, `miss`, `backoff`, `umwait`,
 /// `tpause`, `mwaitx`, `wfe`) hand the lock over in order to a thread that may not be running,
-/// and collapse (on a 2-CPU machine, 4 threads doing 20 000 increments each took 81 s under
-/// `"ticket:spin"`): use them only where threads never outnumber the CPUs they may run on.
-/// Over a sleeping or yielding policy the same names, and every other lock, hold up; docs/c.md
-/// ("When threads outnumber CPUs") says why.
+/// and their throughput collapses: use them only where threads never outnumber the CPUs they
+/// may run on. Over a policy that sleeps or yields, the same algorithms queue in front of a
+/// bounded-bypass word, and they and every other lock hold up (docs/c.md, "When threads
+/// outnumber CPUs"; measurements in docs/contention.md).
 #[repr(C)]
 pub struct spinlab_mutex_t {
     opaque: [u64; 8],
@@ -110,9 +126,13 @@ pub(crate) unsafe fn parts(mutex: *mut spinlab_mutex_t) -> (&'static RawLockOps,
     (&kind.entry.ops, unsafe { addr_of_mut!((*mutex.cast::<Repr>()).lock).cast() })
 }
 
-/// Initialises `mutex` as the lock called `name` (`NULL`: spinlab's default,
-/// `"adaptive:pause-yield-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`
-/// (this CPU lacks the policy's instructions), or `SPINLAB_INVALID` for a NULL `mutex`.
+/// Initialises `mutex`, unlocked, as the lock called `name` (NULL: spinlab's default,
+/// `"adaptive:pause-yield-park"`), in place: nothing is allocated.
+///
+/// Returns `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no lock has that name;
+/// `SPINLAB_UNAVAILABLE` if this CPU cannot run the lock's wait policy; `SPINLAB_TOO_LARGE`
+/// if the lock does not fit in a `spinlab_mutex_t` (none of this build); `SPINLAB_INVALID`
+/// for a NULL `mutex`. On an error `mutex` is left as it was.
 ///
 /// # Safety
 /// `mutex` is NULL or points to writable memory for a `spinlab_mutex_t` that no thread
@@ -143,6 +163,12 @@ pub unsafe extern "C" fn spinlab_mutex_init(mutex: *mut spinlab_mutex_t, name: *
 
 /// Acquires `mutex`, waiting as long as it takes. Returns `SPINLAB_OK`.
 ///
+/// Once it returns the calling thread holds `mutex` alone, and sees what earlier holders wrote
+/// before their unlocks. Which waiter gets the lock next, and whether a waiter may sleep in
+/// the kernel, are the lock's (see `spinlab_mutex_t`). Not recursive: a thread that already
+/// holds `mutex` must not call it. The queue locks (`mcs`, `clh`) take a node from a
+/// per-thread cache, and allocate one only while more are in use at once than ever before.
+///
 /// # Safety
 /// `mutex` is initialised; the calling thread does not hold it.
 #[no_mangle]
@@ -155,7 +181,9 @@ pub unsafe extern "C" fn spinlab_mutex_lock(mutex: *mut spinlab_mutex_t) -> c_in
     SPINLAB_OK
 }
 
-/// Acquires `mutex` if it is free now: `SPINLAB_OK`, or `SPINLAB_BUSY`.
+/// Acquires `mutex` if that is possible at once: `SPINLAB_OK` (held, as after
+/// `spinlab_mutex_lock`), or `SPINLAB_BUSY` (another thread holds it, or the lock's order
+/// keeps this thread behind its waiters; nothing is held). Never waits and never sleeps.
 ///
 /// # Safety
 /// As `spinlab_mutex_lock`.
@@ -173,9 +201,16 @@ pub unsafe extern "C" fn spinlab_mutex_trylock(mutex: *mut spinlab_mutex_t) -> c
     }
 }
 
-/// Acquires `mutex`, giving up when `clock` (`CLOCK_REALTIME` or `CLOCK_MONOTONIC`) reaches
-/// `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT`, or `SPINLAB_INVALID` (another clock, a
-/// `tv_nsec` outside 0..999999999, a NULL `abstime`; checked before anything else).
+/// Acquires `mutex` as `spinlab_mutex_lock` does, giving up when `clock` (`CLOCK_REALTIME`
+/// or `CLOCK_MONOTONIC`) reaches the absolute time `abstime`.
+///
+/// Returns `SPINLAB_OK` (held); `SPINLAB_TIMEDOUT` (not held) once `clock` has reached
+/// `abstime`, never earlier, also when that clock is stepped back during the wait;
+/// `SPINLAB_INVALID` (not held) for another clock, a NULL `abstime` or a `tv_nsec` outside
+/// 0..999999999, checked before the lock is tried. A free mutex is taken whatever the
+/// deadline, one in the past included. A waiter that gives up leaves the lock's order. The
+/// wait is the lock's own, except for the `std` reference, which has none: it tries again
+/// after naps that double from 1 µs to 1 ms.
 ///
 /// # Safety
 /// As `spinlab_mutex_lock`; `abstime` is NULL or points to a `struct timespec`.
@@ -203,7 +238,8 @@ pub unsafe extern "C" fn spinlab_mutex_clocklock(
     }
 }
 
-/// `spinlab_mutex_clocklock` on `CLOCK_REALTIME`, as `pthread_mutex_timedlock`.
+/// `spinlab_mutex_clocklock` on `CLOCK_REALTIME`, as `pthread_mutex_timedlock`: the same
+/// results and guarantees.
 ///
 /// # Safety
 /// As `spinlab_mutex_clocklock`.
@@ -213,7 +249,15 @@ pub unsafe extern "C" fn spinlab_mutex_timedlock(mutex: *mut spinlab_mutex_t, ab
     unsafe { spinlab_mutex_clocklock(mutex, libc::CLOCK_REALTIME, abstime) }
 }
 
-/// Releases `mutex`. Returns `SPINLAB_OK`.
+/// Releases `mutex`, which the calling thread holds. Returns `SPINLAB_OK`. Never waits: an
+/// in-order lock hands itself to its next waiter, and a waiter that may be asleep is woken
+/// with a futex wake-up.
+///
+/// After the atomic that releases it, an unlock names the mutex only as the address of a
+/// futex wake-up, which the kernel uses as a key: so once a thread has acquired and released
+/// the mutex, it may destroy and free it even while the previous holder is still returning
+/// from its unlock, as POSIX allows for a pthread mutex. Releasing a mutex the calling thread
+/// does not hold is undefined.
 ///
 /// # Safety
 /// `mutex` is initialised and held by the calling thread.
@@ -227,10 +271,11 @@ pub unsafe extern "C" fn spinlab_mutex_unlock(mutex: *mut spinlab_mutex_t) -> c_
     SPINLAB_OK
 }
 
-/// Destroys `mutex`: `SPINLAB_OK`, or `SPINLAB_BUSY` (and nothing happens) if it is held.
-/// Afterwards the memory may be freed or reused; it holds all-zero bytes, which is what
-/// `SPINLAB_MUTEX_INITIALIZER` writes, so a destroyed mutex used again is an unlocked one of
-/// the default lock (POSIX leaves that case undefined).
+/// Destroys `mutex`: `SPINLAB_OK`, or `SPINLAB_BUSY` if it is held (nothing changes; the
+/// call does not wait). After `SPINLAB_OK` the memory may be freed or reused at once; it
+/// holds all-zero bytes, which is what `SPINLAB_MUTEX_INITIALIZER` writes, so a destroyed
+/// mutex used again is an unlocked one of the default lock (POSIX leaves that case
+/// undefined), and `spinlab_mutex_init` may give it any lock.
 ///
 /// # Safety
 /// `mutex` is initialised, and no thread waits for it.
@@ -252,8 +297,8 @@ pub unsafe extern "C" fn spinlab_mutex_destroy(mutex: *mut spinlab_mutex_t) -> c
     SPINLAB_OK
 }
 
-/// The registry name of the lock in `mutex` (`"adaptive:pause-yield-park"` after a NULL name or
-/// `SPINLAB_MUTEX_INITIALIZER`): a static string; do not free it.
+/// The registry name of the lock in `mutex` (`"adaptive:pause-yield-park"` after a NULL name
+/// or `SPINLAB_MUTEX_INITIALIZER`): a static string, never NULL; do not free it.
 ///
 /// # Safety
 /// `mutex` is initialised.

@@ -140,10 +140,12 @@ pub(crate) unsafe fn lookup<'t, T: Row>(table: &'t [T], name: *const c_char, def
 }
 
 /// Writes into `names[0..capacity]` the names of every primitive of `kind`
-/// (`SPINLAB_KIND_MUTEX`, `_COND`, `_BARRIER` or `_RWLOCK`), available on this CPU or not, and returns
-/// how many there are (which may exceed `capacity`: call with `capacity` 0, `names` NULL, to
-/// count). The strings are static; do not free them. `spinlab_check` says which ones this CPU
-/// can run. An unknown kind has no names.
+/// (`SPINLAB_KIND_MUTEX`, `_COND`, `_BARRIER` or `_RWLOCK`), available on this CPU or not,
+/// in the registry's order, and returns how many there are: a count, not a status code. The
+/// count may exceed `capacity`, and then only the first `capacity` names are written; call
+/// with `capacity` 0 and `names` NULL to count. The strings are static; do not free them.
+/// `spinlab_check` says which ones this CPU can run. An unknown kind has no names (0).
+/// Allocates nothing after its first call; safe from any thread.
 ///
 /// # Safety
 /// `names` is NULL (with `capacity` 0) or points to `capacity` writable pointers.
@@ -171,8 +173,11 @@ pub unsafe extern "C" fn spinlab_list(kind: c_int, names: *mut *const c_char, ca
 }
 
 /// Whether a primitive of `kind` called `name` (NULL: the kind's default) can be initialised
-/// on this CPU: `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`, `SPINLAB_UNAVAILABLE`, or
-/// `SPINLAB_INVALID` for an unknown kind.
+/// on this CPU: `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no primitive of that kind has the
+/// name; `SPINLAB_UNAVAILABLE` if this CPU cannot run its wait policy (`umwait` and `tpause`
+/// need WAITPKG, `mwaitx` an AMD CPU, `wfe` an Arm one); `SPINLAB_INVALID` for an unknown
+/// kind. `init` with that name and otherwise valid arguments gives the same answer. Safe
+/// from any thread.
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.

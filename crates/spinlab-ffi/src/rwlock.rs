@@ -34,9 +34,24 @@ pub const SPINLAB_RWLOCK_SIZE: usize = 32;
 pub const SPINLAB_RWLOCK_ALIGN: usize = 8;
 
 /// A reader-writer lock: writer-preferring (`"rw-writer:futex"`, …), phase-fair
-/// (`"rw-phase:spin-park"`, …) or reader-preferring (`"rw-reader:pause"`, …) over any wait policy, or a reference (`"pthread"`, `"std"`,
-/// `"parking_lot"`), chosen when it is initialised. A lock is released by the thread that
-/// took it. Opaque; initialise it with `spinlab_rwlock_init` and do not copy it.
+/// (`"rw-phase:spin-park"`, …) or reader-preferring (`"rw-reader:pause"`, …) over any wait
+/// policy, or a reference (`"pthread"`, `"std"`, `"parking_lot"`), chosen by name when it is
+/// initialised. Opaque, in memory the caller owns; do not copy it. It has no static
+/// initialiser: `spinlab_rwlock_init` allocates the lock, and `spinlab_rwlock_destroy` frees
+/// it. A lock is released by the thread that took it.
+///
+/// A writer excludes every other holder; readers share. Who waits for whom:
+///
+/// - `rw-reader`: a reader waits only while a writer holds the lock, so a thread may take a
+///   second read lock while a writer waits; a stream of readers can starve a writer.
+/// - `rw-writer`: a reader waits while a writer holds the lock or waits for it; a stream of
+///   writers can starve readers, and a second read lock while a writer waits deadlocks.
+/// - `rw-phase` (the default): reader and writer phases alternate, and each waiter waits at
+///   most one phase of the other kind per competitor, so nobody starves; a second read lock
+///   while a writer waits deadlocks.
+///
+/// Whether a waiter sleeps in the kernel is its policy's (as for `spinlab_cond_t`); the
+/// references wait, and order their waiters, their own way.
 #[repr(C)]
 pub struct spinlab_rwlock_t {
     opaque: [u64; 4],
@@ -70,9 +85,13 @@ unsafe fn parts<'a>(rwlock: *mut spinlab_rwlock_t) -> (&'a dyn DynRwLock, &'a At
     unsafe { (&*(*repr).lock, &*addr_of!((*repr).writer)) }
 }
 
-/// Initialises `rwlock` as the reader-writer lock called `name` (`NULL`:
-/// `"rw-phase:spin-park"`). Returns `SPINLAB_OK`, `SPINLAB_UNKNOWN_NAME`,
-/// `SPINLAB_UNAVAILABLE`, or `SPINLAB_INVALID` for a NULL `rwlock`. Allocates the lock.
+/// Initialises `rwlock`, unlocked, as the reader-writer lock called `name` (NULL:
+/// `"rw-phase:spin-park"`), allocating it; lock and unlock then allocate nothing (except the
+/// `std` reference, which keeps its read guards in a per-thread list).
+///
+/// Returns `SPINLAB_OK`; `SPINLAB_UNKNOWN_NAME` if no reader-writer lock has that name;
+/// `SPINLAB_UNAVAILABLE` if this CPU cannot run its policy; `SPINLAB_INVALID` for a NULL
+/// `rwlock`. On an error `rwlock` is left as it was and nothing is allocated.
 ///
 /// # Safety
 /// `rwlock` is NULL or points to writable memory for a `spinlab_rwlock_t` that no thread
@@ -102,6 +121,9 @@ pub unsafe extern "C" fn spinlab_rwlock_init(rwlock: *mut spinlab_rwlock_t, name
 }
 
 /// Acquires `rwlock` shared (for reading), waiting as long as it takes. Returns `SPINLAB_OK`.
+/// Once it returns, no writer holds the lock until this thread unlocks, and the thread sees
+/// what the last writer wrote. Which waiters go first is the lock's (see
+/// `spinlab_rwlock_t`).
 ///
 /// # Safety
 /// `rwlock` is initialised; the calling thread does not hold it exclusively.
@@ -112,7 +134,9 @@ pub unsafe extern "C" fn spinlab_rwlock_rdlock(rwlock: *mut spinlab_rwlock_t) ->
     SPINLAB_OK
 }
 
-/// Acquires `rwlock` shared if that is possible now: `SPINLAB_OK` or `SPINLAB_BUSY`.
+/// Acquires `rwlock` shared if that is possible at once: `SPINLAB_OK` (held shared), or
+/// `SPINLAB_BUSY` (a writer holds it, or waits for it under a lock that keeps new readers
+/// behind a waiting writer; nothing is held). Never waits.
 ///
 /// # Safety
 /// As `spinlab_rwlock_rdlock`.
@@ -123,7 +147,8 @@ pub unsafe extern "C" fn spinlab_rwlock_tryrdlock(rwlock: *mut spinlab_rwlock_t)
 }
 
 /// Acquires `rwlock` exclusively (for writing), waiting as long as it takes. Returns
-/// `SPINLAB_OK`.
+/// `SPINLAB_OK`. Once it returns the calling thread holds the lock alone, and sees what
+/// earlier holders wrote. Not recursive.
 ///
 /// # Safety
 /// `rwlock` is initialised; the calling thread does not hold it.
@@ -136,7 +161,9 @@ pub unsafe extern "C" fn spinlab_rwlock_wrlock(rwlock: *mut spinlab_rwlock_t) ->
     SPINLAB_OK
 }
 
-/// Acquires `rwlock` exclusively if that is possible now: `SPINLAB_OK` or `SPINLAB_BUSY`.
+/// Acquires `rwlock` exclusively if that is possible at once: `SPINLAB_OK` (held), or
+/// `SPINLAB_BUSY` (another thread holds it, shared or exclusively; nothing is held). Never
+/// waits.
 ///
 /// # Safety
 /// As `spinlab_rwlock_wrlock`.
@@ -152,10 +179,16 @@ pub unsafe extern "C" fn spinlab_rwlock_trywrlock(rwlock: *mut spinlab_rwlock_t)
 }
 
 /// As `spinlab_rwlock_rdlock`, giving up when `clock` (`CLOCK_REALTIME` or
-/// `CLOCK_MONOTONIC`) reaches `abstime`: `SPINLAB_OK`, `SPINLAB_TIMEDOUT`, or
-/// `SPINLAB_INVALID` (another clock, a `tv_nsec` outside 0..999999999, a NULL `abstime`).
-/// The registry's reader-writer locks have no timed acquisition: this polls `try`, napping
-/// 1 µs doubling to 1 ms between tries, and a polling writer does not queue (docs/c.md).
+/// `CLOCK_MONOTONIC`) reaches the absolute time `abstime`.
+///
+/// Returns `SPINLAB_OK` (held shared); `SPINLAB_TIMEDOUT` (not held) once `clock` has
+/// reached `abstime`, never earlier; `SPINLAB_INVALID` (not held) for another clock, a NULL
+/// `abstime` or a `tv_nsec` outside 0..999999999, checked before the lock is tried. A lock
+/// that can be taken at once is taken whatever the deadline. The registry's reader-writer
+/// locks have no timed wait: this tries again after naps that double from 1 µs to 1 ms, so it
+/// may return up to about 1 ms after the lock became free or the deadline passed, and a
+/// timed waiter does not queue (a timed writer may time out under a steady stream of readers
+/// where `spinlab_rwlock_wrlock` would get in).
 ///
 /// # Safety
 /// As `spinlab_rwlock_rdlock`; `abstime` is NULL or points to a `struct timespec`.
@@ -171,8 +204,8 @@ pub unsafe extern "C" fn spinlab_rwlock_clockrdlock(
     unsafe { poll_until(clock, abstime, || lock.try_lock_shared()) }
 }
 
-/// As `spinlab_rwlock_wrlock`, giving up when `clock` reaches `abstime`; as
-/// `spinlab_rwlock_clockrdlock` otherwise.
+/// As `spinlab_rwlock_wrlock`, giving up when `clock` reaches `abstime`: the results and
+/// guarantees of `spinlab_rwlock_clockrdlock`, for the exclusive side.
 ///
 /// # Safety
 /// As `spinlab_rwlock_wrlock`; `abstime` is NULL or points to a `struct timespec`.
@@ -192,7 +225,8 @@ pub unsafe extern "C" fn spinlab_rwlock_clockwrlock(
     status
 }
 
-/// `spinlab_rwlock_clockrdlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedrdlock`.
+/// `spinlab_rwlock_clockrdlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedrdlock`: the
+/// same results and guarantees.
 ///
 /// # Safety
 /// As `spinlab_rwlock_clockrdlock`.
@@ -202,7 +236,8 @@ pub unsafe extern "C" fn spinlab_rwlock_timedrdlock(rwlock: *mut spinlab_rwlock_
     unsafe { spinlab_rwlock_clockrdlock(rwlock, libc::CLOCK_REALTIME, abstime) }
 }
 
-/// `spinlab_rwlock_clockwrlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedwrlock`.
+/// `spinlab_rwlock_clockwrlock` on `CLOCK_REALTIME`, as `pthread_rwlock_timedwrlock`: the
+/// same results and guarantees.
 ///
 /// # Safety
 /// As `spinlab_rwlock_clockwrlock`.
@@ -212,7 +247,8 @@ pub unsafe extern "C" fn spinlab_rwlock_timedwrlock(rwlock: *mut spinlab_rwlock_
     unsafe { spinlab_rwlock_clockwrlock(rwlock, libc::CLOCK_REALTIME, abstime) }
 }
 
-/// Whether the calling thread holds `rwlock` exclusively: 1 or 0.
+/// Whether the calling thread holds `rwlock` exclusively: 1 or 0 (not a status code). Never
+/// waits. Another thread's exclusive hold reads as 0.
 ///
 /// # Safety
 /// `rwlock` is initialised.
@@ -224,7 +260,11 @@ pub unsafe extern "C" fn spinlab_rwlock_wrheld(rwlock: *mut spinlab_rwlock_t) ->
     c_int::from(writer.load(Relaxed) == me())
 }
 
-/// Releases `rwlock`, held shared or exclusively by the calling thread. Returns `SPINLAB_OK`.
+/// Releases `rwlock`, held shared or exclusively by the calling thread: the exclusive hold if
+/// the calling thread has it, else one of its shared holds, as `pthread_rwlock_unlock` does.
+/// Returns `SPINLAB_OK`. Never waits. After the atomic that releases it, an unlock names the
+/// lock only as the address of a futex wake-up, so the lock may be destroyed as soon as it
+/// is unlocked and unused, as POSIX allows.
 ///
 /// # Safety
 /// `rwlock` is initialised and held by the calling thread.
@@ -243,9 +283,9 @@ pub unsafe extern "C" fn spinlab_rwlock_unlock(rwlock: *mut spinlab_rwlock_t) ->
     SPINLAB_OK
 }
 
-/// Destroys `rwlock` and frees what init allocated: `SPINLAB_OK`, or `SPINLAB_BUSY` (and
-/// nothing happens) if it is held. Afterwards only `spinlab_rwlock_init` may use the memory;
-/// any other call crashes.
+/// Destroys `rwlock` and frees what init allocated: `SPINLAB_OK`, or `SPINLAB_BUSY` if it is
+/// held, shared or exclusively (nothing changes; the call does not wait). After `SPINLAB_OK`
+/// only `spinlab_rwlock_init` may use the memory; any other call on it crashes.
 ///
 /// # Safety
 /// `rwlock` is initialised and no thread waits for it.
@@ -266,7 +306,7 @@ pub unsafe extern "C" fn spinlab_rwlock_destroy(rwlock: *mut spinlab_rwlock_t) -
     SPINLAB_OK
 }
 
-/// The registry name of `rwlock`: a static string; do not free it.
+/// The registry name of `rwlock`: a static string, never NULL; do not free it.
 ///
 /// # Safety
 /// `rwlock` is initialised.

@@ -7,20 +7,22 @@ use libc::{c_char, c_int};
 
 /// Success.
 pub const SPINLAB_OK: c_int = 0;
-/// `trylock`: the lock is held. `destroy`: the object is still in use (a held mutex or
-/// reader-writer lock, or a barrier that a thread still waits on).
+/// `trylock`, `tryrdlock`, `trywrlock`: the lock is held (nothing was acquired). `destroy`:
+/// the object is still in use, a held mutex or reader-writer lock, or a barrier that a thread
+/// still waits on (nothing was destroyed).
 pub const SPINLAB_BUSY: c_int = 1;
-/// A timed operation reached its deadline.
+/// A timed call reached its deadline, by the deadline's own clock and never earlier: nothing
+/// was acquired (a condition wait returns with its mutex held again).
 pub const SPINLAB_TIMEDOUT: c_int = 2;
 /// `init`, `spinlab_check`: no primitive of that kind has this name (`spinlab_list` names
-/// them all).
+/// them all). Nothing was initialised.
 pub const SPINLAB_UNKNOWN_NAME: c_int = 3;
 /// `init`, `spinlab_check`: the name exists but this CPU cannot run its wait policy (for
-/// example `umwait` without WAITPKG).
+/// example `umwait` without WAITPKG). Nothing was initialised.
 pub const SPINLAB_UNAVAILABLE: c_int = 4;
-/// An invalid argument: a null pointer where an object is needed, a `tv_nsec` outside
-/// 0..999999999, a clock other than `CLOCK_REALTIME` and `CLOCK_MONOTONIC`, a barrier for
-/// no thread, an unknown kind.
+/// An invalid argument, refused before anything else is done: a NULL object or deadline, a
+/// `tv_nsec` outside 0..999999999, a clock other than `CLOCK_REALTIME` and
+/// `CLOCK_MONOTONIC`, a barrier count of 0 or above `INT_MAX`, an unknown kind.
 pub const SPINLAB_INVALID: c_int = 5;
 /// `init`: the primitive needs more room than the fixed-size object has. No primitive of
 /// this build does (its tests check every one); a newer spinlab could add one.
@@ -72,7 +74,8 @@ fn entry(code: c_int) -> Option<&'static Status> {
 }
 
 /// A message for a status code returned by a `spinlab_*` function: a static, NUL-terminated
-/// string that the caller must not free. Never NULL, also for codes that do not exist.
+/// string that the caller must not free. Never NULL: a code that no function returns gets
+/// "unknown spinlab status code". Safe to call from any thread, at any time.
 #[no_mangle]
 pub extern "C" fn spinlab_strerror(status: c_int) -> *const c_char {
     entry(status).map_or(c"unknown spinlab status code", |entry| entry.message).as_ptr()
@@ -84,6 +87,7 @@ pub extern "C" fn spinlab_strerror(status: c_int) -> *const c_char {
 /// (`SPINLAB_TOO_LARGE`); `PTHREAD_BARRIER_SERIAL_THREAD` for
 /// `SPINLAB_BARRIER_SERIAL_THREAD`, which is not an error. `EINVAL` for a code that no
 /// function returns. So a pthread-style wrapper is `return spinlab_errno(spinlab_…(…));`.
+/// Safe to call from any thread, at any time.
 #[no_mangle]
 pub extern "C" fn spinlab_errno(status: c_int) -> c_int {
     entry(status).map_or(UNKNOWN_ERRNO, |entry| entry.errno)
