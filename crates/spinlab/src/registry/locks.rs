@@ -152,10 +152,8 @@ algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running 
 /// alone (`Bounded`) where the process may run on at most `DEFAULT_CROWD_CPUS` CPUs, the
 /// word always gated (`Adaptive<W, 0>`) on more. The same lock either way as `Adaptive` would
 /// be on this machine; what the choice saves is the lock's own reading of the CPU count at
-/// each call, and the room for the gate's guard beside the word. Both cost the lock behind a
-/// table 0.76-0.90 of parking_lot's throughput with an empty critical section on the 2-CPU
-/// guest while the host moved a line in 160-175 ns, where the word alone made 0.95-1.08
-/// (docs/contention.md, "Hand-overs").
+/// each call, and the room for the gate's guard beside the word, both of which cost a lock
+/// behind a table throughput under contention (docs/design.md, "The default lock").
 struct AdaptiveAlgorithm;
 
 impl Algorithm for AdaptiveAlgorithm {

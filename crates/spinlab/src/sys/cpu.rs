@@ -102,11 +102,11 @@ fn online_cpus() -> Option<usize> {
 /// Whether this is an AMD x86-64 CPU: cpuid's vendor string reads `AuthenticAMD`. Never on
 /// another architecture.
 ///
-/// The bounded word's release asks at every call
-/// ([`Bounded`](crate::lock::Bounded)), because the cheaper release differs between the two
-/// vendors measured: so the answer is kept in one byte read with a plain load, as
-/// [`process_cpus`] keeps its count, and read from cpuid by the first call. Threads that race
-/// to that call each read the same answer.
+/// The bounded word's release asks at every call ([`Bounded`](crate::lock::Bounded)),
+/// because the cheaper release differs between vendors (docs/design.md, "The bounded-bypass
+/// word"): so the answer is kept in one byte read with a plain load, as [`process_cpus`] keeps
+/// its count, and read from cpuid by the first call. Threads that race to that call each read
+/// the same answer.
 #[inline]
 pub fn is_amd() -> bool {
     static AMD: AtomicU8 = AtomicU8::new(UNREAD);

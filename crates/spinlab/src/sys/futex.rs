@@ -227,7 +227,7 @@ pub fn loom_timed_waits_expire_at_entry() -> LoomSetting<bool> {
 /// sleep return [`FutexWait::Woken`] although nobody woke them, until the returned guard is
 /// dropped. Each such waiter sleeps while the model kernel's lock is let go and taken again,
 /// and may take a real wake-up meanwhile. A real futex wait returns early on a signal, and on
-/// a wake-up aimed at an earlier user of the same address (spinlab's releases may wake a
+/// a wake-up aimed at a past user of the same address (spinlab's releases may wake a
 /// lock's memory after it was freed and reused), so every caller must look again. Not a
 /// model's state: set it on the test's thread before the model runs.
 #[cfg(loom)]

@@ -14,10 +14,9 @@
 //! sets, only more often.
 //!
 //! **The size is measured, not only read.** Twice the slice of the cache Linux reports is not
-//! always a miss: on the project's 2-vCPU EPYC guest, which reports a 32 MiB L3, such a chase
-//! (64 MiB of pages) took 38-69 ns a step in some minutes and 145-162 ns in others, against
-//! 176-209 ns for one of 512 MiB: the host's cache is larger than the guest is told, and how
-//! much of it the guest gets changes. So the first use builds the longest chase allowed
+//! always a miss: a virtual machine may be told of a smaller cache than its host's, and how
+//! much of the host's it gets can change from minute to minute, so that such a chase hits at
+//! times (docs/design.md, "Wait policies"). So the first use builds the longest chase allowed
 //! ([`LARGEST`] times the reported cache, at most [`most_bytes`]) as a reference, tries seed
 //! 000's size and its doublings below it until one's steps take at least [`SETTLED`] of the
 //! reference's, and keeps the chase twice that one's length. Comparing each size with the next
@@ -66,10 +65,9 @@ struct Chase {
 
 /// Pages mapped for a chase: anonymous memory aligned to [`HUGE_PAGE`] and offered to the
 /// kernel for transparent huge pages (`MADV_HUGEPAGE`), so that a chase's steps find their
-/// page in the TLB. With 4 KiB pages each step also missed the TLB, and its page-table walk
-/// missed the caches as often as not: on the 2-vCPU guest a 256 MiB chase took 193-319 ns a
-/// step in six runs on 4 KiB pages, and 180-199 ns on huge pages (a C program in the same
-/// minutes). Where the kernel grants no huge page, the chase still works, on small pages.
+/// page in the TLB. On 4 KiB pages each step also misses the TLB, and its page-table walk
+/// misses the caches as often as not, so that a step's cost varies from run to run. Where the
+/// kernel grants no huge page, the chase still works, on small pages.
 struct Mapped {
     /// The whole mapping, as mmap returned it, and its length (for munmap).
     map: *mut libc::c_void,
@@ -174,9 +172,9 @@ fn chase_one() {
 
 /// A chase misses, as far as the search can tell, once its steps take at least this share of
 /// the longest chase's (on huge pages, where the longest pays no more page-table walks than
-/// the others). On the 2-vCPU EPYC guest the 64 MiB chase of seed 000's size took 0.28-0.77 of
-/// the 512 MiB chase's time a step in five runs, and the 128 MiB one 0.71-0.94: a share this
-/// high keeps a chase that only sometimes misses from passing.
+/// the others). A chase that only sometimes misses, as seed 000's size can on a virtual
+/// machine, takes a varying share of the longest chase's time a step, often far below this:
+/// a share this high keeps it from passing.
 pub const SETTLED: f64 = 0.85;
 
 /// The longest chase, the search's reference, in multiples of the reported last-level
@@ -488,8 +486,8 @@ mod tests {
     fn a_chase_twice_the_shortest_at_the_longests_pace_is_kept() {
         // Reported truly: seed 000's size already misses; the next doubling is kept.
         assert_eq!(search(100, 800, 50), (200, vec![(100, 190.0), (200, 190.0), (800, 200.0)], true));
-        // A cache three times the reported one (the 2-vCPU EPYC guest): 100 and 200 pages hit;
-        // 400 keeps pace, and twice it is the reference itself.
+        // A cache three times the reported one (a guest told of less than its host's): 100
+        // and 200 pages hit; 400 keeps pace, and twice it is the reference itself.
         assert_eq!(search(100, 800, 300), (800, vec![(100, 50.0), (200, 50.0), (400, 190.0), (800, 200.0)], true));
         // Both of the first two sizes hit: a doubling would have looked no slower.
         assert_eq!(

@@ -126,7 +126,7 @@ pub trait Wait: Send + Sync + 'static {
         step_with(episode, |episode| Self::relax_running(word, current, episode))
     }
 
-    /// The spin phase: re-reads `word` and runs the loop body until the word no longer holds
+    /// The spin phase: re-reads `word` and runs the loop body until the word stops holding
     /// `current`, the spin phase ends, or the deadline passes.
     ///
     /// The re-read is `Relaxed`: the caller re-checks with the ordering its algorithm needs.
@@ -197,7 +197,7 @@ pub enum Step {
 /// How a spin phase ([`Wait::spin`]) ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Spun {
-    /// The word no longer holds the value (or may not).
+    /// The word may have stopped holding the value: look again.
     Changed,
     /// The policy's spin phase is over: sleep.
     Exhausted,

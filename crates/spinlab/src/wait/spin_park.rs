@@ -102,20 +102,19 @@ impl<const BUDGET_NS: u32> Wait for SpinYieldPark<BUDGET_NS> {
     }
 }
 
-/// A yield that comes back sooner than this found nothing else to run on its CPU: 0.4 µs on the
-/// 2-CPU KVM guest, where a yield that runs another thread and comes back takes a context
-/// switch each way, several microseconds.
+/// A yield that comes back sooner than this found nothing else to run on its CPU: a yield
+/// that runs another thread and comes back takes a context switch each way, several times
+/// this.
 const QUICK_YIELD_NS: u64 = 1000;
-/// The `pause` spell that follows such a yield, and how many yields of the budget it uses up.
-/// With every yield quick, the waiter sleeps after 13 yields and spells, about 31 µs on the
-/// 2-CPU guest, where 64 quick yields took about 25 µs.
+/// The `pause` spell that follows such a yield, and how many yields of the budget it uses up:
+/// with every yield quick, the waiter sleeps after 13 yields and spells.
 const SPELL_NS: u32 = 2000;
 const SPELL_YIELDS: u32 = 4;
-/// The most `pause`s between two looks in a spell (about 1.7 µs on the 2-CPU guest).
+/// The most `pause`s between two looks in a spell.
 const MAX_STRIDE: u32 = 64;
 
 /// Pause briefly, offer the CPU, then sleep: the shape of parking_lot's spin-wait, with
-/// budgets set from this project's measurements (docs/contention.md, "The default lock").
+/// budgets chosen as below (docs/design.md, "Wait policies").
 ///
 /// - **Pause for `SPIN_NS`** (100 ns). About the time a release takes to reach a waiter that is
 ///   running on another core (one or two cache-line transfers). A waiter that has not seen the
@@ -127,23 +126,18 @@ const MAX_STRIDE: u32 = 64;
 /// - **A yield that comes back at once is followed by 2 µs of `pause`**, counted as four more
 ///   yields. Nothing else wanted the CPU (the user-space reading of the Linux mutex's rule, spin
 ///   while nobody needs the CPU), so offering it again only makes the waiter see a release late:
-///   a waiter inside `sched_yield` when the lock comes free answers up to 0.4 µs later, and the
-///   releaser takes the lock back first. On a CPU with nothing else to run the budget lasts
-///   about 30 µs, near the cost of a futex sleep and wake-up there, which is where spinning
-///   stops paying (the competitive argument); where other threads run, each yield lets them.
+///   a waiter inside `sched_yield` when the lock comes free answers late, and the releaser
+///   takes the lock back first. On a CPU with nothing else to run the budget then lasts about
+///   as long as a futex sleep and wake-up, which is where spinning stops paying (the
+///   competitive argument); where other threads run, each yield lets them.
 /// - **After such a yield the first look is timed, and if the line had moved, the spell's
-///   looks are spaced out**: 2 pauses apart, twice as far at each look, up to 64 (about
-///   1.7 µs on the 2-CPU guest), and as far into the next spell while the line keeps moving.
-///   A line that moved while the waiter was away means the holder wrote the word: it released
-///   the lock and took it back, running its critical sections back to back. Each look takes
-///   the line from such a holder, and its next release must wait for the line to come back.
-///   Typed mutexes in a loop of 100 ns critical sections, two threads (`cargo bench --bench
-///   contended`): with a look at every pause the default made 0.93-0.97 of parking_lot's
-///   throughput with a 31-49 ns transfer and 0.64-0.71 at 155-165 ns; spaced out, 1.05 and
-///   1.16. A holder inside a long critical section writes nothing: the timed look finds the
-///   line in this CPU's cache, and the looks stay one pause apart to catch the release (10 µs
-///   sections at 2 threads in the lab: 97.3 k/s, against 95.8 k/s with the looks never
-///   spaced and 90.8 k/s always spaced; docs/contention.md, "Looks that cost the holder").
+///   looks are spaced out**: 2 pauses apart, twice as far at each look, up to 64, and as far
+///   into the next spell while the line keeps moving. A line that moved while the waiter was
+///   away means the holder wrote the word: it released the lock and took it back, running its
+///   critical sections back to back. Each look takes the line from such a holder, and its
+///   next release must wait for the line to come back. A holder inside a long critical
+///   section writes nothing: the timed look finds the line in this CPU's cache, and the looks
+///   stay one pause apart to catch the release.
 /// - **Then sleep on the futex.**
 ///
 /// Every waiter may spin at once ([`Wait::CROWD_SPINS`]): none keeps its CPU from a thread
@@ -383,7 +377,7 @@ mod tests {
     }
 
     /// The look right after a quick yield is timed. If it found the line where this thread
-    /// left it, the spell looks once per pause, as before the timing; if the line had moved
+    /// left it, the spell looks once per pause; if the line had moved
     /// (the holder wrote it meanwhile), the spell's looks start 2 pauses apart, or as far
     /// apart as the last spell's had come, and double, up to `MAX_STRIDE`. Each spell's
     /// budget is the same either way.
