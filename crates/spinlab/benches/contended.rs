@@ -44,15 +44,17 @@ use std::time::{Duration, Instant};
 
 /// Rounds per configuration in benchmark mode.
 const ROUNDS: usize = 15;
-/// How long each subject runs in a round: the 100 ms window over which issue 10 asks for
-/// Jain >= 0.95.
+/// How long each subject runs in a round: the window over which spinlab's fairness target,
+/// Jain's index >= 0.95, is stated (docs/design.md, "Measurement").
 const SLICE: Duration = Duration::from_millis(100);
-/// The thread counts of issue 10's targets.
+/// The thread counts of those targets: two threads, and more threads than a small machine has
+/// CPUs.
 const THREADS: [usize; 2] = [2, 16];
 /// The critical sections' work, in nanoseconds (0: the increment alone).
 const SECTIONS_NS: [u32; 2] = [0, 100];
 /// Rounds are reported in two groups when the slowest round's transfer is more than this
-/// multiple of the fastest's (the 2-CPU guest moves a line in 31-50 ns or in 155-180 ns).
+/// multiple of the fastest's: a host that moves a guest's virtual CPUs between near and far
+/// cores gives two such modes.
 const TWO_MODES: f64 = 2.0;
 
 /// What the mutex protects: the acquisitions, and which thread made the last one (threads
@@ -229,8 +231,8 @@ struct ThreadTally {
 /// once every thread is in its loop and lasts `slice`. An acquisition counts if it ended while
 /// the window was open (the phase is read after each release), as in the lab's contention
 /// experiment: a window opened as the threads leave a start line counts the start, and with
-/// 8 threads on each of 2 CPUs the last thread leaves a sleeping barrier several time
-/// slices after the first (docs/contention.md, "The scheduler's own fairness").
+/// several threads on each CPU the last thread leaves a sleeping barrier several time slices
+/// after the first (docs/design.md, "Measurement").
 fn run_slice(lock: &dyn Counter, cpus: &[usize], threads: usize, work: u32, slice: Duration) -> Slice {
     lock.reset();
     let phase = CachePadded::new(AtomicU8::new(STARTING));

@@ -14,10 +14,10 @@
 //!    criterion phase takes (other jobs, frequency, the hypervisor). It runs only in
 //!    benchmark mode (`--bench`, which `cargo bench` passes), not under `cargo test`.
 //!
-//! Both phases time exactly the same thing per operation: [`TimedOp::op`] on a
-//! long-lived lock (or condition variable) behind `black_box`, which hides the lock's address (so nothing is hoisted
-//! or merged across iterations) and adds one register spill and reload, the same for every
-//! subject, floors included.
+//! Both phases time exactly the same thing per operation: [`TimedOp::op`] on a long-lived
+//! lock (or condition variable) behind `black_box`, which hides the lock's address (so nothing
+//! is hoisted or merged across iterations) and adds one register spill and reload, the same
+//! for every subject, floors included.
 //!
 //! The floors are the atomics an uncontended lock cannot avoid: a CAS(0 -> 1, Acquire) to
 //! take the word, and either a plain Release store or a Release swap to give it back. A pure
@@ -198,7 +198,7 @@ fn subjects() -> Vec<Subject> {
     ];
     spinlab_locks::<Spin>(&mut subjects);
     spinlab_locks::<SpinPark>(&mut subjects);
-    // The default's word alone, the default until 2026-11-27.
+    // The default's word alone, as the registry builds it on a machine of a few CPUs.
     subjects.push(subject("spinlab", "bounded:pause-yield-park", Raw(Bounded::<PauseYieldPark>::INIT)));
     // The default's type under its registry name, and again as `default`: the pair's ratio
     // shows how far two identical subjects drift apart in this run. Then the default as it is
@@ -219,14 +219,14 @@ fn subjects() -> Vec<Subject> {
 fn main() {
     // A second thread, asleep for the whole run. glibc takes a path without atomic
     // instructions for a mutex in a process that has only ever had one thread
-    // (`__libc_single_threaded`); no program that needs a lock runs it, and on a machine where
-    // a locked instruction is slow it put `pthread` below the floors.
+    // (`__libc_single_threaded`); no program that needs a lock runs it, and it would put
+    // `pthread` below the floors, which are those atomic instructions.
     std::thread::spawn(|| loop {
         std::thread::park();
     });
     let subjects = subjects();
-    // ~18 benchmarks at about 3 s each: short enough for a 2-CPU machine; command-line options
-    // (`--measurement-time`, ...) still override these.
+    // ~18 benchmarks at about 3 s each: short enough for a small shared machine;
+    // command-line options (`--measurement-time`, ...) still override these.
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2))
@@ -307,7 +307,8 @@ mod interleaved {
             );
         }
 
-        // (label, numerator, denominator, limit), the targets of the issue.
+        // (label, numerator, denominator, limit): spinlab's uncontended targets
+        // (docs/design.md, "Measurement").
         let mut targets: Vec<(String, String, String, f64)> = Vec::new();
         let mut target = |x: &str, y: &str, limit: f64| targets.push((format!("{x} / {y}"), x.into(), y.into(), limit));
         target(DEFAULT, FLOOR_CAS_SWAP, 1.05);
@@ -332,7 +333,7 @@ mod interleaved {
                 r.median, r.p25, r.p75
             );
         }
-        // No issue sets a target for a notification with nobody waiting; parking_lot's is one
+        // No target is set for a notification with nobody waiting; parking_lot's is one
         // load, and so is spinlab's since its condition variable counts its waiters.
         let notify = ratio(NOTIFY_SPIN_PARK, NOTIFY_PARKING_LOT);
         println!();
