@@ -16,7 +16,7 @@
 //! `*_expired_at_entry_*` models make a timed futex wait return at once without comparing the
 //! word, as the real one does once its deadline has passed, and the `*_spuriously` models let
 //! one untimed wait return as if woken when nobody woke it, as a real one may (a signal, or a
-//! wake-up aimed at an earlier user of the address).
+//! wake-up aimed at a past user of the address).
 //!
 //! The critical section is a non-atomic increment of a loom `UnsafeCell`: loom fails any
 //! execution in which two threads touch it without a happens-before edge between them, so a

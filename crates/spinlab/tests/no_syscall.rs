@@ -3,8 +3,9 @@
 //! locked, tried, timed and released, every reader-writer lock locked and tried shared and
 //! exclusive, `spinlab::Mutex` locked and tried, and condition variables nobody waits on
 //! notified, without a single `futex`, `sched_yield`, `nanosleep` or `clock_nanosleep` system
-//! call (issue 10: "no syscall when uncontended"). Entries whose policy this CPU lacks
-//! (`umwait`, `mwaitx`, ...) cannot be built here; the child names them.
+//! call: the hot path's rule, no system call on an uncontended acquire or release. Entries
+//! whose policy this CPU lacks (`umwait`, `mwaitx`, ...) cannot be built here; the child
+//! names them.
 //!
 //! The kernel does the counting. The test runs this binary again, asking for this one test
 //! with [`CHILD`] set. In that child one thread installs a seccomp filter that kills the

@@ -153,7 +153,7 @@ fn try_lock_fails_while_held_and_succeeds_when_free() {
 
 /// A timed acquisition of a lock another thread holds must give up (no precision asserted,
 /// only that it returns after its deadline) and leave the lock consistent: the holder can
-/// release it, and afterwards it can be taken, timed or not, and excludes as before.
+/// release it, and afterwards it can be taken, timed or not, and still excludes.
 #[test]
 fn timed_lock_expires_and_leaves_the_lock_consistent() {
     let _serial = serial();
@@ -538,8 +538,8 @@ fn round_robin<W: spinlab::wait::Wait>() {
     // While all three take part (the first 3 * (rounds - 1) turns), turns rotate, once each
     // thread has waited and so holds a slot. The round-robin is among slot holders: the first
     // holder may have taken the lock without waiting, and the slot it claims at its second
-    // acquisition can fall anywhere in the cycle (slots freed by earlier tests' threads leave
-    // gaps), so the first turns may read [1, 0, 1] (seen once in CI).
+    // acquisition can fall anywhere in the cycle (slots freed by the threads of tests that ran
+    // before leave gaps), so the first turns may read [1, 0, 1].
     for window in order[3..3 * (rounds - 1)].windows(3) {
         assert!(
             window[0] != window[1] && window[1] != window[2] && window[0] != window[2],

@@ -3,10 +3,9 @@
 //! Loom runs each modelled thread on a stack from the `generator` crate, which maps it with
 //! `mmap(MAP_STACK)`, guards its lowest page with `mprotect`, and unmaps it when the thread
 //! ends: once per thread per execution, and a model runs up to hundreds of thousands of
-//! executions. Every page the thread then touches is a fresh page fault. On the project's KVM
-//! guest a fault costs 2-7 µs, so a heavy model spent more time in the kernel than in loom
-//! (`never_starving_bounded_futex::release_whose_wake_finds_nobody`: 56 s wall, 31 s system
-//! time, 4.25 million minor faults; with the stacks reused, 210 faults).
+//! executions. Every page the thread then touches is a fresh page fault, so a heavy model
+//! (`never_starving_bounded_futex::release_whose_wake_finds_nobody`, say) spends more time in
+//! the kernel, faulting, than in loom; with the stacks reused it faults a few hundred times.
 //!
 //! This module defines `mmap` and `munmap` in the test binary, where the linker prefers them
 //! to the C library's for calls made from Rust code (the C library's own calls, from `malloc`
@@ -19,13 +18,12 @@
 //!
 //! `generator` then guards the stack's lowest page with `mprotect(PROT_NONE)`, each time it is
 //! handed one; a pooled stack keeps that guard while it waits, so the pool answers a repeat of
-//! that call itself (a system call per thread per execution: 6% of a heavy model's time in
-//! `perf`, `gated_mcs_futex::timed_waiter_queued_with_plain_waiter`). Any other protection
-//! change goes to the kernel, and a stack whose guard was changed is guarded again by the
-//! kernel the next time.
+//! that call itself, which would otherwise be a system call per thread per execution. Any
+//! other protection change goes to the kernel, and a stack whose guard was changed is guarded
+//! again by the kernel the next time.
 //!
 //! The pool holds at most [`SLOTS`] stacks, as many as loom's threads in the models running at
-//! once could need; beyond that, calls go to the kernel as before.
+//! once could need; beyond that, calls go to the kernel as they would without it.
 
 use libc::{c_int, c_void, off_t, size_t};
 use std::sync::Mutex;
@@ -164,8 +162,8 @@ fn stacks_are_reused_and_other_mappings_unmapped() {
 /// of `mprotect(PROT_NONE)` in the pool never leaves a page with a protection other than the
 /// one asked for: a call that lifts the guard reaches the kernel, and the guard asked for after
 /// it is put back. The protections are read from `/proc/self/maps`, not from the pool; which
-/// of the calls reached the kernel is not visible there (the saving was measured with `perf`,
-/// the module says how). The length is one no loom stack has and the other
+/// of the calls reached the kernel is not visible there (only a tracer, `strace` or `perf`,
+/// shows that). The length is one no loom stack has and the other
 /// test's is not (13 pages), so neither takes the other's stack.
 #[test]
 fn a_pooled_stack_keeps_its_guard_page() {
