@@ -1,5 +1,5 @@
-// 16 threads, one pthread mutex, 2 000 000 increments each with nothing between: the program
-// behind docs/contention.md's table of the default lock under the preload library.
+// 16 threads, one pthread mutex, 2 000 000 increments each with nothing between: a program
+// whose threads do nothing but take and release one lock, for `spinlab app` (docs/app.md).
 // gcc -O2 -Wall -Werror -pthread docs/examples/hammer.c -o hammer
 // cargo run --release -- app --locks default,parking_lot,ttas:spin-park --reps 3 -- ./hammer
 // -DHAMMER_THREADS=N and -DHAMMER_ITERS=N change the counts (scripts/device/prepare).

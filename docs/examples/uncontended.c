@@ -1,6 +1,6 @@
 // One thread, one object, N lock/unlock pairs (or N notifications nobody waits for) with
 // nothing between: what a program pays for each uncontended call, glibc's or the preload
-// library's (docs/preload.md, "What an uncontended call costs").
+// library's (docs/preload.md).
 // gcc -O2 -Wall -Werror -pthread docs/examples/uncontended.c -o uncontended
 // ./uncontended mutex; LD_PRELOAD=target/release/libspinlab_preload.so ./uncontended mutex
 // cargo run --release -- app --locks default,pthread --reps 10 -- ./uncontended mutex
