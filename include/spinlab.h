@@ -103,7 +103,7 @@ struct timespec;
 #define SPINLAB_BUSY 1
 
 /**
- * A timed call reached its deadline, by the deadline's own clock and never earlier: nothing
+ * A timed call reached its deadline, by the deadline's own clock and never before: nothing
  * was acquired (a condition wait returns with its mutex held again).
  */
 #define SPINLAB_TIMEDOUT 2
@@ -314,7 +314,7 @@ int spinlab_cond_wait(spinlab_cond_t *cond, spinlab_mutex_t *mutex);
  * reaches the absolute time `abstime`.
  *
  * Returns `SPINLAB_OK` (woken, or spuriously); `SPINLAB_TIMEDOUT` once `clock` has reached
- * `abstime`, never earlier, also when that clock is stepped back during the wait (`mutex`
+ * `abstime`, never before, also when that clock is stepped back during the wait (`mutex`
  * is held again either way); `SPINLAB_INVALID` for another clock, a NULL `abstime` or a
  * `tv_nsec` outside 0..999999999, checked before `mutex` is released (it stays held, and
  * nothing waits).
@@ -398,9 +398,9 @@ int spinlab_mutex_init(spinlab_mutex_t *mutex, const char *name);
 /**
  * Acquires `mutex`, waiting as long as it takes. Returns `SPINLAB_OK`.
  *
- * Once it returns the calling thread holds `mutex` alone, and sees what earlier holders wrote
- * before their unlocks. Which waiter gets the lock next, and whether a waiter may sleep in
- * the kernel, are the lock's (see `spinlab_mutex_t`). Not recursive: a thread that already
+ * Once it returns the calling thread holds `mutex` alone, and sees what previous holders
+ * wrote before their unlocks. Which waiter gets the lock next, and whether a waiter may
+ * sleep in the kernel, are the lock's (see `spinlab_mutex_t`). Not recursive: a thread that already
  * holds `mutex` must not call it. The queue locks (`mcs`, `clh`) take a node from a
  * per-thread cache, and allocate one only while more are in use at once than ever before.
  *
@@ -424,7 +424,7 @@ int spinlab_mutex_trylock(spinlab_mutex_t *mutex);
  * or `CLOCK_MONOTONIC`) reaches the absolute time `abstime`.
  *
  * Returns `SPINLAB_OK` (held); `SPINLAB_TIMEDOUT` (not held) once `clock` has reached
- * `abstime`, never earlier, also when that clock is stepped back during the wait;
+ * `abstime`, never before, also when that clock is stepped back during the wait;
  * `SPINLAB_INVALID` (not held) for another clock, a NULL `abstime` or a `tv_nsec` outside
  * 0..999999999, checked before the lock is tried. A free mutex is taken whatever the
  * deadline, one in the past included. A waiter that gives up leaves the lock's order. The
@@ -550,7 +550,7 @@ int spinlab_rwlock_tryrdlock(spinlab_rwlock_t *rwlock);
 /**
  * Acquires `rwlock` exclusively (for writing), waiting as long as it takes. Returns
  * `SPINLAB_OK`. Once it returns the calling thread holds the lock alone, and sees what
- * earlier holders wrote. Not recursive.
+ * previous holders wrote. Not recursive.
  *
  * # Safety
  * `rwlock` is initialised; the calling thread does not hold it.
@@ -572,7 +572,7 @@ int spinlab_rwlock_trywrlock(spinlab_rwlock_t *rwlock);
  * `CLOCK_MONOTONIC`) reaches the absolute time `abstime`.
  *
  * Returns `SPINLAB_OK` (held shared); `SPINLAB_TIMEDOUT` (not held) once `clock` has
- * reached `abstime`, never earlier; `SPINLAB_INVALID` (not held) for another clock, a NULL
+ * reached `abstime`, never before; `SPINLAB_INVALID` (not held) for another clock, a NULL
  * `abstime` or a `tv_nsec` outside 0..999999999, checked before the lock is tried. A lock
  * that can be taken at once is taken whatever the deadline. The registry's reader-writer
  * locks have no timed wait: this tries again after naps that double from 1 µs to 1 ms, so it

@@ -167,7 +167,7 @@ pub unsafe extern "C" fn spinlab_cond_wait(cond: *mut spinlab_cond_t, mutex: *mu
 /// reaches the absolute time `abstime`.
 ///
 /// Returns `SPINLAB_OK` (woken, or spuriously); `SPINLAB_TIMEDOUT` once `clock` has reached
-/// `abstime`, never earlier, also when that clock is stepped back during the wait (`mutex`
+/// `abstime`, never before, also when that clock is stepped back during the wait (`mutex`
 /// is held again either way); `SPINLAB_INVALID` for another clock, a NULL `abstime` or a
 /// `tv_nsec` outside 0..999999999, checked before `mutex` is released (it stays held, and
 /// nothing waits).

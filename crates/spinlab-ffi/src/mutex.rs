@@ -163,9 +163,9 @@ pub unsafe extern "C" fn spinlab_mutex_init(mutex: *mut spinlab_mutex_t, name: *
 
 /// Acquires `mutex`, waiting as long as it takes. Returns `SPINLAB_OK`.
 ///
-/// Once it returns the calling thread holds `mutex` alone, and sees what earlier holders wrote
-/// before their unlocks. Which waiter gets the lock next, and whether a waiter may sleep in
-/// the kernel, are the lock's (see `spinlab_mutex_t`). Not recursive: a thread that already
+/// Once it returns the calling thread holds `mutex` alone, and sees what previous holders
+/// wrote before their unlocks. Which waiter gets the lock next, and whether a waiter may
+/// sleep in the kernel, are the lock's (see `spinlab_mutex_t`). Not recursive: a thread that already
 /// holds `mutex` must not call it. The queue locks (`mcs`, `clh`) take a node from a
 /// per-thread cache, and allocate one only while more are in use at once than ever before.
 ///
@@ -205,7 +205,7 @@ pub unsafe extern "C" fn spinlab_mutex_trylock(mutex: *mut spinlab_mutex_t) -> c
 /// or `CLOCK_MONOTONIC`) reaches the absolute time `abstime`.
 ///
 /// Returns `SPINLAB_OK` (held); `SPINLAB_TIMEDOUT` (not held) once `clock` has reached
-/// `abstime`, never earlier, also when that clock is stepped back during the wait;
+/// `abstime`, never before, also when that clock is stepped back during the wait;
 /// `SPINLAB_INVALID` (not held) for another clock, a NULL `abstime` or a `tv_nsec` outside
 /// 0..999999999, checked before the lock is tried. A free mutex is taken whatever the
 /// deadline, one in the past included. A waiter that gives up leaves the lock's order. The

@@ -148,7 +148,7 @@ pub unsafe extern "C" fn spinlab_rwlock_tryrdlock(rwlock: *mut spinlab_rwlock_t)
 
 /// Acquires `rwlock` exclusively (for writing), waiting as long as it takes. Returns
 /// `SPINLAB_OK`. Once it returns the calling thread holds the lock alone, and sees what
-/// earlier holders wrote. Not recursive.
+/// previous holders wrote. Not recursive.
 ///
 /// # Safety
 /// `rwlock` is initialised; the calling thread does not hold it.
@@ -182,7 +182,7 @@ pub unsafe extern "C" fn spinlab_rwlock_trywrlock(rwlock: *mut spinlab_rwlock_t)
 /// `CLOCK_MONOTONIC`) reaches the absolute time `abstime`.
 ///
 /// Returns `SPINLAB_OK` (held shared); `SPINLAB_TIMEDOUT` (not held) once `clock` has
-/// reached `abstime`, never earlier; `SPINLAB_INVALID` (not held) for another clock, a NULL
+/// reached `abstime`, never before; `SPINLAB_INVALID` (not held) for another clock, a NULL
 /// `abstime` or a `tv_nsec` outside 0..999999999, checked before the lock is tried. A lock
 /// that can be taken at once is taken whatever the deadline. The registry's reader-writer
 /// locks have no timed wait: this tries again after naps that double from 1 µs to 1 ms, so it

@@ -11,7 +11,7 @@ pub const SPINLAB_OK: c_int = 0;
 /// the object is still in use, a held mutex or reader-writer lock, or a barrier that a thread
 /// still waits on (nothing was destroyed).
 pub const SPINLAB_BUSY: c_int = 1;
-/// A timed call reached its deadline, by the deadline's own clock and never earlier: nothing
+/// A timed call reached its deadline, by the deadline's own clock and never before: nothing
 /// was acquired (a condition wait returns with its mutex held again).
 pub const SPINLAB_TIMEDOUT: c_int = 2;
 /// `init`, `spinlab_check`: no primitive of that kind has this name (`spinlab_list` names
