@@ -258,8 +258,9 @@ impl CondCore {
     /// Whether a notification may have a waiter to reach, from `users`: the condvar inside
     /// keeps a count of its own and returns just as early (`spinlab::Condvar::notify_one`
     /// says why one load is enough: a waiter counts itself in before `unlock` runs), but
-    /// only after the call through `ops`; this one saves the call, 1.7 ns of a 4.4 ns
-    /// `pthread_cond_signal` on the 2-CPU guest.
+    /// only after the call through `ops`; this one saves the call, the larger part of an
+    /// uncontended `pthread_cond_signal` (docs/preload.md, "What an uncontended call
+    /// costs").
     ///
     /// # Safety
     /// `core` points to a live `CondCore`.

@@ -27,8 +27,8 @@ pub const DEFAULT_BARRIER: &str = "barrier:spin-park";
 /// The lock in each default-kind `pthread_rwlock_t` when `SPINLAB_RWLOCK` is unset: reader
 /// preference, which glibc's default kind promises (read locks nest), sleeping at once as
 /// glibc's does: every waiter of a rwlock waits on its own (there is no queue in front, as the
-/// default mutex has), and with many threads their spinning costs the holders (GLib's rwlock
-/// test, 100 threads: 1.02x glibc's time with `futex`, 1.61x with `spin-yield-park`).
+/// default mutex has), and with many threads their spinning costs the holders (docs/preload.md,
+/// "Reader-writer locks", has the figures).
 pub const DEFAULT_RWLOCK: &str = "rw-reader:futex";
 /// The algorithm of a `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP` rwlock, over the policy
 /// of the `SPINLAB_RWLOCK` lock: writer preference, what that kind asks for.

@@ -15,8 +15,8 @@
 //!   child ([`make_current`]), under one process-wide flag: the lock's bytes are reset to a new
 //!   lock, and it is taken again at once if a thread held it at the fork. The forking
 //!   thread's holds stay its own (it may release them, as its atfork child handlers do); a
-//!   hold of a thread that no longer exists stays held for ever, as with glibc; waiters and
-//!   claims of threads that no longer exist are dropped.
+//!   hold of a thread the child does not have stays held for ever, as with glibc; waiters and
+//!   claims of such threads are dropped.
 //! - The holder is known by its thread pointer ([`me`]), which the forking thread keeps in
 //!   the child (its thread id changes), written after each acquisition and cleared before each
 //!   release. A thread that has acquired the lock but not yet written its pointer when the
@@ -28,9 +28,8 @@
 //! store per acquisition and per release, on the lock's own cache line.
 //!
 //! A replaced rwlock has the same trouble: a writer that waited in the parent stays counted in
-//! the child, and a writer-preferring lock then keeps every reader out for ever (seen in
-//! `p_fork_threads.c`, once in a few hundred runs, until it queued writers on purpose). Its
-//! holds need no names: a rwlock's state counts its readers inside and marks its writer, and
+//! the child, and a writer-preferring lock then keeps every reader out for ever
+//! (`p_fork_threads.c` queues such writers across each fork). Its holds need no names: a rwlock's state counts its readers inside and marks its writer, and
 //! only its waiters are the parent's alone. So a rwlock carries a generation too (bytes
 //! 40..44), and its first user in a child makes it forget its waiters
 //! ([`make_rwlock_current`], [`RawRwLockOps::forget_waiters`]): what was held stays held, by
@@ -43,11 +42,11 @@ use libc::{c_int, c_void, pthread_mutex_t, pthread_rwlock_t};
 use spinlab::registry::{RawLockOps, RawRwLockOps};
 use std::sync::Once;
 
-/// Forks this process descends from; a replaced mutex made sound in an earlier generation is
+/// Forks this process descends from; a replaced mutex made sound in an older generation is
 /// rebuilt on first use.
 static FORKS: AtomicU32 = AtomicU32::new(0);
 
-/// Held while a thread rebuilds a mutex of an earlier generation (rare: once per mutex per
+/// Held while a thread rebuilds a mutex of an older generation (rare: once per mutex per
 /// fork), so that two threads of a child never rebuild the same one at once.
 static REBUILDING: AtomicBool = AtomicBool::new(false);
 
@@ -91,7 +90,7 @@ pub(crate) unsafe fn make_current(ops: &RawLockOps, mutex: *mut pthread_mutex_t)
         let at = mutex.cast::<u8>();
         let held = mutex_holder(mutex).load(Relaxed) != 0;
         // The old lock is not dropped: what it points to (queue nodes) may belong to
-        // threads that no longer exist, and is leaked instead.
+        // threads the child does not have, and is leaked instead.
         at.write_bytes(0, MUTEX_LOCK_ROOM);
         (ops.init)(at);
         if held {

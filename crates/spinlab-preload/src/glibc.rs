@@ -27,8 +27,8 @@
 //!
 //! glibc's `pthread_cond_t` keeps its process-shared bit in bit 0 of the word at bytes 36..40
 //! (`__wrefs`); the replacement condition variable never sets that bit, so a condition
-//! variable with it set is glibc's own. [`check_layout`] verifies these facts on the running
-//! glibc before anything relies on them.
+//! variable with it set is glibc's own. [`Real::check_layout`] verifies these facts on the
+//! running glibc before anything relies on them.
 
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use libc::{c_char, c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};

@@ -10,12 +10,10 @@
 //! Timing-sensitive cases can end differently once under load whatever the lock, so a case
 //! whose ending differs is run again alone, three more times each way, and counts as a
 //! difference only if the endings of the two sides never meet. A whole run can also hang:
-//! some of CPython's cases start a subprocess and wait for it with no time limit (on
-//! 2026-11-24 `test_4_daemon_threads`'s script, 40 daemon threads doing I/O until each has
-//! run once, was found looping after 9 minutes under `mcs:futex` with two of its 40 threads
-//! gone and the rest running; 100 runs of the script alone did not hang again). A run that
-//! outlives [`LIMIT`] is killed with everything it started and run once more; a second hang
-//! fails the test.
+//! some of CPython's cases start a subprocess and wait for it with no time limit (such as
+//! `test_4_daemon_threads`'s script of 40 daemon threads doing I/O). A run that outlives
+//! [`LIMIT`] is killed with everything it started and run once more; a second hang fails the
+//! test.
 //!
 //! Needs a `python3` with CPython's test package (`SPINLAB_PYTHON` names one explicitly);
 //! Debian and Ubuntu ship it as `libpython3.X-testsuite`.
@@ -30,7 +28,7 @@ use std::time::{Duration, Instant};
 const MODULES: [&str; 4] = ["test_threading", "test_thread", "test_queue", "test_threading_local"];
 /// spinlab's default lock, and a queue lock whose waiters sleep at once.
 const LOCKS: [&str; 2] = ["adaptive:pause-yield-park", "mcs:futex"];
-/// A watchdog for a hung run, several times what a run takes (about 70 s on the 2-CPU guest).
+/// A watchdog for a hung run, several times what a run takes.
 const LIMIT: Duration = Duration::from_secs(420);
 const RERUNS: usize = 3;
 

@@ -9,9 +9,9 @@
 //! through GObject's type system, which guards its tables with a `GRWLock`. `GMutex`, `GCond`
 //! and `GOnce` are GLib's own futex code on Linux and call no pthread lock: `thread`, `once`,
 //! `onceinit`, `thread-pool` and `asyncqueue` show that threads, thread-local data and
-//! GLib's own waits still work with the library loaded. (`rec-mutex`, whose `GRecMutex` is a
-//! recursive pthread mutex, which the library passes to glibc, is left out for time: 7 s a
-//! run.) The statistics (`SPINLAB_STATS=1`) of each preloaded run prove that the rwlocks went
+//! GLib's own waits still work with the library loaded. (`rec-mutex` is left out: its
+//! `GRecMutex` is a recursive pthread mutex, which the library passes to glibc, and it is
+//! the slowest of GLib's thread tests.) The statistics (`SPINLAB_STATS=1`) of each preloaded run prove that the rwlocks went
 //! through spinlab: the binaries that take a `GRWLock` have non-zero `rwlock` rows, and no
 //! rwlock stayed glibc's.
 //!
@@ -53,8 +53,7 @@ const SETTINGS: [&[(&str, &str)]; 3] = [
     &[("SPINLAB_LOCK", "ticket:spin-park"), ("SPINLAB_RWLOCK", "rw-reader:spin-park")],
 ];
 
-/// A watchdog for a hung binary, far above what any takes (`rwlock`, the longest, about 10 s
-/// on the 2-CPU development machine).
+/// A watchdog for a hung binary, far above what any takes (`rwlock` is the longest).
 const LIMIT: Duration = Duration::from_secs(180);
 
 /// The installed tests' directory, or a panic that says how to install them.

@@ -174,7 +174,8 @@ fn a_child_forked_while_threads_queue_releases_what_it_held_and_uses_every_lock_
     run(&program, &[], &[], LIMIT).assert_success("p_fork_threads without the preload library");
     // parking_lot is left out: its parked threads live in parking_lot_core's global table,
     // which a fork copies with the parent's threads in it, and an unlock in the child can
-    // wake one of those instead of the child's own (parking_lot issue #515; docs/preload.md).
+    // wake one of those instead of the child's own (docs/preload.md;
+    // https://github.com/Amanieu/parking_lot/issues/515).
     let more = ["mcs:pause", "clh:pause", "ticket:spin-park", "clh:futex", "fair:futex", "bounded:spin-yield-park"];
     let locks = LOCKS.iter().copied().filter(|&lock| lock != Some("parking_lot")).chain(more.map(Some));
     for lock in locks {

@@ -174,9 +174,9 @@ static void with_mutexes_glibc_keeps(void) {
 }
 
 /* Cancelling a thread that waits on a condition variable: the thread acts on the request
- * with the mutex held again, so its cleanup handler can release it. glibc's wait wakes up for
- * the cancellation itself; the replacement's acts when the wait next returns (see
- * docs/preload.md), so the canceller keeps broadcasting until the cleanup has run. */
+ * with the mutex held again, so its cleanup handler can release it. The canceller keeps
+ * broadcasting until the cleanup has run, so this case checks the cleanup alone; p_cancel.c
+ * checks that the request by itself ends a blocked wait. */
 static pthread_mutex_t cancel_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cancel_cond = PTHREAD_COND_INITIALIZER;
 static int cancel_waiting, cleaned_up;

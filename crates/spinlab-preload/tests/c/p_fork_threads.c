@@ -20,8 +20,7 @@ static int workers;
 /* Rounds of each of the child's workers: CHILD_ROUNDS, or P_FORK_CHILD_ROUNDS. The test asks
  * for fewer under the spin-only queue locks (which the registry calls fair: they hand over in
  * order): where other programs load the same CPUs, each of their hand-overs to a preempted
- * waiter waits out a time slice, and 20000 rounds ran past the child's alarm (clh:pause, once
- * in 8 runs of the test beside two busy loops). */
+ * waiter waits out a time slice, and CHILD_ROUNDS of them can outlast the child's alarm. */
 static long child_rounds = CHILD_ROUNDS;
 
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -32,8 +31,9 @@ static pthread_rwlock_t rwlock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_rwlock_t writers_first = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 /* Written under the write lock of rwlock and of writers_first. */
 static long written[2];
-/* Whether the rwlocks are spinlab's: glibc's own hang in a child forked while writers wait
- * (seen here without the preload library), so the rwlock part runs only with spinlab's. */
+/* Whether the rwlocks are spinlab's: glibc's own can hang in a child forked while writers
+ * wait (a waiting writer of the parent stays counted), so the rwlock part runs only with
+ * spinlab's. */
 static int use_rwlocks;
 static long count, items, handed_over;
 static int stop;
@@ -76,10 +76,10 @@ static void *parent_worker(void *unused) {
     CHECK_EQ(pthread_mutex_unlock(&around_fork), 0);
     if (use_rwlocks) take_rwlock(round);
     if (done) return NULL;
-    /* While a child runs, the parent's workers sleep: with them the two processes had twice
-     * the CPUs' worth of threads hammering a lock, and the spin-only queue locks among the
-     * settings (clh:pause) handed it to preempted waiters for seconds, up to the child's
-     * alarm (seen once in CI, and once in 200 runs here alone). */
+    /* While a child runs, the parent's workers sleep: otherwise the two processes together
+     * would have twice the CPUs' worth of threads on a lock, and a spin-only queue lock among
+     * the settings (clh:pause) would hand it to preempted waiters for long enough to reach
+     * the child's alarm. */
     while (atomic_load(&child_running)) sleep_ns(1000000);
   }
 }
@@ -101,7 +101,7 @@ static void *child_worker(void *unused) {
 
 /* Waits on the condition variable while `*value == unchanged`. The waits are timed: glibc's
  * own condition variable can send a child's signal to the waiter group of threads that exist
- * only in the parent, and its child then never wakes (seen here: glibc, no preload library). */
+ * only in the parent, and its child then never wakes. */
 static void wait_while(long *value, long unchanged) {
   while (*value == unchanged) {
     struct timespec deadline = in_ns(CLOCK_REALTIME, 10000000);
@@ -158,9 +158,9 @@ static int in_child(int generation) {
   CHECK_EQ(pthread_mutex_unlock(&around_fork), 0);
 
   /* The hand-over through the condition variable first, then the workers: with both at once
-   * the mutex had workers + 2 threads on it, more than the CPUs, and the spin-only queue lock
-   * among the settings (ticket:pause) served one waiter per time slice until the alarm
-   * (seen once in CI, with the other tests' programs on the same 2 CPUs). */
+   * the mutex would have workers + 2 threads on it, more than the CPUs, and a spin-only queue
+   * lock among the settings (ticket:pause) would serve one waiter per time slice, long
+   * enough to reach the alarm. */
   pthread_t receiver = start(receive, NULL);
   CHECK_EQ(pthread_mutex_lock(&mutex), 0);
   handed_over = 1;
