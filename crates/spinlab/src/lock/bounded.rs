@@ -15,7 +15,7 @@
 //! **Fast path**: lock is one CAS from 0 (and a second from what it saw, when that finds the
 //! word free with sleepers or absences counted); unlock is one CAS from `LOCKED` to 0, or on
 //! an AMD CPU a load and a `fetch_sub` (docs/design.md, "The bounded-bypass word"). Only the
-//! CAS that sets `LOCKED` (Acquire) and the one that clears it (Release) order critical
+//! CAS that sets `LOCKED` (Acquire) and the atomic that clears it (Release) order critical
 //! sections; every other transition publishes nothing and is Relaxed, since a futex wait
 //! compares the word in the kernel and every waiter re-reads it after a change.
 //!
@@ -32,12 +32,12 @@
 //! futex wake-up names the word, and the releaser never learns whether it woke anybody. Hence
 //! two rules: every sleeper clears `WAKING` as it counts out, whatever ended its wait, and takes
 //! over the wake-ups skipped meanwhile; no waiter counts in while `WAKING` is set (`count_out`
-//! shows the wake-up that would lose). No wake-up is lost: a sleeper sleeps only on a held or
+//! shows the wake-up that would be lost). No wake-up is lost: a sleeper sleeps only on a held or
 //! claimed word, whose release is still to come and finds it counted.
 //!
 //! **Fairness**: a bypass bound in time. A running waiter that has waited [`STARVATION_NS`]
 //! gets the lock after at most the holder and one other claimant; sleepers are woken one per
-//! release in the kernel's FIFO order and claim once starving. Time preempted is not bounded.
+//! release in the kernel's FIFO order and claim once starving. Time spent preempted adds to it.
 
 use crate::sync::{AtomicU32, Ordering::*};
 use crate::sys::futex::FutexWait;
