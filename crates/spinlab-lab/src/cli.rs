@@ -34,9 +34,12 @@ enum Command {
     /// Everything in the registry: locks, wait policies, barriers, events and reader-writer
     /// locks, with availability here and where each kind of name is accepted
     List {
-        /// Print JSON instead of a table
+        /// Print JSON, every field of every name, instead of tables
         #[arg(long)]
         json: bool,
+        /// Print every field as a table column (the default table keeps to 100 columns)
+        #[arg(long, conflicts_with = "json")]
+        wide: bool,
     },
     /// Run an experiment
     Run {
@@ -104,8 +107,8 @@ pub fn main() -> i32 {
 fn execute(cli: &Cli) -> Result<(), LabError> {
     match &cli.command {
         Command::Info { json } => info(&cli.sys_root, *json),
-        Command::List { json } => {
-            list(*json);
+        Command::List { json, wide } => {
+            list(*json, *wide);
             Ok(())
         }
         Command::Report(options) => crate::report::report(&cli.sys_root, options),
@@ -130,12 +133,13 @@ fn info(sys_root: &Path, json: bool) -> Result<(), LabError> {
     Ok(())
 }
 
-fn list(json: bool) {
-    let listing = crate::list::Listing::gather();
+fn list(json: bool, wide: bool) {
+    use crate::list::{Detail, Listing};
+    let listing = Listing::gather();
     if json {
         print_out(&format!("{}\n", serde_json::to_string_pretty(&listing.to_json()).unwrap_or_default()));
     } else {
-        print_out(&listing.render());
+        print_out(&listing.render(if wide { Detail::Wide } else { Detail::Brief }));
     }
 }
 

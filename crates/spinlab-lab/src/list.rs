@@ -3,6 +3,12 @@
 //!
 //! The rows come from the registry's own tables (`spinlab::registry`), so a name is listed if
 //! and only if the registry builds it; tests/cli.rs checks both directions.
+//!
+//! Each name has two rows. The full row carries every field and is what `--json` prints and
+//! `--wide` tabulates. The brief row carries what a user needs to pick a name (its fairness in
+//! a word or two, whether it sleeps, how it takes oversubscription, and whether it runs here
+//! with the missing feature) and is the default table, which is held to [`BRIEF_WIDTH`]
+//! columns.
 
 use crate::results::table::{self, col, Column};
 use crate::results::Row;
@@ -11,37 +17,70 @@ use serde_json::{json, Value};
 use spinlab::registry::{self, Entry, Origin, RwFairness};
 use spinlab::wait::Unavailable;
 
-/// The registry, one list of rows per kind of name.
+/// The widest line of the default `spinlab list`, in columns.
+pub const BRIEF_WIDTH: usize = 100;
+
+/// The default table's last line.
+const WIDE_HINT: &str = "`spinlab list --wide` shows every field: each lock's bound in full, how it times a \
+                         lock, and why a name is unavailable here; `--json` gives the same as JSON.";
+
+/// How much of each name `spinlab list` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// The columns needed to pick a name, within [`BRIEF_WIDTH`] columns.
+    Brief,
+    /// Every field, as `--json` has them.
+    Wide,
+}
+
+/// One name: every field, and the few the default table shows.
+struct Listed {
+    full: Row,
+    brief: Row,
+}
+
+/// The registry, one list of names per kind.
 pub struct Listing {
     /// Locks (`ALGORITHM:POLICY` and the references): key `lock`.
-    pub locks: Vec<Row>,
+    locks: Vec<Listed>,
     /// Wait policies: key `wait`.
-    pub waits: Vec<Row>,
+    waits: Vec<Listed>,
     /// Barriers (`barrier:POLICY`, `std`, `pthread`): key `barrier`.
-    pub barriers: Vec<Row>,
+    barriers: Vec<Listed>,
     /// Wait/notify events (`event:POLICY`, `std`, `pthread`): key `event`.
-    pub events: Vec<Row>,
+    events: Vec<Listed>,
     /// Reader-writer locks (`rw-writer:POLICY`, `rw-phase:POLICY` and the references): key
     /// `rwlock`.
-    pub rwlocks: Vec<Row>,
+    rwlocks: Vec<Listed>,
 }
 
 /// One kind's table: what the names are, where they are accepted, and the columns shown.
 struct Kind {
     title: &'static str,
     accepted_by: &'static str,
-    columns: &'static [Column],
+    brief: &'static [Column],
+    wide: &'static [Column],
 }
 
 const LOCKS: Kind = Kind {
     title: "locks",
     accepted_by: "--locks of `spinlab run` and `spinlab app`, SPINLAB_LOCK of the preload library, \
                   spinlab_mutex_init in C",
-    columns: &[
+    brief: &[
         col("lock", "lock"),
+        col("fairness", "fairness"),
+        col("may_sleep", "may sleep"),
+        col("oversubscribed", "threads > CPUs"),
+        col("available", "available"),
+    ],
+    wide: &[
+        col("lock", "lock"),
+        col("algorithm", "algorithm"),
+        col("wait", "wait"),
         col("origin", "origin"),
         col("default", "default"),
         col("fair", "fair"),
+        col("bound", "bound"),
         col("may_sleep", "may sleep"),
         col("timed", "timed lock"),
         col("oversubscribed", "threads > CPUs"),
@@ -54,7 +93,13 @@ const WAITS: Kind = Kind {
     title: "wait policies",
     accepted_by: "--waits of `spinlab run`, and the POLICY of every ALGORITHM:POLICY, barrier:POLICY, \
                   event:POLICY and rw-*:POLICY name",
-    columns: &[
+    brief: &[
+        col("wait", "wait"),
+        col("may_sleep", "may sleep"),
+        col("leaves_cpu", "leaves its CPU"),
+        col("available", "available"),
+    ],
+    wide: &[
         col("wait", "wait"),
         col("may_sleep", "may sleep"),
         col("leaves_cpu", "leaves its CPU"),
@@ -66,8 +111,15 @@ const WAITS: Kind = Kind {
 const BARRIERS: Kind = Kind {
     title: "barriers",
     accepted_by: "--barriers of `spinlab run barrier` and `spinlab run spr`, spinlab_barrier_init in C",
-    columns: &[
+    brief: &[
+        col("name", "barrier"),
+        col("origin", "origin"),
+        col("may_sleep", "may sleep"),
+        col("available", "available"),
+    ],
+    wide: &[
         col("barrier", "barrier"),
+        col("wait", "wait"),
         col("origin", "origin"),
         col("may_sleep", "may sleep"),
         col("available", "available"),
@@ -79,8 +131,15 @@ const EVENTS: Kind = Kind {
     title: "wait/notify events",
     accepted_by: "spinlab::registry::new_event in Rust; `spinlab run wakeup` measures event:POLICY for \
                   each of its --waits",
-    columns: &[
+    brief: &[
+        col("name", "event"),
+        col("origin", "origin"),
+        col("may_sleep", "may sleep"),
+        col("available", "available"),
+    ],
+    wide: &[
         col("event", "event"),
+        col("wait", "wait"),
         col("origin", "origin"),
         col("may_sleep", "may sleep"),
         col("available", "available"),
@@ -91,8 +150,17 @@ const EVENTS: Kind = Kind {
 const RWLOCKS: Kind = Kind {
     title: "reader-writer locks",
     accepted_by: "spinlab_rwlock_init in C, spinlab::registry::new_rwlock in Rust",
-    columns: &[
+    brief: &[
         col("rwlock", "rwlock"),
+        col("origin", "origin"),
+        col("fairness", "fairness"),
+        col("may_sleep", "may sleep"),
+        col("available", "available"),
+    ],
+    wide: &[
+        col("rwlock", "rwlock"),
+        col("algorithm", "algorithm"),
+        col("wait", "wait"),
         col("origin", "origin"),
         col("fairness", "fairness"),
         col("may_sleep", "may sleep"),
@@ -117,24 +185,65 @@ fn with_availability(mut row: Row, availability: Result<(), Unavailable>) -> Row
     row
 }
 
-/// What a lock does when threads outnumber CPUs: a lock that hands over in order waits, at
-/// every hand-over, for the next thread in line to be scheduled (see `spinlab::lock`).
-fn oversubscribed_behaviour(e: &registry::LockEntry) -> &'static str {
-    if e.fair {
-        "collapses: hands over in order, to threads that may not be running"
-    } else {
-        "holds up: a running thread takes a free lock"
+/// The default table's `available`: `yes`, or what this CPU lacks, without the
+/// parenthesised detail (the CPUID bit) that `--wide` gives.
+fn available_in_brief(availability: Result<(), Unavailable>) -> String {
+    match availability {
+        Ok(()) => "yes".to_string(),
+        Err(why) => format!("needs {}", why.needs.split(" (").next().unwrap_or(why.needs)),
     }
 }
 
-/// The row of a barrier or an event: the facts every registry entry carries.
-fn waiting_row(kind: &str, e: &impl Entry) -> Row {
-    let row = Row::new()
+/// What a lock does when threads outnumber CPUs: a lock that hands over in order waits, at
+/// every hand-over, for the next thread in line to be scheduled (see `spinlab::lock`).
+/// Returns the word the default table shows and the sentence `--wide` and `--json` give.
+fn oversubscribed_behaviour(e: &registry::LockEntry) -> (&'static str, &'static str) {
+    if e.fair {
+        ("collapses", "collapses: hands over in order, to threads that may not be running")
+    } else {
+        ("holds up", "holds up: a running thread takes a free lock")
+    }
+}
+
+/// A lock's fairness guarantee in a word or two, recognised by the opening words of the
+/// registry's `bound`, which `--wide` and `--json` give in full. Order matters: a gated
+/// queue's bound also bounds the head's bypass. A bound none of these opens is shown cut
+/// short; a unit test keeps every registered bound recognised.
+const FAIRNESS_IN_BRIEF: &[(&str, &str)] = &[
+    ("none", "none"),
+    ("FIFO", "FIFO"),
+    ("waiters in queue order", "queue order"),
+    ("round-robin", "round-robin"),
+    ("eventual fairness", "eventual"),
+    ("a running waiter passed over for at most", "bounded bypass"),
+    ("on up to", "bounded bypass"),
+];
+
+/// The longest a bound none of [`FAIRNESS_IN_BRIEF`] recognises is shown, in characters.
+const UNRECOGNISED_BOUND_CHARS: usize = 16;
+
+fn fairness_in_brief(bound: &str) -> String {
+    match FAIRNESS_IN_BRIEF.iter().find(|(opening, _)| bound.starts_with(opening)) {
+        Some((_, brief)) => brief.to_string(),
+        None if bound.chars().count() <= UNRECOGNISED_BOUND_CHARS => bound.to_string(),
+        None => format!("{}…", bound.chars().take(UNRECOGNISED_BOUND_CHARS - 1).collect::<String>()),
+    }
+}
+
+/// The rows of a barrier or an event: the facts every registry entry carries. The brief row
+/// names it under `name`, whatever its kind.
+fn waiting_listed(kind: &str, e: &impl Entry) -> Listed {
+    let full = Row::new()
         .with(kind, e.name())
         .with("wait", e.policy())
         .with("origin", origin(e.origin()))
         .with("may_sleep", e.may_sleep());
-    with_availability(row, e.availability())
+    let brief = Row::new()
+        .with("name", e.name())
+        .with("origin", origin(e.origin()))
+        .with("may_sleep", e.may_sleep())
+        .with("available", available_in_brief(e.availability()));
+    Listed { full: with_availability(full, e.availability()), brief }
 }
 
 fn fairness(f: RwFairness) -> &'static str {
@@ -146,13 +255,33 @@ fn fairness(f: RwFairness) -> &'static str {
     }
 }
 
+/// Breaks `text` at spaces into lines of at most `width` characters (a longer word keeps a
+/// line of its own), the lines after the first indented by two spaces.
+fn wrapped(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = vec![String::new()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("starts with one line");
+        let taken = line.chars().count();
+        if taken == 0 || taken + 1 + word.chars().count() <= width {
+            if taken > 0 {
+                line.push(' ');
+            }
+            line.push_str(word);
+        } else {
+            lines.push(format!("  {word}"));
+        }
+    }
+    lines.join("\n")
+}
+
 impl Listing {
     /// Every registry entry of every kind, in the registry's order.
     pub fn gather() -> Listing {
         let locks = registry::locks()
             .iter()
             .map(|e| {
-                let row = Row::new()
+                let (oversubscribed_brief, oversubscribed) = oversubscribed_behaviour(e);
+                let full = Row::new()
                     .with("lock", &e.name)
                     .with("algorithm", e.algorithm)
                     .with("wait", e.policy)
@@ -162,70 +291,155 @@ impl Listing {
                     .with("may_sleep", e.may_sleep)
                     .with("timed", if e.timed_native { "native" } else { "polls try_lock" })
                     .with("default", e.name == DEFAULT_LOCK)
-                    .with("oversubscribed", oversubscribed_behaviour(e));
-                with_availability(row, e.availability)
+                    .with("oversubscribed", oversubscribed);
+                let brief = Row::new()
+                    .with("lock", &e.name)
+                    .with("fairness", fairness_in_brief(e.bound))
+                    .with("may_sleep", e.may_sleep)
+                    .with("oversubscribed", oversubscribed_brief)
+                    .with("available", available_in_brief(e.availability));
+                Listed { full: with_availability(full, e.availability), brief }
             })
             .collect();
         let waits = spinlab::wait::policies()
             .iter()
             .map(|p| {
-                let row =
+                let full =
                     Row::new().with("wait", p.name).with("may_sleep", p.may_sleep).with("leaves_cpu", p.leaves_cpu);
-                with_availability(row, p.availability)
+                let brief = full.clone().with("available", available_in_brief(p.availability));
+                Listed { full: with_availability(full, p.availability), brief }
             })
             .collect();
-        let barriers = registry::barriers().iter().map(|e| waiting_row("barrier", e)).collect();
-        let events = registry::events().iter().map(|e| waiting_row("event", e)).collect();
+        let barriers = registry::barriers().iter().map(|e| waiting_listed("barrier", e)).collect();
+        let events = registry::events().iter().map(|e| waiting_listed("event", e)).collect();
         let rwlocks = registry::rwlocks()
             .iter()
             .map(|e| {
-                let row = Row::new()
+                let full = Row::new()
                     .with("rwlock", &e.name)
                     .with("algorithm", e.algorithm)
                     .with("wait", e.policy)
                     .with("origin", origin(e.origin))
                     .with("fairness", fairness(e.fairness))
                     .with("may_sleep", e.may_sleep);
-                with_availability(row, e.availability)
+                let brief = Row::new()
+                    .with("rwlock", &e.name)
+                    .with("origin", origin(e.origin))
+                    .with("fairness", fairness(e.fairness))
+                    .with("may_sleep", e.may_sleep)
+                    .with("available", available_in_brief(e.availability));
+                Listed { full: with_availability(full, e.availability), brief }
             })
             .collect();
         Listing { locks, waits, barriers, events, rwlocks }
     }
 
-    /// `spinlab list --json`: the keys `locks` and `waits` as before, `barriers`, `events` and
-    /// `rwlocks`, the experiments, and the aliases.
+    /// `spinlab list --json`: every field of every name under `locks`, `waits`, `barriers`,
+    /// `events` and `rwlocks`, the experiments, and the aliases.
     pub fn to_json(&self) -> Value {
+        fn full(names: &[Listed]) -> Vec<&Row> {
+            names.iter().map(|n| &n.full).collect()
+        }
         json!({
-            "locks": self.locks,
-            "waits": self.waits,
-            "barriers": self.barriers,
-            "events": self.events,
-            "rwlocks": self.rwlocks,
+            "locks": full(&self.locks),
+            "waits": full(&self.waits),
+            "barriers": full(&self.barriers),
+            "events": full(&self.events),
+            "rwlocks": full(&self.rwlocks),
             "experiments": crate::experiments::all().iter().map(|e| e.name()).collect::<Vec<_>>(),
             "aliases": {"default": DEFAULT_LOCK},
         })
     }
 
-    /// `spinlab list`: one table per kind, each under a heading saying where its names go.
-    pub fn render(&self) -> String {
-        let alias = format!("`default` is an alias of {DEFAULT_LOCK}\n");
+    /// `spinlab list` (brief) or `spinlab list --wide`: one table per kind, each under a
+    /// heading saying where its names go.
+    pub fn render(&self, detail: Detail) -> String {
+        let references: Vec<&str> = self
+            .locks
+            .iter()
+            .filter(|n| n.full.text("origin") == Some(origin(Origin::Reference)))
+            .filter_map(|n| n.full.text("lock"))
+            .collect();
+        let lock_note =
+            format!("`default` is an alias of {DEFAULT_LOCK}; the reference locks are {}", references.join(", "));
         let tables = [
-            (&LOCKS, &self.locks, alias.as_str()),
-            (&WAITS, &self.waits, ""),
-            (&BARRIERS, &self.barriers, ""),
-            (&EVENTS, &self.events, ""),
-            (&RWLOCKS, &self.rwlocks, ""),
+            (&LOCKS, &self.locks, Some(lock_note.as_str())),
+            (&WAITS, &self.waits, None),
+            (&BARRIERS, &self.barriers, None),
+            (&EVENTS, &self.events, None),
+            (&RWLOCKS, &self.rwlocks, None),
         ];
         let mut text = String::new();
-        for (kind, rows, note) in tables {
+        for (kind, names, note) in tables {
             if !text.is_empty() {
                 text.push_str("\n\n");
             }
-            text.push_str(&format!("{} ({} names; taken by {}):\n", kind.title, rows.len(), kind.accepted_by));
-            text.push_str(note);
-            text.push_str(&table::render(rows, kind.columns));
+            let heading = format!("{} ({} names; taken by {}):", kind.title, names.len(), kind.accepted_by);
+            for line in std::iter::once(heading.as_str()).chain(note) {
+                text.push_str(&wrapped(line, BRIEF_WIDTH));
+                text.push('\n');
+            }
+            let table = match detail {
+                Detail::Brief => {
+                    let rows: Vec<Row> = names.iter().map(|n| n.brief.clone()).collect();
+                    table::render_within(&rows, kind.brief, BRIEF_WIDTH)
+                }
+                Detail::Wide => {
+                    let rows: Vec<Row> = names.iter().map(|n| n.full.clone()).collect();
+                    table::render(&rows, kind.wide)
+                }
+            };
+            text.push_str(&table);
+        }
+        if detail == Detail::Brief {
+            text.push_str("\n\n");
+            text.push_str(&wrapped(WIDE_HINT, BRIEF_WIDTH));
         }
         text.push('\n');
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_bound_has_a_fairness_in_brief() {
+        for e in registry::locks() {
+            assert!(
+                FAIRNESS_IN_BRIEF.iter().any(|(opening, _)| e.bound.starts_with(opening)),
+                "{}: no brief fairness for the bound `{}`; add its opening words to FAIRNESS_IN_BRIEF",
+                e.name,
+                e.bound
+            );
+        }
+    }
+
+    #[test]
+    fn an_unrecognised_bound_is_cut_short_not_dropped() {
+        assert_eq!(fairness_in_brief("FIFO in the queue; passed over at most once"), "FIFO");
+        assert_eq!(fairness_in_brief("lottery"), "lottery");
+        let cut = fairness_in_brief("a lottery among the waiters, weighted by age");
+        assert!(cut.starts_with("a lottery") && cut.ends_with('…'), "{cut}");
+        assert_eq!(cut.chars().count(), UNRECOGNISED_BOUND_CHARS);
+    }
+
+    #[test]
+    fn wrapped_lines_keep_to_the_width_and_every_word() {
+        let text = "locks (131 names; taken by --locks of `spinlab run` and `spinlab app`, SPINLAB_LOCK of \
+                    the preload library, spinlab_mutex_init in C):";
+        let lines = wrapped(text, 40);
+        assert!(lines.lines().all(|l| l.chars().count() <= 40), "{lines}");
+        assert!(lines.lines().skip(1).all(|l| l.starts_with("  ")), "{lines}");
+        assert_eq!(lines.split_whitespace().collect::<Vec<_>>(), text.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(wrapped("short", 40), "short");
+    }
+
+    #[test]
+    fn the_missing_feature_is_named_without_its_cpuid_bit() {
+        let why = Unavailable { policy: "umwait", needs: "WAITPKG (umonitor/umwait, CPUID.7.0:ECX[5])" };
+        assert_eq!(available_in_brief(Err(why)), "needs WAITPKG");
+        assert_eq!(available_in_brief(Ok(())), "yes");
     }
 }

@@ -236,6 +236,162 @@ fn list_shows_barriers_events_and_rwlocks_with_availability() {
     }
 }
 
+/// One table of `spinlab list`'s text: the first line of its heading, the column headers,
+/// and each row's cells.
+struct ListTable {
+    heading: String,
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+/// The tables of `spinlab list`'s text. A row that comfy-table wrapped over several lines
+/// would read as several rows here, each but the first with an empty name.
+fn list_tables(text: &str) -> Vec<ListTable> {
+    let cells =
+        |line: &str| -> Vec<String> { line.trim_matches('│').split('┆').map(|c| c.trim().to_string()).collect() };
+    let mut tables: Vec<ListTable> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('│') {
+            let table = tables.last_mut().expect("a table row after a heading");
+            if table.headers.is_empty() {
+                table.headers = cells(line);
+            } else {
+                table.rows.push(cells(line));
+            }
+        } else if line.contains(" names; taken by ") {
+            tables.push(ListTable { heading: line.to_string(), headers: Vec::new(), rows: Vec::new() });
+        }
+    }
+    tables
+}
+
+/// The registry's names of each kind, sorted, in `spinlab list`'s order of tables.
+fn registry_names_by_kind() -> Vec<(&'static str, Vec<String>)> {
+    use spinlab::registry;
+    let sorted = |names: Vec<&str>| {
+        let mut names: Vec<String> = names.into_iter().map(str::to_string).collect();
+        names.sort();
+        names
+    };
+    vec![
+        ("locks (", sorted(registry::lock_names())),
+        ("wait policies (", sorted(spinlab::wait::policies().iter().map(|p| p.name).collect())),
+        ("barriers (", sorted(registry::barrier_names())),
+        ("wait/notify events (", sorted(registry::event_names())),
+        ("reader-writer locks (", sorted(registry::rwlock_names())),
+    ]
+}
+
+#[test]
+fn list_fits_in_100_columns_and_names_every_registered_name() {
+    let o = spinlab(&["list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "{} columns:\n{line}", line.chars().count());
+    }
+    let tables = list_tables(&text);
+    let kinds = registry_names_by_kind();
+    assert_eq!(tables.len(), kinds.len(), "{text}");
+    for (table, (heading, names)) in tables.iter().zip(kinds) {
+        assert!(table.heading.starts_with(heading), "`{}` where `{heading}` was expected", table.heading);
+        let mut listed: Vec<String> = table.rows.iter().map(|r| r[0].clone()).collect();
+        listed.sort();
+        assert_eq!(listed, names, "{heading}: one row per registered name, none wrapped");
+    }
+    // What a user picks a lock by is there; the long texts are not.
+    let locks = &tables[0];
+    assert_eq!(locks.headers, ["lock", "fairness", "may sleep", "threads > CPUs", "available"]);
+    let row = |name: &str| locks.rows.iter().find(|r| r[0] == name).unwrap_or_else(|| panic!("{name} missing"));
+    assert_eq!(row("ticket:spin")[1], "FIFO");
+    assert_eq!(row("ticket:spin")[3], "collapses");
+    assert_eq!(row("ttas:pause")[1], "none");
+    assert_eq!(row("ttas:pause")[3], "holds up");
+    for r in &locks.rows {
+        assert!(r[4] == "yes" || r[4].starts_with("needs "), "{r:?}");
+        assert!(!r[4].contains("CPUID"), "the brief reason leaves the CPUID bit to --wide: {r:?}");
+    }
+    assert!(text.contains("--wide"), "the default table says where the other columns are");
+}
+
+#[test]
+fn list_wide_carries_every_field_of_the_json() {
+    let v = list_json();
+    let o = spinlab(&["list", "--wide"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let tables = list_tables(&text);
+    let keys =
+        [("locks", "lock"), ("waits", "wait"), ("barriers", "barrier"), ("events", "event"), ("rwlocks", "rwlock")];
+    assert_eq!(tables.len(), keys.len(), "{text}");
+    // Every field of the JSON, under the header the table gives it.
+    let header = |key: &str| {
+        match key {
+            "may_sleep" => "may sleep",
+            "leaves_cpu" => "leaves its CPU",
+            "timed" => "timed lock",
+            "oversubscribed" => "threads > CPUs",
+            "unavailable" => "why not",
+            other => other,
+        }
+        .to_string()
+    };
+    for (table, (kind, name_key)) in tables.iter().zip(keys) {
+        let rows = v[kind].as_array().unwrap();
+        assert_eq!(table.rows.len(), rows.len(), "{kind}: one line per name");
+        for (cells, row) in table.rows.iter().zip(rows) {
+            assert_eq!(cells[0], row[name_key].as_str().unwrap(), "{kind}: the JSON's order");
+            for (key, value) in row.as_object().unwrap() {
+                let column = table.headers.iter().position(|h| *h == header(key));
+                let column = column.unwrap_or_else(|| panic!("{kind}: no `{}` column for `{key}`", header(key)));
+                let shown = match value {
+                    Value::String(s) => s.clone(),
+                    Value::Null => "-".to_string(),
+                    other => other.to_string(),
+                };
+                assert_eq!(cells[column], shown, "{kind} {}: `{key}`", cells[0]);
+            }
+        }
+    }
+    assert!(tables[0].headers.iter().any(|h| h == "bound"), "{:?}", tables[0].headers);
+}
+
+#[test]
+fn list_json_keeps_every_field_and_refuses_wide() {
+    let v = list_json();
+    let keys = |kind: &str| -> Vec<String> {
+        let mut keys: Vec<String> = v[kind].as_array().unwrap()[0].as_object().unwrap().keys().cloned().collect();
+        keys.retain(|k| k != "unavailable");
+        keys
+    };
+    let lock_keys = [
+        "lock",
+        "algorithm",
+        "wait",
+        "origin",
+        "fair",
+        "bound",
+        "may_sleep",
+        "timed",
+        "default",
+        "oversubscribed",
+        "available",
+    ];
+    assert_eq!(keys("locks"), lock_keys);
+    assert_eq!(keys("waits"), ["wait", "may_sleep", "leaves_cpu", "available"]);
+    assert_eq!(keys("barriers"), ["barrier", "wait", "origin", "may_sleep", "available"]);
+    assert_eq!(keys("events"), ["event", "wait", "origin", "may_sleep", "available"]);
+    assert_eq!(keys("rwlocks"), ["rwlock", "algorithm", "wait", "origin", "fairness", "may_sleep", "available"]);
+    let top: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(top, ["locks", "waits", "barriers", "events", "rwlocks", "experiments", "aliases"]);
+    for lock in v["locks"].as_array().unwrap() {
+        assert!(lock["bound"].as_str().is_some_and(|b| !b.is_empty()), "{lock}");
+        assert_eq!(lock["available"] == false, lock.get("unavailable").is_some(), "{lock}");
+    }
+    assert_refused(&["list", "--json", "--wide"], &["--wide", "--json"]);
+    assert_refused(&["list", "--narrow"], &["--narrow"]);
+}
+
 #[test]
 fn every_listed_name_is_built_by_the_registry_and_every_registry_name_is_listed() {
     use spinlab::registry::{self, RegistryError};

@@ -67,6 +67,18 @@ fn format_value(value: Option<&Value>) -> String {
 
 /// The rows under the columns, with a `note` column for skipped rows' reasons.
 pub fn render(rows: &[Row], columns: &[Column]) -> String {
+    table(rows, columns).to_string()
+}
+
+/// The same, at most `width` characters wide: cells that would make a line longer are
+/// wrapped within their column.
+pub fn render_within(rows: &[Row], columns: &[Column], width: usize) -> String {
+    let mut table = table(rows, columns);
+    table.set_width(u16::try_from(width).unwrap_or(u16::MAX));
+    table.to_string()
+}
+
+fn table(rows: &[Row], columns: &[Column]) -> Table {
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED).set_content_arrangement(ContentArrangement::Dynamic);
     let any_skipped = rows.iter().any(Row::is_skipped);
@@ -88,7 +100,7 @@ pub fn render(rows: &[Row], columns: &[Column]) -> String {
             column.set_cell_alignment(if numeric { CellAlignment::Right } else { CellAlignment::Left });
         }
     }
-    table.to_string()
+    table
 }
 
 #[cfg(test)]
@@ -112,5 +124,16 @@ mod tests {
         ];
         let text = render(&rows, &[col("placement", "placement"), col("ns", "one-way ns")]);
         assert!(text.contains("skipped: no SMT") && text.contains("40.50"), "{text}");
+    }
+
+    #[test]
+    fn a_table_held_to_a_width_wraps_its_cells_instead_of_its_lines() {
+        let long = "a reason long enough that one line of the table could not hold it beside its name";
+        let rows = vec![Row::new().with("name", "ttas:spin").with("why", long)];
+        let columns = [col("name", "name"), col("why", "why not")];
+        assert!(render(&rows, &columns).lines().any(|l| l.chars().count() > 60));
+        let text = render_within(&rows, &columns, 60);
+        assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
+        assert!(text.contains("ttas:spin") && text.contains("beside its"), "{text}");
     }
 }
