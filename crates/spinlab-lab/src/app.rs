@@ -455,7 +455,7 @@ impl Watch {
 }
 
 /// The process group of the run in progress under `--timeout` (0: none). A run in a group of
-/// its own no longer gets the terminal's Ctrl-C, so spinlab passes it on.
+/// its own does not get the terminal's Ctrl-C, so spinlab passes it on.
 static RUNNING_GROUP: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn pass_on_and_die(signal: libc::c_int) {

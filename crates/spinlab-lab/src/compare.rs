@@ -13,9 +13,9 @@
 //! verdicts are set side by side the same way: a `*` where a figure moved or the verdicts
 //! contradict each other (an unsettled verdict contradicts none).
 //!
-//! Why not "beyond both intervals", the rule before this one: with equal half-widths h it
-//! marks a difference over h, where the difference's own 95% half-width is h√2, so it marked
-//! one unchanged figure in six (the test `an_unchanged_figure_is_marked_one_time_in_twenty`).
+//! Not "beyond both intervals": with equal half-widths h that rule marks a difference over h,
+//! where the difference's own 95% half-width is h√2, so it marks one unchanged figure in six
+//! (the test `an_unchanged_figure_is_marked_one_time_in_twenty`).
 //! The repetitions of one run cannot see what changes between runs (the host's placement of a
 //! virtual machine's CPUs, above all), so a real change between runs is still marked.
 
@@ -325,11 +325,9 @@ fn floor_range(results: &Results) -> Option<(f64, f64)> {
 
 /// A line on the speed the two documents ran the same instructions at: the uncontended floor
 /// each measured, and a note when the two ranges lie more than 2% apart. Each run times the
-/// floor to within 1% (two reports in one host state gave 2.395 and 2.397 ns), so ranges
-/// apart are a host that ran the CPUs at another speed. On this project's 2-CPU guest the
-/// floor took 2.40-2.97 ns from one run to the next, and the fair lock's uncontended cost over
-/// the spinlock's (seed 003's 2.01) moved with the host's speed: 2.07-2.16 in the runs where
-/// `ttas:spin` took 2.38-2.52 ns, 2.00-2.06 where it took 2.55-2.96 ns.
+/// floor to within 1% while the host holds still, so ranges further apart are a host that ran
+/// the CPUs at another speed, and a ratio to the floor, such as seed 003's cost of the fair
+/// lock over the spinlock, moves with that speed (docs/report.md, `spinlab compare`).
 fn uncontended_floors(a: &Results, b: &Results) -> String {
     let (Some(fa), Some(fb)) = (floor_range(a), floor_range(b)) else {
         return String::new();
@@ -463,8 +461,8 @@ fn machine_moved_under(fa: &Finding, fb: &Finding) -> Option<&'static str> {
 
 /// The machine's figure measured beside the claim's in each document ([`Finding::machine_state`]),
 /// in words, where the two moved ([`moved`]): the claim's figures then come from two states of
-/// the machine (the uncontended floor of one run 2.79 ns, of the next 3.21 ns: the host ran
-/// atomics slower, and the fairlock's cost over the spinlock's moved with it).
+/// the machine (a higher uncontended floor in one run than in the other is a host that ran
+/// atomics slower, and the fairlock's cost over the spinlock's moves with it).
 fn machine_state_apart(fa: &Finding, fb: &Finding) -> Option<String> {
     let (a, b) = (fa.machine_state?, fb.machine_state?);
     moved(a.estimate.value, a.estimate.ci95, b.estimate.value, b.estimate.ci95)

@@ -722,7 +722,8 @@ fn assert_refused_not_crashed(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn contention_with_100000_threads_is_refused_instead_of_aborting() {
-    // It used to abort (SIGABRT) while setting up a thread's stack guard.
+    // Started, that many threads fail in setting up their stack guards and the process
+    // aborts (SIGABRT); the count is refused first.
     assert_refused_not_crashed(
         &["run", "contention", "--threads", "100000", "--duration", "1ms"],
         &["--threads", "`100000`", "32 per usable CPU", "never below 1024 nor above 8192"],
@@ -731,7 +732,7 @@ fn contention_with_100000_threads_is_refused_instead_of_aborting() {
 
 #[test]
 fn herd_with_a_million_threads_is_refused_instead_of_panicking() {
-    // It used to panic when the OS refused to spawn a thread.
+    // Started, they meet the OS's thread limit; the count is refused before any is spawned.
     assert_refused_not_crashed(&["run", "herd", "--threads", "1000000"], &["--threads", "`1000000`", "8192"]);
 }
 

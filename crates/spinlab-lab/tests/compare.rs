@@ -112,7 +112,7 @@ fn a_machine_that_moved_its_lines_at_another_cost_is_named_before_the_figures() 
     let render = |a: &spinlab_lab::results::Results, b: &spinlab_lab::results::Results| {
         spinlab_lab::compare::render("a.json", "b.json", a, b, &compare(a, b))
     };
-    // 39-71 ns one day, 207-220 ns another: the same guest, its CPUs placed apart by the host.
+    // The same guest with its CPUs placed near each other by the host, then apart.
     let near = with_transfers("compare_a.json", 39.0, 71.0);
     let far = with_transfers("compare_b.json", 207.0, 220.0);
     let text = render(&near, &far);

@@ -1,6 +1,6 @@
 //! Topology parsing on canned sysfs trees (tests/fixtures/*/sys): a two-socket SMT server, a
-//! hybrid P/E part, an Arm part described only by cpu_capacity, and the 2-CPU KVM guest this
-//! project was started on.
+//! hybrid P/E part, an Arm part described only by cpu_capacity, and a 2-CPU KVM guest (the
+//! 2-CPU guest of docs/design.md).
 
 use spinlab_lab::machine::topology::{format_cpu_list, GroupBy, Placement, Topology};
 use std::path::PathBuf;

@@ -97,11 +97,10 @@ pub const ACTIVE_MS: Bounds = Bounds::new(1, 10_000).unit(" ms");
 
 /// The shortest call at `same-cpu`, in milliseconds, whatever `--active-ms` says. There the
 /// slowdown is the share of the CPU the scheduler gives the waiters, which is only defined
-/// over many of its periods (a tick is 4 ms at 250 Hz, 10 ms at 100 Hz). With 5-10 ms calls
-/// the same idle command gave `add` next to a spinner -0.2% one day and 60-75% another, and
-/// under load (three busy loops, load average 2.8-4.2) 1 to 9 of 10 runs put a row on the right
-/// side of issue 11's thresholds; with 100 ms calls, 9 or 10 of 10 for every row
-/// (docs/interference.md).
+/// over many of its periods (a tick is 4 ms at 250 Hz, 10 ms at 100 Hz): a call of a few
+/// periods measures where the period boundaries fell, so the same command scatters from run
+/// to run, most of all under load, where calls of many periods agree (docs/interference.md,
+/// "Measurement decisions").
 pub const SAME_CPU_MIN_MS: usize = 100;
 
 /// How long one call is calibrated to take at `placement`, given `--active-ms`.

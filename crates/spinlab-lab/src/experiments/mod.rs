@@ -409,10 +409,9 @@ impl Common {
 ///
 /// Beside the ratio to the best reference, which each experiment writes too: the best one is
 /// picked by this run's means, and where two references are level that picks whichever the
-/// noise favoured, so a ratio to "the best" reads low (high, for a time) on average. With
-/// 100 ns sections at 2 threads, eight contention runs pooled put the default at 0.999 of std
-/// and 1.036 of parking_lot, and at 0.954 of "the best" (docs/contention.md, "Each reference
-/// on its own"). Only a ratio to one named reference pools across runs.
+/// noise favoured, so a ratio to "the best" reads low (high, for a time) on average, below the
+/// ratio to either reference alone (docs/design.md, "Measurement", has the pooled figures).
+/// Only a ratio to one named reference pools across runs.
 pub fn add_ratios_to_each_reference(rows: &mut [Row], rounds: &[&[f64]], measure: &str, prefix: &str) {
     let references: Vec<(String, f64, &[f64])> = rows
         .iter()

@@ -1,15 +1,14 @@
 //! Measuring a configuration again when the machine moves under it.
 //!
 //! A virtual machine's CPUs are threads of the host, which may move them between its cores
-//! and sockets while a run goes on. On this project's 2-CPU KVM guest a cache line took
-//! about 30-60 ns to move between the two CPUs at some moments and 200-240 ns at others,
-//! often within seconds, and which lock is fastest, or how much a waiter on the other CPU
-//! costs, changes with it. So an experiment times one ping-pong between two of a
-//! configuration's CPUs just before and just after measuring it (`around`); when the two
-//! lie more than [`MOVED_FACTOR`](crate::results::MOVED_FACTOR) apart, the figures mix two
-//! machines, and the configuration is measured again (`until_still`), up to
-//! [`MAX_ATTEMPTS`] times. Its rows keep the last attempt and say what the earlier ones saw
-//! (`mark`).
+//! and sockets while a run goes on. A cache line's transfer between two CPUs can then change
+//! several-fold within seconds (docs/design.md, "Machines"), and which lock is fastest, or
+//! how much a waiter on the other CPU costs, changes with it. So an experiment times one
+//! ping-pong between two of a configuration's CPUs just before and just after measuring it
+//! (`around`); when the two lie more than [`MOVED_FACTOR`](crate::results::MOVED_FACTOR)
+//! apart, the figures mix two machines, and the configuration is measured again
+//! (`until_still`), up to [`MAX_ATTEMPTS`] times. Its rows keep the last attempt and say what
+//! the earlier ones saw (`mark`).
 
 use super::floor::{self, Transfer};
 use crate::error::LabError;

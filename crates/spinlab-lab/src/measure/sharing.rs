@@ -2,10 +2,9 @@
 //!
 //! A virtual machine's CPUs are threads of the host, which may run two of them on the two
 //! hardware threads of one core and, minutes later, on two cores. The guest sees no SMT either
-//! way. On this project's 2-CPU KVM guest, the same idle command measured the `add` workload
-//! 18%, 91% and 99% slower beside a spinning waiter on the other CPU, in three reports taken
-//! within five minutes, while the memory-bound `mbv-int` beside it did not move: the two
-//! CPUs had shared a core's execution ports at some times and not at others. So the
+//! way, yet a register-bound workload beside a spinning waiter runs at nearly full speed at
+//! one moment and at nearly half speed minutes later, while a memory-bound one does not move
+//! (docs/interference.md, the shared-core probe under "Measurement decisions"). So the
 //! interference experiment probes for it before and after each `core` row and tags it
 //! (`core_shared`), and the scorecard reads only those measured on two cores.
 //!

@@ -67,7 +67,7 @@ impl SharedLines {
 
     /// Increments every line. Called only under the lock under test: the load and store are
     /// separate (not an atomic add), so a lock that lets two holders in loses increments, and
-    /// [`SharedLines::total`] no longer matches the acquisitions counted.
+    /// [`SharedLines::total`] falls short of the acquisitions counted.
     #[inline]
     pub fn touch(&self) {
         self.lines.iter().for_each(|line| bump(line));

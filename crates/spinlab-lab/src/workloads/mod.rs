@@ -351,10 +351,10 @@ const CALIBRATION_CEILING: Duration = Duration::from_millis(100);
 ///
 /// A first estimate comes from one-unit calls (one warm, then the fastest of three). A single
 /// unit takes a fraction of a microsecond, where the clock's own cost and a cold pipeline
-/// weigh, so that estimate was off by up to three times (calls of 31-238 ms for a 100 ms
-/// target). It is refined by timing calls of the estimated size and rescaling, until one
-/// lands within [`CALIBRATION_TOLERANCE`] of `min(target, CALIBRATION_CEILING)`, then scaled
-/// up to `target`.
+/// weigh, so that estimate can be off several times over in either direction. It is refined
+/// by timing calls of the estimated size and rescaling, until one lands within
+/// [`CALIBRATION_TOLERANCE`] of `min(target, CALIBRATION_CEILING)`, then scaled up to
+/// `target`.
 pub(crate) fn units_for(target: Duration, mut time: impl FnMut(u64) -> Duration) -> u64 {
     let seconds = |d: Duration| d.as_secs_f64().max(1e-9);
     let aim = target.min(CALIBRATION_CEILING);
