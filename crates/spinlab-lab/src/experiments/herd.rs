@@ -83,11 +83,11 @@ const COLUMNS: &[Column] = &[
 
 /// A repetition under a lock is called off once it has run [`COLLAPSE_FACTOR`] times as long as
 /// its critical sections would take one after another with [`HANDOVER_ALLOWANCE_NS`] between
-/// two of them, and at least [`COLLAPSE_AFTER_MIN`]. A healthy lock stays far inside that: on
-/// the 2-CPU guest every default lock took at most 0.6 µs per acquisition at 64 threads. A
-/// spin-only FIFO lock with more threads than CPUs hands each acquisition to a thread that is
-/// not running and takes a scheduler's time slice per hand-over: it would run for minutes and
-/// say nothing more. The lock is then reported `collapsed`, with the share it finished.
+/// two of them, and at least [`COLLAPSE_AFTER_MIN`]. A healthy lock stays far inside that: an
+/// acquisition takes it less than the allowance, even at many threads per CPU. A spin-only
+/// FIFO lock with more threads than CPUs hands each acquisition to a thread that is not
+/// running and takes a scheduler's time slice per hand-over: it would run for minutes and say
+/// nothing more. The lock is then reported `collapsed`, with the share it finished.
 pub const COLLAPSE_FACTOR: f64 = 20.0;
 /// The hand-over allowed per acquisition in [`COLLAPSE_FACTOR`]'s estimate.
 pub const HANDOVER_ALLOWANCE_NS: f64 = 1_000.0;
