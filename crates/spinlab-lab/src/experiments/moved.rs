@@ -8,7 +8,7 @@
 //! (`around`); when the two lie more than [`MOVED_FACTOR`](crate::results::MOVED_FACTOR)
 //! apart, the figures mix two machines, and the configuration is measured again
 //! (`until_still`), up to [`MAX_ATTEMPTS`] times. Its rows keep the last attempt and say what
-//! the earlier ones saw (`mark`).
+//! each discarded one saw (`mark`).
 
 use super::floor::{self, Transfer};
 use crate::error::LabError;
