@@ -41,7 +41,7 @@ fn smoke_report() -> &'static Path {
         let out = spinlab().args(["report", "--smoke", "--quiet", "--out"]).arg(&dir).output().unwrap();
         assert!(out.status.success(), "report failed: {}", String::from_utf8_lossy(&out.stderr));
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(stdout.contains("recommendation (from this run's numbers)"), "{stdout}");
+        assert!(stdout.contains("verdict (this run's numbers"), "{stdout}");
         dir
     })
 }
@@ -87,7 +87,7 @@ fn report_on_tiny_settings_writes_the_three_files_with_one_figure_per_experiment
             "{name}: neither a chart nor a reason why not"
         );
     }
-    assert!(html.contains("id=\"recommendation\"") && html.contains("id=\"machine\""));
+    assert!(html.contains("id=\"verdict\"") && html.contains("id=\"machine\""));
     // The cost of moving a line, taken around every run (two usable CPUs or more), and its
     // range at the top of the page.
     if doc["machine"]["allowed_cpus"].as_str().is_some_and(|c| c.contains([',', '-'])) {
@@ -204,6 +204,71 @@ fn report_from_a_document_redraws_it_and_bad_options_fail_clearly() {
     assert!(err.contains("`nope` is not an experiment") && err.lines().count() == 1, "{err}");
 }
 
+/// `report --from DOCUMENT` into a fresh folder: the folder and the terminal summary.
+fn report_from(document: &Path, name: &str) -> (PathBuf, String) {
+    let dir = scratch(name);
+    let out = spinlab().args(["report", "--quiet", "--from"]).arg(document).arg("--out").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (dir, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn the_terminal_summary_fits_in_40_lines_of_100_columns() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    let machine = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/machines/kvm-xeon-16/results.json");
+    for (document, name) in [(&fixture, "summary-fixture"), (&machine, "summary-machine")] {
+        let (dir, stdout) = report_from(document, name);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert!(lines.len() <= 40, "{name}: {} lines:\n{stdout}", lines.len());
+        let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 100, "{name}: a line of {widest} columns:\n{stdout}");
+        // The verdict, a line per situation of the document's recommendation, its choice on it.
+        let doc = read_json(&dir.join("results.json"));
+        let recommendation = doc["recommendation"].as_array().expect("results.json has the recommendation");
+        assert!(recommendation.len() >= 10, "{name}: {} lines", recommendation.len());
+        let verdict = stdout.split("verdict (").nth(1).expect("a verdict");
+        let verdict_lines: Vec<&str> = verdict.lines().skip(2).take(recommendation.len()).collect();
+        for (line, entry) in verdict_lines.iter().zip(recommendation) {
+            let choice = entry["choice"].as_str().unwrap();
+            assert!(line.contains(choice), "{name}: {choice} not on {line:?}");
+        }
+        // The scorecard in brief, and where the files are.
+        assert!(stdout.contains("scorecard: ") && stdout.contains(" claims: "), "{name}: {stdout}");
+        for file in ["index.html", "results.json", "results.csv"] {
+            assert!(stdout.contains(&dir.join(file).display().to_string()), "{name}: {file}");
+        }
+    }
+}
+
+#[test]
+fn results_json_gives_each_line_its_figure_runner_up_and_margin_and_an_older_document_still_renders() {
+    // The fixture was written before the recommendation was kept in results.json: it renders,
+    // its verdict drawn from its runs.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    assert!(read_json(&fixture).get("recommendation").is_none(), "the fixture stands for an older document");
+    let (dir, _) = report_from(&fixture, "recommendation");
+    let doc = read_json(&dir.join("results.json"));
+    let lines = doc["recommendation"].as_array().unwrap();
+    let chosen: Vec<&Value> = lines.iter().filter(|l| l["choice"] != "no recommendation").collect();
+    assert!(!chosen.is_empty());
+    for line in &chosen {
+        let situation = line["situation"].as_str().unwrap();
+        let figure = &line["figure"];
+        assert!(figure["value"].is_f64() && figure["unit"].is_string() && figure["text"].is_string(), "{situation}");
+        let runner_up = &line["runner_up"];
+        assert!(runner_up["name"].is_string() && runner_up["figure"]["value"].is_f64(), "{situation}: {line}");
+        let margin = &runner_up["margin"];
+        assert!(["x", "points"].contains(&margin["unit"].as_str().unwrap()), "{situation}: {margin}");
+        assert!(margin["value"].is_f64() && margin["tied"].is_boolean(), "{situation}: {margin}");
+        let text = margin["text"].as_str().unwrap();
+        assert_eq!(text.contains("within the interval"), margin["tied"] == true, "{situation}: {text}");
+        assert!(line["why"].as_str().is_some_and(|w| !w.is_empty()), "{situation}: the reasoning in full");
+    }
+    // A document with the recommendation in it loads and draws the same verdict again.
+    let (again, _) = report_from(&dir.join("results.json"), "recommendation-again");
+    assert_eq!(read_json(&again.join("results.json"))["recommendation"], doc["recommendation"]);
+}
+
 #[test]
 fn report_from_joins_the_parts_of_one_machine_and_refuses_other_machines_and_repeated_experiments() {
     let dir = scratch("join");
@@ -310,19 +375,25 @@ fn the_scorecard_lists_every_claim_and_takes_another_machine_as_a_column() {
     let card = doc["scorecard"].as_array().expect("results.json has the scorecard");
     assert!(card.len() >= 19);
     let verdicts = ["reproduced", "differs", "unsettled", "cannot test here", "not measured"];
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     for line in card {
         let id = line["id"].as_str().unwrap();
-        assert!(verdicts.contains(&line["verdict"].as_str().unwrap()), "{id}: {}", line["verdict"]);
-        assert!(stdout.contains(id), "the terminal table lacks {id}");
+        let verdict = line["verdict"].as_str().unwrap();
+        assert!(verdicts.contains(&verdict), "{id}: {verdict}");
+        assert!(html.contains(&format!("id=\"claim-{id}\"")), "the page lacks {id}");
+        // The terminal names every claim judged here (the others it counts).
+        if ["reproduced", "differs", "unsettled"].contains(&verdict) {
+            assert!(stdout.contains(id), "the terminal lacks {id}, judged {verdict}");
+        }
         for key in ["seed", "source", "claim", "paper", "here", "why", "rows"] {
             assert!(line[key].is_string(), "{id}: no {key}");
         }
     }
+    assert!(stdout.contains(&format!("scorecard: {} claims: ", card.len())), "{stdout}");
     let smt = card.iter().find(|l| l["id"] == "002-linux-loop-smt").unwrap();
     assert_eq!(smt["verdict"], "cannot test here", "the fixture's guest has no SMT");
     assert!(smt["why"].as_str().unwrap().contains("no SMT"), "{}", smt["why"]);
 
-    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     let section =
         html.split("id=\"scorecard\"").nth(1).expect("the page has a scorecard").split("</table>").next().unwrap();
     assert!(section.contains("<th>big (Big CPU)</th>"));
@@ -366,12 +437,12 @@ fn every_committed_machine_document_draws_as_a_column() {
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains(&format!("machine B: {name} (")), "{name}: {stdout}");
-        // The terminal's table: the last column is the other machine's verdict.
+        // The terminal's claims (lines that start with a seed's number): the last column is
+        // the other machine's verdict.
         let judged = stdout
             .lines()
-            .filter(|l| l.contains('┆'))
-            .filter_map(|l| l.rsplit('┆').next())
-            .filter(|v| ["reproduced", "differs", "unsettled"].iter().any(|verdict| v.contains(verdict)));
+            .filter(|l| l.trim_start().starts_with("00"))
+            .filter(|l| ["reproduced", "differs", "unsettled"].iter().any(|verdict| l.trim_end().ends_with(verdict)));
         assert!(judged.count() > 0, "{name}: its column judges no claim: {stdout}");
     }
 }
@@ -443,4 +514,94 @@ fn the_report_renders_in_headless_chromium_without_errors() {
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(html.matches("<svg").count() >= 9);
     assert_eq!(dom.matches("<svg").count(), html.matches("<svg").count());
+
+    // Laid out by the browser: no legend covers a series, and the verdict has a row per
+    // situation with a choice in each. A copy of the page runs a script that measures both (the
+    // page itself allows no script) and writes what it found into the DOM.
+    let doc = read_json(&dir.join("results.json"));
+    let situations = doc["recommendation"].as_array().unwrap().len();
+    let policy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+    assert!(html.contains(policy), "the page's content security policy changed: update this test");
+    let checked = html
+        .replace(policy, &format!("{policy}; script-src 'unsafe-inline'"))
+        .replace("</body>", &format!("{LEGEND_CONTROL}<script>{LAYOUT_CHECK}</script>\n</body>"));
+    std::fs::write(dir.join("check.html"), checked).unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--window-size=1280,2000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", dir.join("profile3").display()))
+        .arg(format!("file://{}", dir.join("check.html").display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let found = dom
+        .split("<pre id=\"spinlab-check\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .unwrap_or_else(|| panic!("the check wrote nothing: {}", String::from_utf8_lossy(&out.stderr)));
+    let field = |key: &str| -> &str {
+        found.split(' ').find_map(|f| f.strip_prefix(&format!("{key}="))).unwrap_or_else(|| panic!("{key}: {found}"))
+    };
+    let count = |key: &str| field(key).parse::<usize>().unwrap();
+    // Every chart with a legend: the floor's, contention's, herd's, the wake-up bars and the
+    // scatter, barrier's and spr's.
+    assert!(count("legends") >= 8, "{found}");
+    assert!(count("marks") >= 50, "series marks measured: {found}");
+    assert_eq!(field("overlaps"), "", "a legend covers these series: {found}");
+    assert_eq!(count("outside"), 0, "a legend runs out of its chart: {found}");
+    // The control, a legend drawn over a point on purpose, shows the check sees an overlap.
+    assert_eq!(field("control"), "1", "{found}");
+    assert_eq!((count("rows"), count("chosen")), (situations, situations), "verdict rows, with a choice: {found}");
 }
+
+/// A chart whose legend covers its one point: the layout check must find this overlap.
+const LEGEND_CONTROL: &str = "<div class=\"panel\" id=\"legend-control\"><svg xmlns=\"http://www.w3.org/2000/svg\" \
+    width=\"100\" height=\"100\"><g class=\"series\" data-series=\"control\"><circle cx=\"50\" cy=\"50\" r=\"4\"/></g>\
+    <g class=\"legend\"><rect x=\"40\" y=\"40\" width=\"30\" height=\"20\"/></g></svg></div>";
+
+/// Measures, in the browser, every chart's legend against every mark of its series (their
+/// bounding boxes), and the verdict's rows; writes `legends=N marks=N outside=N overlaps=…
+/// control=N rows=N chosen=N` into `<pre id="spinlab-check">`.
+const LAYOUT_CHECK: &str = r#"
+(function () {
+  const box = (e) => e.getBoundingClientRect();
+  const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  let legends = 0, marks = 0, outside = 0, control = 0;
+  const overlaps = [];
+  for (const svg of document.querySelectorAll('.panel > svg')) {
+    const isControl = svg.parentElement.id === 'legend-control';
+    const frame = box(svg);
+    const items = [];
+    for (const e of svg.querySelectorAll('g.series *')) {
+      const b = box(e);
+      if (e.tagName !== 'g' && (b.width > 0 || b.height > 0)) items.push([e, b]);
+    }
+    if (!isControl) marks += items.length;
+    for (const legend of svg.querySelectorAll('g.legend')) {
+      const l = box(legend);
+      if (!isControl) {
+        legends += 1;
+        if (l.left < frame.left - 0.5 || l.right > frame.right + 0.5 || l.top < frame.top - 0.5 || l.bottom > frame.bottom + 0.5) outside += 1;
+      }
+      for (const [e, b] of items) {
+        if (!meet(l, b)) continue;
+        if (isControl) { control += 1; continue; }
+        const title = svg.querySelector('text') ? svg.querySelector('text').textContent.trim() : '?';
+        overlaps.push(title + ':' + e.closest('g.series').dataset.series);
+      }
+    }
+  }
+  const rows = [...document.querySelectorAll('table.verdict tr.verdict-line')];
+  const chosen = rows.filter((r) => r.querySelector('td.choice') && r.querySelector('td.choice').textContent.trim() !== '').length;
+  const pre = document.createElement('pre');
+  pre.id = 'spinlab-check';
+  pre.textContent = `legends=${legends} marks=${marks} outside=${outside} overlaps=${overlaps.join('|').replace(/ /g, '_')} control=${control} rows=${rows.length} chosen=${chosen}`;
+  document.body.appendChild(pre);
+})();
+"#;

@@ -24,7 +24,7 @@ use crate::machine::Placement;
 use crate::measure::partner::with_partner;
 use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Rep};
-use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Topic};
+use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Figure, Topic, Unit};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::scorecard::{mean_of, why_missing, Claim, Estimate, Finding, Observed};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
@@ -515,6 +515,7 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
 
 fn quickest(ctx: &Context<'_>) -> Advice {
     let situation = "a barrier between threads with unequal work";
+    let brief = "barrier, unequal work";
     let rows: Vec<&Row> =
         ctx.rows_of("barrier").into_iter().filter(|r| !r.is_skipped() && r.number(COMPLETION_S).is_some()).collect();
     let barriers = {
@@ -538,7 +539,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         .collect();
     let order = total_order(&TIE_ORDER, barriers.iter().copied());
     let Some(tie) = lowest_tie(&means, |(b, e)| (*b, e.value, e.ci95), &order) else {
-        return Advice::missing(situation, missing_reason(ctx, "barrier"));
+        return Advice::missing(situation, brief, missing_reason(ctx, "barrier"));
     };
     let (best, mean) = *tie.chosen;
     let (worst, worst_mean) =
@@ -548,7 +549,9 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         why.push_str(&format!("; {worst}: {} s", number(worst_mean.value)));
     }
     why.push_str(&tie.words(|(b, _)| b, &order));
-    Advice::new(situation, format!("barrier {best}"), why)
+    let completion = |(_, mean): &(&str, Estimate)| Figure::new(*mean, Unit::Seconds, "mean completion");
+    let runner_up = tie.runner_up_by(|(b, _)| b, completion);
+    Advice::new(situation, brief, format!("barrier {best}"), why).chosen_by(completion(tie.chosen), runner_up)
 }
 
 /// The barriers a tie is resolved towards, in order: spinlab's and the C API's default, then

@@ -30,7 +30,8 @@ use crate::measure::stats::{jain, mean, paired_ratio_ci95, population_rsd_pct};
 use crate::measure::team::{spawn_team, StartLine, MEASURING, STARTING, STOPPED};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Clock, Progress, Rep, StoppingRule, Summary, Taken};
-use crate::reading::advice::{caveats_of_row, load_caveat, missing_reason, Advice, Contribution, Topic};
+use crate::reading::advice::{missing_reason, Advice, Compared, Contribution, Figure, Margin, RunnerUp, Topic, Unit};
+use crate::reading::caveat;
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
 use crate::reading::{distinct, measured, value_string, Context, Panel};
@@ -76,7 +77,8 @@ const NO_LOCK: &str = "no lock";
 /// window closed, in milliseconds.
 pub const DRAIN_MAX_MS: &str = "drain_max_ms";
 /// Set (true) on a row whose lock collapsed at that configuration: its threads took longer
-/// than [`COLLAPSE_DRAIN`] to drain after a window, so it was not repeated further.
+/// than [`COLLAPSE_DRAIN`] (or the window, where that is longer) to drain after a window, so it
+/// was not repeated further.
 pub const COLLAPSED: &str = "collapsed";
 /// Acquisitions that took the lock from another thread, in percent of all (mean over
 /// repetitions; absent with `--cs-lines 0`, where no shared line records the last holder).
@@ -105,7 +107,7 @@ fn parse_lock(s: &str) -> Result<LockChoice, String> {
 }
 
 /// `--cs-ns` and `--ncs-ns`: up to 10 ms of busy work. After the stop every thread finishes
-/// one more critical section, one after another: 1024 threads take 10 s to drain at this
+/// one more critical section, one after another, so the drain grows with threads times this
 /// length.
 pub const WORK_NS: Bounds = Bounds::new(0, 10_000_000).unit(" ns (10 ms)");
 /// `--cs-lines`: up to 4096 lines (256 KiB of 64-byte lines) moved per acquisition; 0 writes
@@ -218,7 +220,7 @@ struct Totals {
 /// lock that hands over to threads that are not running (a FIFO queue lock with more threads
 /// than CPUs) serves them one time slice at a time. Such a lock is not repeated again at that
 /// configuration; its row says `collapsed` and keeps what was measured.
-const COLLAPSE_DRAIN: Duration = Duration::from_millis(100);
+pub const COLLAPSE_DRAIN: Duration = Duration::from_millis(100);
 
 struct Setting<'a> {
     cpus: &'a [usize],
@@ -250,9 +252,8 @@ struct ThreadTally {
 ///
 /// The measured window opens only once every thread is past the start line and in its loop.
 /// The line wakes its sleeping threads together, and they leave it one at a time through its
-/// mutex: with 8 threads on each of 2 CPUs the last left it several time slices after the
-/// first, and a window opened at the line had the threads with no lock at Jain 0.83 (lowest
-/// window 0.70) over 100 ms, where one opened after it reads about 0.98
+/// mutex: with several threads on each CPU the last leaves it time slices after the first,
+/// and a window opened at the line would count that stagger as the scheduler's unfairness
 /// (docs/contention.md, "The scheduler's own fairness").
 fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<RepResult, LabError> {
     let threads = s.cpus.len();
@@ -489,9 +490,8 @@ impl Totals {
 /// The floor under every uncontended lock/unlock pair: one atomic read-modify-write that takes
 /// a word (Acquire) and a plain store that gives it back (Release), what a test-and-set or
 /// ticket spin lock does and no lock can do with less. Each read-modify-write a lock may take
-/// with is timed (x86's `cmpxchg`, `xchg` and `xadd` cost differently: a compare-and-swap
-/// about 0.3 ns more on this project's guest), and the floor is the cheapest. Its own padded
-/// word, timed as the locks are.
+/// with is timed (x86's `cmpxchg`, `xchg` and `xadd` cost differently), and the floor is the
+/// cheapest. Its own padded word, timed as the locks are.
 #[derive(Clone, Copy)]
 enum UncontendedFloor {
     CompareAndSwap,
@@ -520,8 +520,7 @@ impl UncontendedFloor {
 
 /// How far below the floor an uncontended pair may time before it is flagged: identical
 /// instructions time up to a few percent apart with the loop placed differently in the binary
-/// (`ticket:spin`, an `xadd` and a store, measured 0.976 of the cheapest floor loop, whose own
-/// intervals were 0.2%).
+/// (a lock's `xadd` and store against the floor's own loop of the same two instructions).
 const UNCONTENDED_SLACK: f64 = 0.05;
 
 /// What the uncontended pass measured: each lock's pair, and the floor's in the same rounds.
@@ -993,7 +992,7 @@ impl Experiment for Contention {
         }
         let long = Step::new(long, c, "contention: long (10 µs) critical section");
         // Nothing inside the lock but the shared line: where a lock's own hand-over is all
-        // there is to measure (issue 10's cells), at one thread per CPU and at 8 per CPU.
+        // there is to measure, at one thread per CPU and at 8 per CPU.
         let empty = Contention { cs_ns: 0, ..self.clone() };
         let mut c = length.common(&empty, 3, 5, 50);
         c.threads = Some(Threads(if cpus >= 2 {
@@ -1533,14 +1532,17 @@ fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
     ];
     for (length, run, not_run) in lengths {
         for oversubscribed in [false, true] {
-            let situation = format!(
-                "{length} critical section, {}",
-                if oversubscribed { "threads > CPUs (oversubscribed)" } else { "threads <= CPUs" }
-            );
+            let (threads, brief) = if oversubscribed {
+                ("threads > CPUs (oversubscribed)", "> CPUs")
+            } else {
+                ("threads <= CPUs", "<= CPUs")
+            };
+            let situation = format!("{length} critical section, {threads}");
+            let brief = format!("{length} cs, {brief}");
             out.push(match run {
-                None if !contention.is_empty() => Advice::missing(&situation, not_run.to_string()),
-                None => Advice::missing(&situation, why_no_contention.clone()),
-                Some(run) => best_lock(ctx, run, &situation, oversubscribed),
+                None if !contention.is_empty() => Advice::missing(&situation, &brief, not_run.to_string()),
+                None => Advice::missing(&situation, &brief, why_no_contention.clone()),
+                Some(run) => best_lock(ctx, run, (&situation, &brief), oversubscribed),
             });
         }
     }
@@ -1568,7 +1570,26 @@ fn ci(row: &Row) -> f64 {
     row.number(THROUGHPUT_CI95_OPS_S).unwrap_or(0.0)
 }
 
-fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool) -> Advice {
+/// The throughput of `row` with its interval.
+fn throughput(row: &Row) -> Estimate {
+    Estimate::of(row, THROUGHPUT_OPS_S).unwrap_or(Estimate { value: 0.0, ci95: 0.0 })
+}
+
+/// How much faster `best` measured than `other`: the ratio of their rounds, paired, where the
+/// row carries it (`throughput_vs_REFERENCE`, which leaves out the drift the rounds share),
+/// else the ratio of the two means with both intervals.
+fn margin_over(best: &Row, other: &Row, tied: bool) -> Option<Margin> {
+    let paired = other.text(LOCK).filter(|_| is_reference(other)).and_then(|name| {
+        let key = format!("throughput_vs_{name}");
+        Some(Estimate { value: best.number(&key)?, ci95: best.number(&format!("{key}_ci95"))? })
+    });
+    match paired {
+        Some(by) if by.value.is_finite() && by.ci95.is_finite() => Some(Margin { by, compared: Compared::Times, tied }),
+        _ => Margin::higher(&throughput(best), &throughput(other), tied),
+    }
+}
+
+fn best_lock(ctx: &Context<'_>, run: &Run, (situation, brief): (&str, &str), oversubscribed: bool) -> Advice {
     let rows: Vec<&Row> = run.rows.iter().filter(|r| !r.is_skipped() && r.number(THROUGHPUT_OPS_S).is_some()).collect();
     let counts: Vec<f64> = {
         let mut c: Vec<f64> = rows.iter().filter_map(|r| r.number(THREADS)).collect();
@@ -1587,6 +1608,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     let Some(n) = n else {
         return Advice::missing(
             situation,
+            brief,
             if oversubscribed {
                 format!("not measured: no contention run had more threads than the {} CPUs", ctx.cpus)
             } else {
@@ -1599,7 +1621,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     let mut at = listed.clone();
     at.sort_by(|a, b| b.number(THROUGHPUT_OPS_S).unwrap_or(0.0).total_cmp(&a.number(THROUGHPUT_OPS_S).unwrap_or(0.0)));
     let Some(&fastest) = at.first() else {
-        return Advice::missing(situation, "not measured".to_string());
+        return Advice::missing(situation, brief, "not measured".to_string());
     };
     // Locks whose interval reaches the fastest's are a tie on this run; among them the choice
     // follows a fixed order, so that reruns that differ only by noise name the same lock:
@@ -1666,7 +1688,7 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
         why.push_str(&format!(
             "; each sched_yield here cost the yielding thread {cost} CPU time beside a busy one (floor: yield-forfeit)"
         ));
-        floor_caveat = load_caveat(run);
+        floor_caveat = caveat::load_of(ctx, run);
     }
     let others: Vec<String> = tied
         .iter()
@@ -1687,8 +1709,15 @@ fn best_lock(ctx: &Context<'_>, run: &Run, situation: &str, oversubscribed: bool
     if let Some(u) = best.number(UNCONTENDED_NS) {
         why.push_str(&format!("; {} ns per uncontended lock/unlock", number(u)));
     }
-    let mut line = Advice::new(situation, name.to_string(), why);
-    line.caveats = caveats_of_row(run, best);
+    // The runner-up: the fastest of the other locks, tied with the choice or not.
+    let runner_up = at.iter().copied().find(|r| !std::ptr::eq(*r, best)).and_then(|other| {
+        let margin = margin_over(best, other, tied.iter().any(|t| std::ptr::eq(*t, other)))?;
+        let name = other.text(LOCK).unwrap_or("?").to_string();
+        Some(RunnerUp { name, figure: Figure::new(throughput(other), Unit::Acquisitions, ""), margin })
+    });
+    let figure = Figure::new(throughput(best), Unit::Acquisitions, format!("at {n} threads"));
+    let mut line = Advice::new(situation, brief, name.to_string(), why).chosen_by(figure, runner_up);
+    line.caveats = caveat::of_row(ctx, run, best);
     line.caveats.extend(floor_caveat);
     line.transfers = best.transfers();
     line

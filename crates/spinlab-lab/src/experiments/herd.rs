@@ -16,7 +16,7 @@ use crate::measure::stats::paired_ratio_ci95;
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{interleave_stoppable, Rep, Summary, Taken};
-use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Topic};
+use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Figure, Topic, Unit};
 use crate::reading::plot::{self, Axis, Band, Scale};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
@@ -564,10 +564,11 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
 
 fn quickest(ctx: &Context<'_>) -> Advice {
     let situation = "many threads released at once (a herd), oversubscribed";
+    let brief = "herd, > CPUs";
     let rows: Vec<&Row> =
         ctx.rows_of("herd").into_iter().filter(|r| is_lock(r) && r.number(WALL_S).is_some()).collect();
     let Some(n) = rows.iter().filter_map(|r| r.number(THREADS)).reduce(f64::max) else {
-        return Advice::missing(situation, missing_reason(ctx, "herd"));
+        return Advice::missing(situation, brief, missing_reason(ctx, "herd"));
     };
     let mut at: Vec<&Row> = rows.into_iter().filter(|r| r.number(THREADS) == Some(n)).collect();
     let order = total_order(&TIE_ORDER, at.iter().filter_map(|r| r.text(LOCK)));
@@ -600,7 +601,12 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         ));
     }
     why.push_str(&tie.words(|r| r.text(LOCK).unwrap_or("?"), &order));
-    Advice::new(situation, best.text(LOCK).unwrap_or("?").to_string(), why)
+    let wall_of = |r: &&Row| {
+        let wall = Estimate::of(r, WALL_S).unwrap_or(Estimate { value: 0.0, ci95: 0.0 });
+        Figure::new(wall, Unit::Seconds, format!("wall at {n} threads"))
+    };
+    let runner_up = tie.runner_up_by(|r| r.text(LOCK).unwrap_or("?"), wall_of);
+    Advice::new(situation, brief, best.text(LOCK).unwrap_or("?").to_string(), why).chosen_by(wall_of(&best), runner_up)
 }
 
 /// A measured lock's row: not skipped, and not the floor.
@@ -675,6 +681,9 @@ mod tests {
         assert_eq!(advice.choice, "std", "{}", advice.why);
         assert!(advice.why.contains("1.10x the herd's with no lock"), "{}", advice.why);
         assert!(advice.why.contains("ttas:spin took 0.03 s (1.4x)"), "{}", advice.why);
+        assert_eq!(advice.figure.as_ref().map(|f| f.words()).as_deref(), Some("22 ms wall at 16 threads"));
+        let next = advice.runner_up.as_ref().expect("ttas:spin came next");
+        assert_eq!((next.name.as_str(), next.margin.words().as_str()), ("ttas:spin", "1.36x"));
     }
 
     #[test]

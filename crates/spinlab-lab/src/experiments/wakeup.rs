@@ -28,7 +28,9 @@ use crate::measure::clock::{fenced_interval, fenced_now, fenced_overhead, now};
 use crate::measure::partner::{with_partner, Announced};
 use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep, Summary};
-use crate::reading::advice::{lowest_tie, missing_reason, tie_words, Advice, Contribution, Topic};
+use crate::reading::advice::{
+    lowest_tie, missing_reason, tie_words, Advice, Contribution, Figure, Margin, RunnerUp, Topic, Unit,
+};
 use crate::reading::plot::{self, Axis, Point, Scale};
 use crate::reading::scorecard::{why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, rows_of, Context, Panel};
@@ -43,7 +45,7 @@ use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use spinlab::{CachePadded, Event};
 use std::hint::black_box;
 use std::time::Instant;
-use tradeoff::{long_computation, tradeoff, wakeups_apart, PolicyPoint, Tradeoff, Wakeups};
+use tradeoff::{long_computation, tradeoff, wakeups_apart, PolicyPoint, Tradeoff, WakeupPoint, Wakeups};
 
 /// The worker's matrix size, the computation's length (the option's bounds are [`MATRIX_N`]).
 pub const KEY_MATRIX_N: &str = "matrix_n";
@@ -728,6 +730,10 @@ fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
 
 const SENSITIVE: &str = "co-runners sensitive (waiters share a core or CPU with threads doing work)";
 const NOT_SENSITIVE: &str = "co-runners not sensitive, wake-up latency matters";
+/// [`SENSITIVE`] in a few words.
+const SENSITIVE_BRIEF: &str = "co-runners sensitive";
+/// [`NOT_SENSITIVE`] in a few words.
+const NOT_SENSITIVE_BRIEF: &str = "wake-up latency";
 
 fn co_runners(ctx: &Context<'_>) -> Vec<Advice> {
     vec![kindest(ctx), quickest(ctx)]
@@ -739,6 +745,7 @@ fn kindest(ctx: &Context<'_>) -> Advice {
     let Some(Tradeoff { placement, points, interference: what }) = tradeoff(ctx) else {
         return Advice::missing(
             SENSITIVE,
+            SENSITIVE_BRIEF,
             format!(
                 "not measured: no placement had two or more wait policies with both a wake-up latency and an \
                  interference figure ({}; {})",
@@ -761,8 +768,20 @@ fn kindest(ctx: &Context<'_>) -> Advice {
         .expect("tradeoff returns at least two points");
     let worst =
         points.iter().max_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("at least two points");
+    let cost = |p: &PolicyPoint| Estimate { value: p.interference_pct, ci95: p.interference_ci95_pct };
+    let runner_up = points
+        .iter()
+        .filter(|p| !std::ptr::eq(*p, kind))
+        .min_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct))
+        .map(|other| RunnerUp {
+            name: other.wait.clone(),
+            figure: Figure::new(cost(other), Unit::Percent, ""),
+            margin: Margin::points(&cost(kind), &cost(other), tied.iter().any(|t| std::ptr::eq(*t, other))),
+        });
+    let figure = Figure::new(cost(kind), Unit::Percent, format!("at {placement}"));
     Advice::new(
         SENSITIVE,
+        SENSITIVE_BRIEF,
         format!("wait policy {}", kind.wait),
         format!(
             "{:.1}% {what}, wake-up {}, at {placement}; the worst here, {}, costs {:.1}%{}",
@@ -773,6 +792,7 @@ fn kindest(ctx: &Context<'_>) -> Advice {
             tie_words(&others(tied.iter().map(|p| p.wait.as_str()), &kind.wait), &KIND_ORDER)
         ),
     )
+    .chosen_by(figure, runner_up)
 }
 
 /// The tied policies other than the one named.
@@ -793,6 +813,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
     let Some(Wakeups { placement, points }) = wakeups_apart(ctx) else {
         return Advice::missing(
             NOT_SENSITIVE,
+            NOT_SENSITIVE_BRIEF,
             format!(
                 "not measured: no placement where the waiter has a CPU of its own had two or more wait policies \
                  with a wake-up latency ({})",
@@ -804,8 +825,17 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         .expect("two or more points");
     let quick = tie.chosen;
     let slowest = points.iter().max_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
+    let wakeup = |p: &WakeupPoint| {
+        Figure::new(
+            Estimate { value: p.wakeup_ns, ci95: p.wakeup_ci95_ns },
+            Unit::Nanoseconds,
+            format!("at {placement}"),
+        )
+    };
+    let runner_up = tie.runner_up_by(|p| p.wait.as_str(), wakeup);
     Advice::new(
         NOT_SENSITIVE,
+        NOT_SENSITIVE_BRIEF,
         format!("wait policy {}", quick.wait),
         format!(
             "wake-up {} with the waiter on its own CPU (wakeup rows at {placement}, long computation); the slowest \
@@ -816,6 +846,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             tie.words(|p| p.wait.as_str(), &QUICK_ORDER)
         ),
     )
+    .chosen_by(wakeup(quick), runner_up)
 }
 
 #[cfg(test)]
@@ -948,6 +979,12 @@ mod tests {
         assert_eq!(kind.choice, "wait policy futex", "{kind:?}");
         assert!(kind.why.contains("pause within the 95% intervals too"), "{kind:?}");
         assert!(!kind.why.contains("spin within"), "spin's 9 ± 1% is outside: {kind:?}");
+        // The runner-ups: spin, quicker and tied; pause, 1.7 points more and tied.
+        let next = quick.runner_up.as_ref().unwrap();
+        assert_eq!((next.name.as_str(), next.margin.tied), ("spin", true), "{quick:?}");
+        assert_eq!(next.margin.words(), "0.865x, within the interval");
+        let next = kind.runner_up.as_ref().unwrap();
+        assert_eq!((next.name.as_str(), next.margin.words().as_str()), ("pause", "+1.7 points, within the interval"));
     }
 
     #[test]

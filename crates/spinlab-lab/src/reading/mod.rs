@@ -1,11 +1,13 @@
 //! How a results document is read for people: the [`Context`] of a document, the
 //! [`Panel`]s an experiment draws from its rows (with [`plot`]), the [`advice`] it adds to
-//! the recommendation, and the [`scorecard`] lines it checks against the seeds.
+//! the recommendation, the [`scorecard`] lines it checks against the seeds, and the
+//! [`caveat`]s that say why a figure may not hold.
 //!
 //! This sits below the experiments, which declare their figures and advice with it, and below
 //! the report, which lays them out; it knows no experiment.
 
 pub mod advice;
+pub mod caveat;
 pub mod plot;
 pub mod scorecard;
 
@@ -44,6 +46,11 @@ impl<'a> Context<'a> {
     /// The runs of `experiment`, in document order.
     pub fn runs_of(&self, experiment: &str) -> Vec<&'a Run> {
         self.results.runs.iter().filter(|r| r.experiment == experiment).collect()
+    }
+
+    /// Where `run` stands among the document's runs, if it is one of them.
+    pub fn index_of(&self, run: &Run) -> Option<usize> {
+        self.results.runs.iter().position(|r| std::ptr::eq(r, run))
     }
 
     /// Every row of every run of `experiment`.

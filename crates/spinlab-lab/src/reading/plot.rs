@@ -8,7 +8,9 @@
 
 use crate::results::format::number;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::error::Error;
 use std::ops::Range;
 
@@ -225,20 +227,131 @@ fn text_style(size: u32) -> TextStyle<'static> {
     ("sans-serif", size).into_font().color(&BLACK)
 }
 
-/// Draws the frame (title, axes, labels) and then `body` inside it.
+/// How a legend entry shows its series.
+#[derive(Clone, Copy, Debug)]
+enum Swatch {
+    /// A short line (a line chart's series).
+    Line,
+    /// A filled square (bars).
+    Block,
+    /// A dot (a scatter plot's point).
+    Dot,
+}
+
+/// One legend entry.
+struct Entry {
+    name: String,
+    color: RGBColor,
+    swatch: Swatch,
+}
+
+/// Height of one legend row, in pixels.
+const LEGEND_ROW: u32 = 18;
+/// An estimate of one character's width in the legend's 12-pixel sans-serif, a little
+/// generous so that columns never run into each other.
+const CHAR_PX: u32 = 7;
+/// Where the swatch ends and the name begins, from an entry's left edge.
+const SWATCH_PX: u32 = 24;
+
+/// Where the legend goes: columns of entries under the chart, starting at the plot's left
+/// edge, in reading order row by row.
+struct LegendLayout {
+    left: u32,
+    columns: u32,
+    column_px: u32,
+    height: u32,
+}
+
+fn legend_layout(entries: &[Entry], width: u32, left: u32) -> LegendLayout {
+    if entries.is_empty() {
+        return LegendLayout { left, columns: 1, column_px: 0, height: 0 };
+    }
+    let longest = entries.iter().map(|e| e.name.chars().count() as u32).max().unwrap_or(0);
+    let room = width.saturating_sub(left + 12).max(1);
+    let column_px = (SWATCH_PX + longest * CHAR_PX + 16).min(room);
+    let columns = (room / column_px.max(1)).max(1);
+    let rows = (entries.len() as u32).div_ceil(columns);
+    LegendLayout { left, columns, column_px, height: rows * LEGEND_ROW + 12 }
+}
+
+/// What a page's reader looks for in a chart: each series (`<g class="series"
+/// data-series="…">`) and the legend (`<g class="legend">`). plotters writes no groups, so
+/// a marker text is drawn where a group opens or closes and replaced by the tag afterwards.
+#[derive(Default)]
+struct Groups {
+    tags: Vec<String>,
+}
+
+/// The text of a group marker (unlike any label a chart writes).
+const GROUP_MARK: &str = "@@spinlab-group-";
+
+impl Groups {
+    /// Opens a group of `class` named `name` on `area`: what is drawn next belongs to it.
+    fn open(&mut self, area: &DrawingArea<SVGBackend<'_>, Shift>, class: &str, name: &str) -> Drawn {
+        let tag = if name.is_empty() {
+            format!("<g class=\"{class}\">\n")
+        } else {
+            format!("<g class=\"{class}\" data-series=\"{}\">\n", attribute(name))
+        };
+        self.tags.push(tag);
+        area.draw(&Text::new(format!("{GROUP_MARK}{}", self.tags.len() - 1), (0, 0), text_style(1)))?;
+        Ok(())
+    }
+
+    /// Closes the group opened last.
+    fn close(&self, area: &DrawingArea<SVGBackend<'_>, Shift>) -> Drawn {
+        area.draw(&Text::new(format!("{GROUP_MARK}end"), (0, 0), text_style(1)))?;
+        Ok(())
+    }
+
+    /// `svg` with each marker text replaced by its group's tag.
+    fn apply(&self, svg: &str) -> String {
+        let mut out = String::with_capacity(svg.len() + 64 * self.tags.len());
+        let mut rest = svg;
+        while let Some(at) = rest.find(GROUP_MARK) {
+            let (Some(start), Some(len)) = (rest[..at].rfind("<text"), rest[at..].find("</text>\n")) else { break };
+            out.push_str(&rest[..start]);
+            let id: String = rest[at + GROUP_MARK.len()..].chars().take_while(char::is_ascii_alphanumeric).collect();
+            match id.parse::<usize>().ok().and_then(|i| self.tags.get(i)) {
+                Some(tag) => out.push_str(tag),
+                None => out.push_str("</g>\n"),
+            }
+            rest = &rest[at + len + "</text>\n".len()..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// `text` safe inside an attribute value.
+fn attribute(text: &str) -> String {
+    text.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// The plotting area of `chart` in pixels, for drawing group markers.
+fn pixels<'b>(chart: &Chart<'_, 'b>) -> DrawingArea<SVGBackend<'b>, Shift> {
+    chart.plotting_area().strip_coord_spec()
+}
+
+/// Draws the frame (title, axes, labels), then `body` inside it, then the legend under the
+/// chart, outside the plotting area, so that it covers none of the data.
 fn frame(
     title: &str,
     size: (u32, u32),
     x: &Axis,
     y: &Axis,
     y_label_width: u32,
-    body: impl FnOnce(&mut Chart<'_, '_>) -> Result<Option<SeriesLabelPosition>, Box<dyn Error>>,
+    legend: &[Entry],
+    body: impl FnOnce(&mut Chart<'_, '_>, &mut Groups) -> Drawn,
 ) -> Result<String, String> {
     let mut svg = String::new();
+    let mut groups = Groups::default();
+    let layout = legend_layout(legend, size.0, 12 + y_label_width);
     let result = (|| -> Drawn {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (size.0, size.1 + layout.height)).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
+        let (plot, below) = root.split_vertically(size.1);
+        let mut chart = ChartBuilder::on(&plot)
             .caption(title, text_style(16))
             .margin(12)
             .margin_right(24)
@@ -263,20 +376,42 @@ fn frame(
             mesh.disable_y_mesh();
         }
         mesh.draw()?;
-        if let Some(position) = body(&mut chart)? {
-            chart
-                .configure_series_labels()
-                .position(position)
-                .label_font(text_style(12))
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .draw()?;
+        body(&mut chart, &mut groups)?;
+        if !legend.is_empty() {
+            draw_legend(&below, legend, &layout, &mut groups)?;
         }
         root.present()?;
         Ok(())
     })();
     result.map_err(|e| format!("drawing \"{title}\": {e}"))?;
-    Ok(svg)
+    Ok(groups.apply(&svg))
+}
+
+fn draw_legend(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    entries: &[Entry],
+    layout: &LegendLayout,
+    groups: &mut Groups,
+) -> Drawn {
+    groups.open(area, "legend", "")?;
+    for (i, entry) in entries.iter().enumerate() {
+        let i = i as u32;
+        let left = (layout.left + (i % layout.columns) * layout.column_px) as i32;
+        let middle = (6 + (i / layout.columns) * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        let c = entry.color;
+        match entry.swatch {
+            Swatch::Line => {
+                area.draw(&PathElement::new(vec![(left, middle), (left + 18, middle)], c.stroke_width(3)))?
+            }
+            Swatch::Block => {
+                area.draw(&Rectangle::new([(left + 3, middle - 6), (left + 15, middle + 6)], c.filled()))?
+            }
+            Swatch::Dot => area.draw(&Circle::new((left + 9, middle), 5, c.filled()))?,
+        }
+        let style = text_style(12).pos(Pos::new(HPos::Left, VPos::Center));
+        area.draw(&Text::new(entry.name.clone(), (left + SWATCH_PX as i32, middle), style))?;
+    }
+    groups.close(area)
 }
 
 /// One line of a line chart.
@@ -299,7 +434,9 @@ pub struct Band {
 
 /// Lines with markers.
 pub fn lines(title: &str, x: &Axis, y: &Axis, series: &[Series], band: Option<&Band>) -> Result<String, String> {
-    frame(title, (WIDTH, 440), x, y, 78, |chart| {
+    let legend: Vec<Entry> =
+        series.iter().map(|s| Entry { name: s.name.clone(), color: color(s.color), swatch: Swatch::Line }).collect();
+    frame(title, (WIDTH, 440), x, y, 78, &legend, |chart, groups| {
         if let Some(band) = band {
             let from = x.map(band.from);
             if from.is_finite() && from < x.hi {
@@ -323,13 +460,12 @@ pub fn lines(title: &str, x: &Axis, y: &Axis, series: &[Series], band: Option<&B
                 .map(|&(a, b)| (x.map(a), y.map(b)))
                 .filter(|(a, b)| a.is_finite() && b.is_finite())
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
-                .label(s.name.clone())
-                .legend(move |(lx, ly)| PathElement::new(vec![(lx, ly), (lx + 18, ly)], c.stroke_width(3)));
+            groups.open(&pixels(chart), "series", &s.name)?;
+            chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?;
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+            groups.close(&pixels(chart))?;
         }
-        Ok(Some(SeriesLabelPosition::UpperRight))
+        Ok(())
     })
 }
 
@@ -350,32 +486,27 @@ pub fn hbars(title: &str, x: &Axis, bars: &[Bar], legend_entries: &[(String, usi
     let y = Axis::categories("", &names);
     let height = 90 + 22 * bars.len().max(1) as u32;
     let longest = names.iter().map(|n| n.len()).max().unwrap_or(4) as u32;
-    frame(title, (WIDTH, height), x, &y, (longest * 7 + 14).clamp(60, 300), |chart| {
+    let legend: Vec<Entry> = legend_entries
+        .iter()
+        .map(|(name, c)| Entry { name: name.clone(), color: color(*c), swatch: Swatch::Block })
+        .collect();
+    frame(title, (WIDTH, height), x, &y, (longest * 7 + 14).clamp(60, 300), &legend, |chart, groups| {
         for (i, b) in bars.iter().enumerate() {
             let v = x.map(b.value);
             if !v.is_finite() {
                 continue;
             }
             let (y0, y1) = (i as f64 + 0.15, i as f64 + 0.85);
+            groups.open(&pixels(chart), "series", &b.label)?;
             chart.draw_series(std::iter::once(Rectangle::new([(x.lo, y0), (v, y1)], color(b.color).filled())))?;
             chart.draw_series(std::iter::once(Text::new(
                 number(b.value),
                 (v + (x.hi - x.lo) * 0.005, i as f64 + 0.75),
                 text_style(11),
             )))?;
+            groups.close(&pixels(chart))?;
         }
-        for (name, c) in legend_entries {
-            let c = color(*c);
-            chart
-                .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())?
-                .label(name.clone())
-                .legend(move |(lx, ly)| Rectangle::new([(lx, ly - 5), (lx + 12, ly + 5)], c.filled()));
-        }
-        if legend_entries.is_empty() {
-            Ok(None)
-        } else {
-            Ok(Some(SeriesLabelPosition::LowerRight))
-        }
+        Ok(())
     })
 }
 
@@ -391,7 +522,12 @@ pub fn grouped_bars(
 ) -> Result<String, String> {
     let x = Axis::categories(x_label, categories);
     let n = groups.len().max(1) as f64;
-    frame(title, (WIDTH, 420), &x, y, 70, |chart| {
+    let legend: Vec<Entry> = groups
+        .iter()
+        .enumerate()
+        .map(|(g, (name, _))| Entry { name: name.clone(), color: color(g), swatch: Swatch::Block })
+        .collect();
+    frame(title, (WIDTH, 420), &x, y, 70, &legend, |chart, marks| {
         if let Some((value, label)) = reference {
             let v = y.map(value);
             if v.is_finite() {
@@ -412,12 +548,11 @@ pub fn grouped_bars(
                 let right = left + 0.8 / n * 0.9;
                 Some(Rectangle::new([(left, y.lo.max(y.map_floor())), (right, v)], c.filled()))
             });
-            chart
-                .draw_series(bars)?
-                .label(name.clone())
-                .legend(move |(lx, ly)| Rectangle::new([(lx, ly - 5), (lx + 12, ly + 5)], c.filled()));
+            marks.open(&pixels(chart), "series", name)?;
+            chart.draw_series(bars)?;
+            marks.close(&pixels(chart))?;
         }
-        Ok(Some(SeriesLabelPosition::UpperRight))
+        Ok(())
     })
 }
 
@@ -445,8 +580,9 @@ pub fn heatmap(
     let x = Axis::categories("placement of the waiters", columns);
     let y = Axis::categories("", rows);
     let longest = rows.iter().map(|n| n.len()).max().unwrap_or(4) as u32;
-    frame(title, size, &x, &y, (longest * 7 + 14).clamp(50, 200), |chart| {
+    frame(title, size, &x, &y, (longest * 7 + 14).clamp(50, 200), &[], |chart, groups| {
         for (r, row) in values.iter().enumerate() {
+            groups.open(&pixels(chart), "series", rows.get(r).map_or("", String::as_str))?;
             for (c, v) in row.iter().enumerate() {
                 let (x0, y0) = (c as f64 + 0.03, r as f64 + 0.05);
                 let (x1, y1) = (c as f64 + 0.97, r as f64 + 0.95);
@@ -463,8 +599,9 @@ pub fn heatmap(
                     text_style(11).color(&ink),
                 )))?;
             }
+            groups.close(&pixels(chart))?;
         }
-        Ok(None)
+        Ok(())
     })
 }
 
@@ -490,24 +627,27 @@ pub struct Point {
 
 /// Labelled points, one colour each.
 pub fn scatter(title: &str, x: &Axis, y: &Axis, points: &[Point]) -> Result<String, String> {
-    frame(title, (WIDTH, 460), x, y, 78, |chart| {
-        for (i, p) in points.iter().enumerate() {
+    let drawn = |p: &Point| x.map(p.x).is_finite() && y.map(p.y).is_finite();
+    let legend: Vec<Entry> = points
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| drawn(p))
+        .map(|(i, p)| Entry { name: p.label.clone(), color: color(i), swatch: Swatch::Dot })
+        .collect();
+    frame(title, (WIDTH, 460), x, y, 78, &legend, |chart, groups| {
+        for (i, p) in points.iter().enumerate().filter(|(_, p)| drawn(p)) {
             let (px, py) = (x.map(p.x), y.map(p.y));
-            if !(px.is_finite() && py.is_finite()) {
-                continue;
-            }
             let c = color(i);
-            chart
-                .draw_series(std::iter::once(Circle::new((px, py), 6, c.filled())))?
-                .label(p.label.clone())
-                .legend(move |(lx, ly)| Circle::new((lx + 6, ly), 5, c.filled()));
+            groups.open(&pixels(chart), "series", &p.label)?;
+            chart.draw_series(std::iter::once(Circle::new((px, py), 6, c.filled())))?;
             chart.draw_series(std::iter::once(Text::new(
                 p.label.clone(),
                 (px + (x.hi - x.lo) * 0.012, py),
                 text_style(11),
             )))?;
+            groups.close(&pixels(chart))?;
         }
-        Ok(Some(SeriesLabelPosition::UpperRight))
+        Ok(())
     })
 }
 

@@ -10,6 +10,7 @@
 //! side of the claim's range.
 
 use super::advice::missing_reason;
+use super::caveat::{self, Caveat, Concern};
 use super::Context;
 use crate::results::format::number;
 use crate::results::{Row, ScorecardLine};
@@ -65,10 +66,9 @@ impl Estimate {
     /// (q ± √(a²(1 − g) + q²b²) / other) / (1 − g) for q = self / other and half-widths a and b.
     /// While g is small that is the first-order propagation, q·√((a/self)² + (b/other)²).
     /// When other's interval reaches zero (g ≥ 1) the ratio is unbounded above: the interval
-    /// is infinite, and no verdict rests on it. (First-order propagation gave such a ratio a
-    /// finite interval: a spinner's wake-up of 39.6 ± 109.5 µs, one repetition of five caught
-    /// by a 197 µs stall, made pthreads/spin 1.69 ± 4.68x, "differs" from the seed's 200x,
-    /// where the median repetition gave 140 ns, and 480x.)
+    /// is infinite, and no verdict rests on it. First-order propagation would give such a
+    /// ratio a finite interval, and a verdict, from a denominator that one stalled repetition
+    /// can drag towards zero.
     pub fn ratio(&self, other: &Estimate) -> Option<Estimate> {
         if other.value <= 0.0 || !other.value.is_finite() {
             return None;
@@ -249,6 +249,11 @@ pub struct Finding {
     /// figure follows ([`Finding::beside`]): where two documents' differ, their figures
     /// compare two states of the machine (`spinlab compare` says so beside its mark).
     pub machine_state: Option<MachineState>,
+    /// The experiment whose runs the figure came from (empty where there is no figure).
+    pub experiment: String,
+    /// `under_load` and `machine_moved` as [`Caveat`]s: those of a whole run, which the report
+    /// says once at that run, and those of the rows behind the figure alone.
+    pub caveats: Vec<Caveat>,
 }
 
 /// A figure of the machine measured beside a finding's figure: its name in words, its unit
@@ -288,6 +293,8 @@ impl Finding {
             under_load: None,
             machine_moved: None,
             machine_state: None,
+            experiment: String::new(),
+            caveats: Vec::new(),
         }
     }
 
@@ -312,6 +319,8 @@ impl Finding {
             under_load: load_of(ctx, experiment),
             machine_moved: ctx.runs_of(experiment).iter().find_map(|r| r.machine_moved()),
             machine_state: None,
+            experiment: experiment.to_string(),
+            caveats: caveat::of_runs(ctx, ctx.runs_of(experiment)),
         }
     }
 
@@ -335,6 +344,14 @@ impl Finding {
     pub fn read_from_rows(mut self, rows: &[&Row]) -> Finding {
         if !rows.is_empty() && rows.iter().all(|r| r.transfers().is_some()) {
             self.machine_moved = rows.iter().find_map(|r| r.machine_moved());
+            self.caveats.retain(|c| c.concern != Concern::Moved);
+            let experiment = self.experiment.clone();
+            self.caveats.extend(self.machine_moved.clone().map(|words| Caveat {
+                pass: None,
+                concern: Concern::Moved,
+                experiment,
+                words,
+            }));
         }
         self
     }
@@ -436,7 +453,7 @@ mod tests {
         // A small denominator interval gives first-order propagation's width.
         let tight = Estimate { value: 30.0, ci95: 0.3 }.ratio(&Estimate { value: 10.0, ci95: 0.1 }).unwrap();
         assert!((tight.ci95 - 3.0 * 0.0002f64.sqrt()).abs() < 1e-3, "{tight:?}");
-        // The wake-up that motivated it: 67.1 ± 5.0 µs over 39.6 ± 109.5 µs.
+        // A denominator whose interval reaches zero: 67.1 ± 5.0 µs over 39.6 ± 109.5 µs.
         let stalled = Estimate { value: 67_148.0, ci95: 4_965.0 }.ratio(&Estimate { value: 39_630.0, ci95: 109_534.0 });
         let stalled = stalled.unwrap();
         assert!(!stalled.bounded(), "{stalled:?}");

@@ -4,6 +4,7 @@
 //! per row.
 
 use crate::experiments::{self, Experiment};
+use crate::reading::caveat;
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{measured, Context, Panel};
 use crate::results::keys::BELOW_FLOOR;
@@ -128,24 +129,34 @@ fn figure(ctx: &Context<'_>, experiment: Option<&dyn Experiment>, name: &str, ru
         }
     }
     fig.notes.extend(below_floor_notes(&rows));
-    fig.notes.extend(run_notes(runs));
+    fig.notes.extend(run_notes(ctx, runs));
     fig.notes.extend(skipped_notes(&rows));
     fig
 }
 
-/// A note per run taken while other work held the CPUs (`under_load`), and per run whose
-/// configurations were measured again while the machine moved under them.
-fn run_notes(runs: &[&Run]) -> Vec<String> {
-    let loaded = runs
-        .iter()
-        .filter_map(|run| run.under_load())
-        .map(|why| format!("Taken under load: {why}. These figures may not hold on an idle machine."));
+/// A note per run with caveats of its own (under load, the machine moved under it), pointing to
+/// where the verdict says them, and per run whose configurations were measured again while
+/// the machine moved under them.
+fn run_notes(ctx: &Context<'_>, runs: &[&Run]) -> Vec<String> {
+    let all = caveat::pass_caveats(ctx.results);
+    let marked = runs.iter().filter_map(|run| {
+        let own = ctx.index_of(run).map_or_else(Vec::new, |i| caveat::of_run(i, run));
+        let each: Vec<String> =
+            own.iter().filter_map(|c| Some(format!("[{}] ({})", caveat::number(&all, c)?, c.brief()))).collect();
+        (!each.is_empty()).then(|| {
+            format!(
+                "Caveat {} of {}, said under the verdict: these figures may not hold.",
+                each.join(" and "),
+                caveat::pass_name(run)
+            )
+        })
+    });
     let again = runs.iter().filter_map(|run| run.remeasured()).map(|words| {
         let mut words = words;
         words[..1].make_ascii_uppercase();
         format!("{words}; the rows carry the line transfers around each attempt (attempts, moved_under_ns).")
     });
-    loaded.chain(again).collect()
+    marked.chain(again).collect()
 }
 
 /// The first figure key of the rows (a number with a unit suffix), drawn as bars per row.
@@ -212,7 +223,9 @@ mod tests {
         results.runs.push(run);
         results.runs[0].param("under_load", "other processes used 23% of the measured CPUs' time");
         let figures = all(&Context::new(&results));
-        assert!(figures[0].notes.iter().any(|n| n.starts_with("Taken under load: other processes used 23%")));
+        let caveat = "Caveat [1] (under load) of handoff, said under the verdict: these figures may not hold.";
+        assert!(figures[0].notes.iter().any(|n| n == caveat), "{:?}", figures[0].notes);
+        assert!(figures[0].notes.iter().all(|n| !n.contains("23%")), "the load is said once, under the verdict");
         let below: Vec<&String> = figures[0].notes.iter().filter(|n| n.starts_with("Below its floor")).collect();
         assert_eq!(below.len(), 1, "{:?}", figures[0].notes);
         assert!(below[0].contains("ttas:cas, core") && below[0].contains("below the floor's 70.0 ns"), "{}", below[0]);

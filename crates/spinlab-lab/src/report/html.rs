@@ -1,10 +1,11 @@
 //! `index.html`: one self-contained page (inline CSS and SVG, no script, nothing fetched; a
-//! content security policy forbids anything else) showing the scorecard, the recommendation,
-//! the machine and one figure per experiment.
+//! content security policy forbids anything else) that opens with the verdict and then shows
+//! the scorecard, the machine and one figure per experiment.
 
 use super::figures::{self, Figure};
-use super::recommend::{Advice, NO_RECOMMENDATION};
+use super::recommend::Advice;
 use super::scorecard::{self, Scorecard};
+use super::verdict;
 use crate::reading::Context;
 use crate::results::Results;
 use serde_json::Value;
@@ -32,11 +33,15 @@ h2 { border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 36px; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 14px; }
 th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
-table.advice td:nth-child(2) { font-weight: bold; white-space: nowrap; }
+table.verdict td.choice { font-weight: bold; white-space: nowrap; }
+table.verdict td.why { max-width: 320px; } table.verdict tr.missing td { color: #777; }
+table.verdict details p { margin: 4px 0; font-weight: normal; }
+a.mark, span.mark { font-weight: normal; color: #7a4b00; }
+.caveats ul { margin: 4px 0; padding-left: 0; list-style: none; font-size: 14px; }
 td.verdict-reproduced { background: #e8f5e9; } td.verdict-differs { background: #fdecea; }
 td.verdict-unsettled { background: #fff7e6; } td.verdict-cannot-test-here, td.verdict-not-measured { color: #777; }
 figure { margin: 12px 0; }
-figure svg { max-width: 100%; height: auto; display: block; }
+.panel > svg { max-width: 100%; height: auto; display: block; }
 figcaption { color: #333; font-size: 14px; margin: 4px 0 18px 0; }
 .grid { display: flex; flex-wrap: wrap; gap: 8px; }
 .grid .panel { flex: 0 1 auto; max-width: 100%; }
@@ -71,7 +76,7 @@ pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
         escape(&results.command.join(" "))
     ));
     out.push_str(
-        "<nav><a href=\"#scorecard\">scorecard</a><a href=\"#recommendation\">recommendation</a><a href=\"#machine\">machine</a>",
+        "<nav><a href=\"#verdict\">verdict</a><a href=\"#scorecard\">scorecard</a><a href=\"#machine\">machine</a>",
     );
     for f in &figures {
         out.push_str(&format!("<a href=\"#exp-{0}\">{0}</a>", escape(&f.experiment)));
@@ -87,14 +92,8 @@ pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
         ));
     }
 
+    out.push_str(&verdict::html(results, advice));
     out.push_str(&scorecard::html(card));
-
-    out.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
-    out.push_str(
-        "<p>Chosen from this run's numbers; each line names the figure behind it. Short runs are noisy: \
-                  where two choices are within each other's 95% interval the line says so.</p>\n",
-    );
-    out.push_str(&advice_table(advice));
 
     out.push_str("<h2 id=\"machine\">The machine</h2>\n");
     out.push_str(&machine_card(machine));
@@ -108,24 +107,6 @@ pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
          spinlab.results/1, see docs/results.md) and results.csv next to this file; \
          <code>spinlab compare A.json B.json</code> sets two runs side by side.</p>\n</body>\n</html>\n",
     );
-    out
-}
-
-fn advice_table(advice: &[Advice]) -> String {
-    let mut out =
-        String::from("<table class=\"advice\">\n<tr><th>if</th><th>use</th><th>why (measured here)</th></tr>\n");
-    for a in advice {
-        let class = if a.choice == NO_RECOMMENDATION { " class=\"missing\"" } else { "" };
-        let caveats: String =
-            a.caveats.iter().map(|c| format!("<div class=\"warn\">caveat: {}</div>", escape(c))).collect();
-        out.push_str(&format!(
-            "<tr{class}><td>{}</td><td>{}</td><td>{}{caveats}</td></tr>\n",
-            escape(&a.situation),
-            escape(&a.choice),
-            escape(&a.why)
-        ));
-    }
-    out.push_str("</table>\n");
     out
 }
 

@@ -1,21 +1,23 @@
 //! `spinlab report`: every experiment on this machine, in one go, into a folder:
 //! `results.json` (one `spinlab.results/1` document), `results.csv`, and `index.html` (the
-//! machine, the recommendation, a figure per experiment). The terminal gets one progress bar
-//! per experiment and, at the end, a summary and the recommendation.
+//! verdict, the scorecard, the machine, a figure per experiment). The terminal gets one
+//! progress bar per experiment and, at the end, a summary of 40 lines at most.
 //!
 //! - [`settings`]: how long each experiment runs (short by default, the papers' lengths with
 //!   `--full`).
 //! - [`figures`] and [`plot`](crate::reading::plot): the charts, from the rows' keys.
-//! - [`recommend`]: the recommendation, from the numbers.
+//! - [`recommend`]: the recommendation, from the numbers; [`verdict`] lays it out.
 //! - [`scorecard`]: the seeds' claims against this run (and other machines' committed runs).
-//! - [`html`]: the page.
+//! - [`html`]: the page; [`terminal`]: the summary.
 
 pub mod figures;
 pub mod html;
 pub mod recommend;
 pub mod scorecard;
 pub mod settings;
+pub mod terminal;
 pub mod transfer;
+pub mod verdict;
 
 use crate::error::LabError;
 use crate::experiments::settings::{Length, Step};
@@ -108,14 +110,17 @@ pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> 
     } else {
         crate::results::load_together(&options.from)?
     };
-    let card = Scorecard::new(&crate::reading::Context::new(&results), beside);
-    results.scorecard = card.lines();
-    outputs.write(&results)?;
     let ctx = crate::reading::Context::new(&results);
+    let card = Scorecard::new(&ctx, beside);
+    // Drawn from the runs every time, as the scorecard is: a document written before these
+    // lines existed renders the same as a new one.
     let advice = recommend::recommend(&ctx);
+    results.scorecard = card.lines();
+    results.recommendation = advice.iter().map(|a| a.entry()).collect();
+    outputs.write(&results)?;
     let page = html::page(&results, &advice, &card);
     std::fs::write(&index, page).map_err(|e| LabError::failed(format!("writing {}: {e}", index.display())))?;
-    print!("{}", summary(&results, &advice, &card, &options.out));
+    print!("{}", terminal::summary(&results, &advice, &card, [&index, &json, &csv]));
     Ok(())
 }
 
@@ -174,46 +179,4 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
 fn line_transfer_ns(lab: &Lab) -> Option<f64> {
     let probe = experiments::floor::first_pair_transfer(&allowed_cpus(), &lab.clock);
     probe.ok().flatten().map(|t| t.ns)
-}
-
-/// The terminal summary: a line per run, the scorecard, then the recommendation.
-pub fn summary(results: &Results, advice: &[recommend::Advice], card: &Scorecard, dir: &Path) -> String {
-    let mut out = String::from("\nspinlab report\n");
-    for run in &results.runs {
-        let skipped = run.rows.iter().filter(|r| r.is_skipped()).count();
-        let cs = run.params.get("cs_ns").and_then(|v| v.as_f64());
-        let cs = cs.map_or(String::new(), |ns| format!(" ({})", crate::results::format::section_words(ns)));
-        out.push_str(&format!(
-            "  {:<13} {:>6.1} s  {} rows measured{}{cs}\n",
-            run.experiment,
-            run.elapsed_s,
-            run.rows.len() - skipped,
-            if skipped > 0 { format!(", {skipped} skipped") } else { String::new() }
-        ));
-        if let Some(why) = run.under_load() {
-            out.push_str(&format!("  {:<13} under load: {why}\n", ""));
-        }
-        if let Some(again) = run.remeasured() {
-            out.push_str(&format!("  {:<13} {again}\n", ""));
-        }
-    }
-    let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
-    out.push_str(&format!("  {:<13} {:>6.1} s\n", "total", total));
-    if let Some(t) = transfer::Transfers::of(results) {
-        out.push_str(&format!("  one-way cache-line transfer: {}\n", t.range()));
-        if let Some(note) = t.moved() {
-            out.push_str(&format!("  note: {note}\n"));
-        }
-    }
-    out.push_str(&scorecard::terminal(card));
-    out.push_str("\nrecommendation (from this run's numbers):\n");
-    for a in advice {
-        out.push_str(&format!("  if {}:\n    use {}\n    ({})\n", a.situation, a.choice, a.why));
-        for caveat in &a.caveats {
-            out.push_str(&format!("    caveat: {caveat}\n"));
-        }
-    }
-    let Files { json, csv, index } = paths(dir);
-    out.push_str(&format!("\nwrote {}\n      {}\n      {}\n", index.display(), json.display(), csv.display()));
-    out
 }

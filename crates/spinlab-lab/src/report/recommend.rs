@@ -1,14 +1,17 @@
 //! The recommendation: which lock and which wait policy for which situation, chosen from this
-//! document's numbers, each with the measured figure that justifies it. Every experiment
-//! contributes its own lines ([`Experiment::advice`](crate::experiments::Experiment::advice)); they are listed by [`Topic`](crate::reading::advice::Topic). Where
-//! the experiment behind a line was not run or could not measure, the line says so instead of
-//! guessing. Where a run it read measured under load or saw the machine change under it, the
-//! line carries that as a caveat, as the scorecard's claims do.
+//! document's numbers, each with the measured figure that justifies it, the runner-up and the
+//! margin between them. Every experiment contributes its own lines
+//! ([`Experiment::advice`](crate::experiments::Experiment::advice)); they are listed by
+//! [`Topic`](crate::reading::advice::Topic). Where the experiment behind a line was not run or
+//! could not measure, the line says so instead of guessing. Where a run it read measured under
+//! load or saw the machine change under it, the line carries that as a caveat, as the
+//! scorecard's claims do.
 
 use crate::experiments;
 pub use crate::reading::advice::Advice;
+use crate::reading::advice::Contribution;
 pub use crate::reading::advice::NO_RECOMMENDATION;
-use crate::reading::advice::{caveats_of, Contribution};
+use crate::reading::caveat;
 use crate::reading::Context;
 
 /// The recommendation for the document behind `ctx`.
@@ -21,7 +24,7 @@ pub fn recommend(ctx: &Context<'_>) -> Vec<Advice> {
         .flat_map(|p| {
             // A contribution either reads experiments or has its lines name their own runs
             // (`reads` empty), so these never repeat a line's own caveats.
-            let caveats = caveats_of(p.reads.iter().flat_map(|e| ctx.runs_of(e)));
+            let caveats = caveat::of_runs(ctx, p.reads.iter().flat_map(|e| ctx.runs_of(e)));
             p.lines.into_iter().map(move |mut line| {
                 if line.choice != NO_RECOMMENDATION {
                     line.caveats.extend(caveats.iter().cloned());
@@ -51,6 +54,10 @@ mod tests {
             );
         }
         run
+    }
+
+    fn texts(caveats: &[crate::reading::caveat::Caveat]) -> Vec<String> {
+        caveats.iter().map(|c| c.text()).collect()
     }
 
     /// The line for a short critical section with threads <= CPUs.
@@ -101,6 +108,13 @@ mod tests {
         assert_eq!(tie.choice, "adaptive:pause-yield-park", "{}", tie.why);
         assert!(tie.why.contains("fair:spin-park (9M) within the 95% intervals: a tie on this run"), "{}", tie.why);
         assert!(tie.why.contains("comes first among tied locks"), "{}", tie.why);
+        // The structured line: the choice's figure, and the faster lock it tied with next.
+        let figure = tie.figure.as_ref().unwrap();
+        assert_eq!((figure.value.value, figure.words().as_str()), (8.95e6, "8.95M acquisitions/s at 2 threads"));
+        let next = tie.runner_up.as_ref().unwrap();
+        assert_eq!(next.name, "fair:spin-park");
+        assert!(next.margin.tied && (next.margin.by.value - 8.95 / 9.0).abs() < 1e-9, "{:?}", next.margin);
+        assert_eq!(next.margin.words(), "0.994x, within the interval");
         let reference = advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("parking_lot", "reference", 2, 8.95e6)]);
         assert_eq!(reference.choice, "parking_lot", "{}", reference.why);
         // Neither the default nor a reference in the tie: the first lock with a fairness
@@ -126,8 +140,32 @@ mod tests {
         let clear =
             advice_for(&[("ttas:spin", "spinlab", 2, 9.0e6), ("adaptive:pause-yield-park", "spinlab", 2, 7.0e6)]);
         assert_eq!(clear.choice, "ttas:spin", "outside the intervals the fastest is named: {}", clear.why);
+        let next = clear.runner_up.as_ref().unwrap();
+        assert!(!next.margin.tied && next.margin.by.low() > 1.0, "{:?}", next.margin);
+        assert!(next.margin.words().starts_with("1.29x ["), "{}", next.margin.words());
         assert!(!clear.why.contains("tie"), "{}", clear.why);
         assert!(!clear.why.contains("Jain"), "rows without an index say nothing of fairness: {}", clear.why);
+    }
+
+    #[test]
+    fn a_margin_over_a_reference_lock_is_the_ratio_of_the_rounds_both_ran_in() {
+        let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        let mut run = contention_run(100, &[("ttas:spin", "spinlab", 2, 9e6), ("std", "reference", 2, 6e6)]);
+        run.rows[0].set("throughput_vs_std", 1.52);
+        run.rows[0].set("throughput_vs_std_ci95", 0.01);
+        results.runs.push(run);
+        let line = short_line(recommend(&Context::new(&results)));
+        let next = line.runner_up.expect("std came next");
+        assert_eq!((next.name.as_str(), next.margin.by.value, next.margin.by.ci95), ("std", 1.52, 0.01));
+        assert_eq!(next.margin.words(), "1.52x [1.51, 1.53]");
+        // Without the paired ratio (an older document): the ratio of the two means.
+        let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+        results.runs.push(contention_run(100, &[("ttas:spin", "spinlab", 2, 9e6), ("std", "reference", 2, 6e6)]));
+        let next = short_line(recommend(&Context::new(&results))).runner_up.unwrap();
+        assert!((next.margin.by.value - 1.5).abs() < 1e-9 && next.margin.by.ci95 > 0.0, "{:?}", next.margin);
+        // A line that recommends nothing has neither.
+        let nothing = recommend(&Context::new(&results)).into_iter().find(|a| a.choice == NO_RECOMMENDATION).unwrap();
+        assert!(nothing.figure.is_none() && nothing.runner_up.is_none(), "{nothing:?}");
     }
 
     #[test]
@@ -195,7 +233,8 @@ mod tests {
         // The floor's load comes with its figure; its line transfer's move does not (two
         // threads on one CPU move no line).
         let (over, within) = with_forfeit(measured(1_184_000.0, 30_000.0), true);
-        assert_eq!(over.caveats, ["floor ran under load: other processes used 35% of the CPUs"]);
+        assert_eq!(texts(&over.caveats), ["floor ran under load: other processes used 35% of the CPUs"]);
+        assert_eq!(over.caveats[0].pass, Some(1), "the floor's run, a caveat of its whole pass");
         assert!(within.caveats.is_empty(), "{:?}", within.caveats);
     }
 
@@ -217,8 +256,10 @@ mod tests {
         let short = short_line(moved.clone());
         assert_eq!(short.choice, "ttas:spin");
         assert_eq!(short.caveats.len(), 1, "{short:?}");
-        assert!(short.caveats[0].starts_with("the machine changed under contention: "), "{short:?}");
-        assert!(short.caveats[0].contains("40 ns") && short.caveats[0].contains("200 ns"), "{short:?}");
+        let said = short.caveats[0].text();
+        assert!(said.starts_with("the machine changed under contention: "), "{short:?}");
+        assert!(said.contains("40 ns") && said.contains("200 ns"), "{short:?}");
+        assert_eq!(short.caveats[0].pass, Some(0), "the run's move, a caveat of its whole pass");
         // Only the lines chosen from the run that moved, and never a line that chose nothing.
         let herd = moved.iter().find(|a| a.situation.contains("herd")).unwrap();
         assert!(herd.caveats.is_empty(), "{herd:?}");
@@ -237,7 +278,10 @@ mod tests {
         assert_eq!((short.caveats.len(), long.caveats.len()), (1, 0), "{short:?}\n{long:?}");
         assert_eq!(long.choice, "ttas:spin", "the long line recommends, from the run that held still");
         let loaded = advice_for(&[(UNDER_LOAD, "other processes used 35% of the CPUs".into())]);
-        assert_eq!(short_line(loaded).caveats, ["contention ran under load: other processes used 35% of the CPUs"]);
+        assert_eq!(
+            texts(&short_line(loaded).caveats),
+            ["contention ran under load: other processes used 35% of the CPUs"]
+        );
         // Rows with transfers of their own (measured again until the machine held still under
         // them): the run's move elsewhere is not theirs, and their own move is said.
         let rows_moved = |after: f64| {
@@ -253,7 +297,8 @@ mod tests {
         };
         assert!(rows_moved(50.0).is_empty(), "{:?}", rows_moved(50.0));
         let own = rows_moved(230.0);
-        assert!(own.len() == 1 && own[0].contains("45 ns") && own[0].contains("230 ns"), "{own:?}");
+        assert!(own.len() == 1 && own[0].words.contains("45 ns") && own[0].words.contains("230 ns"), "{own:?}");
+        assert_eq!(own[0].pass, None, "the rows' own move belongs to the line alone");
     }
 
     #[test]

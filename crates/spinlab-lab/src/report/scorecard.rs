@@ -5,12 +5,14 @@
 //! collects and lays them out. docs/scorecard.md explains each line.
 
 use super::html::escape;
+use super::terminal::{columns, cut};
+use super::verdict;
 use crate::error::LabError;
 use crate::experiments;
-use crate::reading::scorecard::Finding;
+use crate::reading::caveat::{self, Caveat};
+use crate::reading::scorecard::{Finding, Verdict};
 use crate::reading::Context;
-use crate::results::table::{self, col};
-use crate::results::{Results, Row, ScorecardLine};
+use crate::results::{Results, ScorecardLine};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -28,12 +30,15 @@ pub struct Scorecard {
     pub findings: Vec<Finding>,
     /// Other machines', one column each.
     pub beside: Vec<Beside>,
+    /// Every caveat of a whole pass of this run ([`caveat::pass_caveats`]): a claim read from
+    /// such a pass carries its number.
+    pub all_caveats: Vec<Caveat>,
 }
 
 impl Scorecard {
     /// The claims checked against `ctx`, beside `beside`.
     pub fn new(ctx: &Context<'_>, beside: Vec<Beside>) -> Scorecard {
-        Scorecard { findings: findings(ctx), beside }
+        Scorecard { findings: findings(ctx), beside, all_caveats: caveat::pass_caveats(ctx.results) }
     }
 
     /// The lines for results.json.
@@ -85,57 +90,82 @@ fn label(path: &Path, results: &Results) -> String {
     }
 }
 
-fn verdict_text(f: &Finding) -> String {
+/// A finding's verdict with its reason, its caveats' marks (`[1]`: a caveat of a whole pass,
+/// said under the verdict) and, in full, any caveat of its own rows.
+fn verdict_html(f: &Finding, all: &[Caveat]) -> String {
     let why = f.verdict.why();
-    let mut load = f.under_load.as_ref().map_or(String::new(), |w| format!(" [under load: {w}]"));
-    if let Some(w) = &f.machine_moved {
-        load.push_str(&format!(" [the machine changed under the run: {w}]"));
+    let mut text = escape(f.verdict.name());
+    if !why.is_empty() {
+        text.push_str(&format!(": {}", escape(why)));
     }
-    if why.is_empty() {
-        format!("{}{load}", f.verdict.name())
-    } else {
-        format!("{}: {why}{load}", f.verdict.name())
+    let (numbers, _) = verdict::marks(all, &f.caveats);
+    text.push_str(&verdict::html_marks(&numbers));
+    for c in f.caveats.iter().filter(|c| c.pass.is_none()) {
+        text.push_str(&format!(" [{}]", escape(&c.text())));
     }
+    text
 }
 
-/// The terminal table: one line per claim, with the verdict of every `beside` column after
-/// this run's.
-pub fn terminal(card: &Scorecard) -> String {
+/// Another machine's verdict: its reason, and what doubts its figure in a word or two (its
+/// caveats are that document's to say).
+fn beside_text(f: &Finding) -> String {
+    let why = f.verdict.why();
+    let mut text = if why.is_empty() { f.verdict.name().to_string() } else { format!("{}: {why}", f.verdict.name()) };
+    let mut briefs: Vec<&str> = f.caveats.iter().map(|c| c.brief()).collect();
+    briefs.dedup();
+    if !briefs.is_empty() {
+        text.push_str(&format!(" ({})", briefs.join(", ")));
+    }
+    text
+}
+
+/// Whether a verdict judged the claim, for or against.
+fn judged(f: &Finding) -> bool {
+    matches!(f.verdict, Verdict::Reproduced | Verdict::Differs(..) | Verdict::Unsettled(_))
+}
+
+/// The terminal's scorecard in at most `room` lines: the tally, the `--beside` machines, and
+/// one line per claim judged here or beside, as many as fit; the rest are counted.
+pub fn terminal(card: &Scorecard, room: usize) -> Vec<String> {
     let (findings, beside) = (&card.findings, &card.beside);
-    let rows: Vec<Row> = findings
-        .iter()
-        .map(|f| {
-            let load = match (&f.under_load, &f.machine_moved) {
-                (Some(_), Some(_)) => " (under load, machine moved)",
-                (Some(_), None) => " (under load)",
-                (None, Some(_)) => " (machine moved)",
-                (None, None) => "",
-            };
-            let mut row = Row::new()
-                .with("claim", f.claim.id)
-                .with("here", f.value_text())
-                .with("verdict", format!("{}{load}", f.verdict.name()));
-            for (b, (key, _)) in beside.iter().zip(BESIDE_COLUMNS) {
-                row.set(key, other(b, f).map_or("-".to_string(), |o| o.verdict.name().to_string()));
-            }
-            row
-        })
-        .collect();
-    let mut columns = vec![col("claim", "claim (seed-subject)"), col("here", "this run"), col("verdict", "verdict")];
-    columns.extend(BESIDE_COLUMNS.iter().take(beside.len()).map(|(key, heading)| col(key, heading)));
-    let legend: String =
-        beside.iter().zip(BESIDE_COLUMNS).map(|(b, (_, heading))| format!("{heading}: {}\n", b.label)).collect();
-    format!(
-        "\nscorecard (the seeds' claims against this run; the paper's figures, the reasons and the rows are in \
-         index.html, results.json and docs/scorecard.md):\n{legend}{}\n{}\n",
-        table::render(&rows, &columns),
-        tally(findings)
-    )
+    let mut out = vec![cut(&format!("scorecard: {}", tally(findings)))];
+    for (b, letter) in beside.iter().zip(BESIDE_COLUMNS) {
+        out.push(cut(&format!("machine {letter}: {}", b.label)));
+    }
+    let shown: Vec<&Finding> =
+        findings.iter().filter(|f| judged(f) || beside.iter().any(|b| other(b, f).is_some_and(judged))).collect();
+    // The header and the closing line take two.
+    let fits = room.saturating_sub(out.len() + 2).min(shown.len());
+    if fits == 0 || out.len() >= room {
+        out.truncate(room.max(1));
+        return out;
+    }
+    let mut rows = vec![vec!["claim".to_string(), "this run".to_string(), "verdict".to_string()]];
+    rows[0].extend(BESIDE_COLUMNS.iter().take(beside.len()).map(|l| l.to_string()));
+    for f in &shown[..fits] {
+        let (numbers, own) = verdict::marks(&card.all_caveats, &f.caveats);
+        let mut verdict = f.verdict.name().to_string();
+        for n in numbers {
+            verdict.push_str(&format!(" [{n}]"));
+        }
+        if own {
+            verdict.push_str(" *");
+        }
+        let mut row = vec![f.claim.id.to_string(), f.value_text(), verdict];
+        row.extend(beside.iter().map(|b| other(b, f).map_or("-".to_string(), |o| o.verdict.name().to_string())));
+        rows.push(row);
+    }
+    out.extend(columns(&rows));
+    let left = findings.len() - fits;
+    let more = if fits < shown.len() { " and more judged ones" } else { "" };
+    out.push(cut(&format!(
+        "  ({left} more claims{more}; every claim's figure, reason and rows: index.html, docs/scorecard.md)"
+    )));
+    out
 }
 
 /// The terminal's columns for `--beside` documents (named in a legend above the table).
-const BESIDE_COLUMNS: [(&str, &str); MAX_BESIDE] =
-    [("beside_0", "machine B"), ("beside_1", "machine C"), ("beside_2", "machine D"), ("beside_3", "machine E")];
+const BESIDE_COLUMNS: [&str; MAX_BESIDE] = ["B", "C", "D", "E"];
 
 /// `4 reproduced, 2 differ, …`.
 pub fn tally(findings: &[Finding]) -> String {
@@ -183,10 +213,10 @@ pub fn html(card: &Scorecard) -> String {
             escape(f.claim.paper),
             escape(&f.figure_text()),
             f.verdict.name().replace(' ', "-"),
-            escape(&verdict_text(f)),
+            verdict_html(f, &card.all_caveats),
         ));
         for b in beside {
-            let cell = other(b, f).map_or("-".to_string(), |o| format!("{}; {}", o.figure_text(), verdict_text(o)));
+            let cell = other(b, f).map_or("-".to_string(), |o| format!("{}; {}", o.figure_text(), beside_text(o)));
             out.push_str(&format!("<td>{}</td>", escape(&cell)));
         }
         out.push_str(&format!("<td>{}</td></tr>\n", escape(&f.rows)));
@@ -198,8 +228,7 @@ pub fn html(card: &Scorecard) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reading::scorecard::Verdict;
-    use crate::results::Run;
+    use crate::results::{Row, Run};
     use serde_json::json;
 
     fn document(runs: Vec<Run>) -> Results {
@@ -410,8 +439,13 @@ mod tests {
         let f = finding(&card.findings, claim);
         let words = f.machine_moved.as_deref().unwrap();
         assert!(words.contains("54 ns") && words.contains("205 ns"), "{words}");
-        assert!(terminal(&card).contains("reproduced (machine moved)"));
-        assert!(html(&card).contains("the machine changed under the run"));
+        // The run's move is a caveat of its whole pass: the claim points to it, once numbered.
+        let text = terminal(&card, 40).join("\n");
+        let line = text.lines().find(|l| l.contains(claim)).unwrap();
+        assert!(line.contains("reproduced [1]"), "{text}");
+        let page = html(&card);
+        let row = page.split(&format!("id=\"claim-{claim}\"")).nth(1).unwrap().split("</tr>").next().unwrap();
+        assert!(row.contains("href=\"#caveat-1\"") && !row.contains("205 ns"), "{row}");
         assert_eq!(card.lines().iter().find(|l| l.id == claim).unwrap().machine_moved.as_deref(), Some(words));
         // Within 1.5 times: the machine held still; claims of other runs are not marked.
         let still = document(vec![run(54.0, 60.0)]);
@@ -482,18 +516,30 @@ mod tests {
     }
 
     #[test]
-    fn the_terminal_table_and_the_page_carry_every_claim_and_the_other_machine() {
+    fn the_terminal_counts_every_claim_names_those_judged_and_the_page_carries_every_claim() {
         let empty = document(Vec::new());
         let ctx = Context::new(&empty);
-        let beside = vec![Beside { label: "big (EPYC)".to_string(), findings: findings(&ctx) }];
+        let mut run = Run::new("interference");
+        run.rows = vec![slowdown("spin", "add", "single", "core", 0.5, 1.0)];
+        let other = document(vec![run]);
+        let beside = vec![Beside { label: "big (EPYC)".to_string(), findings: findings(&Context::new(&other)) }];
         let card = Scorecard::new(&ctx, beside);
-        let text = terminal(&card);
+        let text = terminal(&card, 40);
+        let n = card.findings.len();
+        assert_eq!(text[0], format!("scorecard: {n} claims: {n} not measured"));
+        assert_eq!(text[1], "machine B: big (EPYC)");
+        // Judged on the other machine alone: named, with both verdicts.
+        let claims: Vec<&String> = text.iter().filter(|l| l.starts_with("  0")).collect();
+        assert_eq!(claims.len(), 1, "{text:?}");
+        assert!(claims[0].contains("000-linux-loop-other-core") && claims[0].contains("not measured"), "{text:?}");
+        assert!(claims[0].ends_with("reproduced"), "{text:?}");
+        assert!(text.last().unwrap().contains(&format!("{} more claims", n - 1)), "{text:?}");
+        // Short of room: the tally and the machines.
+        assert_eq!(terminal(&card, 3), text[..2]);
         let page = html(&card);
         for f in &card.findings {
-            assert!(text.contains(f.claim.id), "terminal lacks {}", f.claim.id);
             assert!(page.contains(&format!("id=\"claim-{}\"", f.claim.id)), "page lacks {}", f.claim.id);
         }
-        assert!(text.contains("machine B: big (EPYC)"));
         assert!(page.contains("<th>big (EPYC)</th>"));
         assert_eq!(card.lines().len(), card.findings.len());
     }

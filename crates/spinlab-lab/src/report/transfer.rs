@@ -2,10 +2,10 @@
 //! measures it saw it: whether the machine held still under the run.
 //!
 //! On a virtual machine the host may move the virtual CPUs to nearer or further cores while a
-//! run goes on. This project's 2-CPU guest moved a line one way in 27-33 ns, 54-60 ns or
-//! 207-249 ns at different times, sometimes within one report. Hand-off times, spin wake-ups
-//! and contention throughput follow that cost, so figures taken on either side of such a move
-//! disagree with one another, and neither is wrong.
+//! run goes on, and a line's one-way transfer then costs several times more or less, sometimes
+//! within one report (docs/report.md gives the figures measured). Hand-off times, spin
+//! wake-ups and contention throughput follow that cost, so figures taken on either side of such
+//! a move disagree with one another, and neither is wrong.
 
 use crate::experiments::handoff;
 use crate::results::{transfers_moved, Results, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};

@@ -12,9 +12,11 @@ pub mod format;
 pub mod keys;
 mod load;
 pub mod output;
+pub mod recommendation;
 pub mod table;
 
 pub use load::{load, load_together, FROM_COMMAND};
+pub use recommendation::RecommendationLine;
 
 use crate::measure::load::Load;
 use crate::measure::stats::Summary;
@@ -75,6 +77,10 @@ pub struct Results {
     /// recomputed from the runs whenever a report is drawn).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scorecard: Vec<ScorecardLine>,
+    /// `spinlab report` only: the recommendation from these runs (empty elsewhere, and
+    /// recomputed from the runs whenever a report is drawn).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recommendation: Vec<RecommendationLine>,
 }
 
 impl Results {
@@ -90,6 +96,7 @@ impl Results {
             machine: serde_json::to_value(machine).unwrap_or(Value::Null),
             runs: Vec::new(),
             scorecard: Vec::new(),
+            recommendation: Vec::new(),
         }
     }
 }
