@@ -18,8 +18,9 @@ use std::path::Path;
 pub const LINES: usize = 40;
 /// The most columns a line of it takes.
 pub const COLUMNS: usize = 100;
-/// The most lines the caveats take before they are told per pass, then counted.
-const CAVEAT_LINES: usize = 6;
+/// The most lines the caveats take: beyond it they are cut to a line each, then told per
+/// pass, then counted.
+const CAVEAT_LINES: usize = 8;
 
 /// The summary, ending with a newline.
 pub fn summary(results: &Results, advice: &[Advice], card: &Scorecard, files: [&Path; 3]) -> String {

@@ -149,7 +149,7 @@ pub fn terminal(advice: &[Advice], all: &[Caveat]) -> Vec<String> {
     if own {
         key.push_str("; *: a caveat of the line's own rows");
     }
-    out.push(format!("  ({key})"));
+    out.extend(terminal::wrap(&format!("({key})"), "  ", "   "));
     out
 }
 
@@ -162,10 +162,15 @@ pub fn terminal_caveats(results: &Results, all: &[Caveat], budget: usize) -> Vec
     }
     let name = |c: &Caveat| c.pass.and_then(|p| results.runs.get(p)).map_or(c.experiment.clone(), caveat::pass_name);
     let mut lines = vec!["caveats of whole passes, each said once:".to_string()];
+    let said = |i: usize, c: &Caveat| format!("[{}] {}, {}: {}", i + 1, name(c), c.brief(), c.words);
+    let wrapped: Vec<String> =
+        all.iter().enumerate().flat_map(|(i, c)| terminal::wrap(&said(i, c), "  ", "      ")).collect();
+    if wrapped.len() < budget {
+        lines.extend(wrapped);
+        return lines;
+    }
     if all.len() < budget {
-        for (i, c) in all.iter().enumerate() {
-            lines.push(terminal::cut(&format!("  [{}] {}, {}: {}", i + 1, name(c), c.brief(), c.words)));
-        }
+        lines.extend(all.iter().enumerate().map(|(i, c)| terminal::cut(&format!("  {}", said(i, c)))));
         return lines;
     }
     let mut passes: Vec<(String, Vec<usize>, Vec<&str>)> = Vec::new();
@@ -184,7 +189,7 @@ pub fn terminal_caveats(results: &Results, all: &[Caveat], budget: usize) -> Vec
             lines.push(terminal::cut(&format!("  [{}] {pass}: {}", numbers.join(", "), briefs.join(", "))));
         }
     } else {
-        lines.push(format!("  [1]-[{}]: {} passes carry caveats; each is said in index.html", all.len(), passes.len()));
+        lines.push(format!("  [1]-[{}]: caveats of {} passes, each said in index.html", all.len(), passes.len()));
     }
     lines
 }
@@ -246,6 +251,6 @@ mod tests {
             listed[1],
             "  [1] contention (critical section 100 ns), under load: other processes used 35% of the CPUs"
         );
-        assert!(terminal_caveats(&results, &all, 1)[1].starts_with("  [1]-[1]: 1 passes carry caveats"));
+        assert_eq!(terminal_caveats(&results, &all, 1)[1], "  [1]-[1]: caveats of 1 passes, each said in index.html");
     }
 }
