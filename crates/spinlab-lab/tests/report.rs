@@ -1,11 +1,13 @@
 //! `spinlab report` end to end: the three files, the document's schema, one figure per
-//! experiment, and the page as a browser renders it.
+//! experiment, the verdict and the terminal summary, and the page as a browser renders it.
 //!
 //! The measuring test runs the report on the smallest settings (`--smoke`); its numbers are
-//! noise and nothing here reads them. The browser test draws the page of a canned document
+//! noise and nothing here reads them. The other tests draw the report of a canned document
 //! (tests/fixtures/report/results.json: a smoke run of a 2-CPU guest, plus hand-made barrier
-//! and spr rows so that every chart kind is drawn) and needs Chromium (Debian package
-//! `chromium`; `scripts/test`, the README's test command, installs it).
+//! and spr rows so that every chart kind is drawn, and no `recommendation[]`, as an older
+//! build's documents have none). The browser test needs Chromium (Debian package `chromium`;
+//! `scripts/test`, the README's test command, installs it); it lays the page out and measures,
+//! in a script run on a copy of the page, every legend against every series mark.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -242,8 +244,8 @@ fn the_terminal_summary_fits_in_40_lines_of_100_columns() {
 
 #[test]
 fn results_json_gives_each_line_its_figure_runner_up_and_margin_and_an_older_document_still_renders() {
-    // The fixture was written before the recommendation was kept in results.json: it renders,
-    // its verdict drawn from its runs.
+    // The fixture has no recommendation[], as an older build's documents have none: it
+    // renders, its verdict drawn from its runs.
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
     assert!(read_json(&fixture).get("recommendation").is_none(), "the fixture stands for an older document");
     let (dir, _) = report_from(&fixture, "recommendation");

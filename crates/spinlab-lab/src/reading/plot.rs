@@ -5,6 +5,11 @@
 //! value; a categorical axis puts category `i` at `i + 0.5`. That keeps one drawing path for
 //! every kind of axis. Text is left to the browser (`<text>` elements, no font files), so the
 //! SVG needs nothing from the network or the system's fonts.
+//!
+//! A legend is drawn under the plotting area, never inside it, so it covers no data; the chart
+//! grows by the legend's rows. Each series is an SVG group `<g class="series"
+//! data-series="NAME">` and the legend `<g class="legend">`, so that a reader of the page (the
+//! report's browser test) can find them and measure one against the other.
 
 use crate::results::format::number;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
