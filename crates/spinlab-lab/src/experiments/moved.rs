@@ -2,7 +2,7 @@
 //!
 //! A virtual machine's CPUs are threads of the host, which may move them between its cores
 //! and sockets while a run goes on. A cache line's transfer between two CPUs can then change
-//! several-fold within seconds (docs/design.md, "Machines"), and which lock is fastest, or
+//! several-fold within seconds (docs/contention.md, "The host"), and which lock is fastest, or
 //! how much a waiter on the other CPU costs, changes with it. So an experiment times one
 //! ping-pong between two of a configuration's CPUs just before and just after measuring it
 //! (`around`); when the two lie more than [`MOVED_FACTOR`](crate::results::MOVED_FACTOR)
