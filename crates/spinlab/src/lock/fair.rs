@@ -39,22 +39,20 @@
 //! the scan, so there each other slot holder passes a waiter at most twice in one turn, not
 //! once. The lock used directly, as the seeds use it, never moves a thread.
 
-use super::fair_slots as slots;
+use super::fair_slots::{self as slots, FAIR_SLOTS};
 use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
 use crate::wait::{Episode, Spun, Step, Wait};
 use core::marker::PhantomData;
 use lock_api::{GuardSend, RawMutex, RawMutexFair};
 use std::time::Instant;
 
-/// How many threads can wait on fair locks with a slot of their own (bits of the word, less
-/// `LOCKED` and `SLOTLESS`).
-pub const FAIR_SLOTS: usize = 62;
-
 const LOCKED: u64 = 1;
 /// Threads without a slot may sleep until this lock is free (set only while `LOCKED` is).
 const SLOTLESS: u64 = 1 << 63;
 /// The waiter bits of the threads holding slots.
 const SLOT_BITS: u64 = !(LOCKED | SLOTLESS);
+// Bit `s + 1` belongs to slot `s`: one bit for each of the slots, no more.
+const _: () = assert!(SLOT_BITS >> 1 == (1 << FAIR_SLOTS) - 1);
 
 const GRANTED: u32 = 0;
 const WAITING: u32 = 1;

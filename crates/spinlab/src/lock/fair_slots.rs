@@ -27,11 +27,15 @@
 //! the critical section, and a waiter still spinning sees the count move meanwhile. A giver
 //! whose wait timed out holds no lock, and makes the call at once.
 
-use super::fair::FAIR_SLOTS;
 use crate::padded::CachePadded;
 use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
 use crate::sys::futex as sys_futex;
 use core::cell::Cell;
+
+/// How many threads can wait on fair locks with a slot of their own: each slot is one bit of
+/// every fair lock's word, which has 64 less `LOCKED` and `SLOTLESS` (the lock checks that
+/// they match).
+pub const FAIR_SLOTS: usize = 62;
 
 struct Slots {
     /// Bit `s` is set while slot `s` is unclaimed.

@@ -58,7 +58,8 @@ pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
 pub use bounded::{loom_release_by_cas, loom_starve_at_look};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
-pub use fair::{Fair, FAIR_SLOTS};
+pub use fair::Fair;
+pub use fair_slots::FAIR_SLOTS;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use fair_slots::{loom_fair_moves, loom_fair_slots};
