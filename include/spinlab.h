@@ -30,12 +30,6 @@ struct timespec;
 #define SPINLAB_BARRIER_ALIGN 8
 
 /**
- * What `spinlab_barrier_wait` returns to exactly one thread of each phase (the last to
- * arrive), as `PTHREAD_BARRIER_SERIAL_THREAD` does; the others get `SPINLAB_OK`.
- */
-#define SPINLAB_BARRIER_SERIAL_THREAD -1
-
-/**
  * Bytes of a `spinlab_cond_t`.
  */
 #define SPINLAB_COND_SIZE 32
@@ -132,6 +126,12 @@ struct timespec;
  * this build does (its tests check every one); a newer spinlab could add one.
  */
 #define SPINLAB_TOO_LARGE 6
+
+/**
+ * What `spinlab_barrier_wait` returns to exactly one thread of each phase (the last to
+ * arrive), as `PTHREAD_BARRIER_SERIAL_THREAD` does; the others get `SPINLAB_OK`.
+ */
+#define SPINLAB_BARRIER_SERIAL_THREAD -1
 
 /**
  * A barrier for a fixed number of threads: spinlab's sense-reversing barrier over any wait

@@ -23,7 +23,7 @@
 //! | 28..32 | unused                                                             |
 
 use crate::names::{barrier_kinds, lookup, BarrierKind, DEFAULT_BARRIER};
-use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK};
+use crate::status::{SPINLAB_BARRIER_SERIAL_THREAD, SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK};
 use core::mem::offset_of;
 use core::ptr::{addr_of_mut, null};
 use core::sync::atomic::AtomicU32;
@@ -36,9 +36,6 @@ use std::num::NonZeroU32;
 pub const SPINLAB_BARRIER_SIZE: usize = 32;
 /// Alignment of a `spinlab_barrier_t`.
 pub const SPINLAB_BARRIER_ALIGN: usize = 8;
-/// What `spinlab_barrier_wait` returns to exactly one thread of each phase (the last to
-/// arrive), as `PTHREAD_BARRIER_SERIAL_THREAD` does; the others get `SPINLAB_OK`.
-pub const SPINLAB_BARRIER_SERIAL_THREAD: c_int = -1;
 
 /// A barrier for a fixed number of threads: spinlab's sense-reversing barrier over any wait
 /// policy (`"barrier:futex"`, `"barrier:pause"`, …) or a reference (`"pthread"`, `"std"`),

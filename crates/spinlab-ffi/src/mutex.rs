@@ -22,10 +22,11 @@
 
 use crate::names::{lookup, mutex_kinds, MutexKind, DEFAULT_MUTEX};
 use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT, SPINLAB_TOO_LARGE};
+use core::alloc::Layout;
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
 use libc::{c_char, c_int, clockid_t, timespec};
-use spinlab::registry::RawLockOps;
+use spinlab::registry::{InPlace, RawLockOps};
 use spinlab_c_shared::clock::Abstime;
 use spinlab_c_shared::timed::lock_by;
 use std::sync::OnceLock;
@@ -75,16 +76,12 @@ struct Repr {
 }
 
 const LOCK_WORDS: usize = SPINLAB_MUTEX_SIZE / 8 - 1;
-const LOCK_BYTES: usize = LOCK_WORDS * 8;
+/// The room a lock has in a `spinlab_mutex_t`: the words after `kind`.
+const LOCK_ROOM: Layout = Layout::new::<[MaybeUninit<u64>; LOCK_WORDS]>();
 
 const _: () = assert!(size_of::<spinlab_mutex_t>() == SPINLAB_MUTEX_SIZE);
 const _: () = assert!(align_of::<spinlab_mutex_t>() == SPINLAB_MUTEX_ALIGN);
 const _: () = assert!(size_of::<Repr>() == SPINLAB_MUTEX_SIZE && align_of::<Repr>() <= SPINLAB_MUTEX_ALIGN);
-
-/// Whether a lock with these needs fits in a `spinlab_mutex_t`.
-pub(crate) fn fits(ops: &RawLockOps) -> bool {
-    ops.size <= LOCK_BYTES && ops.align <= align_of::<u64>()
-}
 
 /// The row of the default lock, which a mutex whose `kind` is NULL holds.
 fn default_kind() -> &'static MutexKind {
@@ -147,13 +144,12 @@ pub unsafe extern "C" fn spinlab_mutex_init(mutex: *mut spinlab_mutex_t, name: *
         Ok(kind) => kind,
         Err(status) => return status,
     };
-    let ops = &kind.entry.ops;
-    if !fits(ops) {
+    let Ok(ops) = kind.entry.fits(LOCK_ROOM) else {
         return SPINLAB_TOO_LARGE;
-    }
+    };
     let repr = mutex.cast::<Repr>();
-    // SAFETY: `mutex` is writable and 8-aligned (the caller's contract), so `lock` has
-    // LOCK_BYTES bytes aligned to 8, which `fits` checked are enough for this lock.
+    // SAFETY: `mutex` is writable and 8-aligned (the caller's contract), so `lock` is the
+    // room of LOCK_ROOM, which `fits` checked is enough for this lock.
     unsafe {
         (ops.init)(addr_of_mut!((*repr).lock).cast());
         addr_of_mut!((*repr).kind).write(kind);
@@ -322,7 +318,9 @@ mod tests {
     #[test]
     fn every_lock_of_the_registry_fits() {
         for kind in mutex_kinds() {
-            assert!(fits(&kind.entry.ops), "{} needs {} bytes", kind.entry.name, kind.entry.ops.size);
+            if let Err(why) = kind.entry.fits(LOCK_ROOM) {
+                panic!("{why}");
+            }
         }
     }
 
@@ -351,7 +349,7 @@ mod tests {
         let default = default_kind();
         assert_eq!(default.name.as_c_str(), DEFAULT_MUTEX);
         assert!(default.entry.availability.is_ok());
-        assert!(default.entry.ops.zero_is_unlocked && fits(&default.entry.ops));
+        assert!(default.entry.ops.zero_is_unlocked && default.entry.fits(LOCK_ROOM).is_ok());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
 use libc::{c_char, c_int, size_t};
-use spinlab::registry::{barriers, locks, rwlocks, BarrierEntry, LockEntry, RwLockEntry};
+use spinlab::registry::{barriers, locks, rwlocks, BarrierEntry, Entry, LockEntry, RwLockEntry};
 use spinlab_c_shared::condvar::{cond_ops, CondOps};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
@@ -48,32 +48,10 @@ pub(crate) type MutexKind = Kind<LockEntry>;
 pub(crate) type BarrierKind = Kind<BarrierEntry>;
 pub(crate) type RwLockKind = Kind<RwLockEntry>;
 
-/// What the C side needs of a registry entry.
-pub(crate) trait Entry: Sync + 'static {
-    fn entry_name(&self) -> &str;
-    fn available(&self) -> bool;
-}
-
-macro_rules! entry {
-    ($type:ty) => {
-        impl Entry for $type {
-            fn entry_name(&self) -> &str {
-                &self.name
-            }
-            fn available(&self) -> bool {
-                self.availability.is_ok()
-            }
-        }
-    };
-}
-entry!(LockEntry);
-entry!(BarrierEntry);
-entry!(RwLockEntry);
-
 fn kinds<E: Entry>(entries: &'static [E]) -> Vec<Kind<E>> {
     entries
         .iter()
-        .map(|entry| Kind { name: CString::new(entry.entry_name()).expect("registry names contain no NUL"), entry })
+        .map(|entry| Kind { name: CString::new(entry.name()).expect("registry names contain no NUL"), entry })
         .collect()
 }
 
@@ -106,7 +84,7 @@ impl<E: Entry> Row for Kind<E> {
         &self.name
     }
     fn available(&self) -> bool {
-        self.entry.available()
+        self.entry.availability().is_ok()
     }
 }
 

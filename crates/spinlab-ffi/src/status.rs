@@ -1,7 +1,6 @@
 //! The status codes every `spinlab_*` function returns, their messages, and the errno value
 //! each stands for.
 
-use crate::barrier::SPINLAB_BARRIER_SERIAL_THREAD;
 use core::ffi::CStr;
 use libc::{c_char, c_int};
 
@@ -27,6 +26,9 @@ pub const SPINLAB_INVALID: c_int = 5;
 /// `init`: the primitive needs more room than the fixed-size object has. No primitive of
 /// this build does (its tests check every one); a newer spinlab could add one.
 pub const SPINLAB_TOO_LARGE: c_int = 6;
+/// What `spinlab_barrier_wait` returns to exactly one thread of each phase (the last to
+/// arrive), as `PTHREAD_BARRIER_SERIAL_THREAD` does; the others get `SPINLAB_OK`.
+pub const SPINLAB_BARRIER_SERIAL_THREAD: c_int = -1;
 
 /// What `spinlab_errno` returns for a code that no function returns.
 const UNKNOWN_ERRNO: c_int = libc::EINVAL;

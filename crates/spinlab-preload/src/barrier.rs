@@ -18,6 +18,7 @@
 //! is safe.
 
 use crate::config::Barriers;
+use crate::glibc::BARRIER_ROOM;
 use crate::state;
 use crate::stats::{self, Waiting, BARRIER};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
@@ -29,10 +30,8 @@ use std::num::NonZeroU32;
 /// Marks a `pthread_barrier_t` that holds one of ours.
 const MAGIC: u64 = 0x7370_6e6c_6162_6272; // "spnlabbr"
 const MAGIC_OFFSET: usize = 24;
-/// Where the count of threads inside `wait` is.
-const INSIDE_OFFSET: usize = 16;
-/// Bytes before the count: the room the barrier has.
-pub const BARRIER_ROOM: usize = INSIDE_OFFSET;
+/// Where the count of threads inside `wait` is: just after the barrier's room.
+const INSIDE_OFFSET: usize = BARRIER_ROOM.size();
 
 const _: () = assert!(size_of::<pthread_barrier_t>() >= MAGIC_OFFSET + 8);
 const _: () = assert!(align_of::<pthread_barrier_t>() >= 8);
@@ -110,7 +109,7 @@ pub unsafe extern "C" fn pthread_barrier_init(
         return EINVAL;
     };
     // SAFETY: `barrier` is writable (the caller's contract), and `config` checked that the
-    // barrier fits in its first `BARRIER_ROOM` bytes.
+    // barrier fits in `BARRIER_ROOM`, its first bytes.
     unsafe {
         (ops.init)(barrier.cast(), parties);
         inside(barrier).store(0, Relaxed);

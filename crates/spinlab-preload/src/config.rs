@@ -5,11 +5,10 @@
 //! whether to count (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
 //! message is one line naming the variable, why, and every value that would work.
 
-use crate::barrier::BARRIER_ROOM;
-use crate::glibc::{MUTEX_LOCK_ALIGN, MUTEX_LOCK_ROOM, RWLOCK_LOCK_ALIGN, RWLOCK_LOCK_ROOM};
+use crate::glibc::{BARRIER_ROOM, MUTEX_ROOM, RWLOCK_ROOM, SPIN_ROOM};
 use spinlab::registry::{
-    barrier_info, barriers as registry_barriers, lock_info, locks, BarrierEntry, LockEntry, RawBarrierOps, RawLockOps,
-    RegistryError,
+    barrier_info, barriers as registry_barriers, lock_info, locks, BarrierEntry, InPlace, LockEntry, RawBarrierOps,
+    RawLockOps, RegistryError,
 };
 use spinlab::registry::{rwlock_info, rwlocks as registry_rwlocks, RawRwLockOps, RwFairness, RwLockEntry};
 use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
@@ -33,8 +32,6 @@ pub const DEFAULT_RWLOCK: &str = "rw-reader:futex";
 /// The algorithm of a `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP` rwlock, over the policy
 /// of the `SPINLAB_RWLOCK` lock: writer preference, what that kind asks for.
 const WRITER_RWLOCK: &str = "rw-writer";
-/// Bytes of a `pthread_spinlock_t` (an `int`), and its alignment.
-const SPIN_ROOM: usize = 4;
 /// The condition variables' policy when the lock has none (the `parking_lot` reference).
 const DEFAULT_COND: &str = "spin-park";
 /// Rows of the statistics table unless `SPINLAB_STATS_TOP` says otherwise.
@@ -109,22 +106,16 @@ pub fn barriers(name: Option<&str>) -> Result<Barriers, String> {
     let valid = || {
         let names: Vec<&str> = barrier_list()
             .iter()
-            .filter(|e| e.availability.is_ok() && e.in_place.is_some())
+            .filter(|e| e.availability.is_ok() && e.fits(BARRIER_ROOM).is_ok())
             .map(|e| e.name.as_str())
             .collect();
         format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_BARRIER})", names.join(", "))
     };
     match barrier_info(name) {
-        Ok(entry) => match (entry.availability, &entry.in_place) {
-            (Ok(()), Some(ops)) if ops.size <= BARRIER_ROOM && ops.align <= 8 => Ok(Barriers::Replaced(ops, entry)),
-            (Ok(()), Some(ops)) => Err(format!(
-                "SPINLAB_BARRIER={name} cannot live in a pthread_barrier_t: it takes {} bytes aligned to {}, and the room is {BARRIER_ROOM} bytes aligned to 8; valid values: {}",
-                ops.size,
-                ops.align,
-                valid()
-            )),
-            (Ok(()), None) => Err(format!(
-                "SPINLAB_BARRIER={name} cannot live in a pthread_barrier_t: it keeps its own memory; valid values: {}",
+        Ok(entry) => match (entry.availability, entry.fits(BARRIER_ROOM)) {
+            (Ok(()), Ok(ops)) => Ok(Barriers::Replaced(ops, entry)),
+            (Ok(()), Err(why)) => Err(format!(
+                "SPINLAB_BARRIER={name} cannot live in a pthread_barrier_t: {why}; valid values: {}",
                 valid()
             )),
             (Err(reason), _) => {
@@ -194,8 +185,8 @@ pub fn rwlocks(name: Option<&str>) -> Result<Rwlocks, String> {
     let writer = rwlock_info(&writer_name)
         .ok()
         .filter(|e| rwlock_unusable_bytes(e).is_none() && rwlock_not_fork_safe(e).is_none());
-    match (&entry.ops, writer.and_then(|e| e.ops.as_ref())) {
-        (Some(reader), Some(writer)) => Ok(Rwlocks::Replaced { name: entry.name.as_str(), reader, writer }),
+    match (entry.fits(RWLOCK_ROOM), writer.and_then(|e| e.fits(RWLOCK_ROOM).ok())) {
+        (Ok(reader), Some(writer)) => Ok(Rwlocks::Replaced { name: entry.name.as_str(), reader, writer }),
         _ => refuse(format!("has no {writer_name} to put in writer-preferring rwlocks")),
     }
 }
@@ -224,16 +215,12 @@ fn rwlock_not_fork_safe(entry: &RwLockEntry) -> Option<String> {
 
 /// Why a registry rwlock does not fit in a `pthread_rwlock_t`, if it does not.
 fn rwlock_unusable_bytes(entry: &RwLockEntry) -> Option<String> {
-    match &entry.ops {
-        None => Some("does not fit in a pthread_rwlock_t: it is a reference lock that lives on the heap".to_string()),
-        Some(ops) if ops.size > RWLOCK_LOCK_ROOM || ops.align > RWLOCK_LOCK_ALIGN => Some(format!(
-            "does not fit in a pthread_rwlock_t: it takes {} bytes aligned to {}, and there are {RWLOCK_LOCK_ROOM} bytes aligned to {RWLOCK_LOCK_ALIGN} before the fields glibc must keep reading",
-            ops.size, ops.align
-        )),
-        Some(ops) if !ops.zero_is_unlocked => {
+    match entry.fits(RWLOCK_ROOM) {
+        Err(why) => Some(format!("does not fit in a pthread_rwlock_t: {why}")),
+        Ok(ops) if !ops.zero_is_unlocked => {
             Some("all-zero bytes are not an unlocked one, so PTHREAD_RWLOCK_INITIALIZER would not work".to_string())
         }
-        Some(_) => None,
+        Ok(_) => None,
     }
 }
 
@@ -288,42 +275,33 @@ pub fn spins(name: Option<&str>) -> Result<Spins, String> {
         Some(name) => name,
     };
     let valid = || {
-        let names: Vec<&str> = locks().iter().filter(|e| spin_usable(e)).map(|e| e.name.as_str()).collect();
+        let names: Vec<&str> = locks().iter().filter(|e| spin_unusable(e).is_none()).map(|e| e.name.as_str()).collect();
         format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_SPIN})", names.join(", "))
     };
-    match lock_info(name) {
-        Ok(entry) if spin_usable(entry) => Ok(Spins::Replaced { name: entry.name.as_str(), ops: &entry.ops }),
-        Ok(entry) if entry.availability.is_err() => Err(format!(
-            "SPINLAB_SPIN={name} is unavailable here ({}); valid values: {}",
-            entry.availability.err().map(|r| r.to_string()).unwrap_or_default(),
-            valid()
-        )),
-        Ok(entry) => Err(format!(
-            "SPINLAB_SPIN={name} cannot replace pthread spin locks: {}; valid values: {}",
-            if entry.policy.is_none() {
-                "it is a reference lock, which does not live in memory the program owns".to_string()
-            } else if entry.may_sleep {
-                "its waiters may sleep, where a spin lock's waiters spin (and the lock may be shared between processes)"
-                    .to_string()
-            } else {
-                format!(
-                    "it takes {} bytes aligned to {}, and a pthread_spinlock_t has {SPIN_ROOM}",
-                    entry.ops.size, entry.ops.align
-                )
-            },
-            valid()
-        )),
-        Err(_) => Err(format!("SPINLAB_SPIN={name} is not a lock name; valid values: {}", valid())),
+    let entry = match lock_info(name) {
+        Ok(entry) => entry,
+        Err(_) => return Err(format!("SPINLAB_SPIN={name} is not a lock name; valid values: {}", valid())),
+    };
+    match spin_unusable(entry) {
+        None => Ok(Spins::Replaced { name: entry.name.as_str(), ops: &entry.ops }),
+        Some(why) => Err(format!("SPINLAB_SPIN={name} {why}; valid values: {}", valid())),
     }
 }
 
-/// Whether a lock can replace a `pthread_spinlock_t` here.
-fn spin_usable(entry: &LockEntry) -> bool {
-    entry.availability.is_ok()
-        && !entry.may_sleep
-        && entry.policy.is_some()
-        && entry.ops.size <= SPIN_ROOM
-        && entry.ops.align <= SPIN_ROOM
+/// Why a lock cannot replace a `pthread_spinlock_t` here, if it cannot.
+fn spin_unusable(entry: &LockEntry) -> Option<String> {
+    if let Err(reason) = entry.availability {
+        return Some(format!("is unavailable here ({reason})"));
+    }
+    let why = if entry.policy.is_none() {
+        "it is a reference lock, which does not live in memory the program owns".to_string()
+    } else if entry.may_sleep {
+        "its waiters may sleep, where a spin lock's waiters spin (and the lock may be shared between processes)"
+            .to_string()
+    } else {
+        entry.fits(SPIN_ROOM).err()?.to_string()
+    };
+    Some(format!("cannot replace pthread spin locks: {why}"))
 }
 
 /// The configuration for these values of the variables (`None`: unset or empty).
@@ -389,16 +367,12 @@ fn mutexes(name: &str) -> Result<Mutexes, String> {
 
 /// Why a lock cannot live in a `pthread_mutex_t`, if it cannot.
 fn unusable(entry: &LockEntry) -> Option<String> {
-    let ops = &entry.ops;
-    if ops.size > MUTEX_LOCK_ROOM || ops.align > MUTEX_LOCK_ALIGN {
-        Some(format!(
-            "it takes {} bytes aligned to {}, and a pthread_mutex_t has {MUTEX_LOCK_ROOM} bytes aligned to {MUTEX_LOCK_ALIGN} before the type field glibc must keep reading",
-            ops.size, ops.align
-        ))
-    } else if !ops.zero_is_unlocked {
-        Some("all-zero bytes are not an unlocked one, so PTHREAD_MUTEX_INITIALIZER would not work".to_string())
-    } else {
-        None
+    match entry.fits(MUTEX_ROOM) {
+        Err(why) => Some(why.to_string()),
+        Ok(ops) if !ops.zero_is_unlocked => {
+            Some("all-zero bytes are not an unlocked one, so PTHREAD_MUTEX_INITIALIZER would not work".to_string())
+        }
+        Ok(_) => None,
     }
 }
 
@@ -492,19 +466,35 @@ mod tests {
     #[test]
     fn locks_that_do_not_fit_or_need_an_init_are_refused_with_the_reason() {
         let std_size = lock_info("std").ok().unwrap().ops.size;
-        assert!(std_size > MUTEX_LOCK_ROOM, "std's mutex and its stored guard take {std_size} bytes");
+        assert!(std_size > MUTEX_ROOM.size(), "std's mutex and its stored guard take {std_size} bytes");
         let text = error("std");
-        assert!(text.contains("cannot replace pthread mutexes"), "{text}");
-        assert!(
-            text.contains(&format!("takes {std_size} bytes aligned to 8")) && text.contains("has 16 bytes"),
-            "{text}"
-        );
+        let why = format!("cannot replace pthread mutexes: `std` takes {std_size} bytes aligned to 8, and the room is 16 bytes aligned to 8; valid values: ");
+        assert!(text.starts_with(&format!("SPINLAB_LOCK=std {why}")), "{text}");
         for clh in ["clh:spin", "clh:pause", "clh:backoff", "clh:futex"] {
             assert!(parse(Some(clh), None, None, None).is_ok(), "{clh} fits in a pthread_mutex_t");
         }
         for entry in locks().iter().filter(|e| e.availability.is_err()) {
             assert!(error(&entry.name).contains("is unavailable here"), "{}", entry.name);
         }
+    }
+
+    #[test]
+    fn spin_locks_and_barriers_that_do_not_fit_say_what_they_take_and_the_room() {
+        let mcs = lock_info("mcs:spin").ok().unwrap();
+        assert!(mcs.ops.size > SPIN_ROOM.size(), "an MCS tail is a pointer");
+        let text = spins(Some("mcs:spin")).err().unwrap();
+        let why = format!(
+            "SPINLAB_SPIN=mcs:spin cannot replace pthread spin locks: `mcs:spin` takes {} bytes aligned to {}, and the room is 4 bytes aligned to 4; valid values: ",
+            mcs.ops.size, mcs.ops.align
+        );
+        let valid = text.split("valid values: ").nth(1).unwrap_or_default();
+        assert!(valid.contains("ttas:pause") && !valid.contains("mcs:"), "{text}");
+        assert!(text.starts_with(&why), "{text}");
+        let text = barriers(Some("std")).err().unwrap();
+        let why = "SPINLAB_BARRIER=std cannot live in a pthread_barrier_t: `std` keeps its own memory and has no form for a room of 16 bytes aligned to 8; valid values: ";
+        assert!(text.starts_with(why) && text.contains("barrier:futex") && !text.contains('\n'), "{text}");
+        let text = rwlocks(Some("std")).err().unwrap();
+        assert!(text.contains("does not fit in a pthread_rwlock_t: `std` keeps its own memory"), "{text}");
     }
 
     #[test]

@@ -36,7 +36,7 @@
 //! whichever thread held it, and the forking thread may release its own holds. The cost is
 //! one load and compare per operation.
 
-use crate::glibc::{self, mutex_fork_generation, mutex_holder, rwlock_fork_generation, MUTEX_LOCK_ROOM};
+use crate::glibc::{self, mutex_fork_generation, mutex_holder, rwlock_fork_generation, MUTEX_ROOM};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use libc::{c_int, c_void, pthread_mutex_t, pthread_rwlock_t};
 use spinlab::registry::{RawLockOps, RawRwLockOps};
@@ -91,7 +91,7 @@ pub(crate) unsafe fn make_current(ops: &RawLockOps, mutex: *mut pthread_mutex_t)
         let held = mutex_holder(mutex).load(Relaxed) != 0;
         // The old lock is not dropped: what it points to (queue nodes) may belong to
         // threads the child does not have, and is leaked instead.
-        at.write_bytes(0, MUTEX_LOCK_ROOM);
+        at.write_bytes(0, MUTEX_ROOM.size());
         (ops.init)(at);
         if held {
             let taken = (ops.try_lock)(at);

@@ -1,6 +1,7 @@
 //! What the preload library knows of glibc: where `pthread_mutex_t` keeps its type, where a
-//! glibc-initialised `pthread_cond_t` says it is process-shared, the attribute getters, and
-//! the real functions (found with `dlsym(RTLD_NEXT, …)`).
+//! glibc-initialised `pthread_cond_t` says it is process-shared, the room each replaced object
+//! has for its spinlab primitive, the attribute getters, and the real functions (found with
+//! `dlsym(RTLD_NEXT, …)`).
 //!
 //! glibc's `pthread_mutex_t` on 64-bit targets (sysdeps/nptl/bits/struct_mutex.h):
 //!
@@ -30,6 +31,7 @@
 //! variable with it set is glibc's own. [`Real::check_layout`] verifies these facts on the
 //! running glibc before anything relies on them.
 
+use core::alloc::Layout;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use libc::{c_char, c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
 use libc::{pthread_barrier_t, pthread_barrierattr_t, pthread_mutexattr_t, pthread_spinlock_t, timespec};
@@ -40,10 +42,9 @@ compile_error!("spinlab-preload knows the pthread layouts of glibc on x86_64 and
 
 /// Where `__kind` is.
 pub const MUTEX_KIND_OFFSET: usize = 16;
-/// Bytes before `__kind`: the room a replaced mutex has for its spinlab lock.
-pub const MUTEX_LOCK_ROOM: usize = MUTEX_KIND_OFFSET;
-/// The alignment of that room (a `pthread_mutex_t` is 8-aligned).
-pub const MUTEX_LOCK_ALIGN: usize = 8;
+/// The room a replaced mutex has for its spinlab lock: the bytes before `__kind`, 8-aligned
+/// as a `pthread_mutex_t` is.
+pub const MUTEX_ROOM: Layout = room(MUTEX_KIND_OFFSET, 8);
 /// Where a replaced mutex keeps the fork generation it was last made sound in.
 pub const MUTEX_FORK_OFFSET: usize = 20;
 /// Where a replaced mutex keeps its holder's thread pointer (0: none).
@@ -55,12 +56,11 @@ pub const COND_GLIBC_SHARED: u32 = 1;
 /// Our condition variable's flags word: timed waits use `CLOCK_MONOTONIC`.
 pub const COND_MONOTONIC: u32 = 2;
 
-/// Bytes before `__cur_writer`: the room a replaced rwlock has for its spinlab lock.
-pub const RWLOCK_LOCK_ROOM: usize = 24;
-/// The alignment of that room (a `pthread_rwlock_t` is 8-aligned).
-pub const RWLOCK_LOCK_ALIGN: usize = 8;
 /// Where `__cur_writer` is.
 pub const RWLOCK_WRITER_OFFSET: usize = 24;
+/// The room a replaced rwlock has for its spinlab lock: the bytes before `__cur_writer`,
+/// 8-aligned as a `pthread_rwlock_t` is.
+pub const RWLOCK_ROOM: Layout = room(RWLOCK_WRITER_OFFSET, 8);
 /// Where `__shared` is.
 pub const RWLOCK_SHARED_OFFSET: usize = 28;
 /// Where a replaced rwlock keeps the fork generation it was last made sound in: 4 bytes of
@@ -73,8 +73,24 @@ pub const PTHREAD_RWLOCK_PREFER_READER_NP: c_int = 0;
 pub const PTHREAD_RWLOCK_PREFER_WRITER_NP: c_int = 1;
 pub const PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP: c_int = 2;
 
-const _: () = assert!(align_of::<pthread_mutex_t>() >= MUTEX_LOCK_ALIGN);
-const _: () = assert!(align_of::<pthread_rwlock_t>() >= RWLOCK_LOCK_ALIGN);
+/// The room a replaced barrier has for its spinlab barrier: the first 16 bytes of a
+/// `pthread_barrier_t`, 8-aligned; the preload library keeps its own words after them.
+pub const BARRIER_ROOM: Layout = room(16, 8);
+/// The room a replaced spin lock has: the whole `pthread_spinlock_t`, an `int`.
+pub const SPIN_ROOM: Layout = Layout::new::<pthread_spinlock_t>();
+
+/// The layout of `size` bytes aligned to `align`, checked when the constants are compiled.
+const fn room(size: usize, align: usize) -> Layout {
+    match Layout::from_size_align(size, align) {
+        Ok(room) => room,
+        Err(_) => panic!("a room's alignment is a power of two"),
+    }
+}
+
+const _: () = assert!(align_of::<pthread_mutex_t>() >= MUTEX_ROOM.align());
+const _: () = assert!(align_of::<pthread_rwlock_t>() >= RWLOCK_ROOM.align());
+const _: () = assert!(align_of::<pthread_barrier_t>() >= BARRIER_ROOM.align());
+const _: () = assert!(size_of::<pthread_barrier_t>() >= BARRIER_ROOM.size());
 const _: () = assert!(size_of::<pthread_rwlock_t>() >= RWLOCK_FLAGS_OFFSET + 4);
 const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_KIND_OFFSET + 4);
 const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_HOLDER_OFFSET + 8);

@@ -109,7 +109,7 @@ fn set_up() -> Result<State, String> {
 /// the program's first contended acquisition.
 fn warm_up(config: &Config) {
     let Mutexes::Replaced { ops, .. } = config.mutexes else { return };
-    let mut room = [0u64; glibc::MUTEX_LOCK_ROOM / 8];
+    let mut room = [0u64; glibc::MUTEX_ROOM.size() / 8];
     let at = room.as_mut_ptr().cast::<u8>();
     let soon = || Instant::now() + Duration::from_micros(20);
     // SAFETY: `room` is zeroed, 8-aligned storage of the size `config` checked the lock fits

@@ -316,7 +316,7 @@ fn barriers_keep_their_phases_and_one_serial_thread_under_every_setting() {
 fn a_spin_lock_that_does_not_fit_or_may_sleep_is_refused_before_main() {
     let program = program("p_spin");
     for (spin, why) in [
-        ("mcs:spin", "a pthread_spinlock_t has 4"),
+        ("mcs:spin", "and the room is 4 bytes aligned to 4"),
         ("ttas:futex", "may sleep"),
         ("std", "reference lock"),
         ("nope", "not a lock name"),
@@ -447,7 +447,7 @@ fn an_unusable_setting_prints_one_line_and_exits_with_2_before_main() {
             vec![("SPINLAB_LOCK", "ttas:sleepy")],
             "SPINLAB_LOCK=ttas:sleepy is not a lock name; valid values: ALGORITHM:POLICY",
         ),
-        (vec![("SPINLAB_LOCK", "std")], "SPINLAB_LOCK=std cannot replace pthread mutexes: it takes "),
+        (vec![("SPINLAB_LOCK", "std")], "SPINLAB_LOCK=std cannot replace pthread mutexes: `std` takes "),
         (vec![("SPINLAB_COND", "ttas:futex")], "SPINLAB_COND=ttas:futex is not a wait policy"),
         (vec![("SPINLAB_STATS", "yes")], "SPINLAB_STATS=yes is not 0 or 1"),
     ];

@@ -11,6 +11,9 @@
 //! `rw-writer:POLICY` (writer-preferring) and `rw-phase:POLICY` (phase-fair), with the
 //! references `std`, `parking_lot` and `pthread` ([`new_rwlock`]).
 //!
+//! Locks, spinlab's barriers and most reader-writer locks also have a form for memory the
+//! caller owns (their `Raw…Ops` tables); [`InPlace::fits`] says whether it fits a given room.
+//!
 //! ```
 //! use spinlab::registry;
 //! let lock = registry::new_lock("mcs:spin-park").unwrap();
@@ -24,6 +27,7 @@
 
 mod barriers;
 mod events;
+mod fits;
 mod in_place;
 mod locks;
 mod rwlocks;
@@ -33,6 +37,7 @@ pub use barriers::{
     barrier_info, barrier_names, barriers, new_barrier, BarrierEntry, DynBarrier, RawBarrierOps, REFERENCE_BARRIERS,
 };
 pub use events::{event_info, event_names, events, new_event, DynEvent, EventEntry, REFERENCE_EVENTS};
+pub use fits::{DoesNotFit, InPlace};
 pub use in_place::{DynMutex, RawLockOps};
 pub use locks::{lock_info, lock_names, locks, new_lock, LockEntry, ALGORITHMS, REFERENCE_LOCKS};
 pub use rwlocks::{
