@@ -5,9 +5,13 @@
 //! columns). Oversubscription is the point: seed 004 ran 8 to 64 threads, and found that
 //! backoff bought 2.5% while a lock whose waiters sleep cut wall and system time.
 
+use super::driver::one_run;
+use super::lab::Lab;
+use super::options::Common;
+use super::options::Threads;
+use super::ratios::add_ratios_to_each_reference;
 use super::settings::{smoke_locks, Length, Step};
-use super::Threads;
-use super::{add_ratios_to_each_reference, finish, Common, Experiment, Lab};
+use super::Experiment;
 use crate::error::LabError;
 use crate::experiments::contention::WORK_NS;
 use crate::lockbox::LockBox;
@@ -15,8 +19,8 @@ use crate::measure::pin::pin_or_die;
 use crate::measure::stats::paired_ratio_ci95;
 use crate::measure::team::{spawn_team, StartLine};
 use crate::measure::work::{spin, SharedLines};
-use crate::measure::{interleave_stoppable, Rep, Summary, Taken};
-use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Figure, Topic, Unit};
+use crate::measure::{self, interleave_stoppable, Progress, Rep, StoppingRule, Summary, Taken};
+use crate::reading::advice::{lowest_tie, total_order, Advice, Contribution, Figure, Topic, Unit};
 use crate::reading::plot::{self, Axis, Band, Scale};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
@@ -214,39 +218,50 @@ fn herd_rep(
         let handles = spawn_team(scope, &line, n, &worker)?;
         line.open();
         let started = Instant::now();
-        let mut called_off = false;
-        if let Some(deadline) = limit.map(|l| started + l) {
-            // Parked, not polling: the last thread to finish unparks this one.
-            while finished.load(Acquire) < n {
-                let now = Instant::now();
-                if now >= deadline {
-                    call_off.store(true, Relaxed);
-                    called_off = true;
-                    break;
-                }
-                std::thread::park_timeout(deadline - now);
-            }
-        }
+        let called_off = limit.is_some_and(|l| call_off_at(started + l, &finished, n, &call_off));
         let results: Vec<Finished> = handles
             .into_iter()
             .map(|h| h.join().expect("a herd thread panicked").expect("the start line was opened"))
             .collect();
         Ok::<_, LabError>((started, results, called_off))
     })?;
-    let end = results.iter().map(|r| r.at).max().unwrap_or(started);
-    let done: u64 = results.iter().map(|r| r.done).sum();
-    let lost_updates = match lock {
-        Some(_) => lines.total().map_or(0, |seen| done.saturating_sub(seen)),
-        None => 0,
-    };
-    Ok(Times {
-        wall_s: end.saturating_duration_since(started).as_secs_f64(),
-        user_s: results.iter().map(|r| r.cpu.user_s).sum(),
-        sys_s: results.iter().map(|r| r.cpu.sys_s).sum(),
-        lost_updates,
-        done,
-        called_off,
-    })
+    Ok(Times::of(&results, started, lock.is_some().then_some(lines), called_off))
+}
+
+/// Waits until every one of the `n` threads has finished or `deadline` has passed, and at
+/// the deadline tells them to stop taking the lock; returns whether it did.
+fn call_off_at(deadline: Instant, finished: &AtomicUsize, n: usize, call_off: &AtomicBool) -> bool {
+    // Parked, not polling: the last thread to finish unparks this one.
+    while finished.load(Acquire) < n {
+        let now = Instant::now();
+        if now >= deadline {
+            call_off.store(true, Relaxed);
+            return true;
+        }
+        std::thread::park_timeout(deadline - now);
+    }
+    false
+}
+
+impl Times {
+    /// The repetition's times from its threads' results; `locked`: the shared lines the lock
+    /// guarded, whose touches count the lost updates.
+    fn of(results: &[Finished], started: Instant, locked: Option<&SharedLines>, called_off: bool) -> Times {
+        let end = results.iter().map(|r| r.at).max().unwrap_or(started);
+        let done: u64 = results.iter().map(|r| r.done).sum();
+        let lost_updates = match locked {
+            Some(lines) => lines.total().map_or(0, |seen| done.saturating_sub(seen)),
+            None => 0,
+        };
+        Times {
+            wall_s: end.saturating_duration_since(started).as_secs_f64(),
+            user_s: results.iter().map(|r| r.cpu.user_s).sum(),
+            sys_s: results.iter().map(|r| r.cpu.sys_s).sum(),
+            lost_updates,
+            done,
+            called_off,
+        }
+    }
 }
 
 /// A lock whose repetition was called off: how far it got.
@@ -256,6 +271,143 @@ struct Collapse {
     done: u64,
     planned: u64,
     ran_s: f64,
+}
+
+/// One thread count's configuration: the threads' CPUs and the critical section's work.
+struct HerdAt<'a> {
+    n: usize,
+    cpus: Vec<usize>,
+    cs_iterations: u64,
+    rule: &'a StoppingRule,
+    lines: &'a SharedLines,
+    /// The shorter herd the warm-up runs.
+    warmup: &'a Herd,
+}
+
+/// What one thread count measured: for the floor (treatment 0) and each lock, its walls per
+/// round, CPU times, lost updates and collapse.
+struct HerdMeasured {
+    series: Vec<measure::Series>,
+    cpu_times: Vec<(Vec<f64>, Vec<f64>)>,
+    lost: Vec<u64>,
+    collapsed: Vec<Option<Collapse>>,
+}
+
+impl Herd {
+    /// The floor and every lock at one thread count, interleaved.
+    fn measure_at(
+        &self,
+        at: &HerdAt<'_>,
+        available: &[&LockChoice],
+        instances: &[LockBox],
+        progress: &Progress,
+    ) -> Result<HerdMeasured, LabError> {
+        let (n, cpus) = (at.n, &at.cpus);
+        // Treatment 0 is the floor (no lock); 1.. are the locks.
+        let taken = |i: usize| (i > 0).then(|| &instances[i - 1]);
+        let treatments = instances.len() + 1;
+        let mut cpu_times: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); treatments];
+        let mut lost = vec![0u64; treatments];
+        let mut collapsed: Vec<Option<Collapse>> = vec![None; treatments];
+        let series = interleave_stoppable(treatments, at.rule, Some(progress), |i, rep| {
+            progress.detail(&format!(
+                "{}, {}",
+                if i == 0 { FLOOR_LOCK } else { available[i - 1].name() },
+                match rep {
+                    Rep::Warmup => "warm-up".to_string(),
+                    Rep::Measured(k) => format!("repetition {}", k + 1),
+                }
+            ));
+            let herd = if rep == Rep::Warmup { at.warmup } else { self };
+            let limit = (i > 0).then(|| collapse_after(herd, n));
+            let t = herd_rep(taken(i), cpus, herd, at.cs_iterations, at.lines, limit)?;
+            lost[i] += t.lost_updates;
+            if t.called_off {
+                collapsed[i] = Some(Collapse {
+                    limit_s: limit.map_or(0.0, |l| l.as_secs_f64()),
+                    done: t.done,
+                    planned: (n * herd.rounds * herd.per_round) as u64,
+                    ran_s: t.wall_s,
+                });
+                // Its wall is where it was stopped, not the herd's: no sample.
+                return Ok(Taken::Last(f64::NAN));
+            }
+            if rep == Rep::Warmup {
+                return Ok(Taken::Value(f64::NAN));
+            }
+            cpu_times[i].0.push(t.user_s);
+            cpu_times[i].1.push(t.sys_s);
+            Ok(Taken::Value(t.wall_s))
+        })?;
+        Ok(HerdMeasured { series, cpu_times, lost, collapsed })
+    }
+
+    /// One thread count's rows: the floor's, then one per lock (skipped where it cannot run
+    /// here), with the ratios to the floor and to the reference locks.
+    fn rows_at(&self, n: usize, locks: &[LockChoice], m: &HerdMeasured) -> Vec<Row> {
+        let HerdMeasured { series, cpu_times, lost, collapsed } = m;
+        let times = |mut row: Row, i: usize| {
+            if let Some(s) = Summary::of(&series[i].samples) {
+                row = row.summary("wall", "s", &s);
+            }
+            row.set("stop", series[i].verdict);
+            row.set("user_s", Summary::of(&cpu_times[i].0).map(|s| s.mean));
+            row.set(SYS_S, Summary::of(&cpu_times[i].1).map(|s| s.mean));
+            row
+        };
+        let floor = Summary::of(&series[0].samples).map(|s| s.mean).filter(|&w| w > 0.0);
+        let mut config_rows = vec![times(Row::new().with(LOCK, FLOOR_LOCK).with(THREADS, n), 0)];
+        // Each row's wall per round, in the rows' order (none for a skipped lock).
+        let mut rounds: Vec<&[f64]> = vec![&series[0].samples];
+        let mut next = 1;
+        for lock in locks {
+            let mut row = Row::new().with(LOCK, lock.name()).with(ORIGIN, lock.origin());
+            if lock.via_alias {
+                row.set("alias", select::DEFAULT_ALIAS);
+            }
+            row.set(THREADS, n);
+            if let Some(why) = lock.unavailable() {
+                config_rows.push(row.skipped(why));
+                rounds.push(&[]);
+                continue;
+            }
+            let i = next;
+            next += 1;
+            row = times(row, i);
+            if let (Some(w), Some(f)) = (row.number(WALL_S), floor) {
+                row.set(WALL_OVER_FLOOR, w / f);
+            }
+            row.set("acquisitions_per_rep", n * self.rounds * self.per_round);
+            row.set("lost_updates", lost[i]);
+            if let Some(c) = collapsed[i] {
+                add_collapse(&mut row, lock, n, &c);
+            }
+            if lost[i] > 0 {
+                eprintln!("warning: {} lost {} updates at {n} threads: mutual exclusion failed", lock.name(), lost[i]);
+            }
+            config_rows.push(row);
+            rounds.push(&series[i].samples);
+        }
+        add_ratios_to_each_reference(&mut config_rows, &rounds, WALL_S, "wall");
+        let best_ref = config_rows
+            .iter()
+            .filter(|r| r.text(ORIGIN) == Some("reference"))
+            .filter_map(|r| r.number(WALL_S))
+            .fold(f64::NAN, f64::min);
+        if best_ref.is_finite() && best_ref > 0.0 {
+            let best = config_rows
+                .iter()
+                .position(|r| r.text(ORIGIN) == Some("reference") && r.number(WALL_S) == Some(best_ref));
+            let best_rounds = best.map_or(&[][..], |i| rounds[i]);
+            for (row, own) in config_rows.iter_mut().zip(&rounds) {
+                if let Some(w) = row.number(WALL_S) {
+                    row.set("wall_vs_best_reference", w / best_ref);
+                    row.set("wall_vs_best_reference_ci95", paired_ratio_ci95(own, best_rounds));
+                }
+            }
+        }
+        config_rows
+    }
 }
 
 /// Marks `row` collapsed, with what its called-off repetition did (also said on stderr).
@@ -330,118 +482,21 @@ impl Experiment for Herd {
             .iter()
             .map(|l| LockBox::new(l.entry).map_err(|e| LabError::failed(e.to_string())))
             .collect::<Result<_, _>>()?;
-        let progress = lab.progress("herd", threads.len() as u64);
-        // Seed 004's machine ran one thread per CPU at 8 threads; here threads are pinned
-        // round-robin over the usable CPUs.
-        let warmup = Herd { rounds: (self.rounds / 4).max(1), ..self.clone() };
-        let mut rows = Vec::new();
-        for &n in &threads {
-            progress.step(&format!("{n} threads"));
-            let cpus: Vec<usize> = (0..n).map(|i| cpu_ids[i % cpu_ids.len()]).collect();
-            // Treatment 0 is the floor (no lock); 1.. are the locks.
-            let taken = |i: usize| (i > 0).then(|| &instances[i - 1]);
-            let treatments = instances.len() + 1;
-            let mut cpu_times: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); treatments];
-            let mut lost = vec![0u64; treatments];
-            let mut collapsed: Vec<Option<Collapse>> = vec![None; treatments];
-            let series = interleave_stoppable(treatments, &rule, Some(&progress), |i, rep| {
-                progress.detail(&format!(
-                    "{}, {}",
-                    if i == 0 { FLOOR_LOCK } else { available[i - 1].name() },
-                    match rep {
-                        Rep::Warmup => "warm-up".to_string(),
-                        Rep::Measured(k) => format!("repetition {}", k + 1),
-                    }
-                ));
-                let herd = if rep == Rep::Warmup { &warmup } else { self };
-                let limit = (i > 0).then(|| collapse_after(herd, n));
-                let t = herd_rep(taken(i), &cpus, herd, cs_iterations, &lines, limit)?;
-                lost[i] += t.lost_updates;
-                if t.called_off {
-                    collapsed[i] = Some(Collapse {
-                        limit_s: limit.map_or(0.0, |l| l.as_secs_f64()),
-                        done: t.done,
-                        planned: (n * herd.rounds * herd.per_round) as u64,
-                        ran_s: t.wall_s,
-                    });
-                    // Its wall is where it was stopped, not the herd's: no sample.
-                    return Ok(Taken::Last(f64::NAN));
-                }
-                if rep == Rep::Warmup {
-                    return Ok(Taken::Value(f64::NAN));
-                }
-                cpu_times[i].0.push(t.user_s);
-                cpu_times[i].1.push(t.sys_s);
-                Ok(Taken::Value(t.wall_s))
-            })?;
-            progress.inc();
-            let times = |mut row: Row, i: usize| {
-                if let Some(s) = Summary::of(&series[i].samples) {
-                    row = row.summary("wall", "s", &s);
-                }
-                row.set("stop", series[i].verdict);
-                row.set("user_s", Summary::of(&cpu_times[i].0).map(|s| s.mean));
-                row.set(SYS_S, Summary::of(&cpu_times[i].1).map(|s| s.mean));
-                row
-            };
-            let floor = Summary::of(&series[0].samples).map(|s| s.mean).filter(|&w| w > 0.0);
-            let mut config_rows = vec![times(Row::new().with(LOCK, FLOOR_LOCK).with(THREADS, n), 0)];
-            // Each row's wall per round, in the rows' order (none for a skipped lock).
-            let mut rounds: Vec<&[f64]> = vec![&series[0].samples];
-            let mut next = 1;
-            for lock in &locks {
-                let mut row = Row::new().with(LOCK, lock.name()).with(ORIGIN, lock.origin());
-                if lock.via_alias {
-                    row.set("alias", select::DEFAULT_ALIAS);
-                }
-                row.set(THREADS, n);
-                if let Some(why) = lock.unavailable() {
-                    config_rows.push(row.skipped(why));
-                    rounds.push(&[]);
-                    continue;
-                }
-                let i = next;
-                next += 1;
-                row = times(row, i);
-                if let (Some(w), Some(f)) = (row.number(WALL_S), floor) {
-                    row.set(WALL_OVER_FLOOR, w / f);
-                }
-                row.set("acquisitions_per_rep", n * self.rounds * self.per_round);
-                row.set("lost_updates", lost[i]);
-                if let Some(c) = collapsed[i] {
-                    add_collapse(&mut row, lock, n, &c);
-                }
-                if lost[i] > 0 {
-                    eprintln!(
-                        "warning: {} lost {} updates at {n} threads: mutual exclusion failed",
-                        lock.name(),
-                        lost[i]
-                    );
-                }
-                config_rows.push(row);
-                rounds.push(&series[i].samples);
+        one_run(lab, started, run, threads.len() as u64, |progress| {
+            // Seed 004's machine ran one thread per CPU at 8 threads; here threads are pinned
+            // round-robin over the usable CPUs.
+            let warmup = Herd { rounds: (self.rounds / 4).max(1), ..self.clone() };
+            let mut rows = Vec::new();
+            for &n in &threads {
+                progress.step(&format!("{n} threads"));
+                let cpus = (0..n).map(|i| cpu_ids[i % cpu_ids.len()]).collect();
+                let at = HerdAt { n, cpus, cs_iterations, rule: &rule, lines: &lines, warmup: &warmup };
+                let measured = self.measure_at(&at, &available, &instances, progress)?;
+                progress.inc();
+                rows.extend(self.rows_at(n, &locks, &measured));
             }
-            add_ratios_to_each_reference(&mut config_rows, &rounds, WALL_S, "wall");
-            let best_ref = config_rows
-                .iter()
-                .filter(|r| r.text(ORIGIN) == Some("reference"))
-                .filter_map(|r| r.number(WALL_S))
-                .fold(f64::NAN, f64::min);
-            if best_ref.is_finite() && best_ref > 0.0 {
-                let best = config_rows
-                    .iter()
-                    .position(|r| r.text(ORIGIN) == Some("reference") && r.number(WALL_S) == Some(best_ref));
-                let best_rounds = best.map_or(&[][..], |i| rounds[i]);
-                for (row, own) in config_rows.iter_mut().zip(&rounds) {
-                    if let Some(w) = row.number(WALL_S) {
-                        row.set("wall_vs_best_reference", w / best_ref);
-                        row.set("wall_vs_best_reference_ci95", paired_ratio_ci95(own, best_rounds));
-                    }
-                }
-            }
-            rows.extend(config_rows);
-        }
-        finish(&progress, run, rows, started)
+            Ok(rows)
+        })
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
@@ -513,7 +568,7 @@ fn spin_over(ctx: &Context<'_>, claim: &Claim, lock: &str, range: (f64, f64), re
     let rows_words = format!("herd, ttas:spin and {lock} at the largest thread count ({largest}): wall_s");
     let walls = (at("ttas:spin").and_then(|r| Estimate::of(r, WALL_S)), at(lock).and_then(|r| Estimate::of(r, WALL_S)));
     let (Some(spin), Some(other)) = walls else {
-        return Finding::without(claim, &rows_words, Judged::NotMeasured(missing_reason(ctx, "herd")));
+        return Finding::without(claim, &rows_words, Judged::NotMeasured(ctx.missing_reason("herd")));
     };
     let Some(ratio) = spin.ratio(&other) else {
         return Finding::without(claim, &rows_words, Judged::NotMeasured(format!("{lock}'s wall time is zero")));
@@ -568,7 +623,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
     let rows: Vec<&Row> =
         ctx.rows_of("herd").into_iter().filter(|r| is_lock(r) && r.number(WALL_S).is_some()).collect();
     let Some(n) = rows.iter().filter_map(|r| r.number(THREADS)).reduce(f64::max) else {
-        return Advice::missing(situation, brief, missing_reason(ctx, "herd"));
+        return Advice::missing(situation, brief, ctx.missing_reason("herd"));
     };
     let mut at: Vec<&Row> = rows.into_iter().filter(|r| r.number(THREADS) == Some(n)).collect();
     let order = total_order(&TIE_ORDER, at.iter().filter_map(|r| r.text(LOCK)));

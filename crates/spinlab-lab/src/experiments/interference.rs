@@ -19,10 +19,13 @@
 //! added to it. (The registry lock's word is private, so the harness cannot hold a registry
 //! lock and read its waiters' episodes.) See docs/interference.md.
 
+use super::driver::one_run;
+use super::lab::Lab;
 use super::moved::{around, discarded, mark, until_still, LINE_TRANSFER_CPUS};
+use super::options::Common;
+use super::options::Waits;
 use super::settings::{Length, Step};
-use super::Waits;
-use super::{finish, Common, Experiment, Lab};
+use super::Experiment;
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::{cpu_clock_s, now, this_thread_cpu_clock, thread_cpu_s};
@@ -660,53 +663,54 @@ impl Experiment for Interference {
             .then(|| cpus_at(lab, Placement::Core, 1).ok())
             .flatten()
             .map(|c| (BusyNeighbour::calibrated_on(c.active), c.waiters[0]));
-        let progress = lab.progress("interference", configs);
-        for &workload in &plan.actives {
-            for &placement in &offered {
-                let Ok(CoRunCpus { active: active_cpu, .. }) = cpus_at(lab, placement, 1) else { continue };
-                check_room(plan.sizes.bytes(workload), &format!("the {workload} workload's data"))?;
-                let mut calibrated = self.calibrated(workload, &plan, active_cpu, placement);
-                // At `core`, whether the two CPUs share a physical core, between every two rows
-                // there: each row gets the probes just before and just after it (`core_shared`).
-                let neighbour = core_neighbour.as_ref().filter(|_| placement == Placement::Core);
-                let probe = || neighbour.map(|(probe, other)| probe.slowdown_pct(active_cpu, *other)).transpose();
-                let mut before = probe()?;
-                for &n in &plan.waiter_counts {
-                    let waiter_cpus = cpus_at(lab, placement, n).map_err(LabError::failed)?.waiters;
-                    for &policy in &usable {
-                        progress.step(&format!("{workload}, {} x{n}, {placement}", policy.name));
-                        let at = CoRunAt { workload, placement, active_cpu, waiter_cpus: &waiter_cpus, policy };
-                        // Where the waiters run on other CPUs, a line transfer between the active
-                        // CPU and a waiter's just before and just after the row: a row the host
-                        // moved those CPUs under is measured again (`moved`).
-                        let pair = [active_cpu, waiter_cpus[0]];
-                        let kept = until_still(|attempt| {
-                            if attempt > 1 {
-                                progress.step(&format!(
-                                    "{workload}, {} x{n}, {placement} again, attempt {attempt} (the machine moved)",
-                                    policy.name
-                                ));
+        one_run(lab, started, run, configs, |progress| {
+            for &workload in &plan.actives {
+                for &placement in &offered {
+                    let Ok(CoRunCpus { active: active_cpu, .. }) = cpus_at(lab, placement, 1) else { continue };
+                    check_room(plan.sizes.bytes(workload), &format!("the {workload} workload's data"))?;
+                    let mut calibrated = self.calibrated(workload, &plan, active_cpu, placement);
+                    // At `core`, whether the two CPUs share a physical core, between every two rows
+                    // there: each row gets the probes just before and just after it (`core_shared`).
+                    let neighbour = core_neighbour.as_ref().filter(|_| placement == Placement::Core);
+                    let probe = || neighbour.map(|(probe, other)| probe.slowdown_pct(active_cpu, *other)).transpose();
+                    let mut before = probe()?;
+                    for &n in &plan.waiter_counts {
+                        let waiter_cpus = cpus_at(lab, placement, n).map_err(LabError::failed)?.waiters;
+                        for &policy in &usable {
+                            progress.step(&format!("{workload}, {} x{n}, {placement}", policy.name));
+                            let at = CoRunAt { workload, placement, active_cpu, waiter_cpus: &waiter_cpus, policy };
+                            // Where the waiters run on other CPUs, a line transfer between the active
+                            // CPU and a waiter's just before and just after the row: a row the host
+                            // moved those CPUs under is measured again (`moved`).
+                            let pair = [active_cpu, waiter_cpus[0]];
+                            let kept = until_still(|attempt| {
+                                if attempt > 1 {
+                                    progress.step(&format!(
+                                        "{workload}, {} x{n}, {placement} again, attempt {attempt} (the machine moved)",
+                                        policy.name
+                                    ));
+                                }
+                                around(&pair, &lab.clock, || {
+                                    measure(&at, &mut calibrated, &plan.rule, progress, &lab.clock)
+                                })
+                            })?;
+                            let mut row = row(&at, &kept.result, &lab.clock, calibrated.active.units());
+                            if !row.is_skipped() {
+                                mark(&mut row, &kept);
                             }
-                            around(&pair, &lab.clock, || {
-                                measure(&at, &mut calibrated, &plan.rule, &progress, &lab.clock)
-                            })
-                        })?;
-                        let mut row = row(&at, &kept.result, &lab.clock, calibrated.active.units());
-                        if !row.is_skipped() {
-                            mark(&mut row, &kept);
+                            let after = probe()?;
+                            if let (Some(before), Some(after)) = (before, after) {
+                                tag_core_sharing(&mut row, before, after);
+                            }
+                            before = after;
+                            rows.push(row);
+                            progress.inc();
                         }
-                        let after = probe()?;
-                        if let (Some(before), Some(after)) = (before, after) {
-                            tag_core_sharing(&mut row, before, after);
-                        }
-                        before = after;
-                        rows.push(row);
-                        progress.inc();
                     }
                 }
             }
-        }
-        finish(&progress, run, rows, started)
+            Ok(rows)
+        })
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {

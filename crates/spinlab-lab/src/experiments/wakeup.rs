@@ -19,18 +19,19 @@
 
 pub mod tradeoff;
 
-use super::moved::{around, mark, until_still};
+use super::driver::one_run;
+use super::lab::Lab;
+use super::moved::{around, mark, until_still, Kept};
+use super::options::Common;
 use super::settings::{Length, Step};
-use super::{finish, Common, Experiment, Lab};
+use super::Experiment;
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::{fenced_interval, fenced_now, fenced_overhead, now};
 use crate::measure::partner::{with_partner, Announced};
 use crate::measure::pin::with_pinned;
-use crate::measure::{interleave, Clock, Rep, Summary};
-use crate::reading::advice::{
-    lowest_tie, missing_reason, tie_words, Advice, Contribution, Figure, Margin, RunnerUp, Topic, Unit,
-};
+use crate::measure::{interleave, Clock, Rep, Series, Summary};
+use crate::reading::advice::{lowest_tie, tie_words, Advice, Contribution, Figure, Margin, RunnerUp, Topic, Unit};
 use crate::reading::plot::{self, Axis, Point, Scale};
 use crate::reading::scorecard::{why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
 use crate::reading::{distinct, rows_of, Context, Panel};
@@ -343,6 +344,16 @@ pub fn rounds_for(work_s: f64) -> usize {
     ((0.03 / work_s.max(1e-9)).ceil() as usize).clamp(3, 50)
 }
 
+/// [`rounds_for`] one episode of `work`, timed once on `cpu`.
+pub fn episode_rounds(cpu: usize, work: &mut Matmul) -> usize {
+    let per_episode = with_pinned(cpu, || {
+        let started = Instant::now();
+        work.run();
+        started.elapsed().as_secs_f64()
+    });
+    rounds_for(per_episode)
+}
+
 /// Runs episodes of one primitive: (CPUs, rounds, work, clock).
 type EpisodeRunner = Box<dyn Fn((usize, usize), usize, &mut Matmul, &Clock) -> Result<Vec<Stamps>, LabError>>;
 
@@ -419,6 +430,44 @@ pub fn add_summary(row: Row, name: &str, unit: &str, samples: &[f64]) -> Row {
     }
 }
 
+/// One placement's and size's rows, one per primitive (skipped where it cannot run here),
+/// from what the kept attempt measured, each with its Twork against the work alone.
+fn size_rows(
+    list: &[Primitive],
+    base: &dyn Fn(&str) -> Row,
+    cpus: (usize, usize),
+    rounds: usize,
+    kept: &Kept<(Vec<WakeFigures>, Vec<Series>)>,
+) -> Vec<Row> {
+    let (figures, series) = &kept.result;
+    let mut config_rows = Vec::new();
+    let mut next = 0;
+    for p in list {
+        let row = base(&p.name).with("cpus", format!("{},{}", cpus.0, cpus.1));
+        if let Some(why) = &p.unavailable {
+            config_rows.push(row.skipped(why.clone()));
+            continue;
+        }
+        let i = next;
+        next += 1;
+        let mut row = figures[i].summarized(add_summary(row, "twork", "s", &series[i].samples));
+        row.set("reps", series[i].samples.len());
+        row.set("episodes_per_rep", rounds);
+        row.set("stop", series[i].verdict);
+        mark(&mut row, kept);
+        config_rows.push(row);
+    }
+    let alone = config_rows.iter().find(|r| r.text(WAIT) == Some(NONE)).and_then(|r| r.number("twork_s"));
+    if let Some(alone) = alone.filter(|a| *a > 0.0) {
+        for row in config_rows.iter_mut() {
+            if let Some(w) = row.number("twork_s") {
+                row.set(TWORK_VS_ALONE_PCT, 100.0 * (w / alone - 1.0));
+            }
+        }
+    }
+    config_rows
+}
+
 impl Experiment for Wakeup {
     fn name(&self) -> &'static str {
         "wakeup"
@@ -461,87 +510,58 @@ impl Experiment for Wakeup {
             .stopping_rule(&rule)
             .param("rule_watches", "twork_s");
 
-        let progress = lab.progress("wakeup", (pairs.len() * sizes.len()) as u64);
-        let mut rows = Vec::new();
-        for (placement, pair) in &pairs {
-            for (i, &n) in sizes.iter().enumerate() {
-                progress.step(&format!("{placement}, {n}x{n}"));
-                // The size is calibrated on each run: the row is named by its role.
-                let computation = if i == 0 { "long" } else { "short" };
-                let base = |name: &str| {
-                    Row::new()
-                        .with(WAIT, name)
-                        .with(PLACEMENT, placement.name())
-                        .with(KEY_COMPUTATION, computation)
-                        .with(KEY_MATRIX_N, n)
-                };
-                let cpus = match pair {
-                    Ok(cpus) => *cpus,
-                    Err(why) => {
-                        rows.extend(list.iter().map(|p| base(&p.name).skipped(why.clone())));
-                        progress.inc();
-                        continue;
-                    }
-                };
-                let runnable: Vec<&Primitive> = list.iter().filter(|p| p.unavailable.is_none()).collect();
-                let mut work = Matmul::new(n);
-                let per_episode = with_pinned(cpus.0, || {
-                    let started = Instant::now();
-                    work.run();
-                    started.elapsed().as_secs_f64()
-                });
-                let rounds = rounds_for(per_episode);
-                // Where waiter and notifier run on two CPUs, a line transfer between them just
-                // before and just after the configuration: a spinner's wake-up is about one
-                // transfer, so one the host moved those CPUs under is measured again (`moved`).
-                let kept = until_still(|attempt| {
-                    if attempt > 1 {
-                        progress.step(&format!("{placement}, {n}x{n} again, attempt {attempt} (the machine moved)"));
-                    }
-                    around(&[cpus.0, cpus.1], &lab.clock, || {
-                        let mut figures = vec![WakeFigures::default(); runnable.len()];
-                        let series = interleave(runnable.len(), &rule, Some(&progress), |i, rep| {
-                            let stamps = (runnable[i].episodes)(cpus, rounds, &mut work, &lab.clock)?;
-                            let medians = medians(&stamps, &lab.clock);
-                            if rep != Rep::Warmup {
-                                figures[i].push(&medians);
-                            }
-                            Ok(medians.work_s)
-                        })?;
-                        Ok((figures, series))
-                    })
-                })?;
-                let (figures, series) = &kept.result;
-                let mut config_rows = Vec::new();
-                let mut next = 0;
-                for p in &list {
-                    let row = base(&p.name).with("cpus", format!("{},{}", cpus.0, cpus.1));
-                    if let Some(why) = &p.unavailable {
-                        config_rows.push(row.skipped(why.clone()));
-                        continue;
-                    }
-                    let i = next;
-                    next += 1;
-                    let mut row = figures[i].summarized(add_summary(row, "twork", "s", &series[i].samples));
-                    row.set("reps", series[i].samples.len());
-                    row.set("episodes_per_rep", rounds);
-                    row.set("stop", series[i].verdict);
-                    mark(&mut row, &kept);
-                    config_rows.push(row);
-                }
-                let alone = config_rows.iter().find(|r| r.text(WAIT) == Some(NONE)).and_then(|r| r.number("twork_s"));
-                if let Some(alone) = alone.filter(|a| *a > 0.0) {
-                    for row in config_rows.iter_mut() {
-                        if let Some(w) = row.number("twork_s") {
-                            row.set(TWORK_VS_ALONE_PCT, 100.0 * (w / alone - 1.0));
+        one_run(lab, started, run, (pairs.len() * sizes.len()) as u64, |progress| {
+            let mut rows = Vec::new();
+            for (placement, pair) in &pairs {
+                for (i, &n) in sizes.iter().enumerate() {
+                    progress.step(&format!("{placement}, {n}x{n}"));
+                    // The size is calibrated on each run: the row is named by its role.
+                    let computation = if i == 0 { "long" } else { "short" };
+                    let base = |name: &str| {
+                        Row::new()
+                            .with(WAIT, name)
+                            .with(PLACEMENT, placement.name())
+                            .with(KEY_COMPUTATION, computation)
+                            .with(KEY_MATRIX_N, n)
+                    };
+                    let cpus = match pair {
+                        Ok(cpus) => *cpus,
+                        Err(why) => {
+                            rows.extend(list.iter().map(|p| base(&p.name).skipped(why.clone())));
+                            progress.inc();
+                            continue;
                         }
-                    }
+                    };
+                    let runnable: Vec<&Primitive> = list.iter().filter(|p| p.unavailable.is_none()).collect();
+                    let mut work = Matmul::new(n);
+                    let rounds = episode_rounds(cpus.0, &mut work);
+                    // Where waiter and notifier run on two CPUs, a line transfer between them just
+                    // before and just after the configuration: a spinner's wake-up is about one
+                    // transfer, so one the host moved those CPUs under is measured again (`moved`).
+                    let kept = until_still(|attempt| {
+                        if attempt > 1 {
+                            progress
+                                .step(&format!("{placement}, {n}x{n} again, attempt {attempt} (the machine moved)"));
+                        }
+                        around(&[cpus.0, cpus.1], &lab.clock, || {
+                            let mut figures = vec![WakeFigures::default(); runnable.len()];
+                            let series = interleave(runnable.len(), &rule, Some(progress), |i, rep| {
+                                let stamps = (runnable[i].episodes)(cpus, rounds, &mut work, &lab.clock)?;
+                                let medians = medians(&stamps, &lab.clock);
+                                if rep != Rep::Warmup {
+                                    figures[i].push(&medians);
+                                }
+                                Ok(medians.work_s)
+                            })?;
+                            Ok((figures, series))
+                        })
+                    })?;
+                    rows.extend(size_rows(&list, &base, cpus, rounds, &kept));
+                    progress.inc();
                 }
-                rows.extend(config_rows);
-                progress.inc();
             }
-        }
-        finish(&progress, run, rows, started)
+            Ok(rows)
+        })
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
@@ -621,7 +641,7 @@ fn table_1_placement(rows: &[&Row]) -> Option<&'static str> {
 fn against_spin(ctx: &Context<'_>, claim: &Claim, key: &str, waits: &[&str], range: (f64, f64)) -> Finding {
     let rows = long_computation(&ctx.rows_of("wakeup"));
     let Some(placement) = table_1_placement(&rows) else {
-        return Finding::without(claim, "wakeup", Judged::NotMeasured(missing_reason(ctx, "wakeup")));
+        return Finding::without(claim, "wakeup", Judged::NotMeasured(ctx.missing_reason("wakeup")));
     };
     let at = |wait: &str| rows.iter().find(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(placement));
     let rows_words = format!("wakeup, {} and {SPIN} at {placement}, long computation: {key}", waits.join(" or "));
@@ -630,7 +650,7 @@ fn against_spin(ctx: &Context<'_>, claim: &Claim, key: &str, waits: &[&str], ran
         return Finding::without(claim, &rows_words, why_missing(ctx, "wakeup", &needs));
     };
     let (Some(spin), Some(other)) = (at(SPIN).and_then(|r| Estimate::of(r, key)), Estimate::of(other, key)) else {
-        return Finding::without(claim, &rows_words, Judged::NotMeasured(missing_reason(ctx, "wakeup")));
+        return Finding::without(claim, &rows_words, Judged::NotMeasured(ctx.missing_reason("wakeup")));
     };
     let Some(here) = other.ratio(&spin) else {
         return Finding::without(claim, &rows_words, Judged::NotMeasured(format!("{SPIN}'s {key} is zero")));
@@ -749,8 +769,8 @@ fn kindest(ctx: &Context<'_>) -> Advice {
             format!(
                 "not measured: no placement had two or more wait policies with both a wake-up latency and an \
                  interference figure ({}; {})",
-                missing_reason(ctx, "wakeup"),
-                missing_reason(ctx, "interference")
+                ctx.missing_reason("wakeup"),
+                ctx.missing_reason("interference")
             ),
         );
     };
@@ -817,7 +837,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
             format!(
                 "not measured: no placement where the waiter has a CPU of its own had two or more wait policies \
                  with a wake-up latency ({})",
-                missing_reason(ctx, "wakeup")
+                ctx.missing_reason("wakeup")
             ),
         );
     };
