@@ -5,6 +5,11 @@
 //! columns). Oversubscription is the point: seed 004 ran 8 to 64 threads, and found that
 //! backoff bought 2.5% while a lock whose waiters sleep cut wall and system time.
 
+mod advice;
+mod claims;
+mod figures;
+mod measure;
+
 use super::driver::one_run;
 use super::lab::Lab;
 use super::options::Common;
@@ -15,24 +20,21 @@ use super::Experiment;
 use crate::error::LabError;
 use crate::experiments::contention::WORK_NS;
 use crate::lockbox::LockBox;
-use crate::measure::pin::pin_or_die;
 use crate::measure::stats::paired_ratio_ci95;
-use crate::measure::team::{spawn_team, StartLine};
-use crate::measure::work::{spin, SharedLines};
-use crate::measure::{self, interleave_stoppable, Progress, Rep, StoppingRule, Summary, Taken};
-use crate::reading::advice::{lowest_tie, total_order, Advice, Contribution, Figure, Topic, Unit};
-use crate::reading::plot::{self, Axis, Band, Scale};
-use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
-use crate::reading::{measured, rows_of, series_per, Context, Panel};
-use crate::results::format::number;
+use crate::measure::work::SharedLines;
+use crate::measure::{interleave_stoppable, Progress, Rep, Series, StoppingRule, Summary, Taken};
+use crate::reading::advice::{Contribution, Topic};
+use crate::reading::scorecard::Finding;
+use crate::reading::{rows_of, Context, Panel};
 use crate::results::keys::{LOCK, ORIGIN, THREADS};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
+use advice::quickest;
+use claims::{spin_over, BACKOFF_GAIN, SLEEPING_WINS};
 use clap::Args;
-use std::hint::black_box;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
-use std::sync::Barrier;
+use figures::charts;
+use measure::herd_rep;
 use std::time::{Duration, Instant};
 
 /// Wall time of one herd repetition (`Row::summary("wall", "s", …)`).
@@ -107,163 +109,6 @@ pub fn collapse_after(herd: &Herd, threads: usize) -> Duration {
     Duration::from_secs_f64(COLLAPSE_FACTOR * serial_ns * 1e-9).max(COLLAPSE_AFTER_MIN)
 }
 
-/// One repetition: wall seconds, and the threads' user and system CPU seconds.
-struct Times {
-    wall_s: f64,
-    user_s: f64,
-    sys_s: f64,
-    lost_updates: u64,
-    /// Acquisitions made, and whether the repetition was called off before all were.
-    done: u64,
-    called_off: bool,
-}
-
-/// CPU time of one thread, in seconds.
-#[derive(Clone, Copy)]
-struct CpuTimes {
-    user_s: f64,
-    sys_s: f64,
-}
-
-impl CpuTimes {
-    /// The calling thread's, so far.
-    fn of_this_thread() -> CpuTimes {
-        // SAFETY: rusage is plain data; getrusage fills it.
-        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: RUSAGE_THREAD on the calling thread, `u` is valid.
-        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
-        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-        CpuTimes { user_s: secs(u.ru_utime), sys_s: secs(u.ru_stime) }
-    }
-
-    /// What was used between `earlier` and these.
-    fn since(self, earlier: CpuTimes) -> CpuTimes {
-        CpuTimes { user_s: self.user_s - earlier.user_s, sys_s: self.sys_s - earlier.sys_s }
-    }
-}
-
-/// What one herd thread reports: when it finished, the CPU time it used, and how many
-/// sections it ran.
-struct Finished {
-    at: Instant,
-    cpu: CpuTimes,
-    done: u64,
-}
-
-/// One repetition under `lock`, or, with `None`, the floor: the same threads, barrier and
-/// busy work, where each section writes a line of the thread's own instead of taking the lock
-/// and writing the shared one. No lock can make the herd finish sooner than that: it only adds
-/// the sections' serialisation and the hand-overs between them.
-///
-/// With `limit`, the repetition is called off once it has run that long: every thread stops
-/// taking the lock (a thread already waiting for it still gets it once) and goes through the
-/// remaining barriers, so the team ends. The threads check a shared flag before each section,
-/// the floor's too, so every treatment pays the same load.
-fn herd_rep(
-    lock: Option<&LockBox>,
-    cpus: &[usize],
-    herd: &Herd,
-    cs_iterations: u64,
-    lines: &SharedLines,
-    limit: Option<Duration>,
-) -> Result<Times, LabError> {
-    let n = cpus.len();
-    let line = StartLine::new(n);
-    let round = Barrier::new(n);
-    let own_lines = SharedLines::new(n);
-    let call_off = AtomicBool::new(false);
-    let finished = AtomicUsize::new(0);
-    let main = std::thread::current();
-    lines.reset();
-    let worker = |i: usize| {
-        pin_or_die(cpus[i]);
-        let cpu_at_start = CpuTimes::of_this_thread();
-        let mut seed = i as u64 + 1;
-        let mut done = 0u64;
-        if !line.arrive() {
-            return None;
-        }
-        for _ in 0..herd.rounds {
-            round.wait();
-            for _ in 0..herd.per_round {
-                if call_off.load(Relaxed) {
-                    break;
-                }
-                match lock {
-                    Some(lock) => {
-                        lock.lock();
-                        lines.touch();
-                        seed = spin(cs_iterations, seed);
-                        // SAFETY: acquired just above.
-                        unsafe { lock.unlock() };
-                    }
-                    None => {
-                        own_lines.touch_one(i);
-                        seed = spin(cs_iterations, seed);
-                    }
-                }
-                done += 1;
-            }
-        }
-        black_box(seed);
-        let at = Instant::now();
-        if finished.fetch_add(1, AcqRel) + 1 == n {
-            main.unpark();
-        }
-        Some(Finished { at, cpu: CpuTimes::of_this_thread().since(cpu_at_start), done })
-    };
-    let (started, results, called_off) = std::thread::scope(|scope| {
-        // The round barrier is only reached past the start line, which a refused thread calls
-        // off: no thread waits at it for one that never started.
-        let handles = spawn_team(scope, &line, n, &worker)?;
-        line.open();
-        let started = Instant::now();
-        let called_off = limit.is_some_and(|l| call_off_at(started + l, &finished, n, &call_off));
-        let results: Vec<Finished> = handles
-            .into_iter()
-            .map(|h| h.join().expect("a herd thread panicked").expect("the start line was opened"))
-            .collect();
-        Ok::<_, LabError>((started, results, called_off))
-    })?;
-    Ok(Times::of(&results, started, lock.is_some().then_some(lines), called_off))
-}
-
-/// Waits until every one of the `n` threads has finished or `deadline` has passed, and at
-/// the deadline tells them to stop taking the lock; returns whether it did.
-fn call_off_at(deadline: Instant, finished: &AtomicUsize, n: usize, call_off: &AtomicBool) -> bool {
-    // Parked, not polling: the last thread to finish unparks this one.
-    while finished.load(Acquire) < n {
-        let now = Instant::now();
-        if now >= deadline {
-            call_off.store(true, Relaxed);
-            return true;
-        }
-        std::thread::park_timeout(deadline - now);
-    }
-    false
-}
-
-impl Times {
-    /// The repetition's times from its threads' results; `locked`: the shared lines the lock
-    /// guarded, whose touches count the lost updates.
-    fn of(results: &[Finished], started: Instant, locked: Option<&SharedLines>, called_off: bool) -> Times {
-        let end = results.iter().map(|r| r.at).max().unwrap_or(started);
-        let done: u64 = results.iter().map(|r| r.done).sum();
-        let lost_updates = match locked {
-            Some(lines) => lines.total().map_or(0, |seen| done.saturating_sub(seen)),
-            None => 0,
-        };
-        Times {
-            wall_s: end.saturating_duration_since(started).as_secs_f64(),
-            user_s: results.iter().map(|r| r.cpu.user_s).sum(),
-            sys_s: results.iter().map(|r| r.cpu.sys_s).sum(),
-            lost_updates,
-            done,
-            called_off,
-        }
-    }
-}
-
 /// A lock whose repetition was called off: how far it got.
 #[derive(Clone, Copy)]
 struct Collapse {
@@ -287,7 +132,7 @@ struct HerdAt<'a> {
 /// What one thread count measured: for the floor (treatment 0) and each lock, its walls per
 /// round, CPU times, lost updates and collapse.
 struct HerdMeasured {
-    series: Vec<measure::Series>,
+    series: Vec<Series>,
     cpu_times: Vec<(Vec<f64>, Vec<f64>)>,
     lost: Vec<u64>,
     collapsed: Vec<Option<Collapse>>,
@@ -541,137 +386,6 @@ impl Experiment for Herd {
         ]
     }
 }
-
-const BACKOFF_GAIN: Claim = Claim {
-    id: "004-backoff-gain",
-    seed: "004",
-    source: "the post's two tables",
-    claim: "exponential backoff in the spin loop gains a little wall time on a highly contended lock",
-    paper: "about 2.5% of wall time (71.78 to 69.84 s at 64 CPUs, 2.7%; 6.3% at 8), ia64, one inode lock",
-};
-
-const SLEEPING_WINS: Claim = Claim {
-    id: "004-sleeping-wins",
-    seed: "004",
-    source: "the post's closing paragraph",
-    claim: "with many threads on one lock, sleeping waiters beat spinning ones",
-    paper: "the rw-semaphore cut wall and system time (no figure given)",
-};
-
-/// How much longer the spinning herd (`ttas:spin`) takes than the herd under `lock`, at the
-/// largest thread count (the most contended), in percent.
-fn spin_over(ctx: &Context<'_>, claim: &Claim, lock: &str, range: (f64, f64), reason: &str) -> Finding {
-    let rows = measured(ctx.rows_of("herd"));
-    let largest = rows.iter().filter_map(|r| r.number(THREADS)).fold(f64::NAN, f64::max);
-    let at =
-        |name: &str| rows.iter().find(|r| r.text(LOCK) == Some(name) && r.number(THREADS) == Some(largest)).copied();
-    let rows_words = format!("herd, ttas:spin and {lock} at the largest thread count ({largest}): wall_s");
-    let walls = (at("ttas:spin").and_then(|r| Estimate::of(r, WALL_S)), at(lock).and_then(|r| Estimate::of(r, WALL_S)));
-    let (Some(spin), Some(other)) = walls else {
-        return Finding::without(claim, &rows_words, Judged::NotMeasured(ctx.missing_reason("herd")));
-    };
-    let Some(ratio) = spin.ratio(&other) else {
-        return Finding::without(claim, &rows_words, Judged::NotMeasured(format!("{lock}'s wall time is zero")));
-    };
-    let here = Estimate { value: 100.0 * (ratio.value - 1.0), ci95: 100.0 * ratio.ci95 };
-    let mut detail = format!("ttas:spin {}, {lock} {}", words(&spin, " s"), words(&other, " s"));
-    if let Some(floor) = at(FLOOR_LOCK).and_then(|r| Estimate::of(r, WALL_S)) {
-        detail.push_str(&format!("; with no lock at all {}", words(&floor, " s")));
-    }
-    Finding::judged(claim, ctx, "herd", Observed { here, unit: "%", detail, rows: rows_words }, range, reason)
-}
-
-fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
-    let rows = measured(rows.iter().copied());
-    let by_lock = |key: &str| series_per(&rows, LOCK, THREADS, key);
-    let threads: Vec<f64> = rows.iter().filter_map(|r| r.number(THREADS)).collect();
-    let x = Axis::log_at("threads (log scale)", &threads);
-    let band = Band { from: ctx.cpus as f64, label: format!("oversubscribed: threads > {} CPUs", ctx.cpus) };
-    let mut out = Vec::new();
-    for (key, what, caption) in [
-        (
-            "wall_s",
-            "wall time per repetition (s, log scale)",
-            "Wall time for the herd (all threads released by a barrier, each taking one lock in turn) per lock and \
-             thread count: lower is better; seed 004 found sleeping waiters win once threads outnumber CPUs. \
-             'floor: no lock' is the same herd without the lock, measured in the same rounds: no lock can be \
-             faster, and the gap above it is all a lock can change.",
-        ),
-        (
-            "sys_s",
-            "system CPU time per repetition (s, log scale)",
-            "System CPU time the herd's threads spent in the kernel (futex calls, sched_yield, preemption): the \
-             cost of sleeping and of being descheduled, per lock and thread count.",
-        ),
-    ] {
-        let series = by_lock(key);
-        if series.is_empty() {
-            continue;
-        }
-        let y = Axis::numeric(what, Scale::Log, series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), false);
-        let title = if key == "wall_s" { "Herd: wall time" } else { "Herd: system time" };
-        out.push(
-            plot::lines(title, &x, &y, &series, Some(&band)).map(|svg| Panel { svg, caption: caption.to_string() }),
-        );
-    }
-    out
-}
-
-fn quickest(ctx: &Context<'_>) -> Advice {
-    let situation = "many threads released at once (a herd), oversubscribed";
-    let brief = "herd, > CPUs";
-    let rows: Vec<&Row> =
-        ctx.rows_of("herd").into_iter().filter(|r| is_lock(r) && r.number(WALL_S).is_some()).collect();
-    let Some(n) = rows.iter().filter_map(|r| r.number(THREADS)).reduce(f64::max) else {
-        return Advice::missing(situation, brief, ctx.missing_reason("herd"));
-    };
-    let mut at: Vec<&Row> = rows.into_iter().filter(|r| r.number(THREADS) == Some(n)).collect();
-    let order = total_order(&TIE_ORDER, at.iter().filter_map(|r| r.text(LOCK)));
-    at.sort_by(|a, b| a.number(WALL_S).unwrap_or(f64::MAX).total_cmp(&b.number(WALL_S).unwrap_or(f64::MAX)));
-    let tie = lowest_tie(
-        &at,
-        |r| {
-            let wall = Estimate::of(r, WALL_S);
-            (r.text(LOCK).unwrap_or("?"), wall.map_or(f64::MAX, |w| w.value), wall.map_or(0.0, |w| w.ci95))
-        },
-        &order,
-    )
-    .expect("rows at the largest thread count");
-    let best = *tie.chosen;
-    let worst = at[at.len() - 1];
-    let wall = best.number(WALL_S).unwrap_or(0.0);
-    let mut why = format!("{} s wall at {n} threads", number(wall));
-    if let Some(over) = best.number(WALL_OVER_FLOOR) {
-        why.push_str(&format!(", {over:.2}x the herd's with no lock"));
-    }
-    if let Some(sys) = best.number(SYS_S) {
-        why.push_str(&format!(" ({} s system time)", number(sys)));
-    }
-    if !std::ptr::eq(best, worst) {
-        why.push_str(&format!(
-            "; {} took {} s ({:.1}x)",
-            worst.text(LOCK).unwrap_or("?"),
-            number(worst.number(WALL_S).unwrap_or(0.0)),
-            worst.number(WALL_S).unwrap_or(0.0) / wall.max(1e-12)
-        ));
-    }
-    why.push_str(&tie.words(|r| r.text(LOCK).unwrap_or("?"), &order));
-    let wall_of = |r: &&Row| {
-        let wall = Estimate::of(r, WALL_S).unwrap_or(Estimate { value: 0.0, ci95: 0.0 });
-        Figure::new(wall, Unit::Seconds, format!("wall at {n} threads"))
-    };
-    let runner_up = tie.runner_up_by(|r| r.text(LOCK).unwrap_or("?"), wall_of);
-    Advice::new(situation, brief, best.text(LOCK).unwrap_or("?").to_string(), why).chosen_by(wall_of(&best), runner_up)
-}
-
-/// A measured lock's row: not skipped, and not the floor.
-fn is_lock(row: &Row) -> bool {
-    !row.is_skipped() && row.text(LOCK) != Some(FLOOR_LOCK)
-}
-
-/// The locks a tie is resolved towards, in order: spinlab's default, then the references people
-/// already use; then the others in the order the run measured them (its `--locks`).
-const TIE_ORDER: [&str; 4] = [select::DEFAULT_LOCK, "std", "parking_lot", "pthread"];
 
 #[cfg(test)]
 mod tests {
