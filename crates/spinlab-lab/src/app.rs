@@ -10,7 +10,7 @@
 //! is not run again. See docs/app.md.
 
 use crate::error::LabError;
-use crate::experiments::{Output, Repetition};
+use crate::experiments::options::{Output, Repetition};
 use crate::machine::{MachineInfo, Topology};
 use crate::measure::fame::{StoppingRule, Verdict};
 use crate::measure::load::Meter;
@@ -159,6 +159,48 @@ impl Treatment {
     }
 }
 
+/// Runs every treatment once a round, until the stopping rule (or `--timeout`) has stopped
+/// each; says each round's walls on stderr unless `--quiet`.
+fn run_rounds(
+    options: &AppOptions,
+    rule: &StoppingRule,
+    preload: &Path,
+    stderr_path: &Path,
+    treatments: &mut [Treatment],
+) -> Result<(), LabError> {
+    let mut round = 0;
+    while treatments.iter().any(|t| !t.verdict.stop()) {
+        round += 1;
+        for t in treatments.iter_mut().filter(|t| !t.verdict.stop()) {
+            let Ran { sample, first_stderr_line } =
+                run_once(&options.command, t.lock.as_ref(), preload, stderr_path, options.timeout)?;
+            if t.first_stderr.is_none() && sample.status != "0" {
+                t.first_stderr = first_stderr_line;
+            }
+            if sample.timed_out {
+                // A run that hangs under this lock would hang again: go on with the others.
+                t.verdict = Verdict::Stopped;
+            }
+            t.samples.push(sample);
+        }
+        for t in treatments.iter_mut().filter(|t| !t.verdict.stop()) {
+            let walls: Vec<f64> = t.samples.iter().map(|s| s.wall_s).collect();
+            t.verdict = rule.verdict(&walls);
+        }
+        if !options.output.quiet {
+            let line: Vec<String> = treatments
+                .iter()
+                .map(|t| match t.samples.last() {
+                    Some(s) if s.timed_out => format!("{} killed at --timeout", t.label()),
+                    last => format!("{} {:.3}s", t.label(), last.map_or(f64::NAN, |s| s.wall_s)),
+                })
+                .collect();
+            eprintln!("round {round}: {}", line.join(", "));
+        }
+    }
+    Ok(())
+}
+
 /// Runs `spinlab app`.
 pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     if options.command.is_empty() {
@@ -198,36 +240,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     if !options.output.quiet {
         eprintln!("warm-up (baseline): {:.3} s wall, exit {}", warm.wall_s, warm.status);
     }
-    let mut round = 0;
-    while treatments.iter().any(|t| !t.verdict.stop()) {
-        round += 1;
-        for t in treatments.iter_mut().filter(|t| !t.verdict.stop()) {
-            let Ran { sample, first_stderr_line } =
-                run_once(&options.command, t.lock.as_ref(), &preload, &stderr_path, options.timeout)?;
-            if t.first_stderr.is_none() && sample.status != "0" {
-                t.first_stderr = first_stderr_line;
-            }
-            if sample.timed_out {
-                // A run that hangs under this lock would hang again: go on with the others.
-                t.verdict = Verdict::Stopped;
-            }
-            t.samples.push(sample);
-        }
-        for t in treatments.iter_mut().filter(|t| !t.verdict.stop()) {
-            let walls: Vec<f64> = t.samples.iter().map(|s| s.wall_s).collect();
-            t.verdict = rule.verdict(&walls);
-        }
-        if !options.output.quiet {
-            let line: Vec<String> = treatments
-                .iter()
-                .map(|t| match t.samples.last() {
-                    Some(s) if s.timed_out => format!("{} killed at --timeout", t.label()),
-                    last => format!("{} {:.3}s", t.label(), last.map_or(f64::NAN, |s| s.wall_s)),
-                })
-                .collect();
-            eprintln!("round {round}: {}", line.join(", "));
-        }
-    }
+    run_rounds(options, &rule, &preload, &stderr_path, &mut treatments)?;
     let _ = std::fs::remove_file(&stderr_path);
     let load = meter.finish();
 

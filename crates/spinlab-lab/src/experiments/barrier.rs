@@ -13,18 +13,21 @@
 //!
 //! Barriers come from the registry: `barrier:POLICY` and the references `pthread` and `std`.
 
+use super::driver::one_run;
+use super::lab::Lab;
+use super::options::Common;
 use super::settings::{Length, Step};
 use super::wakeup::{
-    add_summary, episodes, medians, placement_pairs, rounds_for, Matmul, Rendezvous, WakeFigures, KEY_MATRIX_N,
+    add_summary, episode_rounds, episodes, medians, placement_pairs, Matmul, Rendezvous, WakeFigures, KEY_MATRIX_N,
     MATRIX_N, WORK_MS,
 };
-use super::{finish, Common, Experiment, Lab};
+use super::Experiment;
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::partner::with_partner;
 use crate::measure::pin::with_pinned;
-use crate::measure::{interleave, Rep};
-use crate::reading::advice::{lowest_tie, missing_reason, total_order, Advice, Contribution, Figure, Topic, Unit};
+use crate::measure::{interleave, Progress, Rep, StoppingRule};
+use crate::reading::advice::{lowest_tie, total_order, Advice, Contribution, Figure, Topic, Unit};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::scorecard::{mean_of, why_missing, Claim, Estimate, Finding, Observed};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
@@ -227,6 +230,124 @@ pub fn pseudo_benchmark(
     Ok(PseudoBenchmark { completion_s, light_checksum: sides.partner, heavy_checksum })
 }
 
+/// Where both of seed 001's barrier figures are measured: one placement's CPU pair, and the
+/// barriers (those that cannot run here get skipped rows).
+struct Scene<'a> {
+    placement: Placement,
+    cpus: (usize, usize),
+    entries: &'a [&'a registry::BarrierEntry],
+    runnable: &'a [&'a registry::BarrierEntry],
+}
+
+impl Scene<'_> {
+    /// The pair as the rows name it.
+    fn cpu_text(&self) -> String {
+        format!("{},{}", self.cpus.0, self.cpus.1)
+    }
+}
+
+/// A row of `scenario` for barrier `e` at `placement`, before any figure.
+fn barrier_row(scenario: &str, e: &registry::BarrierEntry, placement: Placement) -> Row {
+    Row::new().with("scenario", scenario).with(BARRIER, &e.name).with(PLACEMENT, placement.name())
+}
+
+impl BarrierExperiment {
+    /// Fig. 3a at one placement: Twork, Twakeup and Tcall of a matrix-multiply episode per
+    /// barrier, the barriers interleaved.
+    fn fig_3a(
+        &self,
+        lab: &Lab,
+        scene: &Scene<'_>,
+        size: usize,
+        rule: &StoppingRule,
+        progress: &Progress,
+    ) -> Result<Vec<Row>, LabError> {
+        let mut rows = Vec::new();
+        progress.step(&format!("3a, {}", scene.placement));
+        let mut work = Matmul::new(size);
+        let rounds = episode_rounds(scene.cpus.0, &mut work);
+        let mut figures = vec![WakeFigures::default(); scene.runnable.len()];
+        let series = interleave(scene.runnable.len(), rule, Some(progress), |i, rep| {
+            let barrier = AtBarrier(scene.runnable[i].build(two()).map_err(|e| LabError::failed(e.to_string()))?);
+            let stamps = episodes(Some(&barrier), scene.cpus, rounds, &mut work, &lab.clock)?;
+            let medians = medians(&stamps, &lab.clock);
+            if rep != Rep::Warmup {
+                figures[i].push(&medians);
+            }
+            Ok(medians.work_s)
+        })?;
+        let mut next = 0;
+        for e in scene.entries {
+            let row =
+                barrier_row("3a", e, scene.placement).with(KEY_MATRIX_N, size).with("cpus", scene.cpu_text().as_str());
+            if let Err(why) = e.availability {
+                rows.push(row.skipped(why.to_string()));
+                continue;
+            }
+            let i = next;
+            next += 1;
+            let mut row = figures[i].summarized(add_summary(row, "twork", "s", &series[i].samples));
+            row.set("reps", series[i].samples.len());
+            row.set("episodes_per_rep", rounds);
+            row.set("stop", series[i].verdict);
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+
+    /// Fig. 3b at one placement and light load: the pseudo-benchmark's completion time per
+    /// barrier, and its ratio to pthread's.
+    fn fig_3b(
+        &self,
+        scene: &Scene<'_>,
+        light: usize,
+        rule: &StoppingRule,
+        progress: &Progress,
+    ) -> Result<Vec<Row>, LabError> {
+        let built: Vec<Box<dyn DynBarrier>> = scene
+            .runnable
+            .iter()
+            .map(|e| e.build(two()).map_err(|e| LabError::failed(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        let warmup_iterations = (self.iterations / 10).max(1);
+        let series = interleave(built.len(), rule, Some(progress), |i, rep| {
+            let n = if rep == Rep::Warmup { warmup_iterations } else { self.iterations };
+            pseudo_benchmark(&*built[i], scene.cpus, n, light).map(|run| run.completion_s)
+        })?;
+        let mut config_rows = Vec::new();
+        let mut next = 0;
+        for e in scene.entries {
+            let row =
+                barrier_row("3b", e, scene.placement).with(LIGHT_UNITS, light).with("cpus", scene.cpu_text().as_str());
+            if let Err(why) = e.availability {
+                config_rows.push(row.skipped(why.to_string()));
+                continue;
+            }
+            let i = next;
+            next += 1;
+            let mut row = add_summary(row, "completion", "s", &series[i].samples);
+            row.set("iterations", self.iterations);
+            if let Some(c) = row.number(COMPLETION_S) {
+                row.set("barrier_ns", c * 1e9 / self.iterations as f64);
+            }
+            row.set("stop", series[i].verdict);
+            config_rows.push(row);
+        }
+        let pthread =
+            config_rows.iter().find(|r| r.text(BARRIER) == Some("pthread")).and_then(|r| r.number(COMPLETION_S));
+        for row in config_rows.iter_mut() {
+            let ratio = match (row.number(COMPLETION_S), pthread) {
+                (Some(c), Some(p)) if p > 0.0 => Some(c / p),
+                _ => None,
+            };
+            if !row.is_skipped() {
+                row.set("ratio_to_pthread", ratio);
+            }
+        }
+        Ok(config_rows)
+    }
+}
+
 impl Experiment for BarrierExperiment {
     fn name(&self) -> &'static str {
         "barrier"
@@ -277,116 +398,39 @@ impl Experiment for BarrierExperiment {
             .param("min_reps_3b", rule_3b.min_reps)
             .param("max_reps_3b", rule_3b.max_reps);
 
-        let progress = lab.progress("barrier", (pairs.len() * (1 + loads.len())) as u64);
-        let mut rows = Vec::new();
-        let skipped_row = |scenario: &str, e: &registry::BarrierEntry, placement: Placement| {
-            Row::new().with("scenario", scenario).with(BARRIER, &e.name).with(PLACEMENT, placement.name())
-        };
-        for (placement, pair) in &pairs {
-            let placement = *placement;
-            let cpus = match pair {
-                Ok(cpus) => *cpus,
-                Err(why) => {
-                    for e in &entries {
-                        rows.push(skipped_row("3a", e, placement).skipped(why.clone()));
-                    }
-                    for &l in &loads {
+        one_run(lab, started, run, (pairs.len() * (1 + loads.len())) as u64, |progress| {
+            let mut rows = Vec::new();
+            for (placement, pair) in &pairs {
+                let placement = *placement;
+                let cpus = match pair {
+                    Ok(cpus) => *cpus,
+                    Err(why) => {
                         for e in &entries {
-                            rows.push(skipped_row("3b", e, placement).with(LIGHT_UNITS, l).skipped(why.clone()));
+                            rows.push(barrier_row("3a", e, placement).skipped(why.clone()));
                         }
-                    }
-                    for _ in 0..=loads.len() {
-                        progress.inc();
-                    }
-                    continue;
-                }
-            };
-            let cpu_text = format!("{},{}", cpus.0, cpus.1);
-
-            // Fig. 3a.
-            progress.step(&format!("3a, {placement}"));
-            let mut work = Matmul::new(size);
-            let per_episode = with_pinned(cpus.0, || {
-                let started = Instant::now();
-                work.run();
-                started.elapsed().as_secs_f64()
-            });
-            let rounds = rounds_for(per_episode);
-            let mut figures = vec![WakeFigures::default(); runnable.len()];
-            let series = interleave(runnable.len(), &rule_3a, Some(&progress), |i, rep| {
-                let barrier = AtBarrier(runnable[i].build(two()).map_err(|e| LabError::failed(e.to_string()))?);
-                let stamps = episodes(Some(&barrier), cpus, rounds, &mut work, &lab.clock)?;
-                let medians = medians(&stamps, &lab.clock);
-                if rep != Rep::Warmup {
-                    figures[i].push(&medians);
-                }
-                Ok(medians.work_s)
-            })?;
-            let mut next = 0;
-            for e in &entries {
-                let row = skipped_row("3a", e, placement).with(KEY_MATRIX_N, size).with("cpus", cpu_text.as_str());
-                if let Err(why) = e.availability {
-                    rows.push(row.skipped(why.to_string()));
-                    continue;
-                }
-                let i = next;
-                next += 1;
-                let mut row = figures[i].summarized(add_summary(row, "twork", "s", &series[i].samples));
-                row.set("reps", series[i].samples.len());
-                row.set("episodes_per_rep", rounds);
-                row.set("stop", series[i].verdict);
-                rows.push(row);
-            }
-            progress.inc();
-
-            // Fig. 3b, one light load at a time, the barriers interleaved.
-            for &light in &loads {
-                progress.step(&format!("3b, {placement}, light {light}"));
-                let built: Vec<Box<dyn DynBarrier>> = runnable
-                    .iter()
-                    .map(|e| e.build(two()).map_err(|e| LabError::failed(e.to_string())))
-                    .collect::<Result<_, _>>()?;
-                let warmup_iterations = (self.iterations / 10).max(1);
-                let series = interleave(built.len(), &rule_3b, Some(&progress), |i, rep| {
-                    let n = if rep == Rep::Warmup { warmup_iterations } else { self.iterations };
-                    pseudo_benchmark(&*built[i], cpus, n, light).map(|run| run.completion_s)
-                })?;
-                let mut config_rows = Vec::new();
-                let mut next = 0;
-                for e in &entries {
-                    let row = skipped_row("3b", e, placement).with(LIGHT_UNITS, light).with("cpus", cpu_text.as_str());
-                    if let Err(why) = e.availability {
-                        config_rows.push(row.skipped(why.to_string()));
+                        for &l in &loads {
+                            for e in &entries {
+                                rows.push(barrier_row("3b", e, placement).with(LIGHT_UNITS, l).skipped(why.clone()));
+                            }
+                        }
+                        for _ in 0..=loads.len() {
+                            progress.inc();
+                        }
                         continue;
                     }
-                    let i = next;
-                    next += 1;
-                    let mut row = add_summary(row, "completion", "s", &series[i].samples);
-                    row.set("iterations", self.iterations);
-                    if let Some(c) = row.number(COMPLETION_S) {
-                        row.set("barrier_ns", c * 1e9 / self.iterations as f64);
-                    }
-                    row.set("stop", series[i].verdict);
-                    config_rows.push(row);
-                }
-                let pthread = config_rows
-                    .iter()
-                    .find(|r| r.text(BARRIER) == Some("pthread"))
-                    .and_then(|r| r.number(COMPLETION_S));
-                for row in config_rows.iter_mut() {
-                    let ratio = match (row.number(COMPLETION_S), pthread) {
-                        (Some(c), Some(p)) if p > 0.0 => Some(c / p),
-                        _ => None,
-                    };
-                    if !row.is_skipped() {
-                        row.set("ratio_to_pthread", ratio);
-                    }
-                }
-                rows.extend(config_rows);
+                };
+                let scene = Scene { placement, cpus, entries: &entries, runnable: &runnable };
+                rows.extend(self.fig_3a(lab, &scene, size, &rule_3a, progress)?);
                 progress.inc();
+                // Fig. 3b, one light load at a time, the barriers interleaved.
+                for &light in &loads {
+                    progress.step(&format!("3b, {placement}, light {light}"));
+                    rows.extend(self.fig_3b(&scene, light, &rule_3b, progress)?);
+                    progress.inc();
+                }
             }
-        }
-        finish(&progress, run, rows, started)
+            Ok(rows)
+        })
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {
@@ -539,7 +583,7 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         .collect();
     let order = total_order(&TIE_ORDER, barriers.iter().copied());
     let Some(tie) = lowest_tie(&means, |(b, e)| (*b, e.value, e.ci95), &order) else {
-        return Advice::missing(situation, brief, missing_reason(ctx, "barrier"));
+        return Advice::missing(situation, brief, ctx.missing_reason("barrier"));
     };
     let (best, mean) = *tie.chosen;
     let (worst, worst_mean) =

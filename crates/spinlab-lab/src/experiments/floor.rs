@@ -15,8 +15,11 @@
 //! - `yield-forfeit`: what a `sched_yield` costs the yielder in CPU time when another thread
 //!   wants its CPU: some kernels charge it the rest of its time slice.
 
+use super::driver::one_run;
+use super::lab::Lab;
+use super::options::Common;
 use super::settings::{self, Length};
-use super::{finish, Common, Experiment, Lab};
+use super::Experiment;
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::{now, read_pair_ticks, thread_cpu_s};
@@ -93,6 +96,84 @@ const YIELD_EVERY_NS: f64 = 200_000.0;
 /// and does not count towards the next yield.
 const OFF_CPU_NS: f64 = 20_000.0;
 
+/// The rows measured on `home` alone: the timer, `Instant::now`, the CAS pairs, the spin
+/// hint, each policy's period, a futex wake with no waiter and `sched_yield`.
+fn one_cpu_rows(
+    policies: &[Probe],
+    rule: &StoppingRule,
+    progress: &Progress,
+    lab: &Lab,
+    home: usize,
+) -> Result<Vec<Row>, LabError> {
+    let clock = lab.clock;
+    let mut rows = Vec::new();
+    progress.step("timer");
+    let s = repeat(rule, Some(progress), |_| Ok(clock.ns(read_pair_ticks(10_001) as f64)))?;
+    rows.push(measured("timer", &s).with("cpus", home.to_string()));
+    progress.inc();
+
+    progress.step("instant-now");
+    let instant_loop = |n: u64| {
+        ticks_for(n, || {
+            black_box(Instant::now());
+        })
+    };
+    let n = ops_for(&clock, instant_loop);
+    let s = repeat(rule, Some(progress), |_| Ok(median_batch(&clock, n, instant_loop)))?;
+    rows.push(measured("instant-now", &s).with("cpus", home.to_string()));
+    progress.inc();
+
+    progress.step("cas-store, cas-swap");
+    let word = CachePadded::new(AtomicU32::new(0));
+    let pair_loop = |swap: bool, n: u64| {
+        let w = black_box(&*word);
+        ticks_for(n, || {
+            let _ = w.compare_exchange(0, 1, Acquire, Relaxed);
+            if swap {
+                w.swap(0, Release);
+            } else {
+                w.store(0, Release);
+            }
+        })
+    };
+    let ns = [ops_for(&clock, |n| pair_loop(false, n)), ops_for(&clock, |n| pair_loop(true, n))];
+    let both = interleave(2, rule, Some(progress), |i, _| Ok(median_batch(&clock, ns[i], |n| pair_loop(i == 1, n))))?;
+    rows.push(measured("cas-store", &both[0]).with("cpus", home.to_string()));
+    rows.push(measured("cas-swap", &both[1]).with("cpus", home.to_string()));
+    progress.inc();
+
+    progress.step("spin-hint");
+    let hint_loop = |n: u64| ticks_for(n, std::hint::spin_loop);
+    let n = ops_for(&clock, hint_loop);
+    let s = repeat(rule, Some(progress), |_| Ok(median_batch(&clock, n, hint_loop)))?;
+    rows.push(measured("spin-hint", &s).with("cpus", home.to_string()));
+    progress.inc();
+
+    progress.step("wait-period");
+    rows.extend(wait_periods(policies, rule, progress, lab, home)?);
+    progress.inc();
+
+    progress.step("futex-wake-no-waiter");
+    let word = AtomicU32::new(0);
+    let wake_loop = |n: u64| {
+        ticks_for(n, || {
+            futex::wake_one(&word);
+        })
+    };
+    let n = ops_for(&clock, wake_loop);
+    let s = repeat(rule, Some(progress), |_| Ok(median_batch(&clock, n, wake_loop)))?;
+    rows.push(measured("futex-wake-no-waiter", &s).with("cpus", home.to_string()));
+    progress.inc();
+
+    progress.step("sched-yield");
+    let yield_loop = |n: u64| ticks_for(n, std::thread::yield_now);
+    let n = ops_for(&clock, yield_loop);
+    let s = repeat(rule, Some(progress), |_| Ok(median_batch(&clock, n, yield_loop)))?;
+    rows.push(measured("sched-yield", &s).with("cpus", home.to_string()));
+    progress.inc();
+    Ok(rows)
+}
+
 impl Experiment for Floor {
     fn name(&self) -> &'static str {
         "floor"
@@ -133,94 +214,24 @@ impl Experiment for Floor {
             .param("timer_overhead_ticks", lab.clock.overhead_ticks);
 
         let steps = 9 + placements.len() as u64 * 2;
-        let progress = lab.progress("floor", steps);
-        let home = lab.home_cpu();
-        let clock = lab.clock;
+        one_run(lab, started, run, steps, |progress| {
+            let home = lab.home_cpu();
+            let mut rows = with_pinned(home, || one_cpu_rows(&policies, &rule, progress, lab, home))?;
 
-        let mut rows = Vec::new();
-        with_pinned(home, || -> Result<(), LabError> {
-            progress.step("timer");
-            let s = repeat(&rule, Some(&progress), |_| Ok(clock.ns(read_pair_ticks(10_001) as f64)))?;
-            rows.push(measured("timer", &s).with("cpus", home.to_string()));
+            progress.step("yield-forfeit");
+            rows.push(yield_forfeit_row(home, &rule, progress, lab)?);
             progress.inc();
 
-            progress.step("instant-now");
-            let instant_loop = |n: u64| {
-                ticks_for(n, || {
-                    black_box(Instant::now());
-                })
-            };
-            let n = ops_for(&clock, instant_loop);
-            let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, instant_loop)))?;
-            rows.push(measured("instant-now", &s).with("cpus", home.to_string()));
+            progress.step("ping-pong");
+            rows.extend(ping_pongs(&pairs, &rule, progress, lab)?);
             progress.inc();
-
-            progress.step("cas-store, cas-swap");
-            let word = CachePadded::new(AtomicU32::new(0));
-            let pair_loop = |swap: bool, n: u64| {
-                let w = black_box(&*word);
-                ticks_for(n, || {
-                    let _ = w.compare_exchange(0, 1, Acquire, Relaxed);
-                    if swap {
-                        w.swap(0, Release);
-                    } else {
-                        w.store(0, Release);
-                    }
-                })
-            };
-            let ns = [ops_for(&clock, |n| pair_loop(false, n)), ops_for(&clock, |n| pair_loop(true, n))];
-            let both = interleave(2, &rule, Some(&progress), |i, _| {
-                Ok(median_batch(&clock, ns[i], |n| pair_loop(i == 1, n)))
-            })?;
-            rows.push(measured("cas-store", &both[0]).with("cpus", home.to_string()));
-            rows.push(measured("cas-swap", &both[1]).with("cpus", home.to_string()));
-            progress.inc();
-
-            progress.step("spin-hint");
-            let hint_loop = |n: u64| ticks_for(n, std::hint::spin_loop);
-            let n = ops_for(&clock, hint_loop);
-            let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, hint_loop)))?;
-            rows.push(measured("spin-hint", &s).with("cpus", home.to_string()));
-            progress.inc();
-
-            progress.step("wait-period");
-            rows.extend(wait_periods(&policies, &rule, &progress, lab, home)?);
-            progress.inc();
-
-            progress.step("futex-wake-no-waiter");
-            let word = AtomicU32::new(0);
-            let wake_loop = |n: u64| {
-                ticks_for(n, || {
-                    futex::wake_one(&word);
-                })
-            };
-            let n = ops_for(&clock, wake_loop);
-            let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, wake_loop)))?;
-            rows.push(measured("futex-wake-no-waiter", &s).with("cpus", home.to_string()));
-            progress.inc();
-
-            progress.step("sched-yield");
-            let yield_loop = |n: u64| ticks_for(n, std::thread::yield_now);
-            let n = ops_for(&clock, yield_loop);
-            let s = repeat(&rule, Some(&progress), |_| Ok(median_batch(&clock, n, yield_loop)))?;
-            rows.push(measured("sched-yield", &s).with("cpus", home.to_string()));
-            progress.inc();
-            Ok(())
-        })?;
-
-        progress.step("yield-forfeit");
-        rows.push(yield_forfeit_row(home, &rule, &progress, lab)?);
-        progress.inc();
-
-        progress.step("ping-pong");
-        rows.extend(ping_pongs(&pairs, &rule, &progress, lab)?);
-        progress.inc();
-        for &placement in &placements {
-            progress.step(&format!("futex-wake-to-run, {placement}"));
-            rows.push(wake_to_run_row(placement, &rule, &progress, lab)?);
-            progress.inc();
-        }
-        finish(&progress, run, rows, started)
+            for &placement in &placements {
+                progress.step(&format!("futex-wake-to-run, {placement}"));
+                rows.push(wake_to_run_row(placement, &rule, progress, lab)?);
+                progress.inc();
+            }
+            Ok(rows)
+        })
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<settings::Step> {

@@ -22,8 +22,11 @@
 //! The hold time decides what is measured: a short one catches a spin-then-park policy still
 //! spinning, a long one catches it asleep. Both are run by default.
 
+use super::driver::one_run;
+use super::lab::Lab;
+use super::options::Common;
 use super::settings::{smoke_locks, Length, Step};
-use super::{finish, floor, Common, Experiment, Lab};
+use super::{floor, Experiment};
 use crate::error::LabError;
 use crate::lockbox::LockBox;
 use crate::machine::Placement;
@@ -31,7 +34,7 @@ use crate::measure::clock::{fenced_now, fenced_overhead};
 use crate::measure::partner::with_partner;
 use crate::measure::pin::with_pinned;
 use crate::measure::work::spin;
-use crate::measure::{interleave, Clock, Summary};
+use crate::measure::{interleave, Clock, Series, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
 use crate::results::format::{duration_words, number};
@@ -311,6 +314,63 @@ impl Handoff {
     }
 }
 
+/// One placement's and hold's rows, `(placement, (a, b), hold)`: the bare line's, then one
+/// per lock, each with its ratio to the floor and its tail from `all`, the hand-offs kept per
+/// direction (treatment 0 the floor).
+fn hold_rows(
+    (placement, (a, b), hold): (Placement, (usize, usize), u64),
+    available: &[&LockChoice],
+    series: &[Series],
+    all: &[Directions],
+    clock: &Clock,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let floor = Summary::of(&series[0].samples);
+    // The counters' offset, from the floor's hand-offs, which take equally long
+    // both ways: taken out of every single hand-off before its tail is read.
+    let offset = all[0].offset();
+    let mut floor_row = Row::new()
+        .with(LOCK, FLOOR_LOCK)
+        .with(PLACEMENT, placement.name())
+        .with("cpus", format!("{a},{b}"))
+        .with(KEY_HOLD_NS, hold);
+    match floor {
+        Some(s) => {
+            floor_row = floor_row
+                .summary("handoff", "ns", &s)
+                .with(RATIO_TO_FLOOR, 1.0)
+                .with("counter_offset_ns", clock.ns(offset));
+            add_tail(&mut floor_row, &all[0].corrected(offset), clock);
+        }
+        None => floor_row = floor_row.skipped("no cache line moves between two threads on one CPU"),
+    }
+    rows.push(floor_row);
+    for (k, lock) in available.iter().enumerate() {
+        let mut row = Row::new()
+            .with(LOCK, lock.name())
+            .with(ORIGIN, lock.origin())
+            .with(WAIT, lock.entry.policy)
+            .with(PLACEMENT, placement.name())
+            .with("cpus", format!("{a},{b}"))
+            .with(KEY_HOLD_NS, hold);
+        let Some(s) = Summary::of(&series[k + 1].samples) else {
+            rows.push(row.skipped("no repetition produced a value"));
+            continue;
+        };
+        row = row.summary("handoff", "ns", &s).with("stop", series[k + 1].verdict);
+        if let Some(f) = floor.filter(|f| f.mean > 0.0) {
+            row.set(RATIO_TO_FLOOR, s.mean / f.mean);
+            if let Some(why) = floor::below_floor(&s, &f, "latency", 0.0) {
+                eprintln!("warning: handoff: {} at {placement}, hold {hold} ns: {why}", lock.name());
+                row.set(BELOW_FLOOR, why);
+            }
+        }
+        add_tail(&mut row, &all[k + 1].corrected(offset), clock);
+        rows.push(row);
+    }
+    rows
+}
+
 impl Experiment for Handoff {
     fn name(&self) -> &'static str {
         "handoff"
@@ -365,83 +425,42 @@ impl Experiment for Handoff {
             .map(|l| LockBox::new(l.entry).map_err(|e| LabError::failed(e.to_string())))
             .collect::<Result<_, _>>()?;
 
-        let progress = lab.progress("handoff", (placements.len() * holds.len()) as u64);
-        for &placement in &placements {
-            let (a, b) = match lab.topology.pair(placement) {
-                Ok(pair) => pair,
-                Err(why) => {
-                    rows.push(Row::new().with(PLACEMENT, placement.name()).skipped(why));
-                    continue;
-                }
-            };
-            for &hold in &holds {
-                progress.step(&format!("{placement}, hold {hold} ns"));
-                let hold_iterations = lab.work.iterations(hold as f64);
-                let floor_line = BareLine(CachePadded::new(AtomicU32::new(0)));
-                // Treatment 0 is the floor; 1.. are the locks. Every hand-off of the measured
-                // repetitions is kept, per direction, for the tail figures.
-                let mut all: Vec<Directions> = vec![Directions::default(); instances.len() + 1];
-                let series = interleave(instances.len() + 1, &rule, Some(&progress), |i, rep| {
-                    if a == b && i == 0 {
-                        return Ok(f64::NAN);
-                    }
-                    let directions = match i {
-                        0 => handoff_rep(&floor_line, a, b, handoffs, hold_iterations)?,
-                        _ => handoff_rep(&instances[i - 1], a, b, handoffs, hold_iterations)?,
-                    };
-                    let value = clock.ns(directions.value());
-                    if rep != crate::measure::Rep::Warmup {
-                        all[i].extend(directions);
-                    }
-                    Ok(value)
-                })?;
-                let floor = Summary::of(&series[0].samples);
-                // The counters' offset, from the floor's hand-offs, which take equally long
-                // both ways: taken out of every single hand-off before its tail is read.
-                let offset = all[0].offset();
-                let mut floor_row = Row::new()
-                    .with(LOCK, FLOOR_LOCK)
-                    .with(PLACEMENT, placement.name())
-                    .with("cpus", format!("{a},{b}"))
-                    .with(KEY_HOLD_NS, hold);
-                match floor {
-                    Some(s) => {
-                        floor_row = floor_row
-                            .summary("handoff", "ns", &s)
-                            .with(RATIO_TO_FLOOR, 1.0)
-                            .with("counter_offset_ns", clock.ns(offset));
-                        add_tail(&mut floor_row, &all[0].corrected(offset), &clock);
-                    }
-                    None => floor_row = floor_row.skipped("no cache line moves between two threads on one CPU"),
-                }
-                rows.push(floor_row);
-                for (k, lock) in available.iter().enumerate() {
-                    let mut row = Row::new()
-                        .with(LOCK, lock.name())
-                        .with(ORIGIN, lock.origin())
-                        .with(WAIT, lock.entry.policy)
-                        .with(PLACEMENT, placement.name())
-                        .with("cpus", format!("{a},{b}"))
-                        .with(KEY_HOLD_NS, hold);
-                    let Some(s) = Summary::of(&series[k + 1].samples) else {
-                        rows.push(row.skipped("no repetition produced a value"));
+        one_run(lab, started, run, (placements.len() * holds.len()) as u64, |progress| {
+            for &placement in &placements {
+                let (a, b) = match lab.topology.pair(placement) {
+                    Ok(pair) => pair,
+                    Err(why) => {
+                        rows.push(Row::new().with(PLACEMENT, placement.name()).skipped(why));
                         continue;
-                    };
-                    row = row.summary("handoff", "ns", &s).with("stop", series[k + 1].verdict);
-                    if let Some(f) = floor.filter(|f| f.mean > 0.0) {
-                        row.set(RATIO_TO_FLOOR, s.mean / f.mean);
-                        if let Some(why) = floor::below_floor(&s, &f, "latency", 0.0) {
-                            eprintln!("warning: handoff: {} at {placement}, hold {hold} ns: {why}", lock.name());
-                            row.set(BELOW_FLOOR, why);
-                        }
                     }
-                    add_tail(&mut row, &all[k + 1].corrected(offset), &clock);
-                    rows.push(row);
+                };
+                for &hold in &holds {
+                    progress.step(&format!("{placement}, hold {hold} ns"));
+                    let hold_iterations = lab.work.iterations(hold as f64);
+                    let floor_line = BareLine(CachePadded::new(AtomicU32::new(0)));
+                    // Treatment 0 is the floor; 1.. are the locks. Every hand-off of the measured
+                    // repetitions is kept, per direction, for the tail figures.
+                    let mut all: Vec<Directions> = vec![Directions::default(); instances.len() + 1];
+                    let series = interleave(instances.len() + 1, &rule, Some(progress), |i, rep| {
+                        if a == b && i == 0 {
+                            return Ok(f64::NAN);
+                        }
+                        let directions = match i {
+                            0 => handoff_rep(&floor_line, a, b, handoffs, hold_iterations)?,
+                            _ => handoff_rep(&instances[i - 1], a, b, handoffs, hold_iterations)?,
+                        };
+                        let value = clock.ns(directions.value());
+                        if rep != crate::measure::Rep::Warmup {
+                            all[i].extend(directions);
+                        }
+                        Ok(value)
+                    })?;
+                    rows.extend(hold_rows((placement, (a, b), hold), &available, &series, &all, &clock));
+                    progress.inc();
                 }
-                progress.inc();
             }
-        }
-        finish(&progress, run, rows, started)
+            Ok(rows)
+        })
     }
 
     fn report_steps(&self, length: Length, _cpus: usize) -> Vec<Step> {

@@ -6,7 +6,8 @@
 //! every experiment's own defaults (the papers' lengths). `Smoke` measures as little as will
 //! still produce every kind of row, for tests.
 
-use super::{Common, Experiment, Locks};
+use super::options::{Common, Locks};
+use super::Experiment;
 use std::time::Duration;
 
 /// How long a report measures.

@@ -138,6 +138,99 @@ fn uname() -> String {
     format!("{} {} {}", field(&u.sysname), field(&u.release), field(&u.version))
 }
 
+impl TopologyInfo {
+    /// The summary of `topology`, with an example pair or the reason for each placement.
+    fn of(topology: &Topology) -> TopologyInfo {
+        let placements: Vec<PlacementInfo> = Placement::ALL
+            .into_iter()
+            .map(|placement| match topology.pair(placement) {
+                Ok(pair) => PlacementInfo { placement, example_cpus: Some(pair), skipped: None },
+                Err(why) => PlacementInfo { placement, example_cpus: None, skipped: Some(why) },
+            })
+            .collect();
+        TopologyInfo {
+            packages: topology.packages(),
+            cores: topology.cores.len(),
+            threads_per_core: topology.threads_per_core(),
+            smt: topology.threads_per_core() > 1,
+            numa_nodes: topology.nodes.len(),
+            llc_groups: topology.llcs.len(),
+            hybrid: !topology.core_classes.is_empty(),
+            placements,
+            detail: topology.clone(),
+        }
+    }
+}
+
+/// The CPU frequency governors in use, if a cpufreq driver lists any.
+fn cpufreq_governor(cpu_dir: &Path) -> Option<String> {
+    let mut governors: Vec<String> = fs::read_dir(cpu_dir.join("cpufreq"))
+        .map(|d| d.filter_map(|e| e.ok()).filter_map(|e| read(e.path().join("scaling_governor"))).collect())
+        .unwrap_or_default();
+    governors.sort();
+    governors.dedup();
+    (!governors.is_empty()).then(|| governors.join(", "))
+}
+
+/// The cpuidle driver and governor, if there is a driver.
+fn cpuidle(cpu_dir: &Path) -> Option<String> {
+    read(cpu_dir.join("cpuidle/current_driver")).map(|driver| {
+        let governor = read(cpu_dir.join("cpuidle/current_governor"))
+            .or_else(|| read(cpu_dir.join("cpuidle/current_governor_ro")))
+            .unwrap_or_else(|| "unknown".into());
+        format!("driver {driver}, governor {governor}")
+    })
+}
+
+/// What this machine lacks, each with the reason, for `spinlab info`'s last lines.
+fn absent(info: &MachineInfo) -> Vec<String> {
+    let topo = &info.topology;
+    let mut absent = Vec::new();
+    for p in &topo.placements {
+        if let Some(why) = &p.skipped {
+            if p.placement != Placement::Llc || topo.numa_nodes == 1 {
+                absent.push(format!("placement `{}`: {why}", p.placement));
+            }
+        }
+    }
+    if !topo.hybrid {
+        absent.push(format!("hybrid cores: {}", topo.detail.core_type_source));
+    }
+    if !info.perf_counters.readable {
+        absent.push(format!("hardware performance counters: {}", info.perf_counters.detail));
+    }
+    if !info.wait_features.waitpkg {
+        absent.push("WAITPKG (umonitor/umwait/tpause): not offered by this CPU".into());
+    }
+    if !info.wait_features.monitorx {
+        absent.push("MONITORX/MWAITX: not offered by this CPU".into());
+    }
+    if !info.wait_features.wfe && cfg!(target_arch = "aarch64") {
+        absent.push("WFE: not offered".into());
+    }
+    if info.umwait_control.is_none() {
+        absent.push("umwait_control: the kernel has no /sys/devices/system/cpu/umwait_control".into());
+    }
+    if !info.tsc.invariant {
+        absent.push(
+            "invariant TSC: cpuid does not report it (the counter may change rate or stop in idle states)".into(),
+        );
+    }
+    if info.cpufreq_governor.is_none() {
+        absent.push("CPU frequency governor: no cpufreq driver (frequency is not under OS control here)".into());
+    }
+    absent
+}
+
+/// `yes` or `no`.
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
 impl MachineInfo {
     /// Reads the machine (`sys_root` is normally `/sys`). Takes about 50 ms (TSC calibration).
     pub fn gather(sys_root: &Path, topology: &Topology) -> MachineInfo {
@@ -152,24 +245,7 @@ impl MachineInfo {
         let features = cpu::features();
         let cpu_dir = sys_root.join("devices/system/cpu");
 
-        let placements: Vec<PlacementInfo> = Placement::ALL
-            .into_iter()
-            .map(|placement| match topology.pair(placement) {
-                Ok(pair) => PlacementInfo { placement, example_cpus: Some(pair), skipped: None },
-                Err(why) => PlacementInfo { placement, example_cpus: None, skipped: Some(why) },
-            })
-            .collect();
-        let topo = TopologyInfo {
-            packages: topology.packages(),
-            cores: topology.cores.len(),
-            threads_per_core: topology.threads_per_core(),
-            smt: topology.threads_per_core() > 1,
-            numa_nodes: topology.nodes.len(),
-            llc_groups: topology.llcs.len(),
-            hybrid: !topology.core_classes.is_empty(),
-            placements,
-            detail: topology.clone(),
-        };
+        let topo = TopologyInfo::of(topology);
 
         let umwait_dir = cpu_dir.join("umwait_control");
         let umwait_control = umwait_dir.is_dir().then(|| UmwaitControl {
@@ -177,18 +253,8 @@ impl MachineInfo {
             max_time: read(umwait_dir.join("max_time")),
         });
 
-        let mut governors: Vec<String> = fs::read_dir(cpu_dir.join("cpufreq"))
-            .map(|d| d.filter_map(|e| e.ok()).filter_map(|e| read(e.path().join("scaling_governor"))).collect())
-            .unwrap_or_default();
-        governors.sort();
-        governors.dedup();
-        let cpufreq_governor = (!governors.is_empty()).then(|| governors.join(", "));
-        let cpuidle = read(cpu_dir.join("cpuidle/current_driver")).map(|driver| {
-            let governor = read(cpu_dir.join("cpuidle/current_governor"))
-                .or_else(|| read(cpu_dir.join("cpuidle/current_governor_ro")))
-                .unwrap_or_else(|| "unknown".into());
-            format!("driver {driver}, governor {governor}")
-        });
+        let cpufreq_governor = cpufreq_governor(&cpu_dir);
+        let cpuidle = cpuidle(&cpu_dir);
 
         let tsc = TscInfo {
             invariant: features.invariant_tsc,
@@ -204,42 +270,7 @@ impl MachineInfo {
             wfe: features.wfe,
         };
 
-        let mut absent = Vec::new();
-        for p in &topo.placements {
-            if let Some(why) = &p.skipped {
-                if p.placement != Placement::Llc || topo.numa_nodes == 1 {
-                    absent.push(format!("placement `{}`: {why}", p.placement));
-                }
-            }
-        }
-        if !topo.hybrid {
-            absent.push(format!("hybrid cores: {}", topology.core_type_source));
-        }
-        if !perf_counters.readable {
-            absent.push(format!("hardware performance counters: {}", perf_counters.detail));
-        }
-        if !wait_features.waitpkg {
-            absent.push("WAITPKG (umonitor/umwait/tpause): not offered by this CPU".into());
-        }
-        if !wait_features.monitorx {
-            absent.push("MONITORX/MWAITX: not offered by this CPU".into());
-        }
-        if !wait_features.wfe && cfg!(target_arch = "aarch64") {
-            absent.push("WFE: not offered".into());
-        }
-        if umwait_control.is_none() {
-            absent.push("umwait_control: the kernel has no /sys/devices/system/cpu/umwait_control".into());
-        }
-        if !tsc.invariant {
-            absent.push(
-                "invariant TSC: cpuid does not report it (the counter may change rate or stop in idle states)".into(),
-            );
-        }
-        if cpufreq_governor.is_none() {
-            absent.push("CPU frequency governor: no cpufreq driver (frequency is not under OS control here)".into());
-        }
-
-        MachineInfo {
+        let info = MachineInfo {
             cpu_model: cpu::brand()
                 .or_else(|| cpuinfo_field(&cpuinfo, "model name"))
                 .unwrap_or_else(|| "unknown".to_string()),
@@ -255,20 +286,38 @@ impl MachineInfo {
             cpufreq_governor,
             cpuidle,
             clocksource: read(sys_root.join("devices/system/clocksource/clocksource0/current_clocksource")),
-            absent,
+            absent: Vec::new(),
             spinlab_version: env!("CARGO_PKG_VERSION").to_string(),
-        }
+        };
+        MachineInfo { absent: absent(&info), ..info }
     }
 
     /// The human-readable report.
     pub fn render(&self) -> String {
-        let yes_no = |b: bool| if b { "yes" } else { "no" };
-        let t = &self.topology;
         let mut out = String::new();
         let mut line = |k: &str, v: String| out.push_str(&format!("{k:<22} {v}\n"));
         line("CPU", self.cpu_model.clone());
         line("logical CPUs", format!("{} (this process may use {})", self.logical_cpus, self.allowed_cpus));
         line("virtual machine", yes_no(self.hypervisor).into());
+        self.topology_lines(&mut line);
+        self.clock_and_wait_lines(&mut line);
+        line("kernel", self.kernel.clone());
+        line("frequency governor", self.cpufreq_governor.clone().unwrap_or_else(|| "none (no cpufreq driver)".into()));
+        line("cpuidle", self.cpuidle.clone().unwrap_or_else(|| "none".into()));
+        line("clock source", self.clocksource.clone().unwrap_or_else(|| "unknown".into()));
+        if !self.absent.is_empty() {
+            out.push_str("\nabsent on this machine:\n");
+            for a in &self.absent {
+                out.push_str(&format!("  - {a}\n"));
+            }
+        }
+        out
+    }
+
+    /// The report's lines on the topology: packages, cores, caches, nodes, core types and
+    /// placements.
+    fn topology_lines(&self, line: &mut impl FnMut(&str, String)) {
+        let t = &self.topology;
         line("packages", t.packages.to_string());
         line(
             "cores",
@@ -309,6 +358,10 @@ impl MachineInfo {
             };
             line(&format!("placement {}", p.placement), v);
         }
+    }
+
+    /// The report's lines on the wait instructions, the TSC and the performance counters.
+    fn clock_and_wait_lines(&self, line: &mut impl FnMut(&str, String)) {
         let w = &self.wait_features;
         line("pause", yes_no(w.pause).into());
         line("WAITPKG", yes_no(w.waitpkg).into());
@@ -343,16 +396,5 @@ impl MachineInfo {
                 self.perf_counters.detail
             ),
         );
-        line("kernel", self.kernel.clone());
-        line("frequency governor", self.cpufreq_governor.clone().unwrap_or_else(|| "none (no cpufreq driver)".into()));
-        line("cpuidle", self.cpuidle.clone().unwrap_or_else(|| "none".into()));
-        line("clock source", self.clocksource.clone().unwrap_or_else(|| "unknown".into()));
-        if !self.absent.is_empty() {
-            out.push_str("\nabsent on this machine:\n");
-            for a in &self.absent {
-                out.push_str(&format!("  - {a}\n"));
-            }
-        }
-        out
     }
 }

@@ -48,28 +48,80 @@ fn numbered(name: &str, prefix: &str) -> Option<usize> {
     name.strip_prefix(prefix).and_then(|n| n.parse().ok())
 }
 
+/// Groups of CPUs (SMT siblings, caches), and the index of each CPU's group.
+type Grouped<T> = (Vec<T>, BTreeMap<usize, usize>);
+
+const CPU_DIR: &str = "devices/system/cpu";
+const NODE_DIR: &str = "devices/system/node";
+
 impl Topology {
     /// Reads the topology under `sys_root` (normally `/sys`).
     pub fn read(sys_root: &Path) -> Result<Topology, String> {
         let sys = Sysfs { root: sys_root.to_path_buf() };
-        let cpu_dir = "devices/system/cpu";
-        let ids = match sys.list(&format!("{cpu_dir}/online"))? {
+        let ids = sys.online_cpus()?;
+        let (cores, core_of) = sys.smt_groups(&ids)?;
+        let (llcs, llc_of) = sys.last_level_caches(&ids)?;
+        let (nodes, nodes_from_os) = sys.nodes(&ids)?;
+        let capacities: BTreeMap<usize, u32> = ids
+            .iter()
+            .filter_map(|&id| {
+                sys.read(&format!("{CPU_DIR}/cpu{id}/cpu_capacity")).and_then(|c| c.parse().ok()).map(|c| (id, c))
+            })
+            .collect();
+        let CoreClasses { classes: core_classes, source: core_type_source } = core_classes(&sys, &ids, &capacities)?;
+
+        let cpus = ids
+            .iter()
+            .map(|&id| Cpu {
+                id,
+                package: sys
+                    .read(&format!("{CPU_DIR}/cpu{id}/topology/physical_package_id"))
+                    .and_then(|p| p.parse().ok()),
+                core_id: sys.read(&format!("{CPU_DIR}/cpu{id}/topology/core_id")).and_then(|p| p.parse().ok()),
+                core: core_of[&id],
+                llc: llc_of.get(&id).copied(),
+                node: nodes.iter().position(|n| n.cpus.contains(&id)).unwrap_or(0),
+                core_type: core_classes.iter().find(|c| c.cpus.contains(&id)).map(|c| c.name.clone()),
+                capacity: capacities.get(&id).copied(),
+            })
+            .collect();
+
+        Ok(Topology {
+            cpus,
+            cores,
+            llcs,
+            nodes,
+            nodes_from_os,
+            core_classes,
+            core_type_source,
+            smt_control: sys.read(&format!("{CPU_DIR}/smt/control")),
+        })
+    }
+}
+
+impl Sysfs {
+    /// The online CPUs, or every `cpuN` directory where `online` is absent.
+    fn online_cpus(&self) -> Result<Vec<usize>, String> {
+        let ids = match self.list(&format!("{CPU_DIR}/online"))? {
             Some(ids) => ids,
             None => {
-                let mut ids: Vec<usize> = sys.entries(cpu_dir).iter().filter_map(|n| numbered(n, "cpu")).collect();
+                let mut ids: Vec<usize> = self.entries(CPU_DIR).iter().filter_map(|n| numbered(n, "cpu")).collect();
                 ids.sort_unstable();
                 ids
             }
         };
         if ids.is_empty() {
-            return Err(format!("no CPUs listed under {}", sys.path(cpu_dir).display()));
+            return Err(format!("no CPUs listed under {}", self.path(CPU_DIR).display()));
         }
+        Ok(ids)
+    }
 
-        // SMT sibling groups, numbered in order of first appearance.
+    /// SMT sibling groups, numbered in order of first appearance, and each CPU's group.
+    fn smt_groups(&self, ids: &[usize]) -> Result<Grouped<Vec<usize>>, String> {
         let mut cores: Vec<Vec<usize>> = Vec::new();
         let mut core_of = BTreeMap::new();
-        for &id in &ids {
-            let siblings = sys.list(&format!("{cpu_dir}/cpu{id}/topology/thread_siblings_list"))?.unwrap_or(vec![id]);
+        for &id in ids {
+            let siblings = self.list(&format!("{CPU_DIR}/cpu{id}/topology/thread_siblings_list"))?.unwrap_or(vec![id]);
             let siblings: Vec<usize> = siblings.into_iter().filter(|s| ids.contains(s)).collect();
             let index = match cores.iter().position(|c| *c == siblings) {
                 Some(i) => i,
@@ -80,30 +132,39 @@ impl Topology {
             };
             core_of.insert(id, index);
         }
+        Ok((cores, core_of))
+    }
 
-        // The last-level cache: the highest level any CPU lists, data or unified.
+    /// The highest-level data or unified cache `id` lists, if any.
+    fn highest_cache(&self, id: usize) -> Result<Option<CacheGroup>, String> {
+        let cache_dir = format!("{CPU_DIR}/cpu{id}/cache");
+        let mut best: Option<CacheGroup> = None;
+        for index in self.entries(&cache_dir).iter().filter(|n| numbered(n, "index").is_some()) {
+            let base = format!("{cache_dir}/{index}");
+            let kind = self.read(&format!("{base}/type")).unwrap_or_default();
+            if kind == "Instruction" {
+                continue;
+            }
+            let Some(level) = self.read(&format!("{base}/level")).and_then(|l| l.parse::<u32>().ok()) else {
+                continue;
+            };
+            let cpus = self.list(&format!("{base}/shared_cpu_list"))?.unwrap_or(vec![id]);
+            let size_bytes = self.read(&format!("{base}/size")).and_then(|s| parse_size(&s));
+            if best.as_ref().is_none_or(|b| level > b.level) {
+                best = Some(CacheGroup { level, kind, size_bytes, cpus });
+            }
+        }
+        Ok(best)
+    }
+
+    /// The last-level cache groups (the highest level any CPU lists, data or unified) and
+    /// each CPU's group.
+    fn last_level_caches(&self, ids: &[usize]) -> Result<Grouped<CacheGroup>, String> {
         let mut llcs: Vec<CacheGroup> = Vec::new();
         let mut llc_of = BTreeMap::new();
         let mut per_cpu_llc = BTreeMap::new();
-        for &id in &ids {
-            let cache_dir = format!("{cpu_dir}/cpu{id}/cache");
-            let mut best: Option<CacheGroup> = None;
-            for index in sys.entries(&cache_dir).iter().filter(|n| numbered(n, "index").is_some()) {
-                let base = format!("{cache_dir}/{index}");
-                let kind = sys.read(&format!("{base}/type")).unwrap_or_default();
-                if kind == "Instruction" {
-                    continue;
-                }
-                let Some(level) = sys.read(&format!("{base}/level")).and_then(|l| l.parse::<u32>().ok()) else {
-                    continue;
-                };
-                let cpus = sys.list(&format!("{base}/shared_cpu_list"))?.unwrap_or(vec![id]);
-                let size_bytes = sys.read(&format!("{base}/size")).and_then(|s| parse_size(&s));
-                if best.as_ref().is_none_or(|b| level > b.level) {
-                    best = Some(CacheGroup { level, kind, size_bytes, cpus });
-                }
-            }
-            if let Some(group) = best {
+        for &id in ids {
+            if let Some(group) = self.highest_cache(id)? {
                 per_cpu_llc.insert(id, group);
             }
         }
@@ -122,14 +183,17 @@ impl Topology {
             };
             llc_of.insert(id, index);
         }
+        Ok((llcs, llc_of))
+    }
 
-        // NUMA nodes; without them, one node holds everything.
-        let node_dir = "devices/system/node";
+    /// The NUMA nodes, and whether the OS listed them; without them, one node holds
+    /// everything.
+    fn nodes(&self, ids: &[usize]) -> Result<(Vec<Node>, bool), String> {
         let mut nodes = Vec::new();
-        for name in sys.entries(node_dir) {
+        for name in self.entries(NODE_DIR) {
             let Some(node_id) = numbered(&name, "node") else { continue };
-            let cpus: Vec<usize> = sys
-                .list(&format!("{node_dir}/{name}/cpulist"))?
+            let cpus: Vec<usize> = self
+                .list(&format!("{NODE_DIR}/{name}/cpulist"))?
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|c| ids.contains(c))
@@ -141,43 +205,9 @@ impl Topology {
         nodes.sort_by_key(|n| n.id);
         let nodes_from_os = !nodes.is_empty();
         if !nodes_from_os {
-            nodes.push(Node { id: 0, cpus: ids.clone() });
+            nodes.push(Node { id: 0, cpus: ids.to_vec() });
         }
-
-        let capacities: BTreeMap<usize, u32> = ids
-            .iter()
-            .filter_map(|&id| {
-                sys.read(&format!("{cpu_dir}/cpu{id}/cpu_capacity")).and_then(|c| c.parse().ok()).map(|c| (id, c))
-            })
-            .collect();
-        let CoreClasses { classes: core_classes, source: core_type_source } = core_classes(&sys, &ids, &capacities)?;
-
-        let cpus = ids
-            .iter()
-            .map(|&id| Cpu {
-                id,
-                package: sys
-                    .read(&format!("{cpu_dir}/cpu{id}/topology/physical_package_id"))
-                    .and_then(|p| p.parse().ok()),
-                core_id: sys.read(&format!("{cpu_dir}/cpu{id}/topology/core_id")).and_then(|p| p.parse().ok()),
-                core: core_of[&id],
-                llc: llc_of.get(&id).copied(),
-                node: nodes.iter().position(|n| n.cpus.contains(&id)).unwrap_or(0),
-                core_type: core_classes.iter().find(|c| c.cpus.contains(&id)).map(|c| c.name.clone()),
-                capacity: capacities.get(&id).copied(),
-            })
-            .collect();
-
-        Ok(Topology {
-            cpus,
-            cores,
-            llcs,
-            nodes,
-            nodes_from_os,
-            core_classes,
-            core_type_source,
-            smt_control: sys.read(&format!("{cpu_dir}/smt/control")),
-        })
+        Ok((nodes, nodes_from_os))
     }
 }
 

@@ -9,10 +9,8 @@
 
 use super::caveat::Caveat;
 use super::scorecard::Estimate;
-use super::Context;
 use crate::results::format::{duration_words, number};
 use crate::results::recommendation::{FigureEntry, MarginEntry, RecommendationLine, RunnerUpEntry};
-use crate::results::Row;
 
 /// One line of the recommendation.
 #[derive(Clone, Debug, PartialEq)]
@@ -378,18 +376,6 @@ pub struct Contribution {
     /// The experiments whose runs the lines were chosen from, where the lines do not name
     /// their own run (see [`Advice::caveats`]).
     pub reads: &'static [&'static str],
-}
-
-/// Why an experiment has no usable rows: not run, or every configuration skipped.
-pub fn missing_reason(ctx: &Context<'_>, experiment: &str) -> String {
-    let rows: Vec<&Row> = ctx.rows_of(experiment);
-    if rows.is_empty() {
-        return format!("not measured: the {experiment} experiment was not run");
-    }
-    match rows.iter().find_map(|r| r.text("skipped")) {
-        Some(why) if rows.iter().all(|r| r.is_skipped()) => format!("not measured: {experiment} was skipped ({why})"),
-        _ => format!("not measured: {experiment} has no rows with the figures this needs"),
-    }
 }
 
 #[cfg(test)]

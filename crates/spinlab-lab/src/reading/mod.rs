@@ -57,6 +57,20 @@ impl<'a> Context<'a> {
     pub fn rows_of(&self, experiment: &str) -> Vec<&'a Row> {
         self.results.runs.iter().filter(|r| r.experiment == experiment).flat_map(|r| r.rows.iter()).collect()
     }
+
+    /// Why `experiment` has no usable rows: not run, or every configuration skipped.
+    pub fn missing_reason(&self, experiment: &str) -> String {
+        let rows: Vec<&Row> = self.rows_of(experiment);
+        if rows.is_empty() {
+            return format!("not measured: the {experiment} experiment was not run");
+        }
+        match rows.iter().find_map(|r| r.text("skipped")) {
+            Some(why) if rows.iter().all(|r| r.is_skipped()) => {
+                format!("not measured: {experiment} was skipped ({why})")
+            }
+            _ => format!("not measured: {experiment} has no rows with the figures this needs"),
+        }
+    }
 }
 
 /// CPUs in a kernel CPU list such as `0-3,8`.

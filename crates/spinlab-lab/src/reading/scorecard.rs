@@ -9,7 +9,6 @@
 //! only as firm as its interval: `reproduced` and `differs` both need the interval on one
 //! side of the claim's range.
 
-use super::advice::missing_reason;
 use super::caveat::{self, Caveat, Concern};
 use super::Context;
 use crate::results::format::number;
@@ -412,7 +411,7 @@ pub fn why_missing(ctx: &Context<'_>, experiment: &str, needs: &[(&str, &str)]) 
         .iter()
         .find_map(|(key, value)| skipped_where(ctx, experiment, key, value))
         .map(Verdict::CannotTest)
-        .unwrap_or_else(|| Verdict::NotMeasured(missing_reason(ctx, experiment)))
+        .unwrap_or_else(|| Verdict::NotMeasured(ctx.missing_reason(experiment)))
 }
 
 /// The first measured row of `experiment` whose keys have the given text values.

@@ -2,6 +2,7 @@
 //! content security policy forbids anything else) that opens with the verdict and then shows
 //! the scorecard, the machine and one figure per experiment.
 
+use super::escape::escape;
 use super::figures::{self, Figure};
 use super::recommend::Advice;
 use super::scorecard::{self, Scorecard};
@@ -9,22 +10,6 @@ use super::verdict;
 use crate::reading::Context;
 use crate::results::Results;
 use serde_json::Value;
-
-/// Text safe inside HTML elements and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 const STYLE: &str = "
 body { font-family: sans-serif; margin: 0 auto; max-width: 960px; padding: 16px 24px; color: #222; }
@@ -157,18 +142,7 @@ fn section(f: &Figure, runs: &[&crate::results::Run]) -> String {
 }
 
 fn machine_card(m: &Value) -> String {
-    let s = |path: &[&str]| -> Option<String> {
-        let mut v = m;
-        for p in path {
-            v = v.get(p)?;
-        }
-        match v {
-            Value::Null => None,
-            Value::String(s) => Some(s.clone()),
-            Value::Bool(b) => Some(if *b { "yes".into() } else { "no".into() }),
-            v => Some(v.to_string()),
-        }
-    };
+    let s = |path: &[&str]| field(m, path);
     let mut rows: Vec<(&str, String)> = Vec::new();
     let mut add = |k: &'static str, v: Option<String>| {
         if let Some(v) = v {
@@ -193,19 +167,7 @@ fn machine_card(m: &Value) -> String {
             s(&["topology", "smt"]).unwrap_or("?".into()),
         )),
     );
-    if let Some(placements) = m.pointer("/topology/placements").and_then(Value::as_array) {
-        let text: Vec<String> = placements
-            .iter()
-            .map(|p| {
-                let name = p.get("placement").and_then(Value::as_str).unwrap_or("?");
-                match p.get("skipped").and_then(Value::as_str) {
-                    Some(why) => format!("{name}: unavailable ({why})"),
-                    None => format!("{name}: yes"),
-                }
-            })
-            .collect();
-        add("placements", Some(text.join("; ")));
-    }
+    add("placements", placements(m));
     if let Some(features) = m.get("wait_features").and_then(Value::as_object) {
         let text: Vec<String> = features
             .iter()
@@ -231,6 +193,43 @@ fn machine_card(m: &Value) -> String {
         out.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>\n", escape(k), escape(&v)));
     }
     out.push_str("</table>\n");
+    out.push_str(&absent(m));
+    out
+}
+
+/// The machine's field at `path`, in words (`yes`/`no` for a flag); `None` where absent.
+fn field(m: &Value, path: &[&str]) -> Option<String> {
+    let mut v = m;
+    for p in path {
+        v = v.get(p)?;
+    }
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(if *b { "yes".into() } else { "no".into() }),
+        v => Some(v.to_string()),
+    }
+}
+
+/// Each placement, and why it is unavailable where it is.
+fn placements(m: &Value) -> Option<String> {
+    let placements = m.pointer("/topology/placements").and_then(Value::as_array)?;
+    let text: Vec<String> = placements
+        .iter()
+        .map(|p| {
+            let name = p.get("placement").and_then(Value::as_str).unwrap_or("?");
+            match p.get("skipped").and_then(Value::as_str) {
+                Some(why) => format!("{name}: unavailable ({why})"),
+                None => format!("{name}: yes"),
+            }
+        })
+        .collect();
+    Some(text.join("; "))
+}
+
+/// The list of what the machine lacks, or nothing.
+fn absent(m: &Value) -> String {
+    let mut out = String::new();
     if let Some(absent) = m.get("absent").and_then(Value::as_array).filter(|a| !a.is_empty()) {
         out.push_str("<p>What this machine lacks (the experiments that need it say so below):</p>\n<ul>\n");
         for a in absent.iter().filter_map(Value::as_str) {

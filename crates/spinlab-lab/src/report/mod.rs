@@ -8,10 +8,13 @@
 //! - [`figures`] and [`plot`](crate::reading::plot): the charts, from the rows' keys.
 //! - [`recommend`]: the recommendation, from the numbers; [`verdict`] lays it out.
 //! - [`scorecard`]: the seeds' claims against this run (and other machines' committed runs).
-//! - [`html`]: the page; [`terminal`]: the summary.
+//! - [`html`]: the page; [`terminal`]: the summary; [`lines`] and [`escape`]: the text
+//!   helpers both use.
 
+pub mod escape;
 pub mod figures;
 pub mod html;
+pub mod lines;
 pub mod recommend;
 pub mod scorecard;
 pub mod settings;

@@ -4,8 +4,8 @@
 //! ([`Experiment::scorecard`](crate::experiments::Experiment::scorecard)); this module only
 //! collects and lays them out. docs/scorecard.md explains each line.
 
-use super::html::escape;
-use super::terminal::{columns, cut};
+use super::escape::escape;
+use super::lines::{columns, cut};
 use super::verdict;
 use crate::error::LabError;
 use crate::experiments;

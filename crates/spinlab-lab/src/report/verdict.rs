@@ -3,9 +3,9 @@
 //! line. Below it, each caveat of a whole pass, said once and numbered; a line or a claim read
 //! from that pass carries its number. Both for the page and for the terminal.
 
-use super::html::escape;
+use super::escape::escape;
+use super::lines;
 use super::recommend::{Advice, NO_RECOMMENDATION};
-use super::terminal;
 use crate::reading::caveat::{self, Caveat};
 use crate::results::Results;
 
@@ -141,7 +141,7 @@ pub fn terminal(advice: &[Advice], all: &[Caveat]) -> Vec<String> {
         ]);
     }
     let mut out = vec!["verdict (this run's numbers; the reasoning of each line is in index.html):".to_string()];
-    out.extend(terminal::columns(&rows));
+    out.extend(lines::columns(&rows));
     let mut key = "margin: the choice over the runner-up, above 1 better; tied: within the 95% intervals".to_string();
     if !all.is_empty() {
         key.push_str("; [n]: caveat n");
@@ -149,7 +149,7 @@ pub fn terminal(advice: &[Advice], all: &[Caveat]) -> Vec<String> {
     if own {
         key.push_str("; *: a caveat of the line's own rows");
     }
-    out.extend(terminal::wrap(&format!("({key})"), "  ", "   "));
+    out.extend(lines::wrap(&format!("({key})"), "  ", "   "));
     out
 }
 
@@ -164,13 +164,13 @@ pub fn terminal_caveats(results: &Results, all: &[Caveat], budget: usize) -> Vec
     let mut lines = vec!["caveats of whole passes, each said once:".to_string()];
     let said = |i: usize, c: &Caveat| format!("[{}] {}, {}: {}", i + 1, name(c), c.brief(), c.words);
     let wrapped: Vec<String> =
-        all.iter().enumerate().flat_map(|(i, c)| terminal::wrap(&said(i, c), "  ", "      ")).collect();
+        all.iter().enumerate().flat_map(|(i, c)| lines::wrap(&said(i, c), "  ", "      ")).collect();
     if wrapped.len() < budget {
         lines.extend(wrapped);
         return lines;
     }
     if all.len() < budget {
-        lines.extend(all.iter().enumerate().map(|(i, c)| terminal::cut(&format!("  {}", said(i, c)))));
+        lines.extend(all.iter().enumerate().map(|(i, c)| lines::cut(&format!("  {}", said(i, c)))));
         return lines;
     }
     let mut passes: Vec<(String, Vec<usize>, Vec<&str>)> = Vec::new();
@@ -186,7 +186,7 @@ pub fn terminal_caveats(results: &Results, all: &[Caveat], budget: usize) -> Vec
     if passes.len() < budget {
         for (pass, numbers, briefs) in passes {
             let numbers: Vec<String> = numbers.iter().map(usize::to_string).collect();
-            lines.push(terminal::cut(&format!("  [{}] {pass}: {}", numbers.join(", "), briefs.join(", "))));
+            lines.push(lines::cut(&format!("  [{}] {pass}: {}", numbers.join(", "), briefs.join(", "))));
         }
     } else {
         lines.push(format!("  [1]-[{}]: caveats of {} passes, each said in index.html", all.len(), passes.len()));

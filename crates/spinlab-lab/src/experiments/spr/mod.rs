@@ -16,9 +16,11 @@ pub mod spmv;
 pub mod tc;
 
 use super::barrier::{parse_barriers, Barriers};
+use super::lab::Lab;
+use super::options::Common;
 use super::settings::{Length, Step};
 use super::wakeup::{add_summary, placement_pairs, PairAt};
-use super::{Common, Experiment, Lab};
+use super::Experiment;
 use crate::error::LabError;
 use crate::machine::Placement;
 use crate::measure::clock::now;

@@ -1,0 +1,242 @@
+//! The seeds' claims the contention rows speak to: seed 003's fair lock against the spin
+//! lock, uncontended and contended, by node, and its waits against its holds.
+
+use super::figures::{cs_ns, sections, Sections};
+use super::{THROUGHPUT_OPS_S, UNCONTENDED_FLOOR_NS, UNCONTENDED_NS};
+use crate::reading::scorecard::{words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
+use crate::reading::{value_string, Context};
+use crate::results::format::{duration_words, section_words};
+use crate::results::keys::{LOCK, THREADS};
+use crate::results::{Row, Run};
+
+pub(super) const FAIR_UNCONTENDED: Claim = Claim {
+    id: "003-fairlock-uncontended-cost",
+    seed: "003",
+    source: "§6.2, Table 3",
+    claim: "uncontended, the fairlock costs about twice a spinlock",
+    paper: "5 910 851 µs against 2 937 928 µs for 10^8 lock/unlock pairs by one thread (2.01x)",
+};
+
+pub(super) const FAIR_THROUGHPUT: Claim = Claim {
+    id: "003-fairlock-throughput",
+    seed: "003",
+    source: "§6.2, Fig. 8",
+    claim: "under contention the fairlock keeps most of a spinlock's throughput",
+    paper: "64% of the spinlock's throughput on average, 2 to 8 threads pinned one per CPU (2-quad 8-way NUMA-Q)",
+};
+
+pub(super) const SPINLOCK_FAVOURS_NODE: Claim = Claim {
+    id: "003-spinlock-favours-node",
+    seed: "003",
+    source: "§6.1, Table 1",
+    claim: "a spinlock favours the CPUs of one node",
+    paper: "quad 0's two threads acquired it 30 times as often as quad 1's (4 threads, two per quad; 4x with 8)",
+};
+
+pub(super) const MAX_WAIT_RATIO: Claim = Claim {
+    id: "003-max-wait-spinlock-vs-fairlock",
+    seed: "003",
+    source: "§6.3, Table 4",
+    claim: "a spinlock's longest wait is far longer than the fairlock's",
+    paper: "two thousand times longer (the kernel's runqueue_lock under the Reflex benchmark, lockmeter)",
+};
+
+pub(super) const FAIR_WAIT_VS_HOLD: Claim = Claim {
+    id: "003-fairlock-max-wait-vs-hold",
+    seed: "003",
+    source: "§6.3",
+    claim: "the fairlock's longest wait stays a small multiple of its longest hold",
+    paper: "a little more than three times the longest hold (runqueue_lock, Reflex)",
+};
+
+/// The spinlock seed 003 measured against (Linux's spinlock: test and test-and-set).
+pub(super) const SPINLOCK: &str = "ttas:spin";
+
+/// Whether `lock` names seed 003's fairlock: a `fair:` registry entry that hands over in order.
+pub(super) fn is_seed_fairlock(lock: &str) -> bool {
+    lock.starts_with("fair:") && spinlab::registry::lock_info(lock).is_ok_and(|entry| entry.fair)
+}
+
+/// One contention run, read at one thread per CPU (every CPU contending, as in seed 003's
+/// measurements).
+pub(super) struct OnePerCpu<'a> {
+    pub(super) run: Option<&'a Run>,
+    pub(super) threads: String,
+}
+
+impl<'a> OnePerCpu<'a> {
+    /// The run with the shortest (`longest == false`) critical section that has work in it
+    /// (an empty one only where no other was run), or the longest.
+    pub(super) fn pick(ctx: &Context<'a>, longest: bool) -> OnePerCpu<'a> {
+        let runs = ctx.runs_of("contention");
+        let run = if longest {
+            runs.iter().max_by(|a, b| cs_ns(a).total_cmp(&cs_ns(b))).copied()
+        } else {
+            let Sections { empty, shortest, .. } = sections(&runs);
+            shortest.or(empty)
+        };
+        OnePerCpu { run, threads: ctx.cpus.to_string() }
+    }
+
+    pub(super) fn row(&self, lock: &str) -> Option<&'a Row> {
+        self.run?.rows.iter().find(|r| {
+            !r.is_skipped() && r.text(LOCK) == Some(lock) && value_string(r, THREADS).as_deref() == Some(&self.threads)
+        })
+    }
+
+    /// Seed 003's fairlock: the first `fair:POLICY` lock measured that hands the lock over in
+    /// round-robin order (`fair:spin` in the report). Over a policy whose waiters give their
+    /// CPU away (one that may sleep, or `yield`) the registry builds the fair lock as a gate in
+    /// front of a word that running threads may take (`lock::Gated`): a different lock, with
+    /// a different cost and fairness, so it does not stand for the seed's.
+    pub(super) fn fairlock(&self) -> Option<&'a Row> {
+        let name = self.run?.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| is_seed_fairlock(l))?;
+        self.row(name)
+    }
+
+    /// Why no fairlock figure can be read: the run is missing, or it measured no lock that is
+    /// seed 003's fairlock (only gated fair locks, say).
+    pub(super) fn no_fairlock(&self, ctx: &Context<'_>) -> Judged {
+        let Some(run) = self.run else {
+            return Judged::NotMeasured(ctx.missing_reason("contention"));
+        };
+        let gated = run.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| l.starts_with("fair:"));
+        let mut why = "not measured: the contention run has no lock that hands over as seed 003's fairlock does \
+                       (fair:spin, or fair over another spinning policy)"
+            .to_string();
+        if let Some(first) = gated {
+            why.push_str(&format!(
+                "; {first} is the fair lock as a gate in front of a word that running threads may take, another lock"
+            ));
+        }
+        Judged::NotMeasured(why)
+    }
+
+    pub(super) fn words(&self, figure: &str) -> String {
+        let ns = self.run.map_or(0.0, cs_ns);
+        format!(
+            "contention, {SPINLOCK} and the fairlock, {} threads (one per CPU), {}: {figure}",
+            self.threads,
+            section_words(ns)
+        )
+    }
+}
+
+/// `key` of the fairlock over the spinlock's (or the spinlock's over the fairlock's).
+pub(super) fn fair_vs_spin(
+    ctx: &Context<'_>,
+    claim: &Claim,
+    at: &OnePerCpu<'_>,
+    key: &str,
+    fair_over_spin: bool,
+    range: (f64, f64),
+    reason: &str,
+) -> Finding {
+    let rows = at.words(key);
+    let Some(fair) = at.fairlock() else {
+        return Finding::without(claim, &rows, at.no_fairlock(ctx));
+    };
+    let Some(spin) = at.row(SPINLOCK) else {
+        return Finding::without(claim, &rows, Judged::NotMeasured(ctx.missing_reason("contention")));
+    };
+    let (Some(f), Some(s)) = (Estimate::of(fair, key), Estimate::of(spin, key)) else {
+        return Finding::without(claim, &rows, Judged::NotMeasured(ctx.missing_reason("contention")));
+    };
+    let Some(here) = (if fair_over_spin { f.ratio(&s) } else { s.ratio(&f) }) else {
+        return Finding::without(claim, &rows, Judged::NotMeasured(format!("a {key} of zero")));
+    };
+    let detail = format!("{} {}, {SPINLOCK} {}", fair.text(LOCK).unwrap_or("fair"), words(&f, ""), words(&s, ""));
+    Finding::judged(claim, ctx, "contention", Observed { here, unit: "x", detail, rows }, range, reason).read_from(fair)
+}
+
+/// The uncontended floor measured in the same rounds as the fairlock's uncontended pair:
+/// uncontended costs follow what an atomic costs on this machine at that time.
+pub(super) fn uncontended_floor(at: &OnePerCpu<'_>) -> Option<MachineState> {
+    let estimate = Estimate::of(at.fairlock()?, UNCONTENDED_FLOOR_NS)?;
+    Some(MachineState { name: "uncontended floor", unit: "ns", estimate })
+}
+
+/// The spinlock's busiest group of CPUs over its idlest, where the groups are NUMA nodes.
+pub(super) fn node_favoured(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
+    let rows = at.words("group_max_min_ratio of the spinlock, threads grouped by node");
+    let by_node = at.run.and_then(|r| r.params.get("groups_by")).and_then(|v| v.as_str()) == Some("node");
+    if at.run.is_some() && !by_node {
+        let why = "one NUMA node: there is no second node to be favoured over".to_string();
+        return Finding::without(&SPINLOCK_FAVOURS_NODE, &rows, Judged::CannotTest(why));
+    }
+    let Some((spin, value)) = at.row(SPINLOCK).and_then(|r| Some((r, r.number("group_max_min_ratio")?))) else {
+        return Finding::without(&SPINLOCK_FAVOURS_NODE, &rows, Judged::NotMeasured(ctx.missing_reason("contention")));
+    };
+    let here = Estimate { value, ci95: 0.0 };
+    let reason = "today's interconnects hand a line to a remote node at a smaller multiple of a local hand-off";
+    let observed = Observed { here, unit: "x", detail: String::new(), rows };
+    Finding::judged(&SPINLOCK_FAVOURS_NODE, ctx, "contention", observed, (10.0, f64::INFINITY), reason).read_from(spin)
+}
+
+/// The fairlock's longest wait over its longest hold.
+pub(super) fn fair_wait_vs_hold(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
+    let rows =
+        at.words("rep_max_wait_over_hold_x of the fairlock (each repetition's longest wait over its longest hold)");
+    let Some(fair) = at.fairlock() else {
+        return Finding::without(&FAIR_WAIT_VS_HOLD, &rows, at.no_fairlock(ctx));
+    };
+    let (Some(here), Some(wait), Some(hold)) = (
+        Estimate::of(fair, "rep_max_wait_over_hold_x"),
+        fair.number("rep_max_wait_ns"),
+        fair.number("rep_max_hold_ns"),
+    ) else {
+        return Finding::without(&FAIR_WAIT_VS_HOLD, &rows, Judged::NotMeasured(ctx.missing_reason("contention")));
+    };
+    let detail =
+        format!("longest wait {}, longest hold {} per repetition (means)", duration_words(wait), duration_words(hold));
+    let reason = "a thread preempted while it holds or waits for the lock (other work on these CPUs, or more \
+                  threads than CPUs) sets both maxima, not the hand-over order";
+    Finding::judged(
+        &FAIR_WAIT_VS_HOLD,
+        ctx,
+        "contention",
+        Observed { here, unit: "x", detail, rows },
+        (1.5, 6.0),
+        reason,
+    )
+    .read_from(fair)
+}
+
+/// Seed 003's claims: cost and throughput from the run with the shortest critical section,
+/// waits and holds from the one with the longest.
+pub(super) fn fairlock_claims(ctx: &Context<'_>) -> Vec<Finding> {
+    let short = OnePerCpu::pick(ctx, false);
+    let long = OnePerCpu::pick(ctx, true);
+    vec![
+        fair_vs_spin(
+            ctx,
+            &FAIR_UNCONTENDED,
+            &short,
+            UNCONTENDED_NS,
+            true,
+            (1.5, 3.0),
+            "the fairlock releases with a read-modify-write where the spinlock stores, so the ratio is what a core charges for one such atomic against a plain store",
+        )
+        .beside(uncontended_floor(&short)),
+        fair_vs_spin(
+            ctx,
+            &FAIR_THROUGHPUT,
+            &short,
+            THROUGHPUT_OPS_S,
+            true,
+            (0.45, 0.9),
+            "with few CPUs the round-robin hand-over moves the line between as few caches as the spinlock's",
+        ),
+        node_favoured(ctx, &short),
+        fair_vs_spin(
+            ctx,
+            &MAX_WAIT_RATIO,
+            &long,
+            "rep_max_wait_ns",
+            false,
+            (200.0, 20000.0),
+            "with one thread per CPU on few CPUs a spinlock has few rivals to lose to; preemption sets both maxima",
+        ),
+        fair_wait_vs_hold(ctx, &long),
+    ]
+}

@@ -1,0 +1,45 @@
+//! The seed's claims the herd rows speak to: seed 004's backoff gain and sleeping waiters.
+
+use super::{FLOOR_LOCK, WALL_S};
+use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
+use crate::reading::{measured, Context};
+use crate::results::keys::{LOCK, THREADS};
+
+pub(super) const BACKOFF_GAIN: Claim = Claim {
+    id: "004-backoff-gain",
+    seed: "004",
+    source: "the post's two tables",
+    claim: "exponential backoff in the spin loop gains a little wall time on a highly contended lock",
+    paper: "about 2.5% of wall time (71.78 to 69.84 s at 64 CPUs, 2.7%; 6.3% at 8), ia64, one inode lock",
+};
+
+pub(super) const SLEEPING_WINS: Claim = Claim {
+    id: "004-sleeping-wins",
+    seed: "004",
+    source: "the post's closing paragraph",
+    claim: "with many threads on one lock, sleeping waiters beat spinning ones",
+    paper: "the rw-semaphore cut wall and system time (no figure given)",
+};
+
+/// How much longer the spinning herd (`ttas:spin`) takes than the herd under `lock`, at the
+/// largest thread count (the most contended), in percent.
+pub(super) fn spin_over(ctx: &Context<'_>, claim: &Claim, lock: &str, range: (f64, f64), reason: &str) -> Finding {
+    let rows = measured(ctx.rows_of("herd"));
+    let largest = rows.iter().filter_map(|r| r.number(THREADS)).fold(f64::NAN, f64::max);
+    let at =
+        |name: &str| rows.iter().find(|r| r.text(LOCK) == Some(name) && r.number(THREADS) == Some(largest)).copied();
+    let rows_words = format!("herd, ttas:spin and {lock} at the largest thread count ({largest}): wall_s");
+    let walls = (at("ttas:spin").and_then(|r| Estimate::of(r, WALL_S)), at(lock).and_then(|r| Estimate::of(r, WALL_S)));
+    let (Some(spin), Some(other)) = walls else {
+        return Finding::without(claim, &rows_words, Judged::NotMeasured(ctx.missing_reason("herd")));
+    };
+    let Some(ratio) = spin.ratio(&other) else {
+        return Finding::without(claim, &rows_words, Judged::NotMeasured(format!("{lock}'s wall time is zero")));
+    };
+    let here = Estimate { value: 100.0 * (ratio.value - 1.0), ci95: 100.0 * ratio.ci95 };
+    let mut detail = format!("ttas:spin {}, {lock} {}", words(&spin, " s"), words(&other, " s"));
+    if let Some(floor) = at(FLOOR_LOCK).and_then(|r| Estimate::of(r, WALL_S)) {
+        detail.push_str(&format!("; with no lock at all {}", words(&floor, " s")));
+    }
+    Finding::judged(claim, ctx, "herd", Observed { here, unit: "%", detail, rows: rows_words }, range, reason)
+}
