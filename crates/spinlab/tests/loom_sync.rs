@@ -1,7 +1,7 @@
 #![cfg(loom)]
 //! Model checks of the event, the condition variable, the barrier and the reader-writer locks
-//! under loom, each with a spinning policy ([`Spin`]), a sleeping one ([`Futex`]) and one that
-//! spins and then sleeps ([`SpinPark`]).
+//! under loom, each with a spinning policy ([`Spin`]) and a sleeping one ([`Futex`]), which
+//! stand for every other policy (see "Instantiation" below).
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spinlab --release --test loom_sync`.
@@ -27,7 +27,7 @@ use loom::sync::Arc;
 use loom::thread;
 use spinlab::lock::Ttas;
 use spinlab::rwlock::{PhaseFair, ReaderPref, WriterPref};
-use spinlab::wait::{Futex, Spin, SpinPark, Wait};
+use spinlab::wait::{Futex, Spin, Wait};
 use spinlab::{Barrier, Condvar, Event};
 use std::time::Duration;
 
@@ -365,14 +365,20 @@ fn rwlock_try_write_races<L: NewLock>(with_writer: bool, preemptions: usize) {
 
 // ---- Instantiation -------------------------------------------------------------------------
 //
+// Each primitive sees its policy only through `Wait`: whether it may sleep (`MAY_SLEEP`, which
+// decides whether a waker counts or reads a sleeper mark), and how a wait's spin phase on one
+// word ends. Every wait here is that spin phase, then a mark or a count and a sleep. `Spin`'s
+// phase ends only at a deadline, `Futex`'s at once; a policy that spins and then sleeps
+// (`SpinPark`) only looks at the word again in between, and a change it sees takes the arm that
+// a futex waiter takes when the change comes before its first look. So `Spin` stands for every
+// policy that never sleeps and `Futex` for every one that may (`tests/loom.rs` gives the kinds).
+//
 // Loom cannot explore two threads that wait at once with a policy that never sleeps: each
 // spin iteration yields, nothing bounds how often the two spinners may take turns before the
 // thread they wait for runs, and the model exceeds its branch limit (the lock models in
-// `tests/loom.rs` meet the same limit). So every model runs with every policy where at most one
-// thread spins at a time, and the models with two or more waiters at once (two event or condvar
-// waiters, three barrier parties, a reader and two writers) run with the policies that sleep,
-// [`Futex`] at once and [`SpinPark`] after two spin iterations, which exercise both the spin
-// phase and the sleep of every primitive.
+// `tests/loom.rs` meet the same limit). So every model runs with both policies where at most
+// one thread spins at a time, and the models with two or more waiters at once (two event or
+// condvar waiters, three barrier parties, a reader and two writers) run with [`Futex`].
 
 macro_rules! one_waiter_models {
     ($($policy:ident => $module:ident),* $(,)?) => {$(
@@ -539,5 +545,5 @@ macro_rules! many_waiter_models {
     )*};
 }
 
-one_waiter_models!(Spin => spin, Futex => futex, SpinPark => spin_park);
-many_waiter_models!(Futex => futex_many, SpinPark => spin_park_many);
+one_waiter_models!(Spin => spin, Futex => futex);
+many_waiter_models!(Futex => futex_many);
