@@ -286,11 +286,7 @@ impl BarrierExperiment {
             }
             let i = next;
             next += 1;
-            let mut row = figures[i].summarized(add_summary(row, "twork", "s", &series[i].samples));
-            row.set("reps", series[i].samples.len());
-            row.set("episodes_per_rep", rounds);
-            row.set("stop", series[i].verdict);
-            rows.push(row);
+            rows.push(figures[i].episode_row(row, &series[i], rounds));
         }
         Ok(rows)
     }

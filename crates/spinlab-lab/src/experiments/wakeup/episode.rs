@@ -7,7 +7,7 @@ use crate::error::LabError;
 use crate::measure::clock::{fenced_interval, fenced_now, fenced_overhead, now};
 use crate::measure::partner::{with_partner, Announced};
 use crate::measure::pin::with_pinned;
-use crate::measure::Clock;
+use crate::measure::{Clock, Series};
 use crate::results::Row;
 use spinlab::registry::DynEvent;
 use spinlab::wait::Wait;
@@ -234,6 +234,17 @@ impl WakeFigures {
     /// `row` with their summaries (`twakeup_ns`, …, `tcall_ns`, …).
     pub fn summarized(&self, row: Row) -> Row {
         add_summary(add_summary(row, "twakeup", "ns", &self.wakeup_ns), "tcall", "ns", &self.call_ns)
+    }
+
+    /// `row` as an episode experiment writes it: Twork from `twork_s` (one value per
+    /// repetition), Twakeup and Tcall, the repetitions, the episodes in each and how the
+    /// repetitions stopped.
+    pub fn episode_row(&self, row: Row, twork_s: &Series, rounds: usize) -> Row {
+        let mut row = self.summarized(add_summary(row, "twork", "s", &twork_s.samples));
+        row.set("reps", twork_s.samples.len());
+        row.set("episodes_per_rep", rounds);
+        row.set("stop", twork_s.verdict);
+        row
     }
 }
 

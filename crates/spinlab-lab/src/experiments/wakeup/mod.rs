@@ -216,10 +216,7 @@ fn size_rows(
         }
         let i = next;
         next += 1;
-        let mut row = figures[i].summarized(add_summary(row, "twork", "s", &series[i].samples));
-        row.set("reps", series[i].samples.len());
-        row.set("episodes_per_rep", rounds);
-        row.set("stop", series[i].verdict);
+        let mut row = figures[i].episode_row(row, &series[i], rounds);
         mark(&mut row, kept);
         config_rows.push(row);
     }
