@@ -12,8 +12,10 @@
 //! caller keeps it.
 //!
 //! Each configuration (2 and 16 threads; an empty critical section and one of about 100 ns)
-//! runs [`ROUNDS`] rounds. A round runs every subject for [`SLICE`], starting at a different
-//! subject each round, with each thread pinned to one of the process's CPUs in turn. Under the
+//! runs [`ROUNDS`] rounds, twice: with the threads left to the scheduler, as a Rust program's
+//! threads run, and with each thread pinned to one of the process's CPUs in turn, as the lab
+//! runs them (`-- --unpinned` or `-- --pinned` runs one of the two). A round runs every
+//! subject for [`SLICE`], starting at a different subject each round. Under the
 //! lock a thread adds one to the mutex's count, notes itself as the last to take it (so it can
 //! tell a hand-over), and runs the section's work; at the end of each slice the count must
 //! equal the acquisitions the threads made, or the bench stops (mutual exclusion by exact
@@ -24,8 +26,9 @@
 //!
 //! Reported per configuration: each subject's acquisitions per second (median over rounds),
 //! Jain's index over its threads' acquisitions and the share of acquisitions that took the
-//! lock from another thread (hand-overs; both means over rounds), and its ratio to
-//! parking_lot: the median of the per-round ratios, with their 25th and 75th percentiles.
+//! lock from another thread (hand-overs; both means over rounds), and its ratio to the better
+//! of parking_lot and std in each round: the median of the per-round ratios, with their 25th
+//! and 75th percentiles.
 //! When the slowest round's transfer is more than twice the fastest's, the rounds are
 //! reported in two groups, split at the geometric middle of the two.
 //!
@@ -43,7 +46,7 @@ use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 /// Rounds per configuration in benchmark mode.
-const ROUNDS: usize = 15;
+const ROUNDS: usize = 21;
 /// How long each subject runs in a round: the window over which spinlab's fairness target,
 /// Jain's index >= 0.95, is stated (docs/design.md, "Measurement").
 const SLICE: Duration = Duration::from_millis(100);
@@ -155,6 +158,8 @@ fn iterations_for(ns: u32) -> u32 {
 struct Subject {
     name: &'static str,
     lock: Box<dyn Counter>,
+    /// One of the locks people already use: the ratios are to the better of these.
+    reference: bool,
 }
 
 fn subjects() -> Vec<Subject> {
@@ -163,17 +168,50 @@ fn subjects() -> Vec<Subject> {
         Box::new(CachePadded::new(mutex))
     }
     vec![
-        Subject { name: "default (spinlab::Mutex)", lock: padded(spinlab::Mutex::new(Tally::default())) },
+        Subject {
+            name: "default (spinlab::Mutex)",
+            lock: padded(spinlab::Mutex::new(Tally::default())),
+            reference: false,
+        },
         Subject {
             name: "bounded:pause-yield-park",
             lock: padded(lock_api::Mutex::<Bounded<PauseYieldPark>, Tally>::new(Tally::default())),
+            reference: false,
         },
-        Subject { name: PARKING_LOT, lock: padded(parking_lot::Mutex::new(Tally::default())) },
-        Subject { name: "std", lock: padded(std::sync::Mutex::new(Tally::default())) },
+        Subject { name: "parking_lot", lock: padded(parking_lot::Mutex::new(Tally::default())), reference: true },
+        Subject { name: "std", lock: padded(std::sync::Mutex::new(Tally::default())), reference: true },
     ]
 }
 
-const PARKING_LOT: &str = "parking_lot";
+/// Where a slice's threads run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// Wherever the scheduler puts them, as a program's threads run.
+    Unpinned,
+    /// Thread `i` on the `i`-th allowed CPU, in turn, as the lab places them.
+    Pinned,
+}
+
+impl Placement {
+    fn label(self) -> &'static str {
+        match self {
+            Placement::Unpinned => "threads unpinned",
+            Placement::Pinned => "threads pinned to the CPUs in turn",
+        }
+    }
+}
+
+/// The placements the command line asks for: `--unpinned`, `--pinned`, or both when it names
+/// neither.
+fn placements(args: &[String]) -> Vec<Placement> {
+    let unpinned = args.iter().any(|a| a == "--unpinned");
+    let pinned = args.iter().any(|a| a == "--pinned");
+    match (unpinned, pinned) {
+        (true, false) => vec![Placement::Unpinned],
+        (false, true) => vec![Placement::Pinned],
+        _ => vec![Placement::Unpinned, Placement::Pinned],
+    }
+}
 
 /// The CPUs this process may run on, in order.
 fn allowed_cpus() -> Vec<usize> {
@@ -233,7 +271,14 @@ struct ThreadTally {
 /// experiment: a window opened as the threads leave a start line counts the start, and with
 /// several threads on each CPU the last thread leaves a sleeping barrier several time slices
 /// after the first (docs/design.md, "Measurement").
-fn run_slice(lock: &dyn Counter, cpus: &[usize], threads: usize, work: u32, slice: Duration) -> Slice {
+fn run_slice(
+    lock: &dyn Counter,
+    cpus: &[usize],
+    placement: Placement,
+    threads: usize,
+    work: u32,
+    slice: Duration,
+) -> Slice {
     lock.reset();
     let phase = CachePadded::new(AtomicU8::new(STARTING));
     let in_loop = CachePadded::new(AtomicUsize::new(0));
@@ -242,7 +287,9 @@ fn run_slice(lock: &dyn Counter, cpus: &[usize], threads: usize, work: u32, slic
             .map(|i| {
                 let (phase, in_loop) = (&phase, &in_loop);
                 scope.spawn(move || {
-                    pin(cpus[i % cpus.len()]);
+                    if placement == Placement::Pinned {
+                        pin(cpus[i % cpus.len()]);
+                    }
                     in_loop.fetch_add(1, Relaxed);
                     let mut tally = ThreadTally::default();
                     loop {
@@ -286,7 +333,8 @@ fn run_slice(lock: &dyn Counter, cpus: &[usize], threads: usize, work: u32, slic
 /// One-way cache-line transfer between the first two allowed CPUs, in nanoseconds: half the
 /// round trip of the median of [`BATCHES`] batches of [`TRIPS`] round trips, so that a
 /// preemption spoils one batch (`None` with one CPU). The lab's ping-pong, without a `pause`
-/// in the wait, which would add its own latency.
+/// in the wait, which would add its own latency. Both ends are threads of their own, so the
+/// main thread's affinity, which the slices' threads inherit, stays the process's.
 fn line_transfer_ns(cpus: &[usize]) -> Option<f64> {
     const TRIPS: u64 = 100;
     const BATCHES: u64 = 51;
@@ -301,17 +349,20 @@ fn line_transfer_ns(cpus: &[usize]) -> Option<f64> {
                 ball.store(2 * k + 2, Release);
             }
         });
-        pin(a);
-        (0..BATCHES)
-            .map(|batch| {
-                let began = Instant::now();
-                for k in batch * TRIPS..(batch + 1) * TRIPS {
-                    ball.store(2 * k + 1, Release);
-                    while ball.load(Acquire) != 2 * k + 2 {}
-                }
-                began.elapsed()
-            })
-            .collect()
+        let timer = scope.spawn(move || {
+            pin(a);
+            (0..BATCHES)
+                .map(|batch| {
+                    let began = Instant::now();
+                    for k in batch * TRIPS..(batch + 1) * TRIPS {
+                        ball.store(2 * k + 1, Release);
+                        while ball.load(Acquire) != 2 * k + 2 {}
+                    }
+                    began.elapsed()
+                })
+                .collect()
+        });
+        timer.join().expect("the transfer probe panicked")
     });
     batches.sort_unstable();
     Some(batches[batches.len() / 2].as_nanos() as f64 / (2 * TRIPS) as f64)
@@ -337,14 +388,24 @@ struct Round {
     handovers_pct: Vec<f64>,
 }
 
-fn round(subjects: &[Subject], cpus: &[usize], threads: usize, work: u32, slice: Duration, first: usize) -> Round {
+/// How one configuration runs: where its threads run, how many, and the section's work.
+#[derive(Clone, Copy)]
+struct Config {
+    placement: Placement,
+    threads: usize,
+    work: u32,
+    slice: Duration,
+}
+
+fn round(subjects: &[Subject], cpus: &[usize], config: Config, first: usize) -> Round {
     let transfer_ns = line_transfer_ns(cpus);
     let mut ops = vec![0.0; subjects.len()];
     let mut fairness = vec![0.0; subjects.len()];
     let mut handovers_pct = vec![0.0; subjects.len()];
     for k in 0..subjects.len() {
         let i = (first + k) % subjects.len();
-        let slice = run_slice(subjects[i].lock.as_ref(), cpus, threads, work, slice);
+        let Config { placement, threads, work, slice } = config;
+        let slice = run_slice(subjects[i].lock.as_ref(), cpus, placement, threads, work, slice);
         let total = slice.counts.iter().sum::<u64>();
         ops[i] = total as f64 / slice.seconds;
         fairness[i] = jain(&slice.counts);
@@ -367,25 +428,27 @@ fn main() {
         println!(
             "contended lock+unlock through the typed mutexes, {rounds} interleaved rounds of {slice:?} per subject"
         );
-        println!("CPUs {cpus:?}; threads pinned to them in turn");
+        println!("CPUs {cpus:?}");
     }
-    for &threads in &THREADS {
-        for &section_ns in &SECTIONS_NS {
-            let work = iterations_for(section_ns);
-            let results: Vec<Round> =
-                (0..rounds).map(|r| round(&subjects, &cpus, threads, work, slice, r % subjects.len())).collect();
-            if bench {
-                report(&subjects, threads, section_ns, &results);
+    for placement in placements(&args) {
+        for &threads in &THREADS {
+            for &section_ns in &SECTIONS_NS {
+                let config = Config { placement, threads, work: iterations_for(section_ns), slice };
+                let results: Vec<Round> =
+                    (0..rounds).map(|r| round(&subjects, &cpus, config, r % subjects.len())).collect();
+                if bench {
+                    report(&subjects, config, section_ns, &results);
+                }
             }
         }
     }
 }
 
-fn report(subjects: &[Subject], threads: usize, section_ns: u32, rounds: &[Round]) {
+fn report(subjects: &[Subject], config: Config, section_ns: u32, rounds: &[Round]) {
     let section =
         if section_ns == 0 { "an empty critical section".to_string() } else { format!("{section_ns} ns sections") };
     println!();
-    println!("{threads} threads, {section}");
+    println!("{} threads, {section}, {}", config.threads, config.placement.label());
     let fastest = rounds.iter().filter_map(|r| r.transfer_ns).fold(f64::INFINITY, f64::min);
     let slowest = rounds.iter().filter_map(|r| r.transfer_ns).fold(0.0, f64::max);
     // Split at the geometric middle of the two, when they are far enough apart.
@@ -406,12 +469,13 @@ fn report(subjects: &[Subject], threads: usize, section_ns: u32, rounds: &[Round
         println!("  {label}: {} rounds, one-way line transfer {range}", part.len());
         println!(
             "  {:<26} {:>12} {:>7} {:>12}  {:>9} {:>16}",
-            "subject", "acq/s", "jain", "hand-overs %", "/parking_lot", "[p25, p75]"
+            "subject", "acq/s", "jain", "hand-overs %", "/best ref", "[p25, p75]"
         );
-        let reference = subjects.iter().position(|s| s.name == PARKING_LOT).expect("parking_lot is a subject");
+        let references: Vec<usize> = (0..subjects.len()).filter(|&i| subjects[i].reference).collect();
+        let best = |r: &Round| references.iter().map(|&i| r.ops[i]).fold(0.0, f64::max);
         for (i, s) in subjects.iter().enumerate() {
             let ops: Vec<f64> = part.iter().map(|r| r.ops[i]).collect();
-            let ratios: Vec<f64> = part.iter().map(|r| r.ops[i] / r.ops[reference]).collect();
+            let ratios: Vec<f64> = part.iter().map(|r| r.ops[i] / best(r)).collect();
             let fairness = part.iter().map(|r| r.jain[i]).sum::<f64>() / part.len() as f64;
             let handovers = part.iter().map(|r| r.handovers_pct[i]).sum::<f64>() / part.len() as f64;
             println!(
