@@ -15,7 +15,7 @@
 //! runs [`ROUNDS`] rounds, twice: with the threads left to the scheduler, as a Rust program's
 //! threads run, and with each thread pinned to one of the process's CPUs in turn, as the lab
 //! runs them (`-- --unpinned` or `-- --pinned` runs one of the two). A round runs every
-//! subject for [`SLICE`], starting at a different subject each round. Under the
+//! subject for [`SLICE`], in an order drawn afresh each round. Under the
 //! lock a thread adds one to the mutex's count, notes itself as the last to take it (so it can
 //! tell a hand-over), and runs the section's work; at the end of each slice the count must
 //! equal the acquisitions the threads made, or the bench stops (mutual exclusion by exact
@@ -378,7 +378,25 @@ fn jain(counts: &[u64]) -> f64 {
     sum * sum / (counts.len() as f64 * squares)
 }
 
-/// One round of one configuration: every subject once, from subject `first` on.
+/// The order in which round `round` runs `n` subjects: a permutation drawn afresh each round
+/// (from a fixed seed, so runs repeat), so that no subject always follows the same one. With
+/// unpinned threads a slice inherits the scheduler's state from the slice before it: a
+/// rotation, in which each subject follows the same neighbour in nearly every round, gave the
+/// subject after `std` a lower Jain index whichever lock it was.
+fn order(n: usize, round: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (round as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    for i in (1..n).rev() {
+        // xorshift64: enough to shuffle a handful of subjects.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
+/// One round of one configuration: every subject once, in the round's [`order`].
 struct Round {
     transfer_ns: Option<f64>,
     /// Acquisitions per second, per subject.
@@ -397,13 +415,12 @@ struct Config {
     slice: Duration,
 }
 
-fn round(subjects: &[Subject], cpus: &[usize], config: Config, first: usize) -> Round {
+fn round(subjects: &[Subject], cpus: &[usize], config: Config, index: usize) -> Round {
     let transfer_ns = line_transfer_ns(cpus);
     let mut ops = vec![0.0; subjects.len()];
     let mut fairness = vec![0.0; subjects.len()];
     let mut handovers_pct = vec![0.0; subjects.len()];
-    for k in 0..subjects.len() {
-        let i = (first + k) % subjects.len();
+    for i in order(subjects.len(), index) {
         let Config { placement, threads, work, slice } = config;
         let slice = run_slice(subjects[i].lock.as_ref(), cpus, placement, threads, work, slice);
         let total = slice.counts.iter().sum::<u64>();
@@ -434,8 +451,7 @@ fn main() {
         for &threads in &THREADS {
             for &section_ns in &SECTIONS_NS {
                 let config = Config { placement, threads, work: iterations_for(section_ns), slice };
-                let results: Vec<Round> =
-                    (0..rounds).map(|r| round(&subjects, &cpus, config, r % subjects.len())).collect();
+                let results: Vec<Round> = (0..rounds).map(|r| round(&subjects, &cpus, config, r)).collect();
                 if bench {
                     report(&subjects, config, section_ns, &results);
                 }
