@@ -7,7 +7,7 @@
 //! The lab (`spinlab run contention`) reaches locks by name, through the registry, which
 //! builds the default as the lock the machine gets (the word alone on up to 4 CPUs). A Rust
 //! program that writes `spinlab::Mutex` gets `Adaptive`, which chooses at every contended
-//! acquisition and every release and keeps its guard in the `MutexGuard`. This bench measures
+//! acquisition and keeps its guard in the `MutexGuard`. This bench measures
 //! that path beside the word alone and the two references, the guard on the stack as the
 //! caller keeps it.
 //!

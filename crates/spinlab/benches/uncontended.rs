@@ -290,10 +290,6 @@ mod interleaved {
         println!();
         println!("uncontended lock+unlock, {ROUNDS} interleaved rounds of ~{BATCH:?} per subject");
         println!("machine: {}", machine());
-        // The bounded word's release, which the default and every gated subject make, is
-        // chosen by the CPU's vendor (`Bounded::release_alone`).
-        let release = if spinlab::sys::cpu::is_amd() { "a load and a subtraction (AMD)" } else { "a compare-and-swap" };
-        println!("the bounded word releases with {release}");
         println!();
         println!("{:<26} {:>8} {:>10}  {:>10} {:>10}", "subject", "mean ns", "median ns", "/cas+store", "/cas+swap");
         for (s, samples) in subjects.iter().zip(&ns_per_op) {

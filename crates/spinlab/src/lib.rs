@@ -56,9 +56,8 @@ pub use padded::CachePadded;
 /// two this machine gets once, when it builds its table: [`lock::Adaptive`]'s docs say why.)
 ///
 /// Why this one:
-/// - Uncontended, it is one compare-and-swap to lock and one to unlock (on an AMD CPU, a load
-///   and a subtraction, `lock xadd`, which is cheaper there), with no system call: the cost
-///   of `std::sync::Mutex`. It takes 8 bytes: the word and the gate's tail, which holds a
+/// - Uncontended, it is one compare-and-swap to lock and one to unlock, with no system call:
+///   the cost of `std::sync::Mutex`. It takes 8 bytes: the word and the gate's tail, which holds a
 ///   queue node's 32-bit number rather than its address.
 /// - Contended, a running thread takes a free lock at once (barging), so the lock never waits
 ///   for a sleeping or preempted thread to be scheduled: the convoy that makes strict FIFO

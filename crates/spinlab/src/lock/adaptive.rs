@@ -29,7 +29,7 @@
 //! ABI, the preload library) is built as the lock this one would be on the machine, chosen
 //! once when the registry builds its table: `Bounded` (4 bytes) on up to `CROWD_CPUS` CPUs,
 //! `Adaptive<W, 0>` (always gated, its guard kept beside it: 16 bytes) on more. That spares
-//! the question this type asks at every contended acquisition and every release, and the room
+//! the question this type asks at every contended acquisition, and the room
 //! its guard needs beside the word where a lock lives in place. A Rust program that uses this
 //! type (`spinlab::Mutex`) keeps the guard in its `MutexGuard`.
 //!
@@ -42,7 +42,7 @@
 use super::gated::Gate;
 use super::{Gated, McsQueue};
 use crate::wait::Wait;
-use lock_api::{GuardSend, RawMutex};
+use lock_api::RawMutex;
 use std::time::Instant;
 
 /// An [`Adaptive`] lock's guard: the wake-up that passing its MCS gate on left owed, made
@@ -102,6 +102,20 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
         self.lock_contended(deadline)
     }
 
+    /// After one failed compare-and-swap, without a deadline: as [`Adaptive::lock_contended`].
+    #[cold]
+    fn lock_slow(&self) -> Owed<W> {
+        if Self::gates() {
+            match self.gated.word().try_lock() {
+                Some(_) => None,
+                None => self.gated.lock_queued(None).expect("an acquisition without a deadline cannot time out"),
+            }
+        } else {
+            self.gated.word().lock_contended(None);
+            None
+        }
+    }
+
     /// After one failed compare-and-swap: the gated lock's path, or the word's own.
     #[cold]
     fn lock_contended(&self, deadline: Option<Instant>) -> Option<Owed<W>> {
@@ -146,7 +160,7 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
         if self.gated.word().fast_lock() {
             return None;
         }
-        self.lock_contended(None).expect("an acquisition without a deadline cannot time out")
+        self.lock_slow()
     }
 
     #[inline]
@@ -156,19 +170,10 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
 
     #[inline]
     unsafe fn unlock(&self, owed: Owed<W>) {
-        // Where nobody queues, the word's own release: the gated one reads the gate's tail
-        // first, and under contention that load costs the releaser a transfer of the line.
-        if Self::gates() {
-            // SAFETY: forwarded from the caller, who holds the lock.
-            unsafe { self.gated.unlock(owed) }
-        } else {
-            // SAFETY: as above; the lock is the word's, and the gate is never held here.
-            unsafe { self.gated.word().unlock(GuardSend::new()) };
-            // Nothing is owed unless this thread queued while another read the CPUs for the
-            // first time and saw a small machine (the module docs). An MCS gate keeps what it
-            // owes in the guard alone (its room is `()`), so `Gate::due` is the guard itself.
-            McsQueue::<W>::settle(owed);
-        }
+        // The gated release, on every machine: where nobody has queued, the word is not
+        // marked `QUEUED`, and the release is the word's own compare-and-swap.
+        // SAFETY: forwarded from the caller, who holds the lock.
+        unsafe { self.gated.unlock(owed) }
     }
 
     #[inline]

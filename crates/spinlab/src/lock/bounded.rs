@@ -10,11 +10,11 @@
 //! | 4..8   | absences   | [`Gated`](super::Gated) only: releases in a row that found no head waiting, mod 16 |
 //! | 8      | `LAPPED`   | gated locks only: the absences have wrapped since a head last waited  |
 //! | 9..12  | spell      | gated locks only: which run of absences this is, mod 8                |
-//! | 12..32 | sleepers   | waiters counted in before they sleep, counted out after they wake     |
+//! | 12     | `QUEUED`   | gated locks only: a waiter took the gate, and no release has found it free since |
+//! | 13..32 | sleepers   | waiters counted in before they sleep, counted out after they wake     |
 //!
 //! **Fast path**: lock is one CAS from 0 (and a second from what it saw, when that finds the
-//! word free with sleepers or absences counted); unlock is one CAS from `LOCKED` to 0, or on
-//! an AMD CPU a load and a `fetch_sub` (docs/design.md, "The bounded-bypass word"). Only the
+//! word free with sleepers or absences counted); unlock is one CAS from `LOCKED` to 0. Only the
 //! CAS that sets `LOCKED` (Acquire) and the atomic that clears it (Release) order critical
 //! sections; every other transition publishes nothing and is Relaxed, since a futex wait
 //! compares the word in the kernel and every waiter re-reads it after a change.
@@ -62,7 +62,9 @@ const ABSENCES: u32 = ONE_ABSENCE;
 const LAPPED: u32 = 256;
 const ONE_SPELL: u32 = 512;
 const SPELLS: u32 = 7 * ONE_SPELL;
-const ONE_SLEEPER: u32 = 4096;
+// Set by a gated lock's waiter as it takes the gate; kept or cleared by the releases.
+const QUEUED: u32 = 4096;
+const ONE_SLEEPER: u32 = 8192;
 
 /// How long a waiter waits before it claims the next release, in nanoseconds: parking_lot's
 /// fair hand-over comes about every 0.5 ms. A claim here costs no wake-up (the claimant is
@@ -124,6 +126,13 @@ impl<W: Wait> Bounded<W> {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn has_lapped(&self) -> bool {
         self.state.load(Relaxed) & LAPPED != 0
+    }
+
+    /// Whether the word is free with nothing else in it: no mark, sleeper, spinner or count
+    /// (a snapshot, for tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn is_free_and_alone(&self) -> bool {
+        self.state.load(Relaxed) & !(SPELLS) == 0
     }
 
     /// Whether a waiter spins on the word, and how many are counted to sleep on it (a
@@ -404,78 +413,59 @@ impl<W: Wait> Bounded<W> {
         Err(seen)
     }
 
-    /// Releases the word of a gated lock ([`Gated`](super::Gated)), counting the release as
-    /// an absence of the queue's head when `queued` (the holder found the gate held, before
-    /// this release: a head waits for the word, or is on its way) and the head is not
-    /// waiting here: not spinning, not claiming, not asleep for this release to wake. Returns
-    /// the lap this release completed, if any: each 16th absence in a row.
+    /// Marks the word as having a gate with waiters (`QUEUED`), so that releases take the
+    /// path that asks whether the gate is still held ([`Bounded::release_gated`]). Publishes
+    /// nothing (Relaxed).
+    #[inline]
+    pub(crate) fn mark_queued(&self) {
+        self.state.fetch_or(QUEUED, Relaxed);
+    }
+
+    /// Frees the word by its own compare-and-swap if it holds `LOCKED` alone; returns whether
+    /// it did. A gated lock's release tries this first: a word with nothing else in it has no
+    /// gate marked, no sleeper to wake, and no head to count absent.
+    #[inline(always)]
+    pub(crate) fn release_if_alone(&self) -> bool {
+        self.release_alone().is_ok()
+    }
+
+    /// Releases the word of a gated lock ([`Gated`](super::Gated)) that holds more than
+    /// `LOCKED`. Where the word is marked `QUEUED`, `queued` says whether the gate is still
+    /// held (read before each compare-and-swap, while the lock is still ours): if it is, the
+    /// mark stays, and the release counts as an absence of the queue's head unless the head
+    /// waits here (spinning, claiming, or asleep for this release to wake); if not, the mark
+    /// goes. Returns the lap this release completed, if any: each 16th absence in a row.
+    ///
+    /// A head that takes the gate while a release finds it free may see its mark cleared by
+    /// that release: its absences are then not counted until a release sees it waiting on the
+    /// word. The mark a head makes once it holds the word stays until its own release.
     ///
     /// # Safety
     ///
     /// The caller holds the lock.
-    #[inline]
-    pub(crate) unsafe fn unlock_counting_absences(&self, queued: bool) -> Lap {
-        if queued {
-            return self.release(self.state.load(Relaxed), true);
-        }
-        match self.release_alone() {
-            Ok(()) => Lap::None,
-            Err(seen) => self.release(seen, false),
-        }
+    #[cold]
+    pub(crate) unsafe fn release_gated(&self, queued: impl Fn() -> bool) -> Lap {
+        self.release(self.state.load(Relaxed), queued)
     }
 
-    /// Frees a word that holds `LOCKED` and nothing else; returns the word as seen, untouched,
-    /// when it holds more. On an AMD CPU it looks, then subtracts `LOCKED` (`lock xadd`), the
-    /// cheaper release there; elsewhere it makes one compare-and-swap from `LOCKED` to 0
-    /// (`lock cmpxchg`), the cheaper one on Intel and the one kept for any other CPU
-    /// (docs/design.md, "The bounded-bypass word"). Under contention the look costs no extra
-    /// line transfer while waiters only read the word: the line is then shared, and the
-    /// subtraction's upgrade is the transfer the CAS would make.
-    ///
-    /// **A waiter between the look and the subtraction.** It may count itself in, spin or
-    /// claim there. The subtraction keeps what it added, as the CAS release would, but cannot
-    /// have set `WAKING` with it, and nothing may touch the word once it is free (the module
-    /// docs): such a release wakes one sleeper without `WAKING`. A waiter that counted in and
-    /// has not reached the kernel sleeps on a word that has changed, or, if it was taken again
-    /// since, on a held word whose holder's release finds it counted. One woken counts out and
-    /// takes over the duty as any woken sleeper does; `WAKING` clear only lets a later release
-    /// wake another meanwhile, the small herd `count_out` accepts.
+    /// Frees a word that holds `LOCKED` and nothing else, by one compare-and-swap from
+    /// `LOCKED` to 0; returns the word as seen, untouched, when it holds more.
     #[inline(always)]
     fn release_alone(&self) -> Result<(), u32> {
-        if !releases_by_subtraction() {
-            // Release: our critical section happens-before the next holder's Acquire.
-            return self.state.compare_exchange(LOCKED, 0, Release, Relaxed).map(drop);
-        }
-        let seen = self.state.load(Relaxed);
-        if seen != LOCKED {
-            return Err(seen);
-        }
-        // Release: as above.
-        let was = self.state.fetch_sub(LOCKED, Release);
-        if was != LOCKED {
-            Self::counted_in_meanwhile(&self.state, was);
-        }
-        Ok(())
-    }
-
-    /// After [`Bounded::release_alone`] found a waiter come between its look and its
-    /// subtraction (`was`, the word just before the subtraction): wakes one sleeper where
-    /// `release` would have set `WAKING` to. The lock may be gone: only the wake-up names it.
-    #[cold]
-    fn counted_in_meanwhile(word: &AtomicU32, was: u32) {
-        if owes_wake_up(was) {
-            W::wake_one(word);
-        }
+        // Release: our critical section happens-before the next holder's Acquire.
+        self.state.compare_exchange(LOCKED, 0, Release, Relaxed).map(drop)
     }
 
     /// Clears `LOCKED`, and sets `WAKING` if we are to wake a sleeper: with a claim pending
     /// the claimant is running and takes the lock itself (its own release wakes a sleeper),
-    /// and while a sleeper is on its way back, it takes over (see `count_out`). Counts the
-    /// release as an absence if `queued` and no head waits; otherwise clears the count.
+    /// and while a sleeper is on its way back, it takes over (see `count_out`). Where the word
+    /// is marked `QUEUED` and `queued()` says the gate is still held, keeps the mark and counts
+    /// the release as an absence if no head waits; otherwise clears the mark and the count.
     /// `seen` is the word as the caller last saw it, the CAS's first guess.
     #[cold]
-    fn release(&self, mut seen: u32, queued: bool) -> Lap {
+    fn release(&self, mut seen: u32, queued: impl Fn() -> bool) -> Lap {
         let (wake, lap) = loop {
+            let queued = seen & QUEUED != 0 && queued();
             let wake = owes_wake_up(seen);
             let head_waits = seen & (SPINNING | HANDOFF) != 0 || wake;
             let spell = seen & SPELLS;
@@ -488,8 +478,8 @@ impl<W: Wait> Bounded<W> {
                 ABSENCES => (LAPPED | spell, Lap::Again(spell / ONE_SPELL)),
                 counted => ((seen & (LAPPED | SPELLS)) | (counted + ONE_ABSENCE), Lap::None),
             };
-            let kept = seen & !(LOCKED | ABSENCES | LAPPED | SPELLS);
-            let next = kept | absences | if wake { WAKING } else { 0 };
+            let kept = seen & !(LOCKED | ABSENCES | LAPPED | SPELLS | QUEUED);
+            let next = kept | absences | if queued { QUEUED } else { 0 } | if wake { WAKING } else { 0 };
             // Release: our critical section happens-before the next holder's Acquire.
             match self.state.compare_exchange_weak(seen, next, Release, Relaxed) {
                 Ok(_) => break (wake, lap),
@@ -631,43 +621,6 @@ pub fn loom_starve_at_look(look: u32) -> crate::sys::futex::LoomSetting<u32> {
     })
 }
 
-/// Whether [`Bounded::release_alone`] looks and subtracts (on an AMD CPU) rather than making
-/// a compare-and-swap; under loom, what the model set with [`loom_release_by_cas`]: by default
-/// the subtraction, whose race with a waiter's count-in is the subtler path.
-#[inline(always)]
-fn releases_by_subtraction() -> bool {
-    #[cfg(not(loom))]
-    {
-        #[cfg(test)]
-        if let Some(subtracts) = tests::RELEASE_BY_SUBTRACTION.with(|forced| forced.get()) {
-            return subtracts;
-        }
-        crate::sys::cpu::is_amd()
-    }
-    #[cfg(loom)]
-    {
-        !RELEASE_BY_CAS.with(|cas| cas.get())
-    }
-}
-
-// Whether the word's release makes a compare-and-swap under loom (see `loom_release_by_cas`);
-// a thread-local of the test's own thread, as `STARVE_AT_LOOK` is.
-#[cfg(loom)]
-std::thread_local! {
-    static RELEASE_BY_CAS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
-}
-
-/// Under loom, makes every bounded-bypass word release by compare-and-swap, as it does on a
-/// CPU that is not AMD, until the returned guard is dropped (the default models the
-/// subtraction). Set it on the test's thread before the model runs.
-#[cfg(loom)]
-#[doc(hidden)]
-pub fn loom_release_by_cas() -> crate::sys::futex::LoomSetting<bool> {
-    crate::sys::futex::LoomSetting::new(RELEASE_BY_CAS.with(|cas| cas.replace(true)), |previous| {
-        RELEASE_BY_CAS.with(|cas| cas.replace(previous))
-    })
-}
-
 /// Whether a claimant's deadline has passed. Under loom (no clock) it passes after a few
 /// spins, as every deadline in the models does.
 #[inline]
@@ -713,8 +666,8 @@ unsafe impl<W: Wait> RawMutex for Bounded<W> {
     #[inline]
     unsafe fn unlock(&self, _: GuardSend) {
         if let Err(seen) = self.release_alone() {
-            // Only a gated lock's release counts absences (`unlock_counting_absences`).
-            self.release(seen, false);
+            // No gate: nothing marks the word `QUEUED`.
+            self.release(seen, || false);
         }
     }
 
@@ -958,10 +911,6 @@ mod tests {
         /// Keeps this thread's waits from ever claiming the lock, whatever their length (a
         /// scripted test pauses threads for far longer than the bypass bound).
         pub(super) static NEVER_STARVES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-        /// Which release this thread's unlocks make, whatever the CPU: the subtraction
-        /// (`Some(true)`), the compare-and-swap (`Some(false)`), or the CPU's (`None`), so
-        /// that both run on every machine that runs the tests.
-        pub(super) static RELEASE_BY_SUBTRACTION: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
     }
 
     /// A thread about to queue behind a gate takes a free word, keeps looking at one held
@@ -997,45 +946,39 @@ mod tests {
         assert_eq!(word.state.load(Relaxed), LOCKED | ONE_SLEEPER);
     }
 
-    /// Both releases, forced, free a word that holds `LOCKED` alone and leave every other word
+    /// The release frees a word that holds `LOCKED` alone and leaves every other word
     /// untouched for the full release, which then frees it, keeps the sleepers and sets
     /// `WAKING` (it wakes one; nobody sleeps here, so the wake-up finds nobody).
     #[test]
-    fn both_releases_free_a_lone_lock_and_leave_the_rest_to_the_full_release() {
-        for subtracts in [true, false] {
-            RELEASE_BY_SUBTRACTION.with(|forced| forced.set(Some(subtracts)));
-            assert_eq!(releases_by_subtraction(), subtracts);
-            let lock = Bounded::<Futex>::new();
-            lock.state.store(LOCKED, SeqCst);
-            assert_eq!(lock.release_alone(), Ok(()), "subtraction {subtracts}");
-            assert_eq!(lock.state.load(SeqCst), 0, "subtraction {subtracts}");
-            for more in [ONE_SLEEPER, HANDOFF, SPINNING] {
-                lock.state.store(LOCKED | more, SeqCst);
-                assert_eq!(lock.release_alone(), Err(LOCKED | more), "subtraction {subtracts}");
-                assert_eq!(lock.state.load(SeqCst), LOCKED | more, "untouched; subtraction {subtracts}");
-            }
-            lock.state.store(LOCKED | ONE_SLEEPER, SeqCst);
-            // SAFETY: the word reads as held, and nothing else uses this lock.
-            unsafe { lock.unlock(GuardSend::new()) };
-            assert_eq!(lock.state.load(SeqCst), ONE_SLEEPER | WAKING, "subtraction {subtracts}");
+    fn the_release_frees_a_lone_lock_and_leaves_the_rest_to_the_full_release() {
+        let lock = Bounded::<Futex>::new();
+        lock.state.store(LOCKED, SeqCst);
+        assert_eq!(lock.release_alone(), Ok(()));
+        assert_eq!(lock.state.load(SeqCst), 0);
+        for more in [ONE_SLEEPER, HANDOFF, SPINNING] {
+            lock.state.store(LOCKED | more, SeqCst);
+            assert_eq!(lock.release_alone(), Err(LOCKED | more));
+            assert_eq!(lock.state.load(SeqCst), LOCKED | more, "untouched");
         }
-        RELEASE_BY_SUBTRACTION.with(|forced| forced.set(None));
+        lock.state.store(LOCKED | ONE_SLEEPER, SeqCst);
+        // SAFETY: the word reads as held, and nothing else uses this lock.
+        unsafe { lock.unlock(GuardSend::new()) };
+        assert_eq!(lock.state.load(SeqCst), ONE_SLEEPER | WAKING);
     }
 
-    /// Threads that release by subtraction and threads that release by compare-and-swap,
-    /// on one lock at 8 times the CPUs (half and half): the count under the lock is exact,
-    /// over a policy whose waiters spin and sleep and one whose waiters sleep at once.
+    /// Threads at 8 times the CPUs on one lock: the count under the lock is exact, and the
+    /// word ends free with nobody counted, over a policy whose waiters spin and sleep and one
+    /// whose waiters sleep at once.
     #[test]
-    fn releases_of_both_kinds_on_one_lock_lose_no_update() {
+    fn eight_threads_a_cpu_on_one_lock_lose_no_update() {
         fn count<W: Wait>() {
             let threads = 8 * std::thread::available_parallelism().map_or(2, |n| n.get());
             let lock = Bounded::<W>::new();
             let count = AtomicU32::new(0);
             std::thread::scope(|s| {
-                for thread in 0..threads {
+                for _ in 0..threads {
                     let (lock, count) = (&lock, &count);
                     s.spawn(move || {
-                        RELEASE_BY_SUBTRACTION.with(|forced| forced.set(Some(thread % 2 == 0)));
                         for _ in 0..2_000 {
                             lock.lock();
                             count.store(count.load(Relaxed) + 1, Relaxed);
@@ -1272,6 +1215,7 @@ mod tests {
 
     /// Releases `lock` (taken here first) `n` times as a gated lock's release does, and
     /// returns the laps they completed.
+    /// Each release finds the gate held when `queued`, and the word marked so.
     fn gated_releases(lock: &Bounded<Futex>, queued: bool, n: usize) -> Vec<Lap> {
         let laps = (0..n).map(|_| {
             assert!(
@@ -1279,8 +1223,11 @@ mod tests {
                 "absences must never keep the lock from anyone: {:#x}",
                 lock.state.load(SeqCst)
             );
+            if queued {
+                lock.mark_queued();
+            }
             // SAFETY: locked just above.
-            unsafe { lock.unlock_counting_absences(queued) }
+            unsafe { lock.release_gated(|| queued) }
         });
         laps.filter(|lap| *lap != Lap::None).collect()
     }
@@ -1298,7 +1245,11 @@ mod tests {
         // A head spinning for the word ends the spell; the next is numbered anew.
         lock.state.fetch_or(SPINNING, SeqCst);
         assert_eq!(gated_releases(&lock, true, 20), []);
-        assert_eq!(lock.state.load(SeqCst), SPINNING | ONE_SPELL, "the count is cleared, the spell's number kept");
+        assert_eq!(
+            lock.state.load(SeqCst),
+            SPINNING | ONE_SPELL | QUEUED,
+            "the count is cleared, the spell's number and the mark kept"
+        );
         lock.state.fetch_and(!SPINNING, SeqCst);
         assert_eq!(gated_releases(&lock, true, 16), [Lap::First(2)]);
         // A free word carrying a count is taken by the slow path as well as by try_lock.

@@ -13,16 +13,16 @@
 //!   would sleep at the gate while the lock came free, and a CPU whose pinned threads all sleep
 //!   halts. Then take the gate, wait as its head for the word ([`Bounded`]'s spin, sleep and
 //!   claim), and pass the gate on.
-//! - **Unlock**: release the word; the lock's holder never holds the gate. Passing the gate on
-//!   leaves the new head's wake-up owed ([`Gate`]), and the holder makes it after the word's
-//!   release, outside the critical section, as the Linux kernel's `wake_q` does.
+//! - **Unlock**: release the word; the holder never holds the gate. A waiter marks the word
+//!   (`QUEUED`) as it takes the gate and once it holds the word, so only a marked word's release
+//!   asks whether the gate is held. Passing the gate on leaves the new head's wake-up owed
+//!   ([`Gate`]), made after the word's release, as the Linux kernel's `wake_q` does.
 //! - **A head that cannot run gets the holder's CPU.** While the gate is held, a release that
 //!   finds no head waiting for the word counts an *absence* in the word. Once the head has
 //!   missed [`HEAD_STALL_NS`] of one thread's releases, that thread yields after its release:
 //!   a woken head queued on the holder's CPU would otherwise wait for the scheduler's tick.
 //!
-//! Uncontended, lock is a load and a CAS on the word, unlock a load of the gate's state and the
-//! word's release. The word alone orders critical sections (its Acquire and Release); the gate
+//! Uncontended, lock is a load and a CAS on the word, unlock the word's CAS. The word alone orders critical sections (its Acquire and Release); the gate
 //! only chooses which waiter contends for it, and the room beside the word is touched only by
 //! the word's holder, so its accesses are Relaxed.
 //!
@@ -306,12 +306,17 @@ impl<L: Gate, W: Wait> Gated<L, W> {
             None => self.gate.lock(),
             Some(deadline) => self.gate.try_lock_until(deadline)?,
         };
+        self.word.mark_queued();
         if self.word.lock_until(deadline).is_none() {
             // SAFETY: we took the gate above and release it once. Without the word, the
             // release wakes the new head at once: no release of ours is to come.
             unsafe { self.gate.unlock(head) };
             return None;
         }
+        // Marked again now that the word is ours: a release that found the gate free before
+        // this thread took it may have cleared the first mark, and this one stays until our
+        // own release, which must take the path that collects what passing the gate owes.
+        self.word.mark_queued();
         // SAFETY: as above, and we hold the word, whose release (`unlock`) collects what this
         // leaves owed.
         Some(unsafe { self.gate.pass_on(head, &self.room) })
@@ -353,21 +358,40 @@ unsafe impl<L: Gate, W: Wait> RawMutex for Gated<L, W> {
     /// or in the lock's room.
     #[inline]
     unsafe fn unlock(&self, owed: L::Owed) {
-        // Read before the release: afterwards the lock may be gone (`Bounded`'s docs say why).
-        let queued = self.gate.is_locked();
-        let due = self.gate.due(owed, &self.room);
-        // SAFETY: forwarded from the caller, who holds the word.
-        let lap = unsafe { self.word.unlock_counting_absences(queued) };
-        L::settle(due);
-        if lap != Lap::None && stalled::long_enough(self as *const Self as usize, lap) {
-            // The head has missed HEAD_STALL_NS of our releases: let it have our CPU.
-            crate::sync::yield_now();
+        // A word that holds `LOCKED` alone is the word's own release: nothing is owed, since
+        // a holder that passed the gate on marked the word `QUEUED`, and only its own release
+        // clears that mark.
+        if !self.word.release_if_alone() {
+            // SAFETY: forwarded from the caller, who holds the word.
+            unsafe { self.unlock_slow(owed) }
         }
     }
 
     #[inline]
     fn is_locked(&self) -> bool {
         self.word.is_locked()
+    }
+}
+
+impl<L: Gate, W: Wait> Gated<L, W> {
+    /// The release of a word that holds more than `LOCKED`: a mark, sleepers, a spinner, a
+    /// claim or absences. Collects what passing the gate owes, releases, then makes it.
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: the caller holds the word.
+    #[cold]
+    unsafe fn unlock_slow(&self, owed: L::Owed) {
+        // Read before the release: afterwards the lock may be gone (`Bounded`'s docs say why).
+        let due = self.gate.due(owed, &self.room);
+        // SAFETY: forwarded from the caller. The word asks whether the gate is held only where
+        // a waiter marked it, and before its release.
+        let lap = unsafe { self.word.release_gated(|| self.gate.is_locked()) };
+        L::settle(due);
+        if lap != Lap::None && stalled::long_enough(self as *const Self as usize, lap) {
+            // The head has missed HEAD_STALL_NS of our releases: let it have our CPU.
+            crate::sync::yield_now();
+        }
     }
 }
 
@@ -641,8 +665,10 @@ mod tests {
     #[test]
     fn the_holder_counts_the_absences_of_a_head_that_does_not_come_and_clears_them_when_it_does() {
         let lock = Gated::<McsQueue<SpinPark>, SpinPark>::default();
-        // A head that holds the gate but never reaches the word, as when it is not running.
+        // A head that holds the gate but never reaches the word, as when it is not running;
+        // it marked the word as it took the gate, as `lock_queued` does.
         let head = lock.gate.lock();
+        lock.word.mark_queued();
         for _ in 0..15 {
             let guard = lock.lock();
             // SAFETY: locked just above.
@@ -660,5 +686,33 @@ mod tests {
         // SAFETY: locked just above.
         unsafe { lock.unlock(guard) };
         assert!(!lock.word.has_lapped(), "with the gate free, the release clears the count");
+        let guard = lock.lock();
+        // SAFETY: locked just above.
+        unsafe { lock.unlock(guard) };
+        assert!(lock.word.is_free_and_alone(), "and the mark: the next release is the word's own");
+    }
+
+    /// A waiter that passes the gate on to another leaves the word marked until its own
+    /// release, whatever other releases did before it held the word: its release must take
+    /// the path that makes the wake-up the passing owed.
+    #[test]
+    fn a_holder_that_passed_the_gate_on_releases_through_the_gate() {
+        let lock = Gated::<McsQueue<Futex>, Futex>::default();
+        let threads = 4 * std::thread::available_parallelism().map_or(2, |n| n.get());
+        let count = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..2_000 {
+                        let guard = lock.lock_queued(None).expect("no deadline");
+                        count.store(count.load(SeqCst) + 1, SeqCst);
+                        // SAFETY: locked just above.
+                        unsafe { lock.unlock(guard) };
+                    }
+                });
+            }
+        });
+        assert_eq!(count.into_inner(), threads as u64 * 2_000, "no owed wake-up was lost");
+        assert!(!lock.gate_is_locked());
     }
 }

@@ -10,15 +10,15 @@
 //! | [`Mcs`]      |          | swap + store                     | FIFO in the queue, each waiter on its own line; each passed at most once by each thread that found the queue empty |
 //! | [`Clh`]      |          | swap + store                     | FIFO, each waiter on its predecessor's line          |
 //! | [`Fair`]     | seed 003 | bit-set + CAS                    | round-robin: one turn of the slot holders; past 62 waiters, none |
-//! | [`Bounded`]  |          | CAS + CAS (AMD: load, fetch-sub) | a bypass bound in time ([`STARVATION_NS`])           |
-//! | [`Gated`]    |          | CAS + CAS (AMD: load, fetch-sub) | the gate's order for queued waiters; the head's bypass bounded in time |
-//! | [`Adaptive`] |          | CAS + CAS (AMD: load, fetch-sub) | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
+//! | [`Bounded`]  |          | CAS + CAS                        | a bypass bound in time ([`STARVATION_NS`])           |
+//! | [`Gated`]    |          | CAS + CAS                        | the gate's order for queued waiters; the head's bypass bounded in time |
+//! | [`Adaptive`] |          | CAS + CAS                        | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //!
 //! Costs are for pure spin policies. With a policy that may sleep, the unlocks of `Tas`,
 //! `Ttas` and `Mcs` are a swap, so they can see whether to wake anyone, and `Ticket`'s store
 //! is followed by the bump of the next ticket's waiting-array slot and a read of its sleeper
-//! count. `Bounded`'s unlock subtracts only on an AMD CPU and only where the word holds
-//! `LOCKED` alone; `Gated`'s first reads whether the gate is held.
+//! count. `Gated`'s unlock is the word's own CAS too until a waiter takes the gate and marks
+//! the word; then it reads whether the gate is still held.
 //!
 //! The guarantees in full, where the table is short:
 //! - `Ticket`, `Mcs`, `Clh`: a timed waiter that gives up leaves the order; a `Ticket` timed
@@ -55,7 +55,7 @@ mod word;
 pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
 #[cfg(loom)]
 #[doc(hidden)]
-pub use bounded::{loom_release_by_cas, loom_starve_at_look};
+pub use bounded::loom_starve_at_look;
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::Fair;

@@ -66,7 +66,7 @@ fn detect() -> CpuFeatures {
 /// `std::thread::available_parallelism`, a cgroup's CPU quota does not lower it either: a
 /// quota limits CPU time, not how many CPUs the threads run on at once.
 ///
-/// The default lock asks at every release and contended acquisition
+/// The default lock asks at every contended acquisition
 /// ([`Adaptive`](crate::lock::Adaptive)), so the answer is kept in one word read with a plain
 /// load: 0 until a first call has read it. Threads that race to the first call each read the
 /// affinity and store what they read, and the last store stands; a lock stays correct

@@ -238,7 +238,7 @@ pub fn loom_spurious_wake_ups(count: usize) -> LoomSetting<usize> {
 
 /// Puts back the previous value of a loom-only setting when dropped: the futex model's (see
 /// [`loom_timed_waits_expire_at_entry`] and [`loom_spurious_wake_ups`]) and the locks' and
-/// policies' (`lock::loom_starve_at_look`, `lock::loom_release_by_cas`,
+/// policies' (`lock::loom_starve_at_look`,
 /// `lock::loom_fair_moves`, `lock::loom_fair_slots`, `lock::loom_ticket_timed_sleepers_at_most`,
 /// `wait::loom_deadlines_span_sleeps`). Each setting is a thread-local of the test's own
 /// thread, set before its model runs.
