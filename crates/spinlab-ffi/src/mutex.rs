@@ -26,7 +26,7 @@ use core::alloc::Layout;
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
 use libc::{c_char, c_int, clockid_t, timespec};
-use spinlab::registry::{InPlace, RawLockOps};
+use spinlab_registry::{InPlace, RawLockOps};
 use spinlab_c_shared::clock::Abstime;
 use spinlab_c_shared::timed::lock_by;
 use std::sync::OnceLock;
@@ -385,7 +385,7 @@ mod tests {
         unsafe {
             assert_eq!(spinlab_mutex_init(m, c"ttas:nope".as_ptr()), SPINLAB_UNKNOWN_NAME);
             assert_eq!(spinlab_mutex_init(core::ptr::null_mut(), null()), SPINLAB_INVALID);
-            for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()) {
+            for entry in spinlab_registry::locks().iter().filter(|e| e.availability.is_err()) {
                 let name = CString::new(entry.name.as_str()).unwrap();
                 assert_eq!(spinlab_mutex_init(m, name.as_ptr()), SPINLAB_UNAVAILABLE);
             }

@@ -5,7 +5,7 @@
 
 use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
 use libc::{c_char, c_int, size_t};
-use spinlab::registry::{barriers, locks, rwlocks, BarrierEntry, Entry, LockEntry, RwLockEntry};
+use spinlab_registry::{barriers, locks, rwlocks, BarrierEntry, Entry, LockEntry, RwLockEntry};
 use spinlab_c_shared::condvar::{cond_ops, CondOps};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
@@ -191,11 +191,11 @@ mod tests {
 
     #[test]
     fn the_lists_are_the_registry_names() {
-        assert_eq!(listed(SPINLAB_KIND_MUTEX), spinlab::registry::lock_names());
+        assert_eq!(listed(SPINLAB_KIND_MUTEX), spinlab_registry::lock_names());
         let policies: Vec<_> = spinlab::wait::policies().iter().map(|p| p.name.to_string()).collect();
         assert_eq!(listed(SPINLAB_KIND_COND), policies);
-        assert_eq!(listed(SPINLAB_KIND_BARRIER), spinlab::registry::barrier_names());
-        assert_eq!(listed(SPINLAB_KIND_RWLOCK), spinlab::registry::rwlock_names());
+        assert_eq!(listed(SPINLAB_KIND_BARRIER), spinlab_registry::barrier_names());
+        assert_eq!(listed(SPINLAB_KIND_RWLOCK), spinlab_registry::rwlock_names());
         // SAFETY: an unknown kind writes nothing.
         assert_eq!(unsafe { spinlab_list(99, core::ptr::null_mut(), 0) }, 0);
     }
@@ -205,10 +205,10 @@ mod tests {
         let mut two = [core::ptr::null(); 2];
         // SAFETY: room for two.
         let count = unsafe { spinlab_list(SPINLAB_KIND_MUTEX, two.as_mut_ptr(), 2) };
-        assert_eq!(count, spinlab::registry::lock_names().len());
+        assert_eq!(count, spinlab_registry::lock_names().len());
         // SAFETY: both slots were written with static C strings.
         let first = unsafe { CStr::from_ptr(two[0]) };
-        assert_eq!(first.to_str().unwrap(), spinlab::registry::lock_names()[0]);
+        assert_eq!(first.to_str().unwrap(), spinlab_registry::lock_names()[0]);
     }
 
     #[test]
@@ -224,7 +224,7 @@ mod tests {
         assert_eq!(check(SPINLAB_KIND_RWLOCK, c"rw-writer:pause"), SPINLAB_OK);
         assert_eq!(check(SPINLAB_KIND_RWLOCK, c"barrier:futex"), SPINLAB_UNKNOWN_NAME);
         assert_eq!(check(7, c"futex"), SPINLAB_INVALID);
-        for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()) {
+        for entry in spinlab_registry::locks().iter().filter(|e| e.availability.is_err()) {
             let name = CString::new(entry.name.as_str()).unwrap();
             assert_eq!(check(SPINLAB_KIND_MUTEX, &name), SPINLAB_UNAVAILABLE, "{}", entry.name);
         }
@@ -240,7 +240,7 @@ mod tests {
         // The registry hides its entry types; the name says the adaptive lock over
         // pause-yield-park, and the entry is the registry's own (which lock that is on this
         // machine, spinlab's tests check: `the_default_mutex_is_documented_adaptive_pause_yield_park`).
-        let registry = spinlab::registry::lock_info("adaptive:pause-yield-park").unwrap();
+        let registry = spinlab_registry::lock_info("adaptive:pause-yield-park").unwrap();
         assert!(std::ptr::eq(default.entry, registry));
         assert_eq!(default.entry.algorithm, "adaptive");
         assert_eq!(default.entry.policy, Some(<spinlab::wait::PauseYieldPark as spinlab::wait::Wait>::NAME));

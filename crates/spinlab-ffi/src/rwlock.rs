@@ -24,7 +24,7 @@ use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT}
 use core::ptr::{addr_of, addr_of_mut, null};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use libc::{c_char, c_int, clockid_t, timespec};
-use spinlab::registry::DynRwLock;
+use spinlab_registry::DynRwLock;
 use spinlab_c_shared::clock::Abstime;
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! `spinlab list`: every name the registry knows, by kind, with availability on this CPU and
 //! the reason where a name is unavailable, and where each kind's names are accepted.
 //!
-//! The rows come from the registry's own tables (`spinlab::registry`), so a name is listed if
+//! The rows come from the registry's own tables (`spinlab_registry`), so a name is listed if
 //! and only if the registry builds it; tests/cli.rs checks both directions.
 //!
 //! Each name has two rows. The full row carries every field and is what `--json` prints and
@@ -14,7 +14,7 @@ use crate::results::table::{self, col, Column};
 use crate::results::Row;
 use crate::select::DEFAULT_LOCK;
 use serde_json::{json, Value};
-use spinlab::registry::{self, Entry, Origin, RwFairness};
+use spinlab_registry::{self as registry, Entry, Origin, RwFairness};
 use spinlab::wait::Unavailable;
 
 /// The widest line of the default `spinlab list`, in columns.
@@ -129,7 +129,7 @@ const BARRIERS: Kind = Kind {
 
 const EVENTS: Kind = Kind {
     title: "wait/notify events",
-    accepted_by: "spinlab::registry::new_event in Rust; `spinlab run wakeup` measures event:POLICY for \
+    accepted_by: "spinlab_registry::new_event in Rust; `spinlab run wakeup` measures event:POLICY for \
                   each of its --waits",
     brief: &[
         col("name", "event"),
@@ -149,7 +149,7 @@ const EVENTS: Kind = Kind {
 
 const RWLOCKS: Kind = Kind {
     title: "reader-writer locks",
-    accepted_by: "spinlab_rwlock_init in C, spinlab::registry::new_rwlock in Rust",
+    accepted_by: "spinlab_rwlock_init in C, spinlab_registry::new_rwlock in Rust",
     brief: &[
         col("rwlock", "rwlock"),
         col("origin", "origin"),

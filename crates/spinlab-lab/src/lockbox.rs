@@ -6,7 +6,7 @@
 //! and padded to 128 bytes (a pair of 64-byte lines, since x86's adjacent-line prefetcher
 //! moves lines in pairs), built in place through the registry's `RawLockOps`.
 
-use spinlab::registry::{LockEntry, RawLockOps, RegistryError};
+use spinlab_registry::{LockEntry, RawLockOps, RegistryError};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
 /// Bytes a lock's storage is aligned and padded to.
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn every_available_lock_gets_its_own_line_pair_and_works() {
-        for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_ok()) {
+        for entry in spinlab_registry::locks().iter().filter(|e| e.availability.is_ok()) {
             let b = LockBox::new(entry).unwrap();
             assert_eq!(b.address() % LINE_PAIR, 0, "{}", entry.name);
             b.lock();
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn unavailable_locks_are_refused() {
-        if let Some(entry) = spinlab::registry::locks().iter().find(|e| e.availability.is_err()) {
+        if let Some(entry) = spinlab_registry::locks().iter().find(|e| e.availability.is_err()) {
             assert!(matches!(LockBox::new(entry), Err(RegistryError::Unavailable { .. })));
         }
     }

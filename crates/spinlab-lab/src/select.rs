@@ -3,7 +3,7 @@
 //! is accepted.
 
 use crate::machine::Placement;
-use spinlab::registry::{self, LockEntry, Origin};
+use spinlab_registry::{self as registry, LockEntry, Origin};
 use std::time::Duration;
 
 /// The alias `--locks` accepts for the library's recommended lock.

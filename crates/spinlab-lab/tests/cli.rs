@@ -267,7 +267,7 @@ fn list_tables(text: &str) -> Vec<ListTable> {
 
 /// The registry's names of each kind, sorted, in `spinlab list`'s order of tables.
 fn registry_names_by_kind() -> Vec<(&'static str, Vec<String>)> {
-    use spinlab::registry;
+    use spinlab_registry as registry;
     let sorted = |names: Vec<&str>| {
         let mut names: Vec<String> = names.into_iter().map(str::to_string).collect();
         names.sort();
@@ -394,7 +394,7 @@ fn list_json_keeps_every_field_and_refuses_wide() {
 
 #[test]
 fn every_listed_name_is_built_by_the_registry_and_every_registry_name_is_listed() {
-    use spinlab::registry::{self, RegistryError};
+    use spinlab_registry::{self as registry, RegistryError};
     let v = list_json();
     let two = std::num::NonZeroU32::new(2).unwrap();
     // What the registry's constructor says of a listed name must match its `available`.

@@ -23,7 +23,7 @@ use crate::state;
 use crate::stats::{self, Waiting, BARRIER};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_uint, pthread_barrier_t, pthread_barrierattr_t, EBUSY, EINVAL, PTHREAD_PROCESS_SHARED};
-use spinlab::registry::RawBarrierOps;
+use spinlab_registry::RawBarrierOps;
 use spinlab_c_shared::inside;
 use std::num::NonZeroU32;
 

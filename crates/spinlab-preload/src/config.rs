@@ -6,11 +6,11 @@
 //! message is one line naming the variable, why, and every value that would work.
 
 use crate::glibc::{BARRIER_ROOM, MUTEX_ROOM, RWLOCK_ROOM, SPIN_ROOM};
-use spinlab::registry::{
+use spinlab_registry::{
     barrier_info, barriers as registry_barriers, lock_info, locks, BarrierEntry, InPlace, LockEntry, RawBarrierOps,
     RawLockOps, RegistryError,
 };
-use spinlab::registry::{rwlock_info, rwlocks as registry_rwlocks, RawRwLockOps, RwFairness, RwLockEntry};
+use spinlab_registry::{rwlock_info, rwlocks as registry_rwlocks, RawRwLockOps, RwFairness, RwLockEntry};
 use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
 
 /// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.

@@ -16,7 +16,7 @@ use crate::stats::{self, Waiting, OURS};
 use crate::{state, State};
 use core::sync::atomic::Ordering::Relaxed;
 use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, EBUSY, EINVAL, EOWNERDEAD, ETIMEDOUT};
-use spinlab::registry::RawLockOps;
+use spinlab_registry::RawLockOps;
 use spinlab_c_shared::clock::Abstime;
 use spinlab_c_shared::timed::lock_by;
 

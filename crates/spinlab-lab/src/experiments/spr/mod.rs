@@ -35,7 +35,7 @@ use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
 use clap::Args;
-use spinlab::registry::{self, DynBarrier};
+use spinlab_registry::{self as registry, DynBarrier};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::Instant;

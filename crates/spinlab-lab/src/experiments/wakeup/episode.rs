@@ -9,7 +9,7 @@ use crate::measure::partner::{with_partner, Announced};
 use crate::measure::pin::with_pinned;
 use crate::measure::{Clock, Series};
 use crate::results::Row;
-use spinlab::registry::DynEvent;
+use spinlab_registry::DynEvent;
 use spinlab::wait::Wait;
 use spinlab::Event;
 use std::hint::black_box;

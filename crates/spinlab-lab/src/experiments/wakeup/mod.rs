@@ -46,7 +46,7 @@ use claims::{against_spin, spinner_on_sibling, MWAIT_WAKEUP, PTHREADS_CALL, PTHR
 use clap::Args;
 pub use episode::{episode_rounds, episodes, medians, rounds_for, Matmul, Medians, Rendezvous, Stamps, WakeFigures};
 use figures::charts;
-use spinlab::registry::{self, DynEvent};
+use spinlab_registry::{self as registry, DynEvent};
 use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use spinlab::{CachePadded, Event};
 use std::time::Instant;

@@ -7,8 +7,8 @@
 
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::event::Event;
-use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use spinlab::event::Event;
+use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use core::cell::UnsafeCell;
 use std::time::Instant;
 
@@ -136,7 +136,7 @@ pub fn event_info(name: &str) -> Result<&'static EventEntry, RegistryError> {
 /// A new event by name, with no pending notification.
 ///
 /// ```
-/// use spinlab::registry;
+/// use spinlab_registry;
 /// use std::time::Instant;
 /// for name in ["event:pause", "std", "pthread"] {
 ///     let event = registry::new_event(name).unwrap();
@@ -364,7 +364,7 @@ mod tests {
 
     #[test]
     fn every_policy_has_an_event_and_the_references_follow() {
-        let (names, policies) = (event_names(), crate::wait::policies());
+        let (names, policies) = (event_names(), spinlab::wait::policies());
         assert_eq!(names.len(), policies.len() + REFERENCE_EVENTS.len());
         for policy in &policies {
             let name = format!("event:{}", policy.name);

@@ -11,7 +11,7 @@
 
 use lock_api::{RawMutex, RawRwLock};
 use spinlab::lock::{Clh, Fair, Mcs, Tas, Ticket, Ttas};
-use spinlab::registry::{self, DynRwLock, Origin, RwFairness};
+use spinlab_registry::{self as registry, DynRwLock, Origin, RwFairness};
 use spinlab::rwlock::ReaderPref;
 use spinlab::wait::{visit_policies, Futex, PolicyVisitor, SpinPark, Wait};
 use spinlab::Condvar;
@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::time::{Duration, Instant};
 use watchdog::Watchdog;
 
+#[path = "../../spinlab/tests/watchdog/mod.rs"]
 mod watchdog;
 
 /// The tests of this file run one at a time: each starts as many threads as it needs, and
@@ -246,7 +247,7 @@ fn condvar_bounded_queue_with_every_condvar_policy() {
     visit_policies(&mut EveryPolicy);
 }
 
-/// The C side's way in: a mutex from the registry, released and re-taken through `wait_dyn`.
+/// The C side's way in: a mutex from the registry, released and re-taken through `wait_on`.
 #[test]
 fn condvar_waits_with_every_sleeping_registry_lock() {
     let _serial = serial();
@@ -266,7 +267,7 @@ fn condvar_waits_with_every_sleeping_registry_lock() {
             lock.lock();
             while !ready.load(Relaxed) {
                 // SAFETY: this thread holds the lock, and holds it again after the wait.
-                unsafe { condvar.wait_dyn(&*lock, None) };
+                unsafe { lock.wait_on(&condvar, None) };
                 assert!(lock.is_locked(), "{}: the mutex was not taken again", entry.name);
             }
             // SAFETY: held.

@@ -9,7 +9,7 @@
 
 use lock_api::RawMutex;
 use spinlab::lock::{Clh, Fair, Mcs, McsQueue, Ticket};
-use spinlab::registry::{self, DynMutex, LockEntry};
+use spinlab_registry::{self as registry, DynMutex, LockEntry};
 use spinlab::wait::{Futex, Spin, SpinPark};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,6 +17,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 use watchdog::Watchdog;
 
+#[path = "../../spinlab/tests/watchdog/mod.rs"]
 mod watchdog;
 
 /// The tests of this file run one at a time: each already starts as many threads as it needs,
@@ -569,7 +570,7 @@ fn the_default_mutex_is_documented_adaptive_pause_yield_park() {
         core::any::type_name::<spinlab::lock::Adaptive<spinlab::wait::PauseYieldPark>>()
     );
     assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 8, "the word and the gate's 4-byte tail");
-    let entry = spinlab::registry::lock_info("adaptive:pause-yield-park").unwrap();
+    let entry = spinlab_registry::lock_info("adaptive:pause-yield-park").unwrap();
     // The registry builds the lock this type is on this machine, chosen once: the word alone
     // on a few CPUs; on more the gated word, with its guard kept beside it (the wake-up its
     // gate may owe until the release, `spinlab::lock::Owed`, 8 bytes).

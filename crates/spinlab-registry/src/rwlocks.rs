@@ -10,8 +10,8 @@
 use super::in_place::poll_until;
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::rwlock::{PhaseFair, ReaderPref, WriterPref};
-use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use spinlab::rwlock::{PhaseFair, ReaderPref, WriterPref};
+use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use core::cell::{RefCell, UnsafeCell};
 use core::marker::PhantomData;
 use lock_api::{GuardNoSend, GuardSend, RawRwLock};
@@ -414,7 +414,7 @@ pub fn rwlock_info(name: &str) -> Result<&'static RwLockEntry, RegistryError> {
 /// CPU feature an unavailable policy needs.
 ///
 /// ```
-/// use spinlab::registry;
+/// use spinlab_registry;
 /// for name in ["rw-phase:futex", "rw-writer:spin-park", "rw-reader:pause", "std", "parking_lot", "pthread"] {
 ///     let lock = registry::new_rwlock(name).unwrap();
 ///     lock.lock_shared();
@@ -584,7 +584,7 @@ mod tests {
     #[test]
     fn every_algorithm_has_every_policy_and_the_references_follow() {
         let names = rwlock_names();
-        let policies = crate::wait::policies();
+        let policies = spinlab::wait::policies();
         assert_eq!(names.len(), RW_ALGORITHMS.len() * policies.len() + REFERENCE_RWLOCKS.len());
         for algorithm in RW_ALGORITHMS {
             for policy in &policies {

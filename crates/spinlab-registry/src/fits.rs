@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use core::alloc::Layout;
-//! use spinlab::registry::{lock_info, InPlace};
+//! use spinlab_registry::{lock_info, InPlace};
 //! let entry = lock_info("ttas:pause").unwrap();
 //! assert!(entry.fits(Layout::new::<u32>()).is_ok());
 //! let err = lock_info("std").unwrap().fits(Layout::new::<u32>()).err().unwrap();

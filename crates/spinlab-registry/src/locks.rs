@@ -3,8 +3,8 @@
 use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
-use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
+use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
@@ -132,7 +132,7 @@ macro_rules! head_at_the_word {
 const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!());
 
 /// The same for the fair lock, whose gate orders only the threads holding one of its slots
-/// ([`crate::lock::FAIR_SLOTS`]).
+/// ([`spinlab::lock::FAIR_SLOTS`]).
 const FAIR_GATED_BOUND: &str = concat!(
     "round-robin among the threads holding one of its 62 slots, each moving to a random free slot every 8th wait, so each other slot holder passes a waiter at most twice in one turn (past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to a thread that has just come: no bound); ",
     head_at_the_word!()
@@ -404,7 +404,7 @@ mod tests {
     #[test]
     fn every_algorithm_has_every_policy_and_the_references_follow() {
         let names = lock_names();
-        let policies = crate::wait::policies();
+        let policies = spinlab::wait::policies();
         assert_eq!(names.len(), ALGORITHMS.len() * policies.len() + REFERENCE_LOCKS.len());
         for algorithm in ALGORITHMS {
             for policy in &policies {
@@ -417,7 +417,7 @@ mod tests {
 
     #[test]
     fn the_fair_locks_bounds_name_their_slot_count() {
-        let slots = format!("its {} slots", crate::lock::FAIR_SLOTS);
+        let slots = format!("its {} slots", spinlab::lock::FAIR_SLOTS);
         for entry in locks().iter().filter(|e| e.name.starts_with("fair:")) {
             assert!(entry.bound.contains(&slots), "{}: {}", entry.name, entry.bound);
         }

@@ -3,7 +3,7 @@
 //! name with an error that says what names the kind accepts.
 
 use super::{Origin, RegistryError};
-use crate::wait::Unavailable;
+use spinlab::wait::Unavailable;
 use std::sync::OnceLock;
 
 /// What every registry row says about itself, whatever it builds.
@@ -29,20 +29,20 @@ pub trait Entry: Sync + 'static {
 /// `may_sleep` and `availability`.
 macro_rules! entry_fields {
     ($entry:ty) => {
-        impl $crate::registry::Entry for $entry {
+        impl $crate::Entry for $entry {
             fn name(&self) -> &str {
                 &self.name
             }
             fn policy(&self) -> Option<&'static str> {
                 self.policy
             }
-            fn origin(&self) -> $crate::registry::Origin {
+            fn origin(&self) -> $crate::Origin {
                 self.origin
             }
             fn may_sleep(&self) -> bool {
                 self.may_sleep
             }
-            fn availability(&self) -> Result<(), $crate::wait::Unavailable> {
+            fn availability(&self) -> Result<(), spinlab::wait::Unavailable> {
                 self.availability
             }
         }

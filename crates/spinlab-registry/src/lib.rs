@@ -15,7 +15,7 @@
 //! caller owns (their `Raw…Ops` tables); [`InPlace::fits`] says whether it fits a given room.
 //!
 //! ```
-//! use spinlab::registry;
+//! use spinlab_registry;
 //! let lock = registry::new_lock("mcs:spin-park").unwrap();
 //! lock.lock();
 //! assert!(!lock.try_lock());
@@ -46,7 +46,7 @@ pub use rwlocks::{
 };
 pub use table::{Entry, Table};
 
-use crate::wait::Unavailable;
+use spinlab::wait::Unavailable;
 use std::fmt;
 
 /// Why a name could not be turned into a primitive.
@@ -90,5 +90,5 @@ pub enum Origin {
 
 /// The policy names, comma-separated, for error messages.
 pub(crate) fn policy_list() -> String {
-    crate::wait::policies().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+    spinlab::wait::policies().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
 }

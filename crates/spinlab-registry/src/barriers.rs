@@ -6,8 +6,8 @@
 
 use super::table::{entry_fields, Entry, Table};
 use super::{policy_list, Origin, RegistryError};
-use crate::barrier::{Barrier, Compact};
-use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use spinlab::barrier::{Barrier, Compact};
+use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use core::cell::UnsafeCell;
 use std::num::NonZeroU32;
 
@@ -170,7 +170,7 @@ pub fn barrier_info(name: &str) -> Result<&'static BarrierEntry, RegistryError> 
 /// thread could never release anyone.
 ///
 /// ```
-/// use spinlab::registry;
+/// use spinlab_registry;
 /// use std::num::NonZeroU32;
 /// let one = NonZeroU32::new(1).unwrap();
 /// for name in ["barrier:futex", "std", "pthread"] {
@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn every_policy_has_a_barrier_and_the_references_follow() {
-        let (names, policies) = (barrier_names(), crate::wait::policies());
+        let (names, policies) = (barrier_names(), spinlab::wait::policies());
         assert_eq!(names.len(), policies.len() + REFERENCE_BARRIERS.len());
         for policy in &policies {
             let name = format!("barrier:{}", policy.name);
