@@ -29,8 +29,8 @@ impl LockBox {
     /// A new, unlocked instance of `entry`, or why this CPU cannot run it.
     pub fn new(entry: &LockEntry) -> Result<LockBox, RegistryError> {
         // Refuse unavailable policies exactly as the registry does.
-        drop(entry.build()?);
-        let ops = entry.ops;
+        drop(entry.build(())?);
+        let ops = entry.facts.ops;
         let align = ops.align.max(LINE_PAIR);
         let size = ops.size.div_ceil(LINE_PAIR).max(1) * LINE_PAIR;
         let layout = Layout::from_size_align(size, align).expect("lock layout");
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn every_available_lock_gets_its_own_line_pair_and_works() {
-        for entry in spinlab_registry::locks().iter().filter(|e| e.availability.is_ok()) {
+        for entry in spinlab_registry::LOCKS.entries().iter().filter(|e| e.availability.is_ok()) {
             let b = LockBox::new(entry).unwrap();
             assert_eq!(b.address() % LINE_PAIR, 0, "{}", entry.name);
             b.lock();
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn unavailable_locks_are_refused() {
-        if let Some(entry) = spinlab_registry::locks().iter().find(|e| e.availability.is_err()) {
+        if let Some(entry) = spinlab_registry::LOCKS.entries().iter().find(|e| e.availability.is_err()) {
             assert!(matches!(LockBox::new(entry), Err(RegistryError::Unavailable { .. })));
         }
     }

@@ -56,7 +56,7 @@ impl LockChoice {
 /// One lock by name (`default` is the library's default lock).
 pub fn lock(name: &str) -> Result<LockChoice, String> {
     let (real, via_alias) = if name == DEFAULT_ALIAS { (DEFAULT_LOCK, true) } else { (name, false) };
-    registry::lock_info(real).map(|entry| LockChoice { entry, via_alias }).map_err(|e| {
+    registry::LOCKS.info(real).map(|entry| LockChoice { entry, via_alias }).map_err(|e| {
         format!("{e}; `{DEFAULT_ALIAS}` names spinlab's default lock ({DEFAULT_LOCK}); `spinlab list` shows every name")
     })
 }

@@ -41,7 +41,7 @@ impl dyn DynMutex {
     ///
     /// ```
     /// use spinlab::{wait::SpinPark, Condvar};
-    /// let lock = spinlab_registry::new_lock("mcs:futex").unwrap();
+    /// let lock = spinlab_registry::LOCKS.build("mcs:futex", ()).unwrap();
     /// let cv = Condvar::<SpinPark>::new();
     /// lock.lock();
     /// let soon = std::time::Instant::now() + std::time::Duration::from_micros(100);
