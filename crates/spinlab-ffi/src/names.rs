@@ -239,9 +239,9 @@ mod tests {
     #[test]
     fn the_default_mutex_is_the_library_default() {
         let default = mutex_kinds().iter().find(|k| k.name.as_c_str() == DEFAULT_MUTEX).unwrap();
-        // The registry hides its entry types; the name says the adaptive lock over
+        // The registry hides the lock types it builds; the name says the adaptive lock over
         // pause-yield-park, and the entry is the registry's own (which lock that is on this
-        // machine, spinlab's tests check: `the_default_mutex_is_documented_adaptive_pause_yield_park`).
+        // machine, the registry's tests check: `the_default_mutex_is_documented_adaptive_pause_yield_park`).
         let registry = spinlab_registry::LOCKS.info("adaptive:pause-yield-park").unwrap();
         assert!(std::ptr::eq(default.entry, registry));
         assert_eq!(default.entry.facts.algorithm, "adaptive");

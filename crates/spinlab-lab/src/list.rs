@@ -129,7 +129,7 @@ const BARRIERS: Kind = Kind {
 
 const EVENTS: Kind = Kind {
     title: "wait/notify events",
-    accepted_by: "spinlab_registry::new_event in Rust; `spinlab run wakeup` measures event:POLICY for \
+    accepted_by: "spinlab_registry::EVENTS in Rust; `spinlab run wakeup` measures event:POLICY for \
                   each of its --waits",
     brief: &[
         col("name", "event"),
@@ -149,7 +149,7 @@ const EVENTS: Kind = Kind {
 
 const RWLOCKS: Kind = Kind {
     title: "reader-writer locks",
-    accepted_by: "spinlab_rwlock_init in C, spinlab_registry::new_rwlock in Rust",
+    accepted_by: "spinlab_rwlock_init in C, spinlab_registry::RWLOCKS in Rust",
     brief: &[
         col("rwlock", "rwlock"),
         col("origin", "origin"),

@@ -1,6 +1,6 @@
 //! A registry lock placed on cache lines of its own.
 //!
-//! `registry::new_lock` boxes a lock with the allocator's usual alignment, so a 4-byte lock
+//! `LOCKS.build` boxes a lock with the allocator's usual alignment, so a 4-byte lock
 //! word can share its line with whatever the allocator put next to it. Experiments compare
 //! locks against each other, so each one gets the same, clean placement: storage aligned to
 //! and padded to 128 bytes (a pair of 64-byte lines, since x86's adjacent-line prefetcher
