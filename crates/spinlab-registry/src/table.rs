@@ -45,6 +45,9 @@ pub enum Origin {
     Reference,
 }
 
+/// What builds an entry's primitive.
+pub(crate) type Make<K> = fn(<K as Kind>::Args) -> <K as Kind>::Built;
+
 /// One primitive the registry can build, of any kind.
 pub struct Entry<K: Kind> {
     /// The registry name (`mcs:spin-park`, `barrier:futex`, `std`, …).
@@ -60,7 +63,7 @@ pub struct Entry<K: Kind> {
     /// What only this kind says (a lock's fairness bound, a reader-writer lock's preference,
     /// the verbs in the caller's memory).
     pub facts: K::Facts,
-    make: fn(K::Args) -> K::Built,
+    make: Make<K>,
 }
 
 // By hand: a derive would ask the same of `K`, a marker, and of what `K` builds.
@@ -101,7 +104,7 @@ impl<K: Kind> Entry<K> {
     }
 
     /// A reference entry: no policy, may sleep, available everywhere.
-    pub(crate) fn reference(name: &str, facts: K::Facts, make: fn(K::Args) -> K::Built) -> Self {
+    pub(crate) fn reference(name: &str, facts: K::Facts, make: Make<K>) -> Self {
         Entry {
             name: name.to_string(),
             policy: None,
@@ -162,7 +165,7 @@ pub(crate) trait Algorithm<K: Kind> {
     /// `ttas`, `rw-phase`, `barrier`, `event`, …
     const NAME: &'static str;
     /// The entry's own facts, and its constructor, over the policy `W`.
-    fn over<W: Wait>() -> (K::Facts, fn(K::Args) -> K::Built);
+    fn over<W: Wait>() -> (K::Facts, Make<K>);
 }
 
 /// Adds `A` over every policy, as `NAME:POLICY`, in the policies' order.
