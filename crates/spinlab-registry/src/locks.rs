@@ -119,12 +119,12 @@ impl Built {
 }
 
 impl<A: LockAlgorithm> Algorithm<Locks> for A {
-    const NAME: &'static str = A::NAME;
+    const NAME: &'static str = <A as LockAlgorithm>::NAME;
 
     fn over<W: Wait>() -> (LockFacts, fn(()) -> Box<dyn DynMutex>) {
         let Built { timed_native, ops, make } = A::built::<W>();
         let facts = LockFacts {
-            algorithm: A::NAME,
+            algorithm: <A as LockAlgorithm>::NAME,
             // A gated lock hands the lock to whichever running thread takes it first; only
             // its waiters keep the algorithm's order.
             fair: A::FAIR && !W::LEAVES_CPU,

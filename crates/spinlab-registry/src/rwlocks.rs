@@ -278,10 +278,11 @@ trait RwAlgorithm {
 }
 
 impl<A: RwAlgorithm> Algorithm<RwLocks> for A {
-    const NAME: &'static str = A::NAME;
+    const NAME: &'static str = <A as RwAlgorithm>::NAME;
 
     fn over<W: Wait>() -> (RwLockFacts, fn(()) -> Box<dyn DynRwLock>) {
-        let facts = RwLockFacts { algorithm: A::NAME, fairness: A::FAIRNESS, ops: Some(A::ops::<W>()) };
+        let facts =
+            RwLockFacts { algorithm: <A as RwAlgorithm>::NAME, fairness: A::FAIRNESS, ops: Some(A::ops::<W>()) };
         (facts, A::make::<W>())
     }
 }
