@@ -3,7 +3,7 @@
 //! library's timed rwlock acquisitions in [`acquire_by`], the loop under it.
 
 use crate::clock::Abstime;
-use spinlab::registry::RawLockOps;
+use spinlab_registry::RawLockOps;
 use std::time::Instant;
 
 /// Acquires the lock at `at` by `deadline`; returns whether it did. The caller has already
@@ -51,7 +51,7 @@ pub fn acquire_by(deadline: &Abstime, mut try_until: impl FnMut(Instant) -> bool
 mod tests {
     use super::*;
     use libc::timespec;
-    use spinlab::registry::lock_info;
+    use spinlab_registry::LOCKS;
     use std::alloc::{alloc_zeroed, dealloc, Layout};
 
     /// A registry lock in zeroed heap memory of its size and alignment.
@@ -63,7 +63,7 @@ mod tests {
 
     impl InPlace {
         fn new(name: &str) -> InPlace {
-            let ops = &lock_info(name).unwrap().ops;
+            let ops = &LOCKS.info(name).unwrap().facts.ops;
             let layout = Layout::from_size_align(ops.size.max(1), ops.align).unwrap();
             // SAFETY: the layout has a non-zero size.
             let at = unsafe { alloc_zeroed(layout) };

@@ -28,8 +28,8 @@ use core::mem::offset_of;
 use core::ptr::{addr_of_mut, null};
 use core::sync::atomic::AtomicU32;
 use libc::{c_char, c_int, c_uint};
-use spinlab::registry::DynBarrier;
 use spinlab_c_shared::inside;
+use spinlab_registry::DynBarrier;
 use std::num::NonZeroU32;
 
 /// Bytes of a `spinlab_barrier_t`.

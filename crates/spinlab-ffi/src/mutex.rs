@@ -26,9 +26,9 @@ use core::alloc::Layout;
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
 use libc::{c_char, c_int, clockid_t, timespec};
-use spinlab::registry::{InPlace, RawLockOps};
 use spinlab_c_shared::clock::Abstime;
 use spinlab_c_shared::timed::lock_by;
+use spinlab_registry::RawLockOps;
 use std::sync::OnceLock;
 
 /// Bytes of a `spinlab_mutex_t`.
@@ -120,7 +120,7 @@ pub(crate) unsafe fn parts(mutex: *mut spinlab_mutex_t) -> (&'static RawLockOps,
     // SAFETY: the caller's contract.
     let kind = unsafe { kind(mutex) };
     // SAFETY: `mutex` points to a mutex, so to its `lock` field.
-    (&kind.entry.ops, unsafe { addr_of_mut!((*mutex.cast::<Repr>()).lock).cast() })
+    (&kind.entry.facts.ops, unsafe { addr_of_mut!((*mutex.cast::<Repr>()).lock).cast() })
 }
 
 /// Initialises `mutex`, unlocked, as the lock called `name` (NULL: spinlab's default,
@@ -349,7 +349,7 @@ mod tests {
         let default = default_kind();
         assert_eq!(default.name.as_c_str(), DEFAULT_MUTEX);
         assert!(default.entry.availability.is_ok());
-        assert!(default.entry.ops.zero_is_unlocked && default.entry.fits(LOCK_ROOM).is_ok());
+        assert!(default.entry.facts.ops.zero_is_unlocked && default.entry.fits(LOCK_ROOM).is_ok());
     }
 
     #[test]
@@ -385,7 +385,7 @@ mod tests {
         unsafe {
             assert_eq!(spinlab_mutex_init(m, c"ttas:nope".as_ptr()), SPINLAB_UNKNOWN_NAME);
             assert_eq!(spinlab_mutex_init(core::ptr::null_mut(), null()), SPINLAB_INVALID);
-            for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()) {
+            for entry in spinlab_registry::LOCKS.entries().iter().filter(|e| e.availability.is_err()) {
                 let name = CString::new(entry.name.as_str()).unwrap();
                 assert_eq!(spinlab_mutex_init(m, name.as_ptr()), SPINLAB_UNAVAILABLE);
             }

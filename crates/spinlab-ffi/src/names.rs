@@ -5,8 +5,8 @@
 
 use crate::status::{SPINLAB_INVALID, SPINLAB_OK, SPINLAB_UNAVAILABLE, SPINLAB_UNKNOWN_NAME};
 use libc::{c_char, c_int, size_t};
-use spinlab::registry::{barriers, locks, rwlocks, BarrierEntry, Entry, LockEntry, RwLockEntry};
 use spinlab_c_shared::condvar::{cond_ops, CondOps};
+use spinlab_registry::{Barriers, Entry, Kind, Locks, RwLocks, Table, BARRIERS, LOCKS, RWLOCKS};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -39,38 +39,40 @@ pub(crate) const DEFAULT_BARRIER: &CStr = c"barrier:spin-park";
 pub(crate) const DEFAULT_RWLOCK: &CStr = c"rw-phase:spin-park";
 
 /// A registry entry with its name as a C string.
-pub(crate) struct Kind<E: 'static> {
+pub(crate) struct Named<K: Kind> {
     pub name: CString,
-    pub entry: &'static E,
+    pub entry: &'static Entry<K>,
 }
 
-pub(crate) type MutexKind = Kind<LockEntry>;
-pub(crate) type BarrierKind = Kind<BarrierEntry>;
-pub(crate) type RwLockKind = Kind<RwLockEntry>;
+pub(crate) type MutexKind = Named<Locks>;
+pub(crate) type BarrierKind = Named<Barriers>;
+pub(crate) type RwLockKind = Named<RwLocks>;
 
-fn kinds<E: Entry>(entries: &'static [E]) -> Vec<Kind<E>> {
-    entries
+/// Every entry of `table`, in the registry's order, each with its C name.
+fn named<K: Kind>(table: &'static Table<K>) -> Vec<Named<K>> {
+    table
+        .entries()
         .iter()
-        .map(|entry| Kind { name: CString::new(entry.name()).expect("registry names contain no NUL"), entry })
+        .map(|entry| Named { name: CString::new(entry.name.as_str()).expect("registry names contain no NUL"), entry })
         .collect()
 }
 
 /// Every registry lock, in the registry's order.
 pub(crate) fn mutex_kinds() -> &'static [MutexKind] {
     static TABLE: OnceLock<Vec<MutexKind>> = OnceLock::new();
-    TABLE.get_or_init(|| kinds(locks()))
+    TABLE.get_or_init(|| named(&LOCKS))
 }
 
 /// Every registry barrier, in the registry's order.
 pub(crate) fn barrier_kinds() -> &'static [BarrierKind] {
     static TABLE: OnceLock<Vec<BarrierKind>> = OnceLock::new();
-    TABLE.get_or_init(|| kinds(barriers()))
+    TABLE.get_or_init(|| named(&BARRIERS))
 }
 
 /// Every registry reader-writer lock, in the registry's order.
 pub(crate) fn rwlock_kinds() -> &'static [RwLockKind] {
     static TABLE: OnceLock<Vec<RwLockKind>> = OnceLock::new();
-    TABLE.get_or_init(|| kinds(rwlocks()))
+    TABLE.get_or_init(|| named(&RWLOCKS))
 }
 
 /// What a name lookup needs of a table row.
@@ -79,12 +81,12 @@ pub(crate) trait Row {
     fn available(&self) -> bool;
 }
 
-impl<E: Entry> Row for Kind<E> {
+impl<K: Kind> Row for Named<K> {
     fn c_name(&self) -> &CStr {
         &self.name
     }
     fn available(&self) -> bool {
-        self.entry.availability().is_ok()
+        self.entry.availability.is_ok()
     }
 }
 
@@ -191,11 +193,11 @@ mod tests {
 
     #[test]
     fn the_lists_are_the_registry_names() {
-        assert_eq!(listed(SPINLAB_KIND_MUTEX), spinlab::registry::lock_names());
+        assert_eq!(listed(SPINLAB_KIND_MUTEX), spinlab_registry::LOCKS.names());
         let policies: Vec<_> = spinlab::wait::policies().iter().map(|p| p.name.to_string()).collect();
         assert_eq!(listed(SPINLAB_KIND_COND), policies);
-        assert_eq!(listed(SPINLAB_KIND_BARRIER), spinlab::registry::barrier_names());
-        assert_eq!(listed(SPINLAB_KIND_RWLOCK), spinlab::registry::rwlock_names());
+        assert_eq!(listed(SPINLAB_KIND_BARRIER), spinlab_registry::BARRIERS.names());
+        assert_eq!(listed(SPINLAB_KIND_RWLOCK), spinlab_registry::RWLOCKS.names());
         // SAFETY: an unknown kind writes nothing.
         assert_eq!(unsafe { spinlab_list(99, core::ptr::null_mut(), 0) }, 0);
     }
@@ -205,10 +207,10 @@ mod tests {
         let mut two = [core::ptr::null(); 2];
         // SAFETY: room for two.
         let count = unsafe { spinlab_list(SPINLAB_KIND_MUTEX, two.as_mut_ptr(), 2) };
-        assert_eq!(count, spinlab::registry::lock_names().len());
+        assert_eq!(count, spinlab_registry::LOCKS.names().len());
         // SAFETY: both slots were written with static C strings.
         let first = unsafe { CStr::from_ptr(two[0]) };
-        assert_eq!(first.to_str().unwrap(), spinlab::registry::lock_names()[0]);
+        assert_eq!(first.to_str().unwrap(), spinlab_registry::LOCKS.names()[0]);
     }
 
     #[test]
@@ -224,7 +226,7 @@ mod tests {
         assert_eq!(check(SPINLAB_KIND_RWLOCK, c"rw-writer:pause"), SPINLAB_OK);
         assert_eq!(check(SPINLAB_KIND_RWLOCK, c"barrier:futex"), SPINLAB_UNKNOWN_NAME);
         assert_eq!(check(7, c"futex"), SPINLAB_INVALID);
-        for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()) {
+        for entry in spinlab_registry::LOCKS.entries().iter().filter(|e| e.availability.is_err()) {
             let name = CString::new(entry.name.as_str()).unwrap();
             assert_eq!(check(SPINLAB_KIND_MUTEX, &name), SPINLAB_UNAVAILABLE, "{}", entry.name);
         }
@@ -237,12 +239,12 @@ mod tests {
     #[test]
     fn the_default_mutex_is_the_library_default() {
         let default = mutex_kinds().iter().find(|k| k.name.as_c_str() == DEFAULT_MUTEX).unwrap();
-        // The registry hides its entry types; the name says the adaptive lock over
+        // The registry hides the lock types it builds; the name says the adaptive lock over
         // pause-yield-park, and the entry is the registry's own (which lock that is on this
-        // machine, spinlab's tests check: `the_default_mutex_is_documented_adaptive_pause_yield_park`).
-        let registry = spinlab::registry::lock_info("adaptive:pause-yield-park").unwrap();
+        // machine, the registry's tests check: `the_default_mutex_is_documented_adaptive_pause_yield_park`).
+        let registry = spinlab_registry::LOCKS.info("adaptive:pause-yield-park").unwrap();
         assert!(std::ptr::eq(default.entry, registry));
-        assert_eq!(default.entry.algorithm, "adaptive");
+        assert_eq!(default.entry.facts.algorithm, "adaptive");
         assert_eq!(default.entry.policy, Some(<spinlab::wait::PauseYieldPark as spinlab::wait::Wait>::NAME));
         assert_eq!(DEFAULT_COND.to_str().unwrap(), <spinlab::wait::SpinPark as spinlab::wait::Wait>::NAME);
     }

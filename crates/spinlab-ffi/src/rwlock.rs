@@ -24,8 +24,8 @@ use crate::status::{SPINLAB_BUSY, SPINLAB_INVALID, SPINLAB_OK, SPINLAB_TIMEDOUT}
 use core::ptr::{addr_of, addr_of_mut, null};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use libc::{c_char, c_int, clockid_t, timespec};
-use spinlab::registry::DynRwLock;
 use spinlab_c_shared::clock::Abstime;
+use spinlab_registry::DynRwLock;
 use std::time::Duration;
 
 /// Bytes of a `spinlab_rwlock_t`.
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn spinlab_rwlock_init(rwlock: *mut spinlab_rwlock_t, name
         Ok(kind) => kind,
         Err(status) => return status,
     };
-    let built = match kind.entry.build() {
+    let built = match kind.entry.build(()) {
         Ok(built) => built,
         Err(_) => unreachable!("lookup checked that this CPU can run {}", kind.entry.name),
     };

@@ -16,7 +16,7 @@ fn c(name: &str) -> PathBuf {
 
 /// Every lock this machine can run, by registry name.
 fn available_locks() -> Vec<String> {
-    spinlab::registry::locks().iter().filter(|e| e.availability.is_ok()).map(|e| e.name.clone()).collect()
+    spinlab_registry::LOCKS.entries().iter().filter(|e| e.availability.is_ok()).map(|e| e.name.clone()).collect()
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn every_barrier_releases_whole_phases_with_one_leader() {
     let program = compile("barrier", &[c("barrier.c")], &link_shared().iter().map(String::as_str).collect::<Vec<_>>());
     let ran = run(&program, &[], &[], LIMIT);
     ran.assert_success("barriers");
-    let tested = spinlab::registry::barriers().iter().filter(|e| e.availability.is_ok()).count();
+    let tested = spinlab_registry::BARRIERS.entries().iter().filter(|e| e.availability.is_ok()).count();
     assert!(ran.stdout.contains(&format!("tested {tested} barriers")), "{}", ran.stdout);
 }
 
@@ -118,7 +118,7 @@ fn every_rwlock_shares_reads_and_excludes_writes() {
     let program = compile("rwlock", &[c("rwlock.c")], &link_shared().iter().map(String::as_str).collect::<Vec<_>>());
     let ran = run(&program, &[], &[], LIMIT);
     ran.assert_success("reader-writer locks");
-    let tested = spinlab::registry::rwlocks().iter().filter(|e| e.availability.is_ok()).count();
+    let tested = spinlab_registry::RWLOCKS.entries().iter().filter(|e| e.availability.is_ok()).count();
     assert!(ran.stdout.contains(&format!("tested {tested} reader-writer locks")), "{}", ran.stdout);
 }
 

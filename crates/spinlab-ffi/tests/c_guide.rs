@@ -58,8 +58,8 @@ fn rows() -> Vec<(String, String)> {
 fn the_c_guide_names_exactly_the_locks_that_collapse_and_every_lock_once() {
     let rows = rows();
     assert_eq!(rows.len(), 3, "{rows:?}");
-    let locks = spinlab::registry::locks();
-    let collapsing: BTreeSet<String> = locks.iter().filter(|e| e.fair).map(|e| e.name.clone()).collect();
+    let locks = spinlab_registry::LOCKS.entries();
+    let collapsing: BTreeSet<String> = locks.iter().filter(|e| e.facts.fair).map(|e| e.name.clone()).collect();
     assert!(!collapsing.is_empty());
 
     let (first, behaviour) = &rows[0];
@@ -69,8 +69,8 @@ fn the_c_guide_names_exactly_the_locks_that_collapse_and_every_lock_once() {
     let mut seen = BTreeSet::new();
     for (cell, behaviour) in &rows {
         for name in names_in(cell) {
-            let entry = spinlab::registry::lock_info(&name).unwrap_or_else(|e| panic!("docs/c.md names {name}: {e}"));
-            assert_eq!(entry.fair, behaviour.contains("**collapse**"), "{name} is in the wrong row");
+            let entry = spinlab_registry::LOCKS.info(&name).unwrap_or_else(|e| panic!("docs/c.md names {name}: {e}"));
+            assert_eq!(entry.facts.fair, behaviour.contains("**collapse**"), "{name} is in the wrong row");
             assert!(seen.insert(name.clone()), "{name} is in two rows");
         }
     }
@@ -83,11 +83,11 @@ fn the_c_guide_names_exactly_the_locks_that_collapse_and_every_lock_once() {
 fn the_gated_row_holds_the_in_order_locks_over_policies_that_leave_the_cpu() {
     let rows = rows();
     for name in names_in(&rows[1].0) {
-        let entry = spinlab::registry::lock_info(&name).unwrap();
-        assert!(["ticket", "mcs", "clh", "fair"].contains(&entry.algorithm), "{name}");
+        let entry = spinlab_registry::LOCKS.info(&name).unwrap();
+        assert!(["ticket", "mcs", "clh", "fair"].contains(&entry.facts.algorithm), "{name}");
         // An in-order algorithm that does not hand over in order is the registry's gated lock,
         // whose guarantee names the queue's head at the word.
-        assert!(!entry.fair && entry.bound.contains("the head passed over"), "{name} is not a gated lock");
+        assert!(!entry.facts.fair && entry.facts.bound.contains("the head passed over"), "{name} is not a gated lock");
     }
     assert!(names_in(&rows[1].0).contains("mcs:pause-yield-park"), "every sleeping policy is in the row");
     assert!(names_in(&rows[1].0).contains("fair:yield"), "yield's waiters offer their CPU: gated too");
@@ -105,6 +105,6 @@ fn the_header_warns_of_exactly_the_locks_that_collapse() {
     let warning = text.split("When threads outnumber CPUs: ").nth(1).expect("the header warns of collapse");
     let (cell, _) = warning.split_once(" hand the lock over in order").expect("the warning says what they do");
     let collapsing: BTreeSet<String> =
-        spinlab::registry::locks().iter().filter(|e| e.fair).map(|e| e.name.clone()).collect();
+        spinlab_registry::LOCKS.entries().iter().filter(|e| e.facts.fair).map(|e| e.name.clone()).collect();
     assert_eq!(names_in(cell), collapsing, "include/spinlab.h's warning and the registry's in-order spinning locks");
 }

@@ -22,6 +22,7 @@ use crate::results::table::{self, col, Column};
 use crate::results::{Results, Row, Run};
 use crate::select::{self, LockChoice, TimeBounds};
 use clap::Args;
+use core::alloc::Layout;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -50,8 +51,8 @@ fn parse_locks(text: &str) -> Result<AppLocks, String> {
 
 /// The room the preload library has for a lock inside glibc's `pthread_mutex_t` on 64-bit
 /// Linux: the bytes before the type field glibc keeps reading (the preload library checks the
-/// same facts against the running glibc when it starts).
-const PTHREAD_MUTEX_LOCK_ROOM: usize = 16;
+/// same facts against the running glibc when it starts): 16 bytes aligned to 8.
+const PTHREAD_MUTEX_LOCK_ROOM: Layout = Layout::new::<[u64; 2]>();
 
 /// The name under which the preload library keeps glibc's mutexes (`SPINLAB_LOCK=pthread`).
 const GLIBC: &str = "pthread";
@@ -63,16 +64,15 @@ fn refused(lock: &LockChoice) -> Option<String> {
         // The preload library keeps glibc's own mutexes: nothing needs to fit.
         return None;
     }
-    let ops = &lock.entry.ops;
-    if ops.size > PTHREAD_MUTEX_LOCK_ROOM || ops.align > 8 || !ops.zero_is_unlocked {
+    let why = match lock.entry.fits(PTHREAD_MUTEX_LOCK_ROOM) {
+        Ok(ops) if ops.zero_is_unlocked => None,
+        Ok(_) => Some("a zeroed pthread_mutex_t would not hold it unlocked".to_string()),
+        Err(does_not_fit) => Some(format!("it does not fit in a pthread_mutex_t: {does_not_fit}")),
+    };
+    if let Some(why) = why {
         return Some(format!(
-            "`{name}` cannot be preloaded: it does not fit in a pthread_mutex_t: it takes {} bytes \
-             aligned to {}{}, and a pthread_mutex_t has \
-             {PTHREAD_MUTEX_LOCK_ROOM} bytes aligned to 8 for it; use tas, ttas, ticket, mcs, clh, fair, \
-             bounded or adaptive with a wait policy, parking_lot or pthread",
-            ops.size,
-            ops.align,
-            if ops.zero_is_unlocked { "" } else { " and is not unlocked when all-zero" }
+            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, fair, bounded or adaptive \
+             with a wait policy, parking_lot or pthread"
         ));
     }
     lock.unavailable().map(|why| format!("`{name}` cannot run on this CPU: {why}"))

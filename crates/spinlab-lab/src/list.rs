@@ -1,7 +1,7 @@
 //! `spinlab list`: every name the registry knows, by kind, with availability on this CPU and
 //! the reason where a name is unavailable, and where each kind's names are accepted.
 //!
-//! The rows come from the registry's own tables (`spinlab::registry`), so a name is listed if
+//! The rows come from the registry's own tables (`spinlab_registry`), so a name is listed if
 //! and only if the registry builds it; tests/cli.rs checks both directions.
 //!
 //! Each name has two rows. The full row carries every field and is what `--json` prints and
@@ -14,8 +14,8 @@ use crate::results::table::{self, col, Column};
 use crate::results::Row;
 use crate::select::DEFAULT_LOCK;
 use serde_json::{json, Value};
-use spinlab::registry::{self, Entry, Origin, RwFairness};
 use spinlab::wait::Unavailable;
+use spinlab_registry::{self as registry, Entry, Origin, RwFairness};
 
 /// The widest line of the default `spinlab list`, in columns.
 pub const BRIEF_WIDTH: usize = 100;
@@ -129,7 +129,7 @@ const BARRIERS: Kind = Kind {
 
 const EVENTS: Kind = Kind {
     title: "wait/notify events",
-    accepted_by: "spinlab::registry::new_event in Rust; `spinlab run wakeup` measures event:POLICY for \
+    accepted_by: "spinlab_registry::EVENTS in Rust; `spinlab run wakeup` measures event:POLICY for \
                   each of its --waits",
     brief: &[
         col("name", "event"),
@@ -149,7 +149,7 @@ const EVENTS: Kind = Kind {
 
 const RWLOCKS: Kind = Kind {
     title: "reader-writer locks",
-    accepted_by: "spinlab_rwlock_init in C, spinlab::registry::new_rwlock in Rust",
+    accepted_by: "spinlab_rwlock_init in C, spinlab_registry::RWLOCKS in Rust",
     brief: &[
         col("rwlock", "rwlock"),
         col("origin", "origin"),
@@ -198,7 +198,7 @@ fn available_in_brief(availability: Result<(), Unavailable>) -> String {
 /// every hand-over, for the next thread in line to be scheduled (see `spinlab::lock`).
 /// Returns the word the default table shows and the sentence `--wide` and `--json` give.
 fn oversubscribed_behaviour(e: &registry::LockEntry) -> (&'static str, &'static str) {
-    if e.fair {
+    if e.facts.fair {
         ("collapses", "collapses: hands over in order, to threads that may not be running")
     } else {
         ("holds up", "holds up: a running thread takes a free lock")
@@ -232,18 +232,18 @@ fn fairness_in_brief(bound: &str) -> String {
 
 /// The rows of a barrier or an event: the facts every registry entry carries. The brief row
 /// names it under `name`, whatever its kind.
-fn waiting_listed(kind: &str, e: &impl Entry) -> Listed {
+fn waiting_listed<K: registry::Kind>(kind: &str, e: &Entry<K>) -> Listed {
     let full = Row::new()
-        .with(kind, e.name())
-        .with("wait", e.policy())
-        .with("origin", origin(e.origin()))
-        .with("may_sleep", e.may_sleep());
+        .with(kind, e.name.as_str())
+        .with("wait", e.policy)
+        .with("origin", origin(e.origin))
+        .with("may_sleep", e.may_sleep);
     let brief = Row::new()
-        .with("name", e.name())
-        .with("origin", origin(e.origin()))
-        .with("may_sleep", e.may_sleep())
-        .with("available", available_in_brief(e.availability()));
-    Listed { full: with_availability(full, e.availability()), brief }
+        .with("name", e.name.as_str())
+        .with("origin", origin(e.origin))
+        .with("may_sleep", e.may_sleep)
+        .with("available", available_in_brief(e.availability));
+    Listed { full: with_availability(full, e.availability), brief }
 }
 
 fn fairness(f: RwFairness) -> &'static str {
@@ -277,24 +277,25 @@ fn wrapped(text: &str, width: usize) -> String {
 impl Listing {
     /// Every registry entry of every kind, in the registry's order.
     pub fn gather() -> Listing {
-        let locks = registry::locks()
+        let locks = registry::LOCKS
+            .entries()
             .iter()
             .map(|e| {
                 let (oversubscribed_brief, oversubscribed) = oversubscribed_behaviour(e);
                 let full = Row::new()
                     .with("lock", &e.name)
-                    .with("algorithm", e.algorithm)
+                    .with("algorithm", e.facts.algorithm)
                     .with("wait", e.policy)
                     .with("origin", origin(e.origin))
-                    .with("fair", e.fair)
-                    .with("bound", e.bound)
+                    .with("fair", e.facts.fair)
+                    .with("bound", e.facts.bound)
                     .with("may_sleep", e.may_sleep)
-                    .with("timed", if e.timed_native { "native" } else { "polls try_lock" })
+                    .with("timed", if e.facts.timed_native { "native" } else { "polls try_lock" })
                     .with("default", e.name == DEFAULT_LOCK)
                     .with("oversubscribed", oversubscribed);
                 let brief = Row::new()
                     .with("lock", &e.name)
-                    .with("fairness", fairness_in_brief(e.bound))
+                    .with("fairness", fairness_in_brief(e.facts.bound))
                     .with("may_sleep", e.may_sleep)
                     .with("oversubscribed", oversubscribed_brief)
                     .with("available", available_in_brief(e.availability));
@@ -310,22 +311,23 @@ impl Listing {
                 Listed { full: with_availability(full, p.availability), brief }
             })
             .collect();
-        let barriers = registry::barriers().iter().map(|e| waiting_listed("barrier", e)).collect();
-        let events = registry::events().iter().map(|e| waiting_listed("event", e)).collect();
-        let rwlocks = registry::rwlocks()
+        let barriers = registry::BARRIERS.entries().iter().map(|e| waiting_listed("barrier", e)).collect();
+        let events = registry::EVENTS.entries().iter().map(|e| waiting_listed("event", e)).collect();
+        let rwlocks = registry::RWLOCKS
+            .entries()
             .iter()
             .map(|e| {
                 let full = Row::new()
                     .with("rwlock", &e.name)
-                    .with("algorithm", e.algorithm)
+                    .with("algorithm", e.facts.algorithm)
                     .with("wait", e.policy)
                     .with("origin", origin(e.origin))
-                    .with("fairness", fairness(e.fairness))
+                    .with("fairness", fairness(e.facts.fairness))
                     .with("may_sleep", e.may_sleep);
                 let brief = Row::new()
                     .with("rwlock", &e.name)
                     .with("origin", origin(e.origin))
-                    .with("fairness", fairness(e.fairness))
+                    .with("fairness", fairness(e.facts.fairness))
                     .with("may_sleep", e.may_sleep)
                     .with("available", available_in_brief(e.availability));
                 Listed { full: with_availability(full, e.availability), brief }
@@ -406,12 +408,12 @@ mod tests {
 
     #[test]
     fn every_registered_bound_has_a_fairness_in_brief() {
-        for e in registry::locks() {
+        for e in registry::LOCKS.entries() {
             assert!(
-                FAIRNESS_IN_BRIEF.iter().any(|(opening, _)| e.bound.starts_with(opening)),
+                FAIRNESS_IN_BRIEF.iter().any(|(opening, _)| e.facts.bound.starts_with(opening)),
                 "{}: no brief fairness for the bound `{}`; add its opening words to FAIRNESS_IN_BRIEF",
                 e.name,
-                e.bound
+                e.facts.bound
             );
         }
     }

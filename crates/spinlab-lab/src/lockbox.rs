@@ -1,12 +1,12 @@
 //! A registry lock placed on cache lines of its own.
 //!
-//! `registry::new_lock` boxes a lock with the allocator's usual alignment, so a 4-byte lock
+//! `LOCKS.build` boxes a lock with the allocator's usual alignment, so a 4-byte lock
 //! word can share its line with whatever the allocator put next to it. Experiments compare
 //! locks against each other, so each one gets the same, clean placement: storage aligned to
 //! and padded to 128 bytes (a pair of 64-byte lines, since x86's adjacent-line prefetcher
 //! moves lines in pairs), built in place through the registry's `RawLockOps`.
 
-use spinlab::registry::{LockEntry, RawLockOps, RegistryError};
+use spinlab_registry::{LockEntry, RawLockOps, RegistryError};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
 /// Bytes a lock's storage is aligned and padded to.
@@ -29,8 +29,8 @@ impl LockBox {
     /// A new, unlocked instance of `entry`, or why this CPU cannot run it.
     pub fn new(entry: &LockEntry) -> Result<LockBox, RegistryError> {
         // Refuse unavailable policies exactly as the registry does.
-        drop(entry.build()?);
-        let ops = entry.ops;
+        drop(entry.build(())?);
+        let ops = entry.facts.ops;
         let align = ops.align.max(LINE_PAIR);
         let size = ops.size.div_ceil(LINE_PAIR).max(1) * LINE_PAIR;
         let layout = Layout::from_size_align(size, align).expect("lock layout");
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn every_available_lock_gets_its_own_line_pair_and_works() {
-        for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_ok()) {
+        for entry in spinlab_registry::LOCKS.entries().iter().filter(|e| e.availability.is_ok()) {
             let b = LockBox::new(entry).unwrap();
             assert_eq!(b.address() % LINE_PAIR, 0, "{}", entry.name);
             b.lock();
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn unavailable_locks_are_refused() {
-        if let Some(entry) = spinlab::registry::locks().iter().find(|e| e.availability.is_err()) {
+        if let Some(entry) = spinlab_registry::LOCKS.entries().iter().find(|e| e.availability.is_err()) {
             assert!(matches!(LockBox::new(entry), Err(RegistryError::Unavailable { .. })));
         }
     }

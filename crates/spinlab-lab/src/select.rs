@@ -3,7 +3,7 @@
 //! is accepted.
 
 use crate::machine::Placement;
-use spinlab::registry::{self, LockEntry, Origin};
+use spinlab_registry::{self as registry, LockEntry, Origin};
 use std::time::Duration;
 
 /// The alias `--locks` accepts for the library's recommended lock.
@@ -56,7 +56,7 @@ impl LockChoice {
 /// One lock by name (`default` is the library's default lock).
 pub fn lock(name: &str) -> Result<LockChoice, String> {
     let (real, via_alias) = if name == DEFAULT_ALIAS { (DEFAULT_LOCK, true) } else { (name, false) };
-    registry::lock_info(real).map(|entry| LockChoice { entry, via_alias }).map_err(|e| {
+    registry::LOCKS.info(real).map(|entry| LockChoice { entry, via_alias }).map_err(|e| {
         format!("{e}; `{DEFAULT_ALIAS}` names spinlab's default lock ({DEFAULT_LOCK}); `spinlab list` shows every name")
     })
 }

@@ -267,18 +267,18 @@ fn list_tables(text: &str) -> Vec<ListTable> {
 
 /// The registry's names of each kind, sorted, in `spinlab list`'s order of tables.
 fn registry_names_by_kind() -> Vec<(&'static str, Vec<String>)> {
-    use spinlab::registry;
+    use spinlab_registry as registry;
     let sorted = |names: Vec<&str>| {
         let mut names: Vec<String> = names.into_iter().map(str::to_string).collect();
         names.sort();
         names
     };
     vec![
-        ("locks (", sorted(registry::lock_names())),
+        ("locks (", sorted(registry::LOCKS.names())),
         ("wait policies (", sorted(spinlab::wait::policies().iter().map(|p| p.name).collect())),
-        ("barriers (", sorted(registry::barrier_names())),
-        ("wait/notify events (", sorted(registry::event_names())),
-        ("reader-writer locks (", sorted(registry::rwlock_names())),
+        ("barriers (", sorted(registry::BARRIERS.names())),
+        ("wait/notify events (", sorted(registry::EVENTS.names())),
+        ("reader-writer locks (", sorted(registry::RWLOCKS.names())),
     ]
 }
 
@@ -394,7 +394,7 @@ fn list_json_keeps_every_field_and_refuses_wide() {
 
 #[test]
 fn every_listed_name_is_built_by_the_registry_and_every_registry_name_is_listed() {
-    use spinlab::registry::{self, RegistryError};
+    use spinlab_registry::{self as registry, RegistryError};
     let v = list_json();
     let two = std::num::NonZeroU32::new(2).unwrap();
     // What the registry's constructor says of a listed name must match its `available`.
@@ -409,16 +409,16 @@ fn every_listed_name_is_built_by_the_registry_and_every_registry_name_is_listed(
     let (events, rwlocks) = (listed(&v, "events", "event"), listed(&v, "rwlocks", "rwlock"));
     let waits = listed(&v, "waits", "wait");
     for (name, available) in &locks {
-        agrees("lock", name, *available, registry::new_lock(name));
+        agrees("lock", name, *available, registry::LOCKS.build(name, ()));
     }
     for (name, available) in &barriers {
-        agrees("barrier", name, *available, registry::new_barrier(name, two));
+        agrees("barrier", name, *available, registry::BARRIERS.build(name, two));
     }
     for (name, available) in &events {
-        agrees("event", name, *available, registry::new_event(name));
+        agrees("event", name, *available, registry::EVENTS.build(name, ()));
     }
     for (name, available) in &rwlocks {
-        agrees("rwlock", name, *available, registry::new_rwlock(name));
+        agrees("rwlock", name, *available, registry::RWLOCKS.build(name, ()));
     }
     // And nothing the registry builds is left out.
     let sorted = |rows: &[(String, bool)]| {
@@ -431,10 +431,10 @@ fn every_listed_name_is_built_by_the_registry_and_every_registry_name_is_listed(
         names.sort();
         names
     };
-    assert_eq!(sorted(&locks), registry_sorted(registry::lock_names()));
-    assert_eq!(sorted(&barriers), registry_sorted(registry::barrier_names()));
-    assert_eq!(sorted(&events), registry_sorted(registry::event_names()));
-    assert_eq!(sorted(&rwlocks), registry_sorted(registry::rwlock_names()));
+    assert_eq!(sorted(&locks), registry_sorted(registry::LOCKS.names()));
+    assert_eq!(sorted(&barriers), registry_sorted(registry::BARRIERS.names()));
+    assert_eq!(sorted(&events), registry_sorted(registry::EVENTS.names()));
+    assert_eq!(sorted(&rwlocks), registry_sorted(registry::RWLOCKS.names()));
     let policies: Vec<&str> = spinlab::wait::policies().iter().map(|p| p.name).collect();
     assert_eq!(sorted(&waits), registry_sorted(policies));
     // The command line takes every listed name: clap parses options in order, so a refusal of

@@ -23,8 +23,8 @@ use crate::state;
 use crate::stats::{self, Waiting, BARRIER};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_uint, pthread_barrier_t, pthread_barrierattr_t, EBUSY, EINVAL, PTHREAD_PROCESS_SHARED};
-use spinlab::registry::RawBarrierOps;
 use spinlab_c_shared::inside;
+use spinlab_registry::RawBarrierOps;
 use std::num::NonZeroU32;
 
 /// Marks a `pthread_barrier_t` that holds one of ours.

@@ -6,12 +6,9 @@
 //! message is one line naming the variable, why, and every value that would work.
 
 use crate::glibc::{BARRIER_ROOM, MUTEX_ROOM, RWLOCK_ROOM, SPIN_ROOM};
-use spinlab::registry::{
-    barrier_info, barriers as registry_barriers, lock_info, locks, BarrierEntry, InPlace, LockEntry, RawBarrierOps,
-    RawLockOps, RegistryError,
-};
-use spinlab::registry::{rwlock_info, rwlocks as registry_rwlocks, RawRwLockOps, RwFairness, RwLockEntry};
 use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
+use spinlab_registry::{BarrierEntry, LockEntry, RawBarrierOps, RawLockOps, RegistryError, BARRIERS, LOCKS};
+use spinlab_registry::{RawRwLockOps, RwFairness, RwLockEntry, RWLOCKS};
 
 /// spinlab's default lock (`spinlab::DefaultRawMutex`), used when `SPINLAB_LOCK` is unset.
 pub const DEFAULT_LOCK: &str = "adaptive:pause-yield-park";
@@ -111,7 +108,7 @@ pub fn barriers(name: Option<&str>) -> Result<Barriers, String> {
             .collect();
         format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_BARRIER})", names.join(", "))
     };
-    match barrier_info(name) {
+    match BARRIERS.info(name) {
         Ok(entry) => match (entry.availability, entry.fits(BARRIER_ROOM)) {
             (Ok(()), Ok(ops)) => Ok(Barriers::Replaced(ops, entry)),
             (Ok(()), Err(why)) => Err(format!(
@@ -128,7 +125,7 @@ pub fn barriers(name: Option<&str>) -> Result<Barriers, String> {
 
 /// The registry's barriers this library can build (all but its `pthread` reference).
 fn barrier_list() -> Vec<&'static BarrierEntry> {
-    registry_barriers().iter().filter(|e| e.name != GLIBC).collect()
+    BARRIERS.entries().iter().filter(|e| e.name != GLIBC).collect()
 }
 
 /// What replaces the program's reader-writer locks.
@@ -170,11 +167,11 @@ pub fn rwlocks(name: Option<&str>) -> Result<Rwlocks, String> {
     };
     let valid = || {
         let names: Vec<&str> =
-            registry_rwlocks().iter().filter(|e| rwlock_unusable(e).is_none()).map(|e| e.name.as_str()).collect();
+            RWLOCKS.entries().iter().filter(|e| rwlock_unusable(e).is_none()).map(|e| e.name.as_str()).collect();
         format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_RWLOCK})", names.join(", "))
     };
     let refuse = |why: String| Err(format!("SPINLAB_RWLOCK={name} {why}; valid values: {}", valid()));
-    let entry = match rwlock_info(name) {
+    let entry = match RWLOCKS.info(name) {
         Ok(entry) => entry,
         Err(_) => return refuse("is not a reader-writer lock name".to_string()),
     };
@@ -182,7 +179,8 @@ pub fn rwlocks(name: Option<&str>) -> Result<Rwlocks, String> {
         return refuse(why);
     }
     let writer_name = format!("{WRITER_RWLOCK}:{}", entry.policy.unwrap_or_default());
-    let writer = rwlock_info(&writer_name)
+    let writer = RWLOCKS
+        .info(&writer_name)
         .ok()
         .filter(|e| rwlock_unusable_bytes(e).is_none() && rwlock_not_fork_safe(e).is_none());
     match (entry.fits(RWLOCK_ROOM), writer.and_then(|e| e.fits(RWLOCK_ROOM).ok())) {
@@ -199,7 +197,7 @@ fn rwlock_unusable(entry: &RwLockEntry) -> Option<String> {
     if let Some(why) = rwlock_unusable_bytes(entry) {
         return Some(why);
     }
-    if entry.fairness != RwFairness::ReaderPreferring {
+    if entry.facts.fairness != RwFairness::ReaderPreferring {
         return Some("cannot replace glibc's default rwlocks: it keeps a reader out while a writer waits, so a thread that read-locks twice (which glibc's default kind allows) would deadlock".to_string());
     }
     rwlock_not_fork_safe(entry)
@@ -208,7 +206,7 @@ fn rwlock_unusable(entry: &RwLockEntry) -> Option<String> {
 /// Why a registry rwlock cannot be made sound in a forked child, if it cannot: it must forget
 /// the waiters the parent's threads left in it (see `fork`).
 fn rwlock_not_fork_safe(entry: &RwLockEntry) -> Option<String> {
-    entry.ops.as_ref().is_some_and(|ops| ops.forget_waiters.is_none()).then(|| {
+    entry.facts.ops.as_ref().is_some_and(|ops| ops.forget_waiters.is_none()).then(|| {
         "cannot tell its waiters from its holders, so a child forked while threads wait for it would count them for ever".to_string()
     })
 }
@@ -275,15 +273,16 @@ pub fn spins(name: Option<&str>) -> Result<Spins, String> {
         Some(name) => name,
     };
     let valid = || {
-        let names: Vec<&str> = locks().iter().filter(|e| spin_unusable(e).is_none()).map(|e| e.name.as_str()).collect();
+        let names: Vec<&str> =
+            LOCKS.entries().iter().filter(|e| spin_unusable(e).is_none()).map(|e| e.name.as_str()).collect();
         format!("{}, {GLIBC} (`default`, or unset: {DEFAULT_SPIN})", names.join(", "))
     };
-    let entry = match lock_info(name) {
+    let entry = match LOCKS.info(name) {
         Ok(entry) => entry,
         Err(_) => return Err(format!("SPINLAB_SPIN={name} is not a lock name; valid values: {}", valid())),
     };
     match spin_unusable(entry) {
-        None => Ok(Spins::Replaced { name: entry.name.as_str(), ops: &entry.ops }),
+        None => Ok(Spins::Replaced { name: entry.name.as_str(), ops: &entry.facts.ops }),
         Some(why) => Err(format!("SPINLAB_SPIN={name} {why}; valid values: {}", valid())),
     }
 }
@@ -318,7 +317,7 @@ pub fn parse(lock: Option<&str>, cond: Option<&str>, stats: Option<&str>, top: O
             ))
         }
         (Some(policy), _) => policy,
-        (None, Mutexes::Replaced { name, .. }) => lock_info(name).ok().and_then(|e| e.policy).unwrap_or(DEFAULT_COND),
+        (None, Mutexes::Replaced { name, .. }) => LOCKS.info(name).ok().and_then(|e| e.policy).unwrap_or(DEFAULT_COND),
         (None, Mutexes::Glibc) => DEFAULT_COND,
     };
     let cond = cond_ops_named(policy).filter(|ops| ops.availability.is_ok()).ok_or_else(|| {
@@ -348,7 +347,7 @@ fn mutexes(name: &str) -> Result<Mutexes, String> {
     if name == GLIBC {
         return Ok(Mutexes::Glibc);
     }
-    let entry = lock_info(name).map_err(|error| match error {
+    let entry = LOCKS.info(name).map_err(|error| match error {
         RegistryError::Unknown { .. } => {
             format!("SPINLAB_LOCK={name} is not a lock name; valid values: {}", accepted())
         }
@@ -362,7 +361,7 @@ fn mutexes(name: &str) -> Result<Mutexes, String> {
     if let Some(why) = unusable(entry) {
         return Err(format!("SPINLAB_LOCK={name} cannot replace pthread mutexes: {why}; valid values: {}", accepted()));
     }
-    Ok(Mutexes::Replaced { name: entry.name.as_str(), ops: &entry.ops })
+    Ok(Mutexes::Replaced { name: entry.name.as_str(), ops: &entry.facts.ops })
 }
 
 /// Why a lock cannot live in a `pthread_mutex_t`, if it cannot.
@@ -378,7 +377,7 @@ fn unusable(entry: &LockEntry) -> Option<String> {
 
 /// The locks `SPINLAB_LOCK` accepts on this machine, besides `pthread`.
 pub fn usable_locks() -> impl Iterator<Item = &'static LockEntry> {
-    locks().iter().filter(|e| e.availability.is_ok() && unusable(e).is_none() && e.name != GLIBC)
+    LOCKS.entries().iter().filter(|e| e.availability.is_ok() && unusable(e).is_none() && e.name != GLIBC)
 }
 
 /// The accepted values, as short as exactness allows: the algorithms and policies, when every
@@ -390,9 +389,9 @@ pub fn accepted() -> String {
     let mut references: Vec<&str> = Vec::new();
     for entry in &usable {
         match entry.policy {
-            Some(policy) => match algorithms.iter_mut().find(|(a, _)| *a == entry.algorithm) {
+            Some(policy) => match algorithms.iter_mut().find(|(a, _)| *a == entry.facts.algorithm) {
                 Some((_, policies)) => policies.push(policy),
-                None => algorithms.push((entry.algorithm, vec![policy])),
+                None => algorithms.push((entry.facts.algorithm, vec![policy])),
             },
             None => references.push(entry.name.as_str()),
         }
@@ -465,7 +464,7 @@ mod tests {
 
     #[test]
     fn locks_that_do_not_fit_or_need_an_init_are_refused_with_the_reason() {
-        let std_size = lock_info("std").ok().unwrap().ops.size;
+        let std_size = LOCKS.info("std").ok().unwrap().facts.ops.size;
         assert!(std_size > MUTEX_ROOM.size(), "std's mutex and its stored guard take {std_size} bytes");
         let text = error("std");
         let why = format!("cannot replace pthread mutexes: `std` takes {std_size} bytes aligned to 8, and the room is 16 bytes aligned to 8; valid values: ");
@@ -473,19 +472,19 @@ mod tests {
         for clh in ["clh:spin", "clh:pause", "clh:backoff", "clh:futex"] {
             assert!(parse(Some(clh), None, None, None).is_ok(), "{clh} fits in a pthread_mutex_t");
         }
-        for entry in locks().iter().filter(|e| e.availability.is_err()) {
+        for entry in LOCKS.entries().iter().filter(|e| e.availability.is_err()) {
             assert!(error(&entry.name).contains("is unavailable here"), "{}", entry.name);
         }
     }
 
     #[test]
     fn spin_locks_and_barriers_that_do_not_fit_say_what_they_take_and_the_room() {
-        let mcs = lock_info("mcs:spin").ok().unwrap();
-        assert!(mcs.ops.size > SPIN_ROOM.size(), "an MCS tail is a pointer");
+        let mcs = LOCKS.info("mcs:spin").ok().unwrap();
+        assert!(mcs.facts.ops.size > SPIN_ROOM.size(), "an MCS tail is a pointer");
         let text = spins(Some("mcs:spin")).err().unwrap();
         let why = format!(
             "SPINLAB_SPIN=mcs:spin cannot replace pthread spin locks: `mcs:spin` takes {} bytes aligned to {}, and the room is 4 bytes aligned to 4; valid values: ",
-            mcs.ops.size, mcs.ops.align
+            mcs.facts.ops.size, mcs.facts.ops.align
         );
         let valid = text.split("valid values: ").nth(1).unwrap_or_default();
         assert!(valid.contains("ttas:pause") && !valid.contains("mcs:"), "{text}");
@@ -510,9 +509,9 @@ mod tests {
     fn rwlocks_must_prefer_readers_and_fit_and_the_writer_kind_gets_writer_preference() {
         let Rwlocks::Replaced { name, reader, writer } = rwlocks(None).ok().unwrap() else { panic!("the default") };
         assert_eq!(name, DEFAULT_RWLOCK);
-        let writer_entry = rwlock_info("rw-writer:futex").ok().unwrap();
-        assert!(core::ptr::eq(writer, writer_entry.ops.as_ref().unwrap()), "the writer kind: same policy");
-        assert!(core::ptr::eq(reader, rwlock_info(DEFAULT_RWLOCK).ok().unwrap().ops.as_ref().unwrap()));
+        let writer_entry = RWLOCKS.info("rw-writer:futex").ok().unwrap();
+        assert!(core::ptr::eq(writer, writer_entry.facts.ops.as_ref().unwrap()), "the writer kind: same policy");
+        assert!(core::ptr::eq(reader, RWLOCKS.info(DEFAULT_RWLOCK).ok().unwrap().facts.ops.as_ref().unwrap()));
         assert_eq!(rwlocks(Some("default")).ok().unwrap().name(), DEFAULT_RWLOCK);
         assert_eq!(rwlocks(Some("rw-reader:futex")).ok().unwrap().name(), "rw-reader:futex");
         assert!(matches!(rwlocks(Some("pthread")), Ok(Rwlocks::Glibc)));
@@ -532,10 +531,10 @@ mod tests {
         // Both kinds' locks forget a forked child's waiters; the phase-fair and parking_lot
         // locks could not, and would be refused for that too.
         for name in ["rw-reader:futex", "rw-writer:futex", "rw-reader:pause", "rw-writer:spin-park"] {
-            assert!(rwlock_not_fork_safe(rwlock_info(name).ok().unwrap()).is_none(), "{name}");
+            assert!(rwlock_not_fork_safe(RWLOCKS.info(name).ok().unwrap()).is_none(), "{name}");
         }
         for name in ["rw-phase:futex", "parking_lot"] {
-            let why = rwlock_not_fork_safe(rwlock_info(name).ok().unwrap());
+            let why = rwlock_not_fork_safe(RWLOCKS.info(name).ok().unwrap());
             assert!(why.is_some_and(|why| why.contains("cannot tell its waiters from its holders")), "{name}");
         }
     }

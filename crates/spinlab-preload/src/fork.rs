@@ -39,7 +39,7 @@
 use crate::glibc::{self, mutex_fork_generation, mutex_holder, rwlock_fork_generation, MUTEX_ROOM};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use libc::{c_int, c_void, pthread_mutex_t, pthread_rwlock_t};
-use spinlab::registry::{RawLockOps, RawRwLockOps};
+use spinlab_registry::{RawLockOps, RawRwLockOps};
 use std::sync::Once;
 
 /// Forks this process descends from; a replaced mutex made sound in an older generation is

@@ -134,7 +134,7 @@ fn warm_up(config: &Config) {
 /// mutexes glibc's, and its first contended rwlock would otherwise calibrate it.
 fn warm_up_rwlocks(config: &Config) {
     let config::Rwlocks::Replaced { name, .. } = config.rwlocks else { return };
-    let policy = spinlab::registry::rwlock_info(name).ok().and_then(|entry| entry.policy);
+    let policy = spinlab_registry::RWLOCKS.info(name).ok().and_then(|entry| entry.policy);
     let Some(ops) = policy.and_then(spinlab_c_shared::condvar::cond_ops_named) else { return };
     let mut core = [0u64; 2];
     let soon = Instant::now() + Duration::from_micros(20);

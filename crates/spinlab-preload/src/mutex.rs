@@ -16,9 +16,9 @@ use crate::stats::{self, Waiting, OURS};
 use crate::{state, State};
 use core::sync::atomic::Ordering::Relaxed;
 use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, EBUSY, EINVAL, EOWNERDEAD, ETIMEDOUT};
-use spinlab::registry::RawLockOps;
 use spinlab_c_shared::clock::Abstime;
 use spinlab_c_shared::timed::lock_by;
+use spinlab_registry::RawLockOps;
 
 /// The spinlab lock in `mutex`, if the mutex is one the library replaced.
 ///

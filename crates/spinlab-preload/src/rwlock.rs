@@ -30,9 +30,9 @@ use crate::{fork, state, State};
 use core::cell::Cell;
 use core::sync::atomic::{AtomicI32, Ordering::Relaxed};
 use libc::{c_int, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec, EBUSY, EDEADLK, EINVAL, ETIMEDOUT};
-use spinlab::registry::RawRwLockOps;
 use spinlab_c_shared::clock::Abstime;
 use spinlab_c_shared::timed::acquire_by;
+use spinlab_registry::RawRwLockOps;
 
 /// Which side of the lock an acquisition asks for.
 #[derive(Clone, Copy, PartialEq)]

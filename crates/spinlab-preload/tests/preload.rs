@@ -181,7 +181,8 @@ fn a_child_forked_while_threads_queue_releases_what_it_held_and_uses_every_lock_
     for lock in locks {
         // Fewer rounds in the child under a lock that hands over in order, which the registry
         // calls fair: the spin-only queue locks (p_fork_threads.c says why).
-        let in_order = lock.and_then(|name| spinlab::registry::lock_info(name).ok()).is_some_and(|entry| entry.fair);
+        let in_order =
+            lock.and_then(|name| spinlab_registry::LOCKS.info(name).ok()).is_some_and(|entry| entry.facts.fair);
         let env: &[(&str, &str)] = if in_order { &[("P_FORK_CHILD_ROUNDS", "1000")] } else { &[] };
         let ran = preloaded(&program, lock, env);
         ran.assert_success(&format!("p_fork_threads with SPINLAB_LOCK={lock:?}"));
@@ -451,7 +452,7 @@ fn an_unusable_setting_prints_one_line_and_exits_with_2_before_main() {
         (vec![("SPINLAB_COND", "ttas:futex")], "SPINLAB_COND=ttas:futex is not a wait policy"),
         (vec![("SPINLAB_STATS", "yes")], "SPINLAB_STATS=yes is not 0 or 1"),
     ];
-    for entry in spinlab::registry::locks().iter().filter(|e| e.availability.is_err()).take(1) {
+    for entry in spinlab_registry::LOCKS.entries().iter().filter(|e| e.availability.is_err()).take(1) {
         cases.push((vec![("SPINLAB_LOCK", entry.name.as_str())], "is unavailable here"));
     }
     let library = preload_library().display().to_string();

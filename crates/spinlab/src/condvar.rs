@@ -4,11 +4,11 @@
 //!
 //! Why its own type and not an implementation of `lock_api::RawCondvar`: a `RawCondvar` names
 //! the one raw mutex type it works with, so every spinlab lock would need its own condvar
-//! type, and the C side, which holds its locks through `registry::RawLockOps` function
+//! type, and the C side, which holds its locks through the registry's `RawLockOps` function
 //! pointers, has no `lock_api` mutex at all. This condvar needs nothing from the mutex but
 //! "release it" and "take it again", so it takes those: from a `lock_api::MutexGuard` (through
 //! `MutexGuard::unlocked`, which also puts a fresh per-acquisition guard back, as MCS and CLH
-//! need), from a [`DynMutex`](crate::registry::DynMutex), or as two closures.
+//! need), or as two closures (which the registry's `DynMutex` and `RawLockOps` give).
 //!
 //! Why a sequence word: the waiter reads it while it still holds the mutex, so any
 //! notification after the waiter checked its predicate changes the word, and the waiter's
@@ -282,24 +282,26 @@ impl<W: Wait> Condvar<W> {
     /// Waits for a notification with the mutex released and taken again by the caller's
     /// callbacks: `unlock` must release the mutex that protects the caller's predicate, and
     /// `relock` take it again. For callers without a `lock_api` guard: the C ABI, and the
-    /// `pthread_cond_*` replacement over [`RawLockOps`](crate::registry::RawLockOps).
+    /// `pthread_cond_*` replacement over the registry's `RawLockOps`.
     ///
     /// The sequence word is read before `unlock` runs, so call this with the mutex held and
     /// the predicate just checked. `deadline` `None` waits without a time limit.
     ///
     /// ```
-    /// use spinlab::{registry, wait::Futex, Condvar};
+    /// use lock_api::RawMutex;
+    /// use spinlab::{lock::Fair, wait::Futex, Condvar};
     /// use std::time::{Duration, Instant};
-    /// let lock = registry::new_lock("fair:futex").unwrap();
+    /// let lock = Fair::<Futex>::INIT;
     /// let cv = Condvar::<Futex>::new();
-    /// lock.lock();
+    /// let held = lock.lock();
+    /// let mut again = None;
     /// let deadline = Some(Instant::now() + Duration::from_millis(1));
     /// // SAFETY: this thread holds `lock` when `unlock` runs, and not when `relock` does.
-    /// let result = cv.wait_with(deadline, || unsafe { lock.unlock() }, || lock.lock());
+    /// let result = cv.wait_with(deadline, || unsafe { lock.unlock(held) }, || again = Some(lock.lock()));
     /// assert!(result.timed_out());
     /// assert!(lock.is_locked());
     /// // SAFETY: taken again by `relock`.
-    /// unsafe { lock.unlock() };
+    /// unsafe { lock.unlock(again.unwrap()) };
     /// ```
     pub fn wait_with(
         &self,
@@ -319,34 +321,6 @@ impl<W: Wait> Condvar<W> {
         self.count_out();
         relock();
         WaitTimeoutResult(!notified)
-    }
-
-    /// [`wait_with`](Condvar::wait_with) for a lock from the registry.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread must hold `mutex`; it holds it again when this returns.
-    ///
-    /// ```
-    /// use spinlab::{registry, wait::SpinPark, Condvar};
-    /// let lock = registry::new_lock("mcs:futex").unwrap();
-    /// let cv = Condvar::<SpinPark>::new();
-    /// lock.lock();
-    /// let soon = std::time::Instant::now() + std::time::Duration::from_micros(100);
-    /// // SAFETY: this thread holds `lock`.
-    /// assert!(unsafe { cv.wait_dyn(&*lock, Some(soon)) }.timed_out());
-    /// // SAFETY: held again.
-    /// unsafe { lock.unlock() };
-    /// ```
-    #[cfg(not(loom))]
-    pub unsafe fn wait_dyn(
-        &self,
-        mutex: &dyn crate::registry::DynMutex,
-        deadline: Option<Instant>,
-    ) -> WaitTimeoutResult {
-        // SAFETY: the caller holds `mutex`, so `unlock` releases a held lock; `lock` takes it
-        // back before this returns.
-        self.wait_with(deadline, || unsafe { mutex.unlock() }, || mutex.lock())
     }
 
     fn wait_guard<R: RawMutex, T: ?Sized>(

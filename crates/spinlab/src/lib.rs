@@ -8,8 +8,10 @@
 //! - [`Event`], [`Condvar`], [`Barrier`] and [`rwlock`]: seed 001's wait/notify and barriers,
 //!   a condition variable for any spinlab lock, and writer-preferring and phase-fair
 //!   reader-writer locks, each over any policy.
-//! - [`registry`]: every lock by its `algorithm:policy` name, plus the reference locks
-//!   (`std`, `parking_lot`, `pthread`), for the lab, the C ABI and the preload library.
+//!
+//! Names come from the `spinlab-registry` crate: every lock by its `algorithm:policy` name,
+//! plus the reference locks (`std`, `parking_lot`, `pthread`), for the lab, the C ABI and the
+//! preload library.
 //!
 //! ```
 //! let counter = spinlab::Mutex::new(0u64);
@@ -35,8 +37,6 @@ pub mod barrier;
 pub mod condvar;
 pub mod event;
 pub mod lock;
-#[cfg(not(loom))]
-pub mod registry;
 pub mod rwlock;
 pub mod sys;
 pub mod wait;

@@ -37,7 +37,7 @@ use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
 use clap::Args;
-use spinlab::registry::{self, DynBarrier};
+use spinlab_registry::{self as registry, DynBarrier};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::time::Instant;
@@ -77,7 +77,7 @@ pub struct Barriers(pub Vec<&'static str>);
 pub fn parse_barriers(text: &str) -> Result<Barriers, String> {
     let mut out = Vec::new();
     for item in select::split_list(text)? {
-        let entry = registry::barrier_info(item).map_err(|e| e.to_string())?;
+        let entry = registry::BARRIERS.info(item).map_err(|e| e.to_string())?;
         if !out.contains(&entry.name.as_str()) {
             out.push(entry.name.as_str());
         }
@@ -369,7 +369,7 @@ impl Experiment for BarrierExperiment {
             self.barriers.as_ref().map_or_else(|| DEFAULT_BARRIERS.to_vec(), |b| b.0.clone());
         let entries: Vec<&registry::BarrierEntry> = names
             .iter()
-            .map(|n| registry::barrier_info(n).map_err(|e| LabError::usage(e.to_string())))
+            .map(|n| registry::BARRIERS.info(n).map_err(|e| LabError::usage(e.to_string())))
             .collect::<Result<_, _>>()?;
         let placements =
             common.placement.as_ref().map_or_else(|| vec![Placement::Smt, Placement::Core], |p| p.0.clone());
@@ -661,7 +661,7 @@ mod tests {
     fn the_pseudo_benchmark_runs_every_iteration_through_the_barrier() {
         let cpu = crate::measure::pin::allowed_cpus()[0];
         let witness = Witness {
-            barrier: registry::new_barrier("barrier:futex", two()).unwrap(),
+            barrier: registry::BARRIERS.build("barrier:futex", two()).unwrap(),
             heavy: std::thread::current().id(),
             heavy_waits: AtomicUsize::new(0),
             light_waits: AtomicUsize::new(0),

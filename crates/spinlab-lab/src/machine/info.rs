@@ -1,5 +1,6 @@
 //! `spinlab info`: what the machine offers for waiting, and what it does not.
 
+use super::cpuid;
 use super::perf::{self, PerfCounters};
 use super::topology::{format_cpu_list, Placement, Topology};
 use crate::measure::pin::allowed_cpus;
@@ -271,7 +272,7 @@ impl MachineInfo {
         };
 
         let info = MachineInfo {
-            cpu_model: cpu::brand()
+            cpu_model: cpuid::brand()
                 .or_else(|| cpuinfo_field(&cpuinfo, "model name"))
                 .unwrap_or_else(|| "unknown".to_string()),
             logical_cpus: topology.cpus.len(),

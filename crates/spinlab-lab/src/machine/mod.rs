@@ -1,5 +1,6 @@
 //! What the machine is: topology, wait features, clocks, counters.
 
+mod cpuid;
 pub mod info;
 pub mod perf;
 mod sysfs;

@@ -85,7 +85,7 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
     /// Whether waiters queue at the gate in this process (the registry asks too, once, to
     /// choose the lock it builds).
     #[inline]
-    pub(crate) fn gates() -> bool {
+    pub fn gates() -> bool {
         match CROWD_CPUS {
             0 => true,
             usize::MAX => false,

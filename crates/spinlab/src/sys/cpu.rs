@@ -146,12 +146,15 @@ fn vendor_is_amd() -> bool {
 
 /// Whether this x86-64 CPU has `rdtscp` (CPUID.80000001h:EDX\[27\]); never on another
 /// architecture. Read from cpuid by the first call and kept, as [`is_amd`] keeps its answer.
+// Unused under loom, whose models replace the hardware waits and the timed look.
+#[cfg_attr(loom, allow(dead_code))]
 #[inline]
-pub fn has_rdtscp() -> bool {
+pub(crate) fn has_rdtscp() -> bool {
     static RDTSCP: AtomicU8 = AtomicU8::new(UNREAD);
     kept(&RDTSCP, cpuid_has_rdtscp)
 }
 
+#[cfg_attr(loom, allow(dead_code))]
 #[cold]
 fn cpuid_has_rdtscp() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -161,29 +164,6 @@ fn cpuid_has_rdtscp() -> bool {
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
-}
-
-/// The CPU's name as cpuid's brand string gives it, if it has one.
-pub fn brand() -> Option<String> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use core::arch::x86_64::__cpuid_count;
-        if __cpuid_count(0x8000_0000, 0).eax < 0x8000_0004 {
-            return None;
-        }
-        let mut bytes = Vec::with_capacity(48);
-        for leaf in 0x8000_0002u32..=0x8000_0004 {
-            let r = __cpuid_count(leaf, 0);
-            for reg in [r.eax, r.ebx, r.ecx, r.edx] {
-                bytes.extend_from_slice(&reg.to_le_bytes());
-            }
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        let name = text.trim_matches(char::from(0)).trim();
-        (!name.is_empty()).then(|| name.to_string())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    None
 }
 
 #[cfg(test)]

@@ -1,4 +1,15 @@
-//! What spinlab needs from the OS and the CPU: one small file each.
+//! What spinlab's primitives stand on, from the OS and the CPU: one small file each. Public
+//! so that code built on spinlab sleeps, decides and reads time as the primitives do; nothing
+//! here exists for measurement alone (the lab keeps its own helpers, such as the CPU's brand
+//! string, in its own crate).
+//!
+//! - [`futex`]: sleep while a word holds a value, wake the sleepers on a word. The C
+//!   condition variable sleeps here, and the lab times these calls as floors.
+//! - [`cpu`]: the wait instructions this CPU has, how many CPUs this process may run on, and
+//!   whether the CPU is AMD's: what the policies' availability and the default lock's
+//!   choices rest on.
+//! - [`tsc`]: the cycle counter and its rate, which the hardware policies' deadlines and
+//!   backoff count in.
 
 pub mod cpu;
 pub mod futex;

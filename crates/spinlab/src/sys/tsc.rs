@@ -35,8 +35,10 @@ pub fn now() -> u64 {
 /// lacks `rdtscp`, or is not x86-64). A load whose line another CPU wrote since this one last
 /// read it waits for the line to move, and takes one cache-line transfer longer than one that
 /// hits.
+// Unused under loom, whose models replace the hardware waits and the timed look.
+#[cfg_attr(loom, allow(dead_code))]
 #[inline]
-pub fn timed_load(word: &core::sync::atomic::AtomicU32) -> Option<u64> {
+pub(crate) fn timed_load(word: &core::sync::atomic::AtomicU32) -> Option<u64> {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{__rdtscp, _mm_lfence, _rdtsc};
@@ -71,17 +73,13 @@ pub fn ticks_per_second() -> u64 {
 }
 
 /// Counter ticks in `ns` nanoseconds at the calibrated rate.
+#[cfg_attr(loom, allow(dead_code))]
 #[inline]
-pub fn ticks_for_ns(ns: u64) -> u64 {
+pub(crate) fn ticks_for_ns(ns: u64) -> u64 {
     ticks_from_ns(ns, ticks_per_second())
 }
 
-/// Nanoseconds in `ticks` counter ticks at the calibrated rate.
-#[inline]
-pub fn ns_for_ticks(ticks: u64) -> u64 {
-    ((ticks as u128 * 1_000_000_000) / ticks_per_second().max(1) as u128) as u64
-}
-
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn ticks_from_ns(ns: u64, rate: u64) -> u64 {
     ((ns as u128 * rate as u128) / 1_000_000_000).min(u64::MAX as u128) as u64
 }
@@ -107,6 +105,11 @@ fn calibrate(window: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nanoseconds in `ticks` counter ticks at the calibrated rate.
+    fn ns_for_ticks(ticks: u64) -> u64 {
+        ((ticks as u128 * 1_000_000_000) / ticks_per_second().max(1) as u128) as u64
+    }
 
     #[test]
     fn conversion_round_trips() {

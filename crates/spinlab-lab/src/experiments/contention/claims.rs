@@ -54,7 +54,7 @@ pub(super) const SPINLOCK: &str = "ttas:spin";
 
 /// Whether `lock` names seed 003's fairlock: a `fair:` registry entry that hands over in order.
 pub(super) fn is_seed_fairlock(lock: &str) -> bool {
-    lock.starts_with("fair:") && spinlab::registry::lock_info(lock).is_ok_and(|entry| entry.fair)
+    lock.starts_with("fair:") && spinlab_registry::LOCKS.info(lock).is_ok_and(|entry| entry.facts.fair)
 }
 
 /// One contention run, read at one thread per CPU (every CPU contending, as in seed 003's

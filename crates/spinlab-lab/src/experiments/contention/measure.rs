@@ -489,7 +489,7 @@ mod tests {
         let cpus = [0; 4];
         let setting = short_setting(&cpus, &lines, 0);
         for name in ["ttas:spin", "ticket:spin-park", "std"] {
-            let lock = LockBox::new(spinlab::registry::lock_info(name).unwrap()).unwrap();
+            let lock = LockBox::new(spinlab_registry::LOCKS.info(name).unwrap()).unwrap();
             let r = contended_rep(Some(&lock), &setting).unwrap();
             // Every acquisition touched the line once: the ones the window counted and the
             // ones it did not, each thread's counted ones among those it made.
@@ -510,7 +510,7 @@ mod tests {
         }
         // One thread never hands over.
         let alone = Setting { cpus: &cpus[..1], ..setting };
-        let lock = LockBox::new(spinlab::registry::lock_info("ttas:spin").unwrap()).unwrap();
+        let lock = LockBox::new(spinlab_registry::LOCKS.info("ttas:spin").unwrap()).unwrap();
         let r = contended_rep(Some(&lock), &alone).unwrap();
         assert!(r.per_thread[0] > 0);
         assert_eq!(r.handovers, 0);

@@ -50,7 +50,7 @@ impl Contention {
             add_no_lock(&mut row, &measured.no_lock);
             add_waits(&mut row, &lab.clock, t);
             // The algorithm's guarantee, beside the waits it shows here.
-            row.set("bound", lock.entry.bound);
+            row.set("bound", lock.entry.facts.bound);
             row.set("acquisitions", t.wait.count());
             if let Some(u) = u {
                 row.set(UNCONTENDED_NS, u.mean);

@@ -406,7 +406,7 @@ mod tests {
 
     #[test]
     fn a_repetition_whose_lock_never_comes_free_is_called_off_and_ends() {
-        let entry = spinlab::registry::lock_info("ttas:spin-park").unwrap();
+        let entry = spinlab_registry::LOCKS.info("ttas:spin-park").unwrap();
         let lock = LockBox::new(entry).unwrap();
         let lines = SharedLines::new(1);
         let herd = Herd { rounds: 10, per_round: 5, cs_ns: 0 };

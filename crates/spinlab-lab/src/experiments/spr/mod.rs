@@ -35,7 +35,7 @@ use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
 use clap::Args;
-use spinlab::registry::{self, DynBarrier};
+use spinlab_registry::{self as registry, DynBarrier};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::Instant;
@@ -374,7 +374,7 @@ impl Experiment for Spr {
         let names: Vec<&'static str> = self.barriers.as_ref().map_or_else(|| SPR_BARRIERS.to_vec(), |b| b.0.clone());
         let entries: Vec<&'static registry::BarrierEntry> = names
             .iter()
-            .map(|n| registry::barrier_info(n).map_err(|e| LabError::usage(e.to_string())))
+            .map(|n| registry::BARRIERS.info(n).map_err(|e| LabError::usage(e.to_string())))
             .collect::<Result<_, _>>()?;
         let apps = self.apps.as_ref().map_or_else(|| APPS.to_vec(), |a| a.0.clone());
         // Checked before anything runs, not when spmv's turn comes; `None` when spmv is not run.
@@ -561,7 +561,7 @@ mod tests {
         let reference = serial(kernel, pair.0).out;
         let clock = Clock::calibrate();
         for name in ["barrier:spin", "barrier:futex", "pthread"] {
-            let barrier = registry::new_barrier(name, NonZeroU32::new(2).unwrap()).unwrap();
+            let barrier = registry::BARRIERS.build(name, NonZeroU32::new(2).unwrap()).unwrap();
             let ran = spr(kernel, &*barrier, pair, &clock).unwrap();
             assert!(K::equal(&ran.out, &reference), "{name}: SPR result differs from the serial one");
             assert!((0.0..=100.0).contains(&ran.sync_pct), "{}", ran.sync_pct);

@@ -9,9 +9,9 @@ use crate::measure::partner::{with_partner, Announced};
 use crate::measure::pin::with_pinned;
 use crate::measure::{Clock, Series};
 use crate::results::Row;
-use spinlab::registry::DynEvent;
 use spinlab::wait::Wait;
 use spinlab::Event;
+use spinlab_registry::DynEvent;
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -46,9 +46,9 @@ use claims::{against_spin, spinner_on_sibling, MWAIT_WAKEUP, PTHREADS_CALL, PTHR
 use clap::Args;
 pub use episode::{episode_rounds, episodes, medians, rounds_for, Matmul, Medians, Rendezvous, Stamps, WakeFigures};
 use figures::charts;
-use spinlab::registry::{self, DynEvent};
 use spinlab::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
 use spinlab::{CachePadded, Event};
+use spinlab_registry::{self as registry, DynEvent};
 use std::time::Instant;
 
 /// The worker's matrix size, the computation's length (the option's bounds are [`MATRIX_N`]).
@@ -168,7 +168,7 @@ fn primitives(names: &[&str]) -> Vec<Primitive> {
         name: PTHREAD_COND.to_string(),
         unavailable: None,
         episodes: Box::new(|cpus, rounds, work, clock| {
-            let event = registry::new_event("pthread").expect("the registry has the pthread event");
+            let event = registry::EVENTS.build("pthread", ()).expect("the registry has the pthread event");
             episodes(Some(&event), cpus, rounds, work, clock)
         }),
     });

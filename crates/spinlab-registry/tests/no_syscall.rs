@@ -40,8 +40,8 @@ fn uncontended_locks_make_no_wait_or_wake_system_call() {
     if std::env::var_os(CHILD).is_some() {
         child();
     }
-    let expected = spinlab::registry::locks().iter().filter(|e| e.build().is_ok()).count()
-        + spinlab::registry::rwlocks().iter().filter(|e| e.build().is_ok()).count()
+    let expected = spinlab_registry::LOCKS.entries().iter().filter(|e| e.build(()).is_ok()).count()
+        + spinlab_registry::RWLOCKS.entries().iter().filter(|e| e.build(()).is_ok()).count()
         + 2; // `spinlab::Mutex`, and the condition variables
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut child = Command::new(exe)
@@ -101,14 +101,14 @@ fn child() -> ! {
     // Built before the filter, so that a first use's set-up (the registry's tables, the
     // CPU-count probe) is not what the filter judges: only locking is.
     let (mut locks, mut rwlocks, mut unavailable) = (Vec::new(), Vec::new(), Vec::new());
-    for entry in spinlab::registry::locks() {
-        match entry.build() {
+    for entry in spinlab_registry::LOCKS.entries() {
+        match entry.build(()) {
             Ok(lock) => locks.push((entry.name.as_str(), lock)),
             Err(_) => unavailable.push(entry.name.as_str()),
         }
     }
-    for entry in spinlab::registry::rwlocks() {
-        match entry.build() {
+    for entry in spinlab_registry::RWLOCKS.entries() {
+        match entry.build(()) {
             Ok(rw) => rwlocks.push((entry.name.as_str(), rw)),
             Err(_) => unavailable.push(entry.name.as_str()),
         }

@@ -5,11 +5,11 @@
 //! broadcasts that release the waits in progress), so an experiment can swap one for another
 //! by name.
 
-use super::table::{entry_fields, Entry, Table};
-use super::{policy_list, Origin, RegistryError};
-use crate::event::Event;
-use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
 use core::cell::UnsafeCell;
+use spinlab::event::Event;
+use spinlab::wait::Wait;
+use std::convert::Infallible;
 use std::time::Instant;
 
 /// The reference events, measured beside spinlab's.
@@ -27,31 +27,14 @@ pub trait DynEvent: Send + Sync {
     fn notify_all(&self);
 }
 
+/// Wait/notify events: `event:POLICY` and the references, each a [`DynEvent`] when built.
+/// An event keeps its own memory: it has no form for the caller's, and says nothing beyond
+/// the facts every entry carries.
+#[derive(Clone, Copy, Debug)]
+pub struct Events;
+
 /// One event the registry can build.
-#[derive(Clone, Debug)]
-pub struct EventEntry {
-    /// `event:POLICY`, or the reference event's name.
-    pub name: String,
-    /// The wait policy; `None` for reference events.
-    pub policy: Option<&'static str>,
-    /// spinlab's own, or a reference.
-    pub origin: Origin,
-    /// Whether a waiter may sleep in the kernel.
-    pub may_sleep: bool,
-    /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
-    pub availability: Result<(), Unavailable>,
-    make: fn() -> Box<dyn DynEvent>,
-}
-
-impl EventEntry {
-    /// A new event with no pending notification, or the reason this CPU cannot run it.
-    pub fn build(&self) -> Result<Box<dyn DynEvent>, RegistryError> {
-        self.check()?;
-        Ok((self.make)())
-    }
-}
-
-entry_fields!(EventEntry);
+pub type EventEntry = Entry<Events>;
 
 impl<W: Wait> DynEvent for Event<W> {
     #[inline]
@@ -71,82 +54,57 @@ impl<W: Wait> DynEvent for Event<W> {
     }
 }
 
-fn spinlab_event<W: Wait>() -> Box<dyn DynEvent> {
-    Box::new(Event::<W>::new())
-}
+/// spinlab's event, over every policy.
+struct SequenceEvent;
 
-struct AddEveryPolicy<'a>(&'a mut Vec<EventEntry>);
+impl Algorithm<Events> for SequenceEvent {
+    const NAME: &'static str = "event";
 
-impl PolicyVisitor for AddEveryPolicy<'_> {
-    fn visit<W: Wait>(&mut self) {
-        self.0.push(EventEntry {
-            name: format!("event:{}", W::NAME),
-            policy: Some(W::NAME),
-            origin: Origin::Spinlab,
-            may_sleep: W::MAY_SLEEP,
-            availability: W::availability(),
-            make: spinlab_event::<W>,
-        });
+    fn over<W: Wait>() -> ((), fn(()) -> Box<dyn DynEvent>) {
+        ((), |()| Box::new(Event::<W>::new()))
     }
 }
 
-fn reference(name: &str, make: fn() -> Box<dyn DynEvent>) -> EventEntry {
-    EventEntry {
-        name: name.to_string(),
-        policy: None,
-        origin: Origin::Reference,
-        may_sleep: true,
-        availability: Ok(()),
-        make,
-    }
-}
-
-static EVENTS: Table<EventEntry> = Table::new(
-    || {
-        let mut table = Vec::new();
-        visit_policies(&mut AddEveryPolicy(&mut table));
-        table.push(reference("std", StdEvent::boxed));
-        table.push(reference("pthread", PthreadEvent::boxed));
-        table
-    },
-    || {
-        format!(
-            "an event is event:POLICY with POLICY one of {}, or a reference event: {}",
-            policy_list(),
-            REFERENCE_EVENTS.join(", ")
-        )
-    },
-);
-
-/// Every event: `event:POLICY` for every policy, then the references.
-pub fn events() -> &'static [EventEntry] {
-    EVENTS.entries()
-}
-
-/// Every event name, available here or not.
-pub fn event_names() -> Vec<&'static str> {
-    EVENTS.names()
-}
-
-/// The event called `name`, or an error that says what names are accepted.
-pub fn event_info(name: &str) -> Result<&'static EventEntry, RegistryError> {
-    EVENTS.info(name)
-}
-
-/// A new event by name, with no pending notification.
+/// Every event: `event:POLICY` for every policy, then the references. A new event has no
+/// pending notification.
 ///
 /// ```
-/// use spinlab::registry;
+/// use spinlab_registry::EVENTS;
 /// use std::time::Instant;
 /// for name in ["event:pause", "std", "pthread"] {
-///     let event = registry::new_event(name).unwrap();
+///     let event = EVENTS.build(name, ()).unwrap();
 ///     event.notify_one();
 ///     event.wait();
 ///     assert!(!event.wait_until(Instant::now()), "{name}: the notification was taken");
 /// }
 /// ```
-pub fn new_event(name: &str) -> Result<Box<dyn DynEvent>, RegistryError> {
-    event_info(name)?.build()
+pub static EVENTS: Table<Events> = Table::new();
+
+impl Kind for Events {
+    type Built = Box<dyn DynEvent>;
+    type Args = ();
+    type Facts = ();
+    type Ops = Infallible;
+
+    fn rows() -> Vec<EventEntry> {
+        let mut rows = Vec::new();
+        add_algorithm::<Events, SequenceEvent>(&mut rows);
+        rows.push(Entry::reference("std", (), |()| StdEvent::boxed()));
+        rows.push(Entry::reference("pthread", (), |()| PthreadEvent::boxed()));
+        rows
+    }
+
+    fn expected() -> String {
+        format!(
+            "an event is event:POLICY with POLICY one of {}, or a reference event: {}",
+            policy_list(),
+            REFERENCE_EVENTS.join(", ")
+        )
+    }
+
+    fn in_place(_: &()) -> Option<(&Infallible, usize, usize)> {
+        None
+    }
 }
 
 /// What the reference events keep under their mutex.
@@ -361,10 +319,11 @@ impl Drop for PthreadEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RegistryError;
 
     #[test]
     fn every_policy_has_an_event_and_the_references_follow() {
-        let (names, policies) = (event_names(), crate::wait::policies());
+        let (names, policies) = (EVENTS.names(), spinlab::wait::policies());
         assert_eq!(names.len(), policies.len() + REFERENCE_EVENTS.len());
         for policy in &policies {
             let name = format!("event:{}", policy.name);
@@ -375,12 +334,12 @@ mod tests {
 
     #[test]
     fn unknown_names_list_what_is_accepted_and_unavailable_ones_are_refused() {
-        let text = new_event("mcs:futex").err().unwrap().to_string();
+        let text = EVENTS.build("mcs:futex", ()).err().unwrap().to_string();
         for accepted in ["`mcs:futex`", "event:POLICY", "spin-park", "wfe", "std", "pthread"] {
             assert!(text.contains(accepted), "{text}");
         }
-        for entry in events() {
-            match (&entry.availability, entry.build()) {
+        for entry in EVENTS.entries() {
+            match (&entry.availability, entry.build(())) {
                 (Ok(()), Ok(_)) => {}
                 (Err(reason), Err(RegistryError::Unavailable { name, reason: said })) => {
                     assert_eq!((&name, reason), (&entry.name, &said));
@@ -393,7 +352,7 @@ mod tests {
     #[test]
     fn reference_events_keep_counted_notifications_and_uncounted_broadcasts() {
         for name in REFERENCE_EVENTS {
-            let event = new_event(name).unwrap();
+            let event = EVENTS.build(name, ()).unwrap();
             event.notify_all();
             assert!(!event.wait_until(Instant::now()), "{name}: a broadcast with nobody waiting is not kept");
             event.notify_one();

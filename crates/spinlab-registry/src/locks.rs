@@ -1,10 +1,9 @@
 //! The lock table: every algorithm over every policy, and the reference locks.
 
-use super::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
-use super::table::{entry_fields, Entry, Table};
-use super::{policy_list, Origin, RegistryError};
-use crate::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
-use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use crate::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
+use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
+use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
+use spinlab::wait::Wait;
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
@@ -13,45 +12,86 @@ pub const ALGORITHMS: [&str; 8] = ["tas", "ttas", "ticket", "mcs", "clh", "fair"
 /// The reference locks, measured beside spinlab's.
 pub const REFERENCE_LOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
 
+/// Locks: `algorithm:policy` and the references, each a [`DynMutex`] when built.
+#[derive(Clone, Copy, Debug)]
+pub struct Locks;
+
 /// One lock the registry can build.
+pub type LockEntry = Entry<Locks>;
+
+/// What a lock entry says beyond the facts every entry carries.
 #[derive(Clone, Debug)]
-pub struct LockEntry {
-    /// `algorithm:policy`, or the reference lock's name.
-    pub name: String,
+pub struct LockFacts {
     /// The algorithm (`ttas`, …) or the reference lock's name.
     pub algorithm: &'static str,
-    /// The wait policy; `None` for reference locks, which wait their own way.
-    pub policy: Option<&'static str>,
-    /// spinlab's own, or a reference.
-    pub origin: Origin,
     /// Whether unlocking hands the lock over in order (`RawMutexFair`).
     pub fair: bool,
     /// The fairness guarantee, in words: how long or how often a waiter can be passed over
     /// (`spinlab::lock`'s module docs give each precisely).
     pub bound: &'static str,
-    /// Whether a waiter may sleep in the kernel.
-    pub may_sleep: bool,
     /// Whether a timed acquisition waits natively (otherwise it polls `try_lock`).
     pub timed_native: bool,
-    /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
-    pub availability: Result<(), Unavailable>,
     /// The lock in caller-provided memory.
     pub ops: RawLockOps,
-    make: fn() -> Box<dyn DynMutex>,
 }
 
-impl LockEntry {
-    /// A new, unlocked instance, or the reason this CPU cannot run it.
-    pub fn build(&self) -> Result<Box<dyn DynMutex>, RegistryError> {
-        self.check()?;
-        Ok((self.make)())
+/// Every lock: the algorithms over every policy, then the references.
+///
+/// ```
+/// let lock = spinlab_registry::LOCKS.build("mcs:spin-park", ()).unwrap();
+/// lock.lock();
+/// assert!(!lock.try_lock());
+/// // SAFETY: this thread holds the lock.
+/// unsafe { lock.unlock() };
+/// let err = spinlab_registry::LOCKS.build("mcs:sleepy", ()).err().unwrap().to_string();
+/// assert!(err.starts_with("unknown name `mcs:sleepy`: a lock is ALGORITHM:POLICY"), "{err}");
+/// ```
+pub static LOCKS: Table<Locks> = Table::new();
+
+impl Kind for Locks {
+    type Built = Box<dyn DynMutex>;
+    type Args = ();
+    type Facts = LockFacts;
+    type Ops = RawLockOps;
+
+    fn rows() -> Vec<LockEntry> {
+        let mut rows = Vec::new();
+        // Adding an algorithm is one line here (after its file in `lock/` and its
+        // `algorithm!` line below).
+        add_algorithm::<Locks, TasAlgorithm>(&mut rows);
+        add_algorithm::<Locks, TtasAlgorithm>(&mut rows);
+        add_algorithm::<Locks, TicketAlgorithm>(&mut rows);
+        add_algorithm::<Locks, McsAlgorithm>(&mut rows);
+        add_algorithm::<Locks, ClhAlgorithm>(&mut rows);
+        add_algorithm::<Locks, FairAlgorithm>(&mut rows);
+        add_algorithm::<Locks, BoundedAlgorithm>(&mut rows);
+        add_algorithm::<Locks, AdaptiveAlgorithm>(&mut rows);
+        rows.push(reference::<StdMutex>("std", false, "none"));
+        rows.push(reference::<Stored<parking_lot::RawMutex>>(
+            "parking_lot",
+            false,
+            "eventual fairness: a fair hand-off about every 0.5 ms",
+        ));
+        rows.push(reference::<PthreadMutex>("pthread", false, "none"));
+        rows
+    }
+
+    fn expected() -> String {
+        format!(
+            "a lock is ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, or a reference lock: {}",
+            ALGORITHMS.join(", "),
+            policy_list(),
+            REFERENCE_LOCKS.join(", ")
+        )
+    }
+
+    fn in_place(facts: &LockFacts) -> Option<(&RawLockOps, usize, usize)> {
+        Some((&facts.ops, facts.ops.size, facts.ops.align))
     }
 }
 
-entry_fields!(LockEntry);
-
 /// A lock algorithm, as the registry sees it: a name and the lock it builds for each policy.
-trait Algorithm {
+trait LockAlgorithm {
     const NAME: &'static str;
     /// Whether the algorithm hands the lock over in order (with a pure spin policy).
     const FAIR: bool;
@@ -69,19 +109,42 @@ trait Algorithm {
 struct Built {
     timed_native: bool,
     ops: RawLockOps,
-    make: fn() -> Box<dyn DynMutex>,
+    make: fn(()) -> Box<dyn DynMutex>,
 }
 
 impl Built {
     fn of<T: Named>() -> Built {
-        Built { timed_native: T::TIMED_NATIVE, ops: ops::<T>(), make: boxed::<T> }
+        Built { timed_native: T::TIMED_NATIVE, ops: ops::<T>(), make: |()| boxed::<T>() }
     }
+}
+
+impl<A: LockAlgorithm> Algorithm<Locks> for A {
+    const NAME: &'static str = <A as LockAlgorithm>::NAME;
+
+    fn over<W: Wait>() -> (LockFacts, fn(()) -> Box<dyn DynMutex>) {
+        let Built { timed_native, ops, make } = A::built::<W>();
+        let facts = LockFacts {
+            algorithm: <A as LockAlgorithm>::NAME,
+            // A gated lock hands the lock to whichever running thread takes it first; only
+            // its waiters keep the algorithm's order.
+            fair: A::FAIR && !W::LEAVES_CPU,
+            bound: if W::LEAVES_CPU { A::LEAVING_BOUND } else { A::BOUND },
+            timed_native,
+            ops,
+        };
+        (facts, make)
+    }
+}
+
+fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str) -> LockEntry {
+    let Built { timed_native, ops, make } = Built::of::<T>();
+    Entry::reference(name, LockFacts { algorithm: name, fair, bound, timed_native, ops }, make)
 }
 
 macro_rules! algorithm {
     ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:expr) => {
         struct $marker;
-        impl Algorithm for $marker {
+        impl LockAlgorithm for $marker {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
             const BOUND: &'static str = $bound;
@@ -104,7 +167,7 @@ macro_rules! algorithm {
     // The same with the gated lock's guarantee in words of its own.
     ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when leaving, bound: $leaving:expr) => {
         struct $marker;
-        impl Algorithm for $marker {
+        impl LockAlgorithm for $marker {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
             const BOUND: &'static str = $bound;
@@ -132,7 +195,7 @@ macro_rules! head_at_the_word {
 const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!());
 
 /// The same for the fair lock, whose gate orders only the threads holding one of its slots
-/// ([`crate::lock::FAIR_SLOTS`]).
+/// ([`spinlab::lock::FAIR_SLOTS`]).
 const FAIR_GATED_BOUND: &str = concat!(
     "round-robin among the threads holding one of its 62 slots, each moving to a random free slot every 8th wait, so each other slot holder passes a waiter at most twice in one turn (past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to a thread that has just come: no bound); ",
     head_at_the_word!()
@@ -156,7 +219,7 @@ algorithm!(BoundedAlgorithm, Bounded, "bounded", fair: false, bound: "a running 
 /// behind a table throughput under contention (docs/design.md, "The default lock").
 struct AdaptiveAlgorithm;
 
-impl Algorithm for AdaptiveAlgorithm {
+impl LockAlgorithm for AdaptiveAlgorithm {
     const NAME: &'static str = "adaptive";
     const FAIR: bool = false;
     const BOUND: &'static str = concat!(
@@ -172,103 +235,6 @@ impl Algorithm for AdaptiveAlgorithm {
             Built::of::<Stored<Bounded<W>>>()
         }
     }
-}
-
-struct AddEveryPolicy<'a, A>(&'a mut Vec<LockEntry>, core::marker::PhantomData<A>);
-
-impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
-    fn visit<W: Wait>(&mut self) {
-        let Built { timed_native, ops, make } = A::built::<W>();
-        self.0.push(LockEntry {
-            name: format!("{}:{}", A::NAME, W::NAME),
-            algorithm: A::NAME,
-            policy: Some(W::NAME),
-            origin: Origin::Spinlab,
-            // A gated lock hands the lock to whichever running thread takes it first; only
-            // its waiters keep the algorithm's order.
-            fair: A::FAIR && !W::LEAVES_CPU,
-            bound: if W::LEAVES_CPU { A::LEAVING_BOUND } else { A::BOUND },
-            may_sleep: W::MAY_SLEEP,
-            timed_native,
-            availability: W::availability(),
-            ops,
-            make,
-        });
-    }
-}
-
-fn add_algorithm<A: Algorithm>(table: &mut Vec<LockEntry>) {
-    visit_policies(&mut AddEveryPolicy::<A>(table, core::marker::PhantomData));
-}
-
-fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str) -> LockEntry {
-    let Built { timed_native, ops, make } = Built::of::<T>();
-    LockEntry {
-        name: name.to_string(),
-        algorithm: name,
-        policy: None,
-        origin: Origin::Reference,
-        fair,
-        bound,
-        may_sleep: true,
-        timed_native,
-        availability: Ok(()),
-        ops,
-        make,
-    }
-}
-
-static LOCKS: Table<LockEntry> = Table::new(
-    || {
-        let mut table = Vec::new();
-        // Adding an algorithm is one line here (after its file in `lock/` and its
-        // `algorithm!` line above).
-        add_algorithm::<TasAlgorithm>(&mut table);
-        add_algorithm::<TtasAlgorithm>(&mut table);
-        add_algorithm::<TicketAlgorithm>(&mut table);
-        add_algorithm::<McsAlgorithm>(&mut table);
-        add_algorithm::<ClhAlgorithm>(&mut table);
-        add_algorithm::<FairAlgorithm>(&mut table);
-        add_algorithm::<BoundedAlgorithm>(&mut table);
-        add_algorithm::<AdaptiveAlgorithm>(&mut table);
-        table.push(reference::<StdMutex>("std", false, "none"));
-        table.push(reference::<Stored<parking_lot::RawMutex>>(
-            "parking_lot",
-            false,
-            "eventual fairness: a fair hand-off about every 0.5 ms",
-        ));
-        table.push(reference::<PthreadMutex>("pthread", false, "none"));
-        table
-    },
-    || {
-        format!(
-            "a lock is ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, or a reference lock: {}",
-            ALGORITHMS.join(", "),
-            policy_list(),
-            REFERENCE_LOCKS.join(", ")
-        )
-    },
-);
-
-/// Every lock: the algorithms over every policy, then the references.
-pub fn locks() -> &'static [LockEntry] {
-    LOCKS.entries()
-}
-
-/// Every lock name, available here or not.
-pub fn lock_names() -> Vec<&'static str> {
-    LOCKS.names()
-}
-
-/// The entry called `name`, or an error that says what names are accepted.
-pub fn lock_info(name: &str) -> Result<&'static LockEntry, RegistryError> {
-    LOCKS.info(name)
-}
-
-/// A new, unlocked lock by name: an error lists the valid names, or names the CPU feature an
-/// unavailable policy needs.
-pub fn new_lock(name: &str) -> Result<Box<dyn DynMutex>, RegistryError> {
-    lock_info(name)?.build()
 }
 
 /// `std::sync::Mutex`, with its guard kept beside it. Its guard borrows the mutex, so the
@@ -400,11 +366,13 @@ impl Drop for PthreadMutex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RegistryError;
+    use crate::table::Origin;
 
     #[test]
     fn every_algorithm_has_every_policy_and_the_references_follow() {
-        let names = lock_names();
-        let policies = crate::wait::policies();
+        let names = LOCKS.names();
+        let policies = spinlab::wait::policies();
         assert_eq!(names.len(), ALGORITHMS.len() * policies.len() + REFERENCE_LOCKS.len());
         for algorithm in ALGORITHMS {
             for policy in &policies {
@@ -417,17 +385,17 @@ mod tests {
 
     #[test]
     fn the_fair_locks_bounds_name_their_slot_count() {
-        let slots = format!("its {} slots", crate::lock::FAIR_SLOTS);
-        for entry in locks().iter().filter(|e| e.name.starts_with("fair:")) {
-            assert!(entry.bound.contains(&slots), "{}: {}", entry.name, entry.bound);
+        let slots = format!("its {} slots", spinlab::lock::FAIR_SLOTS);
+        for entry in LOCKS.entries().iter().filter(|e| e.name.starts_with("fair:")) {
+            assert!(entry.facts.bound.contains(&slots), "{}: {}", entry.name, entry.facts.bound);
         }
-        let gated = locks().iter().find(|e| e.name == "fair:spin-park").unwrap();
-        assert!(gated.bound.contains("0.2 ms of a holder's releases"), "{}", gated.bound);
+        let gated = LOCKS.entries().iter().find(|e| e.name == "fair:spin-park").unwrap();
+        assert!(gated.facts.bound.contains("0.2 ms of a holder's releases"), "{}", gated.facts.bound);
     }
 
     #[test]
     fn unknown_names_list_what_is_accepted() {
-        let err = new_lock("ttas:nope").err().unwrap();
+        let err = LOCKS.build("ttas:nope", ()).err().unwrap();
         let text = err.to_string();
         assert!(text.contains("`ttas:nope`"));
         for accepted in ["ttas", "fair", "spin-park", "umwait", "parking_lot", "pthread"] {
@@ -437,8 +405,8 @@ mod tests {
 
     #[test]
     fn unavailable_policies_are_refused_with_the_missing_feature() {
-        for entry in locks() {
-            match (&entry.availability, entry.build()) {
+        for entry in LOCKS.entries() {
+            match (&entry.availability, entry.build(())) {
                 (Ok(()), Ok(_)) => {}
                 (Err(reason), Err(RegistryError::Unavailable { name, reason: said })) => {
                     assert_eq!(&name, &entry.name);
@@ -455,10 +423,10 @@ mod tests {
     /// CLH is its tail and that pointer, and the sleeping one a bounded word and its gate.
     #[test]
     fn every_algorithm_over_every_policy_takes_at_most_16_bytes_in_place() {
-        for entry in locks().iter().filter(|e| e.origin == Origin::Spinlab) {
-            let ops = &entry.ops;
+        for entry in LOCKS.entries().iter().filter(|e| e.origin == Origin::Spinlab) {
+            let ops = &entry.facts.ops;
             assert!(ops.size <= 16 && ops.align <= 8, "{}: {} bytes aligned to {}", entry.name, ops.size, ops.align);
-            if entry.algorithm == "clh" {
+            if entry.facts.algorithm == "clh" {
                 assert_eq!(ops.size, 16, "{}", entry.name);
             }
         }
@@ -469,8 +437,8 @@ mod tests {
     #[test]
     fn the_pairs_loop_takes_the_lock_and_leaves_it_free() {
         use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-        for entry in locks().iter().filter(|e| e.availability.is_ok()) {
-            let ops = entry.ops;
+        for entry in LOCKS.entries().iter().filter(|e| e.availability.is_ok()) {
+            let ops = entry.facts.ops;
             assert!(ops.align <= 16, "{}", entry.name);
             let mut storage = vec![0u128; ops.size.div_ceil(16) + 1];
             let at = storage.as_mut_ptr() as *mut u8;
@@ -504,18 +472,18 @@ mod tests {
 
     #[test]
     fn zeroed_storage_is_an_unlocked_lock_where_the_entry_says_so() {
-        for entry in locks().iter().filter(|e| e.availability.is_ok() && e.ops.zero_is_unlocked) {
-            let mut storage = vec![0u128; entry.ops.size.div_ceil(16) + 1];
+        for entry in LOCKS.entries().iter().filter(|e| e.availability.is_ok() && e.facts.ops.zero_is_unlocked) {
+            let mut storage = vec![0u128; entry.facts.ops.size.div_ceil(16) + 1];
             let at = storage.as_mut_ptr() as *mut u8;
-            assert!(entry.ops.align <= 16, "{}", entry.name);
+            assert!(entry.facts.ops.align <= 16, "{}", entry.name);
             // SAFETY: zeroed, aligned storage of the right size, allowed by zero_is_unlocked.
             unsafe {
-                assert!((entry.ops.try_lock)(at), "{}: zeroed lock not free", entry.name);
-                assert!(!(entry.ops.try_lock)(at), "{}", entry.name);
-                (entry.ops.unlock)(at);
-                (entry.ops.lock)(at);
-                (entry.ops.unlock)(at);
-                (entry.ops.drop)(at);
+                assert!((entry.facts.ops.try_lock)(at), "{}: zeroed lock not free", entry.name);
+                assert!(!(entry.facts.ops.try_lock)(at), "{}", entry.name);
+                (entry.facts.ops.unlock)(at);
+                (entry.facts.ops.lock)(at);
+                (entry.facts.ops.unlock)(at);
+                (entry.facts.ops.drop)(at);
             }
         }
     }

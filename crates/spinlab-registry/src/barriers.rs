@@ -4,11 +4,10 @@
 //! semantics of spinlab's barrier (one leader per phase), so an experiment can swap one for
 //! another by name.
 
-use super::table::{entry_fields, Entry, Table};
-use super::{policy_list, Origin, RegistryError};
-use crate::barrier::{Barrier, Compact};
-use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
 use core::cell::UnsafeCell;
+use spinlab::barrier::{Barrier, Compact};
+use spinlab::wait::Wait;
 use std::num::NonZeroU32;
 
 /// The reference barriers, measured beside spinlab's.
@@ -23,23 +22,20 @@ pub trait DynBarrier: Send + Sync {
     fn parties(&self) -> usize;
 }
 
+/// Barriers: `barrier:POLICY` and the references, each a [`DynBarrier`] for a number of
+/// parties when built.
+#[derive(Clone, Copy, Debug)]
+pub struct Barriers;
+
 /// One barrier the registry can build.
+pub type BarrierEntry = Entry<Barriers>;
+
+/// What a barrier entry says beyond the facts every entry carries.
 #[derive(Clone, Debug)]
-pub struct BarrierEntry {
-    /// `barrier:POLICY`, or the reference barrier's name.
-    pub name: String,
-    /// The wait policy; `None` for reference barriers, which wait their own way.
-    pub policy: Option<&'static str>,
-    /// spinlab's own, or a reference.
-    pub origin: Origin,
-    /// Whether a waiter may sleep in the kernel.
-    pub may_sleep: bool,
-    /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
-    pub availability: Result<(), Unavailable>,
+pub struct BarrierFacts {
     /// The barrier in memory the caller provides (`barrier:POLICY` only: its [`Compact`]
     /// form); `None` for the references, which keep their own memory.
-    pub in_place: Option<RawBarrierOps>,
-    make: fn(NonZeroU32) -> Box<dyn DynBarrier>,
+    pub ops: Option<RawBarrierOps>,
 }
 
 /// The verbs of a barrier stored in caller-provided memory of `size` bytes aligned to
@@ -73,21 +69,6 @@ fn in_place<W: Wait>() -> RawBarrierOps {
     }
 }
 
-impl BarrierEntry {
-    /// A new barrier for `parties` threads, or the reason this CPU cannot run it.
-    ///
-    /// # Panics
-    ///
-    /// The `pthread` reference panics if `pthread_barrier_init` refuses the count (glibc
-    /// accepts up to `i32::MAX` parties).
-    pub fn build(&self, parties: NonZeroU32) -> Result<Box<dyn DynBarrier>, RegistryError> {
-        self.check()?;
-        Ok((self.make)(parties))
-    }
-}
-
-entry_fields!(BarrierEntry);
-
 impl<W: Wait> DynBarrier for Barrier<W> {
     #[inline]
     fn wait(&self) -> bool {
@@ -105,82 +86,57 @@ fn spinlab_barrier<W: Wait>(parties: NonZeroU32) -> Box<dyn DynBarrier> {
     }
 }
 
-struct AddEveryPolicy<'a>(&'a mut Vec<BarrierEntry>);
+/// spinlab's sense-reversing barrier, over every policy.
+struct SenseReversing;
 
-impl PolicyVisitor for AddEveryPolicy<'_> {
-    fn visit<W: Wait>(&mut self) {
-        self.0.push(BarrierEntry {
-            name: format!("barrier:{}", W::NAME),
-            policy: Some(W::NAME),
-            origin: Origin::Spinlab,
-            may_sleep: W::MAY_SLEEP,
-            availability: W::availability(),
-            in_place: Some(in_place::<W>()),
-            make: spinlab_barrier::<W>,
-        });
+impl Algorithm<Barriers> for SenseReversing {
+    const NAME: &'static str = "barrier";
+
+    fn over<W: Wait>() -> (BarrierFacts, fn(NonZeroU32) -> Box<dyn DynBarrier>) {
+        (BarrierFacts { ops: Some(in_place::<W>()) }, spinlab_barrier::<W>)
     }
 }
 
-fn reference(name: &str, make: fn(NonZeroU32) -> Box<dyn DynBarrier>) -> BarrierEntry {
-    BarrierEntry {
-        name: name.to_string(),
-        policy: None,
-        origin: Origin::Reference,
-        may_sleep: true,
-        availability: Ok(()),
-        in_place: None,
-        make,
-    }
-}
+/// Every barrier: `barrier:POLICY` for every policy, then the references. `parties` is
+/// non-zero by type: a barrier for no thread could never release anyone.
+///
+/// ```
+/// use spinlab_registry::BARRIERS;
+/// use std::num::NonZeroU32;
+/// let one = NonZeroU32::new(1).unwrap();
+/// for name in ["barrier:futex", "std", "pthread"] {
+///     assert!(BARRIERS.build(name, one).unwrap().wait(), "alone, every wait leads");
+/// }
+/// let err = BARRIERS.build("barrier:nap", one).err().unwrap().to_string();
+/// assert!(err.contains("barrier:POLICY") && err.contains("spin-park") && err.contains("pthread"));
+/// ```
+pub static BARRIERS: Table<Barriers> = Table::new();
 
-static BARRIERS: Table<BarrierEntry> = Table::new(
-    || {
-        let mut table = Vec::new();
-        visit_policies(&mut AddEveryPolicy(&mut table));
-        table.push(reference("std", StdBarrier::boxed));
-        table.push(reference("pthread", PthreadBarrier::boxed));
-        table
-    },
-    || {
+impl Kind for Barriers {
+    type Built = Box<dyn DynBarrier>;
+    type Args = NonZeroU32;
+    type Facts = BarrierFacts;
+    type Ops = RawBarrierOps;
+
+    fn rows() -> Vec<BarrierEntry> {
+        let mut rows = Vec::new();
+        add_algorithm::<Barriers, SenseReversing>(&mut rows);
+        rows.push(Entry::reference("std", BarrierFacts { ops: None }, StdBarrier::boxed));
+        rows.push(Entry::reference("pthread", BarrierFacts { ops: None }, PthreadBarrier::boxed));
+        rows
+    }
+
+    fn expected() -> String {
         format!(
             "a barrier is barrier:POLICY with POLICY one of {}, or a reference barrier: {}",
             policy_list(),
             REFERENCE_BARRIERS.join(", ")
         )
-    },
-);
+    }
 
-/// Every barrier: `barrier:POLICY` for every policy, then the references.
-pub fn barriers() -> &'static [BarrierEntry] {
-    BARRIERS.entries()
-}
-
-/// Every barrier name, available here or not.
-pub fn barrier_names() -> Vec<&'static str> {
-    BARRIERS.names()
-}
-
-/// The barrier called `name`, or an error that says what names are accepted.
-pub fn barrier_info(name: &str) -> Result<&'static BarrierEntry, RegistryError> {
-    BARRIERS.info(name)
-}
-
-/// A new barrier for `parties` threads by name: an error lists the valid names, or names the
-/// CPU feature an unavailable policy needs. `parties` is non-zero by type: a barrier for no
-/// thread could never release anyone.
-///
-/// ```
-/// use spinlab::registry;
-/// use std::num::NonZeroU32;
-/// let one = NonZeroU32::new(1).unwrap();
-/// for name in ["barrier:futex", "std", "pthread"] {
-///     assert!(registry::new_barrier(name, one).unwrap().wait(), "alone, every wait leads");
-/// }
-/// let err = registry::new_barrier("barrier:nap", one).err().unwrap().to_string();
-/// assert!(err.contains("barrier:POLICY") && err.contains("spin-park") && err.contains("pthread"));
-/// ```
-pub fn new_barrier(name: &str, parties: NonZeroU32) -> Result<Box<dyn DynBarrier>, RegistryError> {
-    barrier_info(name)?.build(parties)
+    fn in_place(facts: &BarrierFacts) -> Option<(&RawBarrierOps, usize, usize)> {
+        facts.ops.as_ref().map(|ops| (ops, ops.size, ops.align))
+    }
 }
 
 /// `std::sync::Barrier`, which does not say how many parties it has.
@@ -253,11 +209,13 @@ impl Drop for PthreadBarrier {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RegistryError;
+    use crate::table::Origin;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
     #[test]
     fn every_policy_has_a_barrier_and_the_references_follow() {
-        let (names, policies) = (barrier_names(), crate::wait::policies());
+        let (names, policies) = (BARRIERS.names(), spinlab::wait::policies());
         assert_eq!(names.len(), policies.len() + REFERENCE_BARRIERS.len());
         for policy in &policies {
             let name = format!("barrier:{}", policy.name);
@@ -269,7 +227,7 @@ mod tests {
     #[test]
     fn unknown_names_list_what_is_accepted() {
         let one = NonZeroU32::new(1).unwrap();
-        let text = new_barrier("barrier:nope", one).err().unwrap().to_string();
+        let text = BARRIERS.build("barrier:nope", one).err().unwrap().to_string();
         for accepted in ["`barrier:nope`", "barrier:POLICY", "futex", "umwait", "std", "pthread"] {
             assert!(text.contains(accepted), "{text}");
         }
@@ -279,8 +237,8 @@ mod tests {
     fn every_spinlab_barrier_runs_in_sixteen_bytes_of_the_callers_memory() {
         const THREADS: usize = 3;
         const PHASES: usize = 200;
-        for entry in barriers().iter().filter(|e| e.availability.is_ok()) {
-            let Some(ops) = entry.in_place else {
+        for entry in BARRIERS.entries().iter().filter(|e| e.availability.is_ok()) {
+            let Some(ops) = entry.facts.ops else {
                 assert_eq!(entry.origin, Origin::Reference, "{} has no in-place form", entry.name);
                 continue;
             };
@@ -315,7 +273,7 @@ mod tests {
     #[test]
     fn unavailable_policies_are_refused_with_the_missing_feature() {
         let one = NonZeroU32::new(1).unwrap();
-        for entry in barriers() {
+        for entry in BARRIERS.entries() {
             match (&entry.availability, entry.build(one)) {
                 (Ok(()), Ok(barrier)) => assert_eq!(barrier.parties(), 1),
                 (Err(reason), Err(RegistryError::Unavailable { name, reason: said })) => {

@@ -3,18 +3,16 @@
 //! references `std` (`std::sync::RwLock`), `parking_lot` (`parking_lot::RawRwLock`) and
 //! `pthread` (a default `pthread_rwlock_t`).
 //!
-//! Each lock is built boxed ([`RwLockEntry::build`]); those whose state is plain memory (all but
+//! Each lock is built boxed ([`Entry::build`]); those whose state is plain memory (all but
 //! `std` and `pthread`) can also live in memory the caller owns ([`RawRwLockOps`]), which is
 //! how the preload library keeps one inside a program's `pthread_rwlock_t`.
 
-use super::in_place::poll_until;
-use super::table::{entry_fields, Entry, Table};
-use super::{policy_list, Origin, RegistryError};
-use crate::rwlock::{PhaseFair, ReaderPref, WriterPref};
-use crate::wait::{visit_policies, PolicyVisitor, Unavailable, Wait};
+use crate::in_place::poll_until;
+use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
 use core::cell::{RefCell, UnsafeCell};
-use core::marker::PhantomData;
 use lock_api::{GuardNoSend, GuardSend, RawRwLock};
+use spinlab::rwlock::{PhaseFair, ReaderPref, WriterPref};
+use spinlab::wait::Wait;
 use std::time::Instant;
 
 /// The reader-writer lock algorithms, in registry order.
@@ -61,27 +59,24 @@ pub enum RwFairness {
     Unspecified,
 }
 
+/// Reader-writer locks: `ALGORITHM:POLICY` and the references, each a [`DynRwLock`] when
+/// built.
+#[derive(Clone, Copy, Debug)]
+pub struct RwLocks;
+
 /// One reader-writer lock the registry can build.
+pub type RwLockEntry = Entry<RwLocks>;
+
+/// What a reader-writer lock entry says beyond the facts every entry carries.
 #[derive(Clone, Debug)]
-pub struct RwLockEntry {
-    /// `rw-writer:POLICY`, `rw-phase:POLICY`, or the reference lock's name.
-    pub name: String,
-    /// The algorithm (`rw-writer`, `rw-phase`) or the reference lock's name.
+pub struct RwLockFacts {
+    /// The algorithm (`rw-writer`, `rw-phase`, `rw-reader`) or the reference lock's name.
     pub algorithm: &'static str,
-    /// The wait policy; `None` for reference locks, which wait their own way.
-    pub policy: Option<&'static str>,
-    /// spinlab's own, or a reference.
-    pub origin: Origin,
     /// Whom the lock protects from starvation.
     pub fairness: RwFairness,
-    /// Whether a waiter may sleep in the kernel.
-    pub may_sleep: bool,
-    /// `Ok`, or the CPU feature the policy needs and this CPU lacks.
-    pub availability: Result<(), Unavailable>,
     /// Its verbs in memory the caller owns; `None` for `std` and `pthread`, which must not
     /// move or need more than their own bytes.
     pub ops: Option<RawRwLockOps>,
-    make: fn() -> Box<dyn DynRwLock>,
 }
 
 /// The verbs of a reader-writer lock stored in caller-provided memory of `size` bytes aligned
@@ -126,16 +121,6 @@ pub struct RawRwLockOps {
     /// table). # Safety: as `lock_shared`, and no other thread uses the lock meanwhile.
     pub forget_waiters: Option<unsafe fn(at: *mut u8)>,
 }
-
-impl RwLockEntry {
-    /// A new, unlocked instance, or the reason this CPU cannot run it.
-    pub fn build(&self) -> Result<Box<dyn DynRwLock>, RegistryError> {
-        self.check()?;
-        Ok((self.make)())
-    }
-}
-
-entry_fields!(RwLockEntry);
 
 /// A guard type that carries no state, so a holder can make the one its unlock needs again:
 /// `lock_api`'s two marker guards, which spinlab's reader-writer locks and parking_lot's use.
@@ -194,7 +179,7 @@ where
     }
 }
 
-fn guardless<R>() -> Box<dyn DynRwLock>
+fn guardless<R>(_: ()) -> Box<dyn DynRwLock>
 where
     R: RawRwLock + Send + Sync + 'static,
     R::SharedGuard: Stateless,
@@ -285,19 +270,29 @@ unsafe fn shared<'a, R>(at: *const u8) -> &'a Guardless<R> {
 }
 
 /// A reader-writer algorithm, as the registry sees it: a name, a promise, a type per policy.
-trait Algorithm {
+trait RwAlgorithm {
     const NAME: &'static str;
     const FAIRNESS: RwFairness;
-    fn make<W: Wait>() -> Box<dyn DynRwLock>;
+    fn make<W: Wait>() -> fn(()) -> Box<dyn DynRwLock>;
     fn ops<W: Wait>() -> RawRwLockOps;
 }
 
+impl<A: RwAlgorithm> Algorithm<RwLocks> for A {
+    const NAME: &'static str = <A as RwAlgorithm>::NAME;
+
+    fn over<W: Wait>() -> (RwLockFacts, fn(()) -> Box<dyn DynRwLock>) {
+        let facts =
+            RwLockFacts { algorithm: <A as RwAlgorithm>::NAME, fairness: A::FAIRNESS, ops: Some(A::ops::<W>()) };
+        (facts, A::make::<W>())
+    }
+}
+
 struct WriterPrefAlgorithm;
-impl Algorithm for WriterPrefAlgorithm {
+impl RwAlgorithm for WriterPrefAlgorithm {
     const NAME: &'static str = "rw-writer";
     const FAIRNESS: RwFairness = RwFairness::WriterPreferring;
-    fn make<W: Wait>() -> Box<dyn DynRwLock> {
-        guardless::<WriterPref<W>>()
+    fn make<W: Wait>() -> fn(()) -> Box<dyn DynRwLock> {
+        guardless::<WriterPref<W>>
     }
     fn ops<W: Wait>() -> RawRwLockOps {
         RawRwLockOps {
@@ -309,11 +304,11 @@ impl Algorithm for WriterPrefAlgorithm {
 }
 
 struct PhaseFairAlgorithm;
-impl Algorithm for PhaseFairAlgorithm {
+impl RwAlgorithm for PhaseFairAlgorithm {
     const NAME: &'static str = "rw-phase";
     const FAIRNESS: RwFairness = RwFairness::PhaseFair;
-    fn make<W: Wait>() -> Box<dyn DynRwLock> {
-        guardless::<PhaseFair<W>>()
+    fn make<W: Wait>() -> fn(()) -> Box<dyn DynRwLock> {
+        guardless::<PhaseFair<W>>
     }
     fn ops<W: Wait>() -> RawRwLockOps {
         in_place::<PhaseFair<W>>()
@@ -321,11 +316,11 @@ impl Algorithm for PhaseFairAlgorithm {
 }
 
 struct ReaderPrefAlgorithm;
-impl Algorithm for ReaderPrefAlgorithm {
+impl RwAlgorithm for ReaderPrefAlgorithm {
     const NAME: &'static str = "rw-reader";
     const FAIRNESS: RwFairness = RwFairness::ReaderPreferring;
-    fn make<W: Wait>() -> Box<dyn DynRwLock> {
-        guardless::<ReaderPref<W>>()
+    fn make<W: Wait>() -> fn(()) -> Box<dyn DynRwLock> {
+        guardless::<ReaderPref<W>>
     }
     fn ops<W: Wait>() -> RawRwLockOps {
         RawRwLockOps {
@@ -336,87 +331,12 @@ impl Algorithm for ReaderPrefAlgorithm {
     }
 }
 
-struct AddEveryPolicy<'a, A>(&'a mut Vec<RwLockEntry>, PhantomData<A>);
-
-impl<A: Algorithm> PolicyVisitor for AddEveryPolicy<'_, A> {
-    fn visit<W: Wait>(&mut self) {
-        self.0.push(RwLockEntry {
-            name: format!("{}:{}", A::NAME, W::NAME),
-            algorithm: A::NAME,
-            policy: Some(W::NAME),
-            origin: Origin::Spinlab,
-            fairness: A::FAIRNESS,
-            may_sleep: W::MAY_SLEEP,
-            availability: W::availability(),
-            ops: Some(A::ops::<W>()),
-            make: A::make::<W>,
-        });
-    }
-}
-
-fn add_algorithm<A: Algorithm>(table: &mut Vec<RwLockEntry>) {
-    visit_policies(&mut AddEveryPolicy::<A>(table, PhantomData));
-}
-
-fn reference(name: &'static str, make: fn() -> Box<dyn DynRwLock>, ops: Option<RawRwLockOps>) -> RwLockEntry {
-    RwLockEntry {
-        name: name.to_string(),
-        algorithm: name,
-        policy: None,
-        origin: Origin::Reference,
-        fairness: RwFairness::Unspecified,
-        may_sleep: true,
-        availability: Ok(()),
-        ops,
-        make,
-    }
-}
-
-static RWLOCKS: Table<RwLockEntry> = Table::new(
-    || {
-        let mut table = Vec::new();
-        add_algorithm::<WriterPrefAlgorithm>(&mut table);
-        add_algorithm::<PhaseFairAlgorithm>(&mut table);
-        add_algorithm::<ReaderPrefAlgorithm>(&mut table);
-        table.push(reference("std", StdRwLock::boxed, None));
-        let parking_lot = in_place::<parking_lot::RawRwLock>();
-        table.push(reference("parking_lot", guardless::<parking_lot::RawRwLock>, Some(parking_lot)));
-        table.push(reference("pthread", PthreadRwLock::boxed, None));
-        table
-    },
-    || {
-        format!(
-            "a reader-writer lock is ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, \
-             or a reference lock: {}",
-            RW_ALGORITHMS.join(", "),
-            policy_list(),
-            REFERENCE_RWLOCKS.join(", ")
-        )
-    },
-);
-
 /// Every reader-writer lock: each algorithm over every policy, then the references.
-pub fn rwlocks() -> &'static [RwLockEntry] {
-    RWLOCKS.entries()
-}
-
-/// Every reader-writer lock name, available here or not.
-pub fn rwlock_names() -> Vec<&'static str> {
-    RWLOCKS.names()
-}
-
-/// The reader-writer lock called `name`, or an error that says what names are accepted.
-pub fn rwlock_info(name: &str) -> Result<&'static RwLockEntry, RegistryError> {
-    RWLOCKS.info(name)
-}
-
-/// A new, unlocked reader-writer lock by name: an error lists the valid names, or names the
-/// CPU feature an unavailable policy needs.
 ///
 /// ```
-/// use spinlab::registry;
+/// use spinlab_registry::RWLOCKS;
 /// for name in ["rw-phase:futex", "rw-writer:spin-park", "rw-reader:pause", "std", "parking_lot", "pthread"] {
-///     let lock = registry::new_rwlock(name).unwrap();
+///     let lock = RWLOCKS.build(name, ()).unwrap();
 ///     lock.lock_shared();
 ///     assert!(lock.try_lock_shared(), "{name}: readers share");
 ///     assert!(!lock.try_lock_exclusive(), "{name}");
@@ -427,10 +347,45 @@ pub fn rwlock_info(name: &str) -> Result<&'static RwLockEntry, RegistryError> {
 ///     // SAFETY: this thread holds the exclusive lock.
 ///     unsafe { lock.unlock_exclusive() };
 /// }
-/// assert!(registry::new_rwlock("rw-phase:nap").is_err());
+/// assert!(RWLOCKS.build("rw-phase:nap", ()).is_err());
 /// ```
-pub fn new_rwlock(name: &str) -> Result<Box<dyn DynRwLock>, RegistryError> {
-    rwlock_info(name)?.build()
+pub static RWLOCKS: Table<RwLocks> = Table::new();
+
+impl Kind for RwLocks {
+    type Built = Box<dyn DynRwLock>;
+    type Args = ();
+    type Facts = RwLockFacts;
+    type Ops = RawRwLockOps;
+
+    fn rows() -> Vec<RwLockEntry> {
+        let mut rows = Vec::new();
+        add_algorithm::<RwLocks, WriterPrefAlgorithm>(&mut rows);
+        add_algorithm::<RwLocks, PhaseFairAlgorithm>(&mut rows);
+        add_algorithm::<RwLocks, ReaderPrefAlgorithm>(&mut rows);
+        rows.push(reference("std", |()| StdRwLock::boxed(), None));
+        let parking_lot = in_place::<parking_lot::RawRwLock>();
+        rows.push(reference("parking_lot", guardless::<parking_lot::RawRwLock>, Some(parking_lot)));
+        rows.push(reference("pthread", |()| PthreadRwLock::boxed(), None));
+        rows
+    }
+
+    fn expected() -> String {
+        format!(
+            "a reader-writer lock is ALGORITHM:POLICY with ALGORITHM one of {} and POLICY one of {}, \
+             or a reference lock: {}",
+            RW_ALGORITHMS.join(", "),
+            policy_list(),
+            REFERENCE_RWLOCKS.join(", ")
+        )
+    }
+
+    fn in_place(facts: &RwLockFacts) -> Option<(&RawRwLockOps, usize, usize)> {
+        facts.ops.as_ref().map(|ops| (ops, ops.size, ops.align))
+    }
+}
+
+fn reference(name: &'static str, make: fn(()) -> Box<dyn DynRwLock>, ops: Option<RawRwLockOps>) -> RwLockEntry {
+    Entry::reference(name, RwLockFacts { algorithm: name, fairness: RwFairness::Unspecified, ops }, make)
 }
 
 /// `std::sync::RwLock`, whose guards borrow the lock and cannot be released without being
@@ -580,11 +535,13 @@ impl Drop for PthreadRwLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::RegistryError;
+    use crate::table::Origin;
 
     #[test]
     fn every_algorithm_has_every_policy_and_the_references_follow() {
-        let names = rwlock_names();
-        let policies = crate::wait::policies();
+        let names = RWLOCKS.names();
+        let policies = spinlab::wait::policies();
         assert_eq!(names.len(), RW_ALGORITHMS.len() * policies.len() + REFERENCE_RWLOCKS.len());
         for algorithm in RW_ALGORITHMS {
             for policy in &policies {
@@ -593,15 +550,15 @@ mod tests {
             }
         }
         assert_eq!(&names[names.len() - REFERENCE_RWLOCKS.len()..], REFERENCE_RWLOCKS);
-        for entry in rwlocks() {
-            let promised = entry.fairness != RwFairness::Unspecified;
+        for entry in RWLOCKS.entries() {
+            let promised = entry.facts.fairness != RwFairness::Unspecified;
             assert_eq!(promised, entry.origin == Origin::Spinlab, "{}", entry.name);
         }
     }
 
     #[test]
     fn unknown_names_list_what_is_accepted() {
-        let text = new_rwlock("rw-fair:futex").err().unwrap().to_string();
+        let text = RWLOCKS.build("rw-fair:futex", ()).err().unwrap().to_string();
         for accepted in
             ["`rw-fair:futex`", "rw-writer", "rw-phase", "rw-reader", "spin-park", "mwaitx", "parking_lot", "pthread"]
         {
@@ -611,8 +568,8 @@ mod tests {
 
     #[test]
     fn unavailable_policies_are_refused_with_the_missing_feature() {
-        for entry in rwlocks() {
-            match (&entry.availability, entry.build()) {
+        for entry in RWLOCKS.entries() {
+            match (&entry.availability, entry.build(())) {
                 (Ok(()), Ok(_)) => {}
                 (Err(reason), Err(RegistryError::Unavailable { name, reason: said })) => {
                     assert_eq!((&name, reason), (&entry.name, &said));
@@ -624,11 +581,16 @@ mod tests {
 
     #[test]
     fn every_in_place_lock_is_zero_bits_when_new_and_works_in_place() {
-        let in_place: Vec<_> = rwlocks().iter().filter(|e| e.availability.is_ok() && e.ops.is_some()).collect();
+        let in_place: Vec<_> =
+            RWLOCKS.entries().iter().filter(|e| e.availability.is_ok() && e.facts.ops.is_some()).collect();
         assert!(in_place.iter().any(|e| e.name == "parking_lot"));
-        assert!(rwlocks().iter().filter(|e| e.ops.is_none()).all(|e| e.name == "std" || e.name == "pthread"));
+        assert!(RWLOCKS
+            .entries()
+            .iter()
+            .filter(|e| e.facts.ops.is_none())
+            .all(|e| e.name == "std" || e.name == "pthread"));
         for entry in in_place {
-            let ops = entry.ops.unwrap();
+            let ops = entry.facts.ops.unwrap();
             let name = &entry.name;
             assert!(ops.align <= 16, "{name}");
             let mut storage = vec![u128::MAX; ops.size.div_ceil(16)];

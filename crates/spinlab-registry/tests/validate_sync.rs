@@ -11,10 +11,10 @@
 
 use lock_api::{RawMutex, RawRwLock};
 use spinlab::lock::{Clh, Fair, Mcs, Tas, Ticket, Ttas};
-use spinlab::registry::{self, DynRwLock, Origin, RwFairness};
 use spinlab::rwlock::ReaderPref;
 use spinlab::wait::{visit_policies, Futex, PolicyVisitor, SpinPark, Wait};
 use spinlab::Condvar;
+use spinlab_registry::{self as registry, DynRwLock, Origin, RwFairness};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use std::time::{Duration, Instant};
 use watchdog::Watchdog;
 
+#[path = "../../spinlab/tests/watchdog/mod.rs"]
 mod watchdog;
 
 /// The tests of this file run one at a time: each starts as many threads as it needs, and
@@ -98,21 +99,21 @@ fn producers_and_consumers(name: &str, event: &dyn registry::DynEvent) {
 #[test]
 fn events_lose_no_notification_between_4x_cpus_producers_and_consumers() {
     let _serial = serial();
-    for entry in registry::events().iter().filter(|e| e.availability.is_ok()) {
+    for entry in registry::EVENTS.entries().iter().filter(|e| e.availability.is_ok()) {
         let _watchdog =
             Watchdog::new(WATCHDOG_LIMIT, format!("{}: producers and consumers (a lost notification?)", entry.name));
-        producers_and_consumers(&entry.name, &*entry.build().unwrap());
+        producers_and_consumers(&entry.name, &*entry.build(()).unwrap());
     }
 }
 
 #[test]
 fn event_timeouts_return_and_say_whether_notified() {
     let _serial = serial();
-    for entry in registry::events().iter().filter(|e| e.availability.is_ok()) {
+    for entry in registry::EVENTS.entries().iter().filter(|e| e.availability.is_ok()) {
         let name = &entry.name;
         // A timed wait that ignores its deadline would otherwise hang here for ever.
         let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{name}: timed waits, notified and not"));
-        let event = entry.build().unwrap();
+        let event = entry.build(()).unwrap();
         let deadline = Instant::now() + Duration::from_millis(2);
         assert!(!event.wait_until(deadline), "{name}: nothing was notified");
         assert!(Instant::now() >= deadline, "{name}: returned before its deadline");
@@ -132,9 +133,9 @@ fn event_timeouts_return_and_say_whether_notified() {
 #[test]
 fn event_notify_all_releases_every_waiter_and_keeps_nothing() {
     let _serial = serial();
-    for entry in registry::events().iter().filter(|e| e.availability.is_ok()) {
+    for entry in registry::EVENTS.entries().iter().filter(|e| e.availability.is_ok()) {
         let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{}: notify_all", entry.name));
-        let event = entry.build().unwrap();
+        let event = entry.build(()).unwrap();
         let returned = AtomicUsize::new(0);
         let waiters = 3;
         std::thread::scope(|s| {
@@ -246,13 +247,13 @@ fn condvar_bounded_queue_with_every_condvar_policy() {
     visit_policies(&mut EveryPolicy);
 }
 
-/// The C side's way in: a mutex from the registry, released and re-taken through `wait_dyn`.
+/// The C side's way in: a mutex from the registry, released and re-taken through `wait_on`.
 #[test]
 fn condvar_waits_with_every_sleeping_registry_lock() {
     let _serial = serial();
-    for entry in registry::locks().iter().filter(|e| e.availability.is_ok() && e.may_sleep) {
+    for entry in registry::LOCKS.entries().iter().filter(|e| e.availability.is_ok() && e.may_sleep) {
         let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("condvar over registry lock {}", entry.name));
-        let lock = entry.build().unwrap();
+        let lock = entry.build(()).unwrap();
         let condvar = Condvar::<SpinPark>::new();
         let ready = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -266,7 +267,7 @@ fn condvar_waits_with_every_sleeping_registry_lock() {
             lock.lock();
             while !ready.load(Relaxed) {
                 // SAFETY: this thread holds the lock, and holds it again after the wait.
-                unsafe { condvar.wait_dyn(&*lock, None) };
+                unsafe { lock.wait_on(&condvar, None) };
                 assert!(lock.is_locked(), "{}: the mutex was not taken again", entry.name);
             }
             // SAFETY: held.
@@ -338,7 +339,7 @@ fn phases_in_order(name: &str, barrier: &dyn registry::DynBarrier, threads: usiz
 #[test]
 fn barriers_three_threads_1000_phases() {
     let _serial = serial();
-    for entry in registry::barriers().iter().filter(|e| e.availability.is_ok()) {
+    for entry in registry::BARRIERS.entries().iter().filter(|e| e.availability.is_ok()) {
         let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{}: 3 threads", entry.name));
         let barrier = entry.build(NonZeroU32::new(3).unwrap()).unwrap();
         phases_in_order(&entry.name, &*barrier, 3, rounds(entry.may_sleep, 3, 1_000));
@@ -349,7 +350,7 @@ fn barriers_three_threads_1000_phases() {
 fn barriers_oversubscribed_4x_cpus() {
     let _serial = serial();
     let threads = 4 * cpus();
-    for entry in registry::barriers().iter().filter(|e| e.availability.is_ok()) {
+    for entry in registry::BARRIERS.entries().iter().filter(|e| e.availability.is_ok()) {
         let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{}: {threads} threads", entry.name));
         let barrier = entry.build(NonZeroU32::new(threads as u32).unwrap()).unwrap();
         assert_eq!(barrier.parties(), threads);
@@ -428,19 +429,19 @@ fn exclusion(name: &str, lock: &dyn DynRwLock, may_sleep: bool) {
 #[test]
 fn rwlocks_writers_exclude_writers_and_readers() {
     let _serial = serial();
-    for entry in registry::rwlocks().iter().filter(|e| e.availability.is_ok()) {
+    for entry in registry::RWLOCKS.entries().iter().filter(|e| e.availability.is_ok()) {
         let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{}: exclusion", entry.name));
-        exclusion(&entry.name, &*entry.build().unwrap(), entry.may_sleep);
+        exclusion(&entry.name, &*entry.build(()).unwrap(), entry.may_sleep);
     }
 }
 
 #[test]
 fn rwlocks_let_two_readers_hold_the_lock_at_once() {
     let _serial = serial();
-    for entry in registry::rwlocks().iter().filter(|e| e.availability.is_ok()) {
+    for entry in registry::RWLOCKS.entries().iter().filter(|e| e.availability.is_ok()) {
         let _watchdog =
             Watchdog::new(WATCHDOG_LIMIT, format!("{}: a second reader could not get in beside the first", entry.name));
-        let lock = entry.build().unwrap();
+        let lock = entry.build(()).unwrap();
         let both_inside = std::sync::Barrier::new(2);
         let first_inside = std::sync::Barrier::new(2);
         std::thread::scope(|s| {
@@ -465,10 +466,10 @@ fn rwlocks_let_two_readers_hold_the_lock_at_once() {
 
 /// Spinlab's locks that promise writers are not starved.
 fn writer_safe() -> impl Iterator<Item = &'static registry::RwLockEntry> {
-    registry::rwlocks().iter().filter(|e| {
+    registry::RWLOCKS.entries().iter().filter(|e| {
         e.availability.is_ok()
             && e.origin == Origin::Spinlab
-            && matches!(e.fairness, RwFairness::PhaseFair | RwFairness::WriterPreferring)
+            && matches!(e.facts.fairness, RwFairness::PhaseFair | RwFairness::WriterPreferring)
     })
 }
 
@@ -483,14 +484,15 @@ fn writer_safe() -> impl Iterator<Item = &'static registry::RwLockEntry> {
 #[test]
 fn a_reader_preferring_lock_lets_a_reader_lock_again_while_a_writer_waits() {
     let _serial = serial();
-    let reader_preferring: Vec<_> = registry::rwlocks()
+    let reader_preferring: Vec<_> = registry::RWLOCKS
+        .entries()
         .iter()
-        .filter(|e| e.availability.is_ok() && e.fairness == RwFairness::ReaderPreferring)
+        .filter(|e| e.availability.is_ok() && e.facts.fairness == RwFairness::ReaderPreferring)
         .collect();
     assert!(!reader_preferring.is_empty());
     for entry in reader_preferring {
         let name = &entry.name;
-        assert_eq!(entry.algorithm, "rw-reader", "{name}: this test sees only ReaderPref's writers waiting");
+        assert_eq!(entry.facts.algorithm, "rw-reader", "{name}: this test sees only ReaderPref's writers waiting");
         let policy = entry.policy.expect("spinlab's locks name their policy");
         let mut check = ReadAgainPastACountedWriter { policy, checked: false };
         visit_policies(&mut check);
@@ -546,7 +548,7 @@ fn a_reader_arriving_after_a_waiting_writer_goes_after_it() {
     for entry in writer_safe() {
         let name = &entry.name;
         let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{name}: late reader"));
-        let lock = entry.build().unwrap();
+        let lock = entry.build(()).unwrap();
         let order = AtomicUsize::new(0);
         let (writer_at, late_reader_at) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let late_reader_started = AtomicBool::new(false);
@@ -595,7 +597,7 @@ fn a_writer_is_not_starved_by_a_stream_of_readers() {
     for entry in writer_safe() {
         let name = &entry.name;
         let _watchdog = Watchdog::new(WATCHDOG_LIMIT, format!("{name}: writer starved by readers"));
-        let lock = entry.build().unwrap();
+        let lock = entry.build(()).unwrap();
         let writer_done = AtomicBool::new(false);
         let writes = rounds(entry.may_sleep, cpus() + 2, 200);
         std::thread::scope(|s| {
@@ -624,18 +626,18 @@ fn a_writer_is_not_starved_by_a_stream_of_readers() {
 #[test]
 fn registry_names_and_errors() {
     let one = NonZeroU32::new(1).unwrap();
-    assert!(registry::new_barrier("barrier:spin-park", one).is_ok());
-    assert!(registry::new_event("event:futex").is_ok());
-    assert!(registry::new_rwlock("rw-phase:pause").is_ok());
+    assert!(registry::BARRIERS.build("barrier:spin-park", one).is_ok());
+    assert!(registry::EVENTS.build("event:futex", ()).is_ok());
+    assert!(registry::RWLOCKS.build("rw-phase:pause", ()).is_ok());
     for err in [
-        registry::new_barrier("barrier", one).err().map(|e| e.to_string()),
-        registry::new_event("event:").err().map(|e| e.to_string()),
-        registry::new_rwlock("rw-writer:").err().map(|e| e.to_string()),
+        registry::BARRIERS.build("barrier", one).err().map(|e| e.to_string()),
+        registry::EVENTS.build("event:", ()).err().map(|e| e.to_string()),
+        registry::RWLOCKS.build("rw-writer:", ()).err().map(|e| e.to_string()),
     ] {
         let err = err.expect("a bad name must be an error");
         assert!(err.contains("POLICY") && err.contains("spin-park"), "{err}");
     }
-    for entry in registry::barriers().iter().filter(|e| e.availability.is_err()) {
+    for entry in registry::BARRIERS.entries().iter().filter(|e| e.availability.is_err()) {
         assert!(matches!(entry.build(one), Err(registry::RegistryError::Unavailable { .. })), "{}", entry.name);
     }
 }

@@ -9,6 +9,9 @@
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use lock_api::{RawMutex, RawMutexTimed};
+use spinlab::condvar::WaitTimeoutResult;
+use spinlab::wait::Wait;
+use spinlab::Condvar;
 use std::time::{Duration, Instant};
 
 /// A mutual-exclusion lock reached by name, without a guard type.
@@ -26,6 +29,33 @@ pub trait DynMutex: Send + Sync {
     unsafe fn unlock(&self);
     /// Whether the lock is held right now (a snapshot).
     fn is_locked(&self) -> bool;
+}
+
+impl dyn DynMutex {
+    /// Waits on `condvar` with this lock released, and takes it again before returning
+    /// ([`Condvar::wait_with`] with this lock's `unlock` and `lock`).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread must hold this lock; it holds it again when this returns.
+    ///
+    /// ```
+    /// use spinlab::{wait::SpinPark, Condvar};
+    /// let lock = spinlab_registry::LOCKS.build("mcs:futex", ()).unwrap();
+    /// let cv = Condvar::<SpinPark>::new();
+    /// lock.lock();
+    /// let soon = std::time::Instant::now() + std::time::Duration::from_micros(100);
+    /// // SAFETY: this thread holds `lock`.
+    /// assert!(unsafe { lock.wait_on(&cv, Some(soon)) }.timed_out());
+    /// assert!(lock.is_locked());
+    /// // SAFETY: held again.
+    /// unsafe { lock.unlock() };
+    /// ```
+    pub unsafe fn wait_on<W: Wait>(&self, condvar: &Condvar<W>, deadline: Option<Instant>) -> WaitTimeoutResult {
+        // SAFETY: the caller holds the lock, so `unlock` releases a held lock; `lock` takes it
+        // back before this returns.
+        condvar.wait_with(deadline, || unsafe { self.unlock() }, || self.lock())
+    }
 }
 
 /// The verbs of a lock stored in caller-provided memory of `size` bytes aligned to `align`.

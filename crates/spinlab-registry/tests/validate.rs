@@ -9,14 +9,15 @@
 
 use lock_api::RawMutex;
 use spinlab::lock::{Clh, Fair, Mcs, McsQueue, Ticket};
-use spinlab::registry::{self, DynMutex, LockEntry};
 use spinlab::wait::{Futex, Spin, SpinPark};
+use spinlab_registry::{self as registry, DynMutex, LockEntry};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 use watchdog::Watchdog;
 
+#[path = "../../spinlab/tests/watchdog/mod.rs"]
 mod watchdog;
 
 /// The tests of this file run one at a time: each already starts as many threads as it needs,
@@ -43,7 +44,7 @@ fn watchdog(entry: &str, step: &str) -> Watchdog {
 
 /// Every lock this CPU can run.
 fn available() -> impl Iterator<Item = &'static LockEntry> {
-    registry::locks().iter().filter(|e| e.availability.is_ok())
+    registry::LOCKS.entries().iter().filter(|e| e.availability.is_ok())
 }
 
 /// A counter with no synchronisation of its own: only the lock makes its increments exact.
@@ -73,7 +74,7 @@ impl Unprotected {
 /// runs use fewer acquisitions for them to keep the suite short. Every waiter still waits.
 fn iterations_per_thread(entry: &LockEntry, threads: usize) -> u64 {
     let oversubscribed = threads > cpus();
-    match (oversubscribed, entry.fair && !entry.may_sleep) {
+    match (oversubscribed, entry.facts.fair && !entry.may_sleep) {
         (false, _) => 4_000,
         (true, false) => 1_000,
         (true, true) => 16,
@@ -83,7 +84,7 @@ fn iterations_per_thread(entry: &LockEntry, threads: usize) -> u64 {
 fn hammer(entry: &LockEntry, threads: usize) {
     let _watchdog = watchdog(&entry.name, &format!("{threads} threads taking the lock in turn"));
     let started = Instant::now();
-    let lock = entry.build().unwrap();
+    let lock = entry.build(()).unwrap();
     let counter = Unprotected(UnsafeCell::new(0));
     let per_thread = iterations_per_thread(entry, threads);
     let start = Barrier::new(threads);
@@ -131,7 +132,7 @@ fn try_lock_fails_while_held_and_succeeds_when_free() {
     let _serial = serial();
     for entry in available() {
         let _watchdog = watchdog(&entry.name, "try_lock on the held lock, then lock on the free one");
-        let lock = entry.build().unwrap();
+        let lock = entry.build(()).unwrap();
         assert!(!lock.is_locked(), "{}", entry.name);
         assert!(lock.try_lock(), "{}: free lock refused", entry.name);
         assert!(lock.is_locked(), "{}", entry.name);
@@ -158,7 +159,7 @@ fn try_lock_fails_while_held_and_succeeds_when_free() {
 fn timed_lock_expires_and_leaves_the_lock_consistent() {
     let _serial = serial();
     for entry in available() {
-        let lock = entry.build().unwrap();
+        let lock = entry.build(()).unwrap();
         let held = AtomicBool::new(false);
         let release = AtomicBool::new(false);
         // A timed lock that ignores its deadline waits here for ever: the holder lets go only
@@ -236,7 +237,7 @@ fn timed_waiters_racing_hand_overs_keep_exclusion() {
     for entry in available() {
         let name = &entry.name;
         let _watchdog = watchdog(name, "timed waiters racing hand-overs");
-        let lock = entry.build().unwrap();
+        let lock = entry.build(()).unwrap();
         let counter = Unprotected(UnsafeCell::new(0));
         let acquired = AtomicUsize::new(0);
         let (held_past_the_deadline, gave_up) = (AtomicBool::new(false), AtomicBool::new(false));
@@ -244,7 +245,7 @@ fn timed_waiters_racing_hand_overs_keep_exclusion() {
         // The racers queue behind the held lock; where they, the waiter and this thread
         // outnumber the CPUs, a spinning FIFO lock hands over to preempted waiters, a time
         // slice each (see `iterations_per_thread`), so it gets fewer rounds.
-        let rounds = if entry.fair && !entry.may_sleep && RACERS + 2 > cpus() { 16 } else { 300 };
+        let rounds = if entry.facts.fair && !entry.may_sleep && RACERS + 2 > cpus() { 16 } else { 300 };
         let (timed_out, timed_acquired) = std::thread::scope(|s| {
             for t in 0..RACERS as u64 {
                 let (lock, counter, acquired) = (&lock, &counter, &acquired);
@@ -569,7 +570,7 @@ fn the_default_mutex_is_documented_adaptive_pause_yield_park() {
         core::any::type_name::<spinlab::lock::Adaptive<spinlab::wait::PauseYieldPark>>()
     );
     assert_eq!(size_of::<spinlab::DefaultRawMutex>(), 8, "the word and the gate's 4-byte tail");
-    let entry = spinlab::registry::lock_info("adaptive:pause-yield-park").unwrap();
+    let entry = spinlab_registry::LOCKS.info("adaptive:pause-yield-park").unwrap();
     // The registry builds the lock this type is on this machine, chosen once: the word alone
     // on a few CPUs; on more the gated word, with its guard kept beside it (the wake-up its
     // gate may owe until the release, `spinlab::lock::Owed`, 8 bytes).
@@ -579,9 +580,13 @@ fn the_default_mutex_is_documented_adaptive_pause_yield_park() {
     } else {
         (size_of::<spinlab::lock::Bounded<spinlab::wait::PauseYieldPark>>(), 4)
     };
-    assert_eq!((entry.ops.size, entry.ops.align), (size, align), "the registry builds the lock of this machine");
+    assert_eq!(
+        (entry.facts.ops.size, entry.facts.ops.align),
+        (size, align),
+        "the registry builds the lock of this machine"
+    );
     let crowd = spinlab::lock::DEFAULT_CROWD_CPUS.to_string();
-    assert!(entry.bound.starts_with(&format!("on up to {crowd} CPUs")), "{}", entry.bound);
+    assert!(entry.facts.bound.starts_with(&format!("on up to {crowd} CPUs")), "{}", entry.facts.bound);
     let timed = m.try_lock_for(Duration::from_millis(1));
     assert!(timed.is_some());
 }
@@ -591,10 +596,10 @@ fn the_default_mutex_is_documented_adaptive_pause_yield_park() {
 fn bad_names_are_errors() {
     let _serial = serial();
     for bad in ["", "ttas", "ttas:", ":spin", "ttas:spin:extra", "TTAS:SPIN", "mutex"] {
-        assert!(registry::new_lock(bad).is_err(), "`{bad}` was accepted");
+        assert!(registry::LOCKS.build(bad, ()).is_err(), "`{bad}` was accepted");
     }
-    for entry in registry::locks().iter().filter(|e| e.availability.is_err()) {
-        let err = entry.build().err().unwrap().to_string();
+    for entry in registry::LOCKS.entries().iter().filter(|e| e.availability.is_err()) {
+        let err = entry.build(()).err().unwrap().to_string();
         assert!(err.contains("unavailable") && err.contains(&entry.name), "{err}");
     }
 }
