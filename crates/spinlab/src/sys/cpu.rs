@@ -99,20 +99,6 @@ fn online_cpus() -> Option<usize> {
     (n > 0).then_some(n as usize)
 }
 
-/// Whether this is an AMD x86-64 CPU: cpuid's vendor string reads `AuthenticAMD`. Never on
-/// another architecture.
-///
-/// The bounded word's release asks at every call ([`Bounded`](crate::lock::Bounded)),
-/// because the cheaper release differs between vendors (docs/design.md, "The bounded-bypass
-/// word"): so the answer is kept in one byte read with a plain load, as [`process_cpus`] keeps
-/// its count, and read from cpuid by the first call. Threads that race to that call each read
-/// the same answer.
-#[inline]
-pub fn is_amd() -> bool {
-    static AMD: AtomicU8 = AtomicU8::new(UNREAD);
-    kept(&AMD, vendor_is_amd)
-}
-
 const UNREAD: u8 = 0;
 const NO: u8 = 1;
 const YES: u8 = 2;
@@ -131,21 +117,8 @@ fn kept(slot: &AtomicU8, read: fn() -> bool) -> bool {
     }
 }
 
-#[cold]
-fn vendor_is_amd() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use core::arch::x86_64::__cpuid_count;
-        // Leaf 0 spells the vendor in EBX, EDX, ECX: "Auth" "enti" "cAMD".
-        let leaf0 = __cpuid_count(0, 0);
-        [leaf0.ebx, leaf0.edx, leaf0.ecx].map(u32::to_le_bytes).concat() == b"AuthenticAMD"
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
 /// Whether this x86-64 CPU has `rdtscp` (CPUID.80000001h:EDX\[27\]); never on another
-/// architecture. Read from cpuid by the first call and kept, as [`is_amd`] keeps its answer.
+/// architecture. Read from cpuid by the first call and kept: one byte read with a plain load.
 // Unused under loom, whose models replace the hardware waits and the timed look.
 #[cfg_attr(loom, allow(dead_code))]
 #[inline]
@@ -195,8 +168,6 @@ mod tests {
         assert_eq!(f.waitpkg, has("waitpkg"));
         assert_eq!(f.monitorx, has("mwaitx"));
         assert!(!f.invariant_tsc || has("nonstop_tsc"));
-        let Some(vendor) = cpuinfo.lines().find(|l| l.starts_with("vendor_id")) else { return };
-        assert_eq!(is_amd(), vendor.ends_with("AuthenticAMD"), "{vendor}");
-        assert_eq!(is_amd(), vendor_is_amd(), "the kept answer is the one read");
+        assert_eq!(has_rdtscp(), has("rdtscp"));
     }
 }

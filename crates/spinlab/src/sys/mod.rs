@@ -5,9 +5,8 @@
 //!
 //! - [`futex`]: sleep while a word holds a value, wake the sleepers on a word. The C
 //!   condition variable sleeps here, and the lab times these calls as floors.
-//! - [`cpu`]: the wait instructions this CPU has, how many CPUs this process may run on, and
-//!   whether the CPU is AMD's: what the policies' availability and the default lock's
-//!   choices rest on.
+//! - [`cpu`]: the wait instructions this CPU has, and how many CPUs this process may run on:
+//!   what the policies' availability and the default lock's choice rest on.
 //! - [`tsc`]: the cycle counter and its rate, which the hardware policies' deadlines and
 //!   backoff count in.
 
