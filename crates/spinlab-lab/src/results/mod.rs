@@ -13,6 +13,7 @@ pub mod keys;
 mod load;
 pub mod output;
 pub mod recommendation;
+pub mod rows;
 pub mod table;
 
 pub use load::{load, load_together, FROM_COMMAND};
