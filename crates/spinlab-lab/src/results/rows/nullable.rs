@@ -5,20 +5,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// A figure a writer sets even when it has none, so that its key says "no value here"
 /// (`null`) where another row leaves the key out: a 95% interval from one repetition, a ratio
 /// whose figures could not be divided.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum Nullable<T> {
     /// The key is not in the row.
+    #[default]
     Absent,
     /// The key is there with `null`.
     Null,
     /// The key holds a value.
     Value(T),
-}
-
-impl<T> Default for Nullable<T> {
-    fn default() -> Self {
-        Nullable::Absent
-    }
 }
 
 impl<T: Copy> Nullable<T> {
