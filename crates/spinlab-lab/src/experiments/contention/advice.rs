@@ -8,9 +8,8 @@ use crate::reading::caveat::{self, Caveat};
 use crate::reading::scorecard::Estimate;
 use crate::reading::Context;
 use crate::results::format::{duration_words, number};
-use crate::results::keys::MEASURE;
-use crate::results::rows::{ContentionRow, Nullable, RowType};
-use crate::results::{Row, Run};
+use crate::results::rows::{ContentionRow, FloorRow, Nullable, Transfers};
+use crate::results::Run;
 use crate::select;
 
 /// The best lock per critical-section length, with threads within and above the CPUs.
@@ -47,33 +46,29 @@ pub(super) fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
 /// (ns) with its interval.
 pub(super) fn yield_forfeit<'a>(ctx: &Context<'a>) -> Option<(&'a Run, Estimate)> {
     ctx.runs_of("floor").into_iter().find_map(|run| {
-        let row = run.rows.iter().find(|row| row.text(MEASURE) == Some(floor::YIELD_FORFEIT))?;
-        Some((run, Estimate::of(row, floor::NS)?))
+        let row = run.rows_as::<FloorRow>().into_iter().find(|r| r.measure.as_deref() == Some(floor::YIELD_FORFEIT))?;
+        Some((run, Estimate::of(row.ns, row.ci95_ns.get())?))
     })
 }
 
 /// The reference locks a tie is resolved towards, in order: what people already use.
 pub(super) const PREFERRED_REFERENCES: [&str; 3] = ["std", "parking_lot", "pthread"];
 
-/// A measured lock of a contention run: its row as written, as its type, and its throughput
-/// with the interval (0 where the row has none: one repetition).
-pub(super) struct Measured<'a> {
-    source: &'a Row,
+/// A measured lock of a contention run: its row, and its throughput with the interval (none
+/// where the row has none: one repetition).
+pub(super) struct Measured {
     row: ContentionRow,
     throughput: Estimate,
 }
 
-impl<'a> Measured<'a> {
+impl Measured {
     /// Every row of `run` with a throughput.
-    fn of(run: &'a Run) -> Vec<Measured<'a>> {
-        run.rows
-            .iter()
-            .map(|source| (source, ContentionRow::from_row(source).expect("rows fit their type when loaded")))
-            .filter(|(_, row)| row.skipped.is_none())
-            .filter_map(|(source, row)| {
-                let value = row.throughput_ops_s.filter(|t| t.is_finite())?;
-                let ci95 = row.throughput_ci95_ops_s.get().filter(|c| c.is_finite()).unwrap_or_default();
-                Some(Measured { source, row, throughput: Estimate { value, ci95 } })
+    fn of(run: &Run) -> Vec<Measured> {
+        run.measured_as::<ContentionRow>()
+            .into_iter()
+            .filter_map(|row| {
+                let throughput = Estimate::of(row.throughput_ops_s, row.throughput_ci95_ops_s.get())?;
+                Some(Measured { row, throughput })
             })
             .collect()
     }
@@ -95,7 +90,7 @@ impl<'a> Measured<'a> {
             "pthread" => (r.throughput_vs_pthread, r.throughput_vs_pthread_ci95),
             _ => return None,
         };
-        Some(Estimate { value: value?, ci95: ci95.get()? })
+        Some(Estimate::within(value?, ci95.get()?))
     }
 }
 
@@ -105,7 +100,7 @@ impl<'a> Measured<'a> {
 fn margin_over(best: &Measured, other: &Measured, tied: bool) -> Option<Margin> {
     let paired = Some(other.name()).filter(|_| other.is_reference()).and_then(|name| best.vs_reference(name));
     match paired {
-        Some(by) if by.value.is_finite() && by.ci95.is_finite() => Some(Margin { by, compared: Compared::Times, tied }),
+        Some(by) if by.value.is_finite() && by.bounded() => Some(Margin { by, compared: Compared::Times, tied }),
         _ => Margin::higher(&best.throughput, &other.throughput, tied),
     }
 }
@@ -137,16 +132,16 @@ fn thread_count(ctx: &Context<'_>, rows: &[Measured], oversubscribed: bool) -> R
 
 /// The lock a line names among `listed` (in the run's order), and the locks tied with the
 /// fastest, in that order.
-fn choose<'a, 'r>(listed: &[&'a Measured<'r>], fastest: &'a Measured<'r>) -> (&'a Measured<'r>, Vec<&'a Measured<'r>>) {
+fn choose<'a>(listed: &[&'a Measured], fastest: &'a Measured) -> (&'a Measured, Vec<&'a Measured>) {
     // Locks whose interval reaches the fastest's are a tie on this run; among them the choice
     // follows a fixed order, so that reruns that differ only by noise name the same lock:
     // spinlab's default, then the reference locks people already use, then the first lock with
     // a fairness guarantee (its `bound` is not "none": equal speed, and no starvation) in the
     // order the run measured them, then the first in that order. Never the fastest of a tie:
     // within the intervals, which one that is is noise.
-    let ties = |r: &&Measured| fastest.throughput.low() <= r.throughput.value + r.throughput.ci95;
+    let ties = |r: &&Measured| fastest.throughput.low() <= r.throughput.high();
     // The tied locks in the run's order (the order the choice and the line's words follow).
-    let tied: Vec<&'a Measured<'r>> = listed.iter().copied().filter(ties).collect();
+    let tied: Vec<&'a Measured> = listed.iter().copied().filter(ties).collect();
     let named = |name: &str| tied.iter().copied().find(|r| r.name() == name);
     let guaranteed = || tied.iter().copied().find(|r| r.row.bound.as_deref().is_some_and(|b| b != "none"));
     let best = std::iter::once(select::DEFAULT_LOCK)
@@ -271,8 +266,8 @@ pub(super) fn best_lock(
     });
     let figure = Figure::new(best.throughput, Unit::Acquisitions, format!("at {n} threads"));
     let mut line = Advice::new(situation, brief, name.to_string(), why).chosen_by(figure, runner_up);
-    line.caveats = caveat::of_row(ctx, run, best.source);
+    line.caveats = caveat::of_row(ctx, run, &best.row);
     line.caveats.extend(floor_caveat);
-    line.transfers = best.source.transfers();
+    line.transfers = best.row.transfers();
     line
 }

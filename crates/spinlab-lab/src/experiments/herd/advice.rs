@@ -29,7 +29,7 @@ pub(super) fn quickest(ctx: &Context<'_>) -> Advice {
         .into_iter()
         .filter(is_lock)
         .filter_map(|row| {
-            let wall = Estimate { value: row.wall_s?, ci95: row.wall_ci95_s.get().unwrap_or_default() };
+            let wall = Estimate::of(row.wall_s, row.wall_ci95_s.get())?;
             Some(Walled { threads: row.threads?, wall, row })
         })
         .collect();
@@ -40,8 +40,7 @@ pub(super) fn quickest(ctx: &Context<'_>) -> Advice {
     let order = total_order(&TIE_ORDER, listed.iter().map(|r| r.name()));
     let mut at = listed.clone();
     at.sort_by(|a, b| a.wall.value.total_cmp(&b.wall.value));
-    let tie =
-        lowest_tie(&at, |r| (r.name(), r.wall.value, r.wall.ci95), &order).expect("rows at the largest thread count");
+    let tie = lowest_tie(&at, |r| (r.name(), r.wall), &order).expect("rows at the largest thread count");
     let best = *tie.chosen;
     let worst = at[at.len() - 1];
     let wall = best.wall.value;

@@ -49,6 +49,9 @@ pub trait RowType: Serialize + DeserializeOwned {
         serde_json::from_value(Value::Object(row.0.clone())).map_err(|e| e.to_string())
     }
 
+    /// Why the row was not measured, when it was not (every row type has `skipped`).
+    fn skipped(&self) -> Option<&str>;
+
     /// This row as the document holds it.
     fn to_row(&self) -> Row {
         match serde_json::to_value(self) {
@@ -75,6 +78,10 @@ macro_rules! row_type {
         impl crate::results::rows::RowType for $name {
             const EXPERIMENT: &'static str = $experiment;
             const KEYS: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            fn skipped(&self) -> Option<&str> {
+                self.skipped.as_deref()
+            }
         }
     };
 }
@@ -120,6 +127,91 @@ impl Run {
     pub fn rows_as<R: RowType>(&self) -> Vec<R> {
         debug_assert_eq!(self.experiment, R::EXPERIMENT, "rows read as another experiment's");
         self.rows.iter().map(|row| R::from_row(row).expect("rows fit their type when loaded or written")).collect()
+    }
+}
+
+/// A row type whose rows carry the line transfers measured just before and just after their
+/// own configuration (contention, interference and wake-up measure each configuration again
+/// while the machine moves under it).
+pub trait Transfers {
+    /// The line transfers (before, after, in ns) the row carries, if it carries its own.
+    fn transfers(&self) -> Option<(f64, f64)>;
+
+    /// When the row's transfers lie more than [`MOVED_FACTOR`](super::MOVED_FACTOR) apart, in
+    /// words; `None` when they held still or the row has none.
+    fn machine_moved(&self) -> Option<String> {
+        let (before, after) = self.transfers()?;
+        super::moved_words(before, after, "this row was measured")
+    }
+
+    /// How many times the row's configuration was measured, where it says.
+    fn attempts(&self) -> Option<u64>;
+
+    /// The line transfers (before, after) around each attempt discarded before this one.
+    fn moved_under_ns(&self) -> &[[f64; 2]];
+}
+
+macro_rules! transfers {
+    ($($name:ident),*) => {$(
+        impl Transfers for $name {
+            fn transfers(&self) -> Option<(f64, f64)> {
+                Some((self.line_transfer_before_ns?, self.line_transfer_after_ns?))
+            }
+
+            fn attempts(&self) -> Option<u64> {
+                self.attempts
+            }
+
+            fn moved_under_ns(&self) -> &[[f64; 2]] {
+                self.moved_under_ns.as_deref().unwrap_or_default()
+            }
+        }
+    )*};
+}
+transfers!(ContentionRow, InterferenceRow, WakeupRow);
+
+/// The line transfers a row of `experiment` carries around its own configuration (see
+/// [`Transfers`]); `None` for the experiments that measure none.
+pub fn transfers_of(experiment: &str, row: &Row) -> Option<(f64, f64)> {
+    match experiment {
+        ContentionRow::EXPERIMENT => ContentionRow::from_row(row).ok()?.transfers(),
+        InterferenceRow::EXPERIMENT => InterferenceRow::from_row(row).ok()?.transfers(),
+        WakeupRow::EXPERIMENT => WakeupRow::from_row(row).ok()?.transfers(),
+        _ => None,
+    }
+}
+
+/// One entry per configuration of `run` that says how often it was measured: the
+/// configuration, its attempts, and whether the machine moved under the one kept. A
+/// contention configuration is its threads and placement (every lock ran in each attempt); an
+/// interference one also its workload, wait and waiters; a wake-up one its placement and
+/// computation (every primitive ran in each attempt).
+pub(super) fn configurations(run: &Run) -> Vec<(String, u64, bool)> {
+    fn each<R: RowType + Transfers>(run: &Run, config: impl Fn(&R) -> String) -> Vec<(String, u64, bool)> {
+        let mut configs: Vec<(String, u64, bool)> = Vec::new();
+        for row in run.measured_as::<R>() {
+            let Some(attempts) = row.attempts() else { continue };
+            let name = config(&row);
+            if !configs.iter().any(|(c, ..)| *c == name) {
+                configs.push((name, attempts, row.machine_moved().is_some()));
+            }
+        }
+        configs
+    }
+    match run.experiment.as_str() {
+        ContentionRow::EXPERIMENT => each(run, |r: &ContentionRow| format!("{:?}", (r.threads, &r.placement))),
+        InterferenceRow::EXPERIMENT => {
+            each(run, |r: &InterferenceRow| format!("{:?}", (&r.placement, &r.active, &r.wait, r.waiters)))
+        }
+        WakeupRow::EXPERIMENT => each(run, |r: &WakeupRow| format!("{:?}", (&r.placement, &r.computation))),
+        _ => Vec::new(),
+    }
+}
+
+impl Run {
+    /// The measured rows (not skipped) as their type `R` (see [`Run::rows_as`]).
+    pub fn measured_as<R: RowType>(&self) -> Vec<R> {
+        self.rows_as::<R>().into_iter().filter(|r| r.skipped().is_none()).collect()
     }
 }
 
