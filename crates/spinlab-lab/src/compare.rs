@@ -91,12 +91,12 @@ pub struct Line {
     pub figure: String,
     /// A's value and interval.
     pub a: f64,
-    /// A's 95% half-width (0 when unknown).
-    pub a_ci: f64,
+    /// A's 95% half-width, where the row has one.
+    pub a_ci: Option<f64>,
     /// B's value.
     pub b: f64,
-    /// B's 95% half-width.
-    pub b_ci: f64,
+    /// B's 95% half-width, where the row has one.
+    pub b_ci: Option<f64>,
     /// B / A (`None` when A is 0).
     pub ratio: Option<f64>,
     /// The figure [`moved`] from A to B.
@@ -118,9 +118,9 @@ pub struct Comparison {
 
 /// Whether a figure measured as `a` ± `a_ci` in one run and `b` ± `b_ci` in another moved:
 /// the difference exceeds its own 95% half-width, √(a_ci² + b_ci²) for two independent
-/// estimates (a half-width of 0 stands for an unknown interval and adds nothing).
-pub fn moved(a: f64, a_ci: f64, b: f64, b_ci: f64) -> bool {
-    (b - a).abs() > a_ci.hypot(b_ci)
+/// estimates; a figure without an interval adds nothing to it.
+pub fn moved(a: f64, a_ci: Option<f64>, b: f64, b_ci: Option<f64>) -> bool {
+    (b - a).abs() > a_ci.unwrap_or_default().hypot(b_ci.unwrap_or_default())
 }
 
 /// How many of `n` unchanged figures [`moved`] marks by chance, in words.
@@ -131,7 +131,7 @@ fn by_chance(n: usize) -> String {
 /// The line transfer measured just before and just after a row (contention's checks around
 /// each configuration), else around its run (`spinlab report`'s checks), when known.
 fn transfers(run: &crate::results::Run, row: &Row) -> Option<(f64, f64)> {
-    row.transfers().or_else(|| match run.transfers() {
+    crate::results::rows::transfers_of(&run.experiment, row).or_else(|| match run.transfers() {
         [Some(before), Some(after)] => Some((before, after)),
         _ => None,
     })
@@ -199,8 +199,7 @@ pub fn compare(a: &Results, b: &Results) -> Comparison {
                 .join(", ");
             for (figure, ci_key) in figures(row_a) {
                 let (Some(va), Some(vb)) = (row_a.number(&figure), row_b.number(&figure)) else { continue };
-                let a_ci = row_a.number(&ci_key).unwrap_or(0.0);
-                let b_ci = row_b.number(&ci_key).unwrap_or(0.0);
+                let (a_ci, b_ci) = (row_a.number(&ci_key), row_b.number(&ci_key));
                 out.lines.push(Line {
                     experiment: run_a.experiment.clone(),
                     config: config.clone(),
@@ -248,9 +247,9 @@ pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparis
                     .with("config", &l.config)
                     .with("figure", &l.figure)
                     .with("a", number(l.a))
-                    .with("a_ci", if l.a_ci > 0.0 { number(l.a_ci) } else { String::new() })
+                    .with("a_ci", l.a_ci.filter(|c| *c > 0.0).map_or(String::new(), number))
                     .with("b", number(l.b))
-                    .with("b_ci", if l.b_ci > 0.0 { number(l.b_ci) } else { String::new() })
+                    .with("b_ci", l.b_ci.filter(|c| *c > 0.0).map_or(String::new(), number))
                     .with("ratio", l.ratio.map_or("-".to_string(), |r| format!("{r:.3}")))
                     .with("mark", mark_words(l.marked, l.machine.as_deref()))
             })
@@ -544,7 +543,7 @@ mod tests {
             .filter(|_| {
                 let a = se_a * normal.next();
                 let b = shift + se_b * normal.next();
-                moved(a, 1.96 * se_a, b, 1.96 * se_b)
+                moved(a, Some(1.96 * se_a), b, Some(1.96 * se_b))
             })
             .count();
         marked as f64 / trials as f64
@@ -570,11 +569,12 @@ mod tests {
 
     #[test]
     fn without_intervals_any_difference_moves_and_none_is_no_move() {
-        assert!(moved(1.0, 0.0, 1.000_001, 0.0));
-        assert!(!moved(5.0, 0.0, 5.0, 0.0));
-        assert!(!moved(5.0, 0.3, 5.4, 0.4), "0.4 is within √(0.3² + 0.4²) = 0.5");
-        assert!(moved(5.0, 0.3, 5.6, 0.4), "0.6 is beyond 0.5");
-        assert!(moved(5.6, 0.4, 5.0, 0.3), "either direction");
+        assert!(moved(1.0, None, 1.000_001, None));
+        assert!(!moved(5.0, None, 5.0, Some(0.0)));
+        assert!(!moved(5.0, Some(0.3), 5.4, Some(0.4)), "0.4 is within √(0.3² + 0.4²) = 0.5");
+        assert!(moved(5.0, Some(0.3), 5.6, Some(0.4)), "0.6 is beyond 0.5");
+        assert!(moved(5.6, Some(0.4), 5.0, Some(0.3)), "either direction");
+        assert!(moved(5.0, None, 5.4, Some(0.3)), "a figure without an interval adds none");
     }
 
     fn with_floors(floors: &[f64]) -> Results {
@@ -625,8 +625,11 @@ mod tests {
             claim: "a claim",
             paper: "a figure",
         };
-        let floor =
-            |value, ci95| MachineState { name: "uncontended floor", unit: "ns", estimate: Estimate { value, ci95 } };
+        let floor = |value, ci95| MachineState {
+            name: "uncontended floor",
+            unit: "ns",
+            estimate: Estimate::within(value, ci95),
+        };
         let with = |state| Finding::without(&claim, "rows", Verdict::Reproduced).beside(state);
         let (fast, slow) = (with(Some(floor(2.788, 0.01))), with(Some(floor(3.207, 0.012))));
         assert_eq!(

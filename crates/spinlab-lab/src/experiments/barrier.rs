@@ -29,10 +29,11 @@ use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Progress, Rep, StoppingRule};
 use crate::reading::advice::{lowest_tie, total_order, Advice, Contribution, Figure, Topic, Unit};
 use crate::reading::plot::{self, Axis, Scale};
-use crate::reading::scorecard::{mean_of, why_missing, Claim, Estimate, Finding, Observed};
+use crate::reading::scorecard::{mean_of, why_missing, Claim, Estimate, Finding, Need, Observed};
 use crate::reading::{measured, rows_of, series_per, Context, Panel};
 use crate::results::format::number;
 use crate::results::keys::{BARRIER, PLACEMENT};
+use crate::results::rows::BarrierRow;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
@@ -489,35 +490,39 @@ fn completion_over(
     range: (f64, f64),
 ) -> Finding {
     let smt = Placement::Smt.name();
-    let rows: Vec<&Row> = measured(ctx.rows_of("barrier"))
+    let rows: Vec<BarrierRow> = ctx
+        .measured_as::<BarrierRow>()
         .into_iter()
-        .filter(|r| r.text(PLACEMENT) == Some(smt) && r.number(COMPLETION_S).is_some())
+        .filter(|r| r.placement.as_deref() == Some(smt) && r.completion_s.is_some())
         .collect();
     let measured_first = |names: &[&'static str]| -> Option<&'static str> {
-        names.iter().copied().find(|n| rows.iter().any(|r| r.text(BARRIER) == Some(*n)))
+        names.iter().copied().find(|n| rows.iter().any(|r| r.barrier.as_deref() == Some(*n)))
     };
     let rows_words = format!(
         "barrier 3b at {smt}: completion_s of {} over {}, per light load",
         numerator.join(" or "),
         denominator.join(" or ")
     );
+    let at_smt = |r: &BarrierRow| r.placement.as_deref() == Some(smt);
     let (Some(top), Some(bottom)) = (measured_first(numerator), measured_first(denominator)) else {
-        let mut needs = vec![(PLACEMENT, smt)];
-        needs.extend(numerator.iter().chain(denominator).map(|b| (BARRIER, *b)));
-        return Finding::without(claim, &rows_words, why_missing(ctx, "barrier", &needs));
+        let names: Vec<&str> = numerator.iter().chain(denominator).copied().collect();
+        let by_name: Vec<Need<'_, BarrierRow>> =
+            names.iter().map(|&b| Box::new(move |r: &BarrierRow| r.barrier.as_deref() == Some(b)) as Box<_>).collect();
+        let mut needs: Vec<&dyn Fn(&BarrierRow) -> bool> = vec![&at_smt];
+        needs.extend(by_name.iter().map(|n| n.as_ref()));
+        return Finding::without(claim, &rows_words, why_missing(ctx, &needs));
     };
+    let completion = |r: &BarrierRow| Estimate::of(r.completion_s, r.completion_ci95_s.get());
     let ratios: Vec<Estimate> = rows
         .iter()
-        .filter(|r| r.text(BARRIER) == Some(top))
+        .filter(|r| r.barrier.as_deref() == Some(top))
         .filter_map(|t| {
-            let b = rows
-                .iter()
-                .find(|r| r.text(BARRIER) == Some(bottom) && r.get("light_units") == t.get("light_units"))?;
-            Estimate::of(t, COMPLETION_S)?.ratio(&Estimate::of(b, COMPLETION_S)?)
+            let b = rows.iter().find(|r| r.barrier.as_deref() == Some(bottom) && r.light_units == t.light_units)?;
+            completion(t)?.ratio(&completion(b)?)
         })
         .collect();
     let Some(here) = mean_of(&ratios) else {
-        return Finding::without(claim, &rows_words, why_missing(ctx, "barrier", &[(PLACEMENT, smt)]));
+        return Finding::without(claim, &rows_words, why_missing(ctx, &[&at_smt]));
     };
     let detail = format!("{top} over {bottom} at {} light loads", ratios.len());
     let reason = "a modern core gives a PAUSE-spinning sibling fewer of its resources than Netburst did, and \
@@ -556,10 +561,10 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
 fn quickest(ctx: &Context<'_>) -> Advice {
     let situation = "a barrier between threads with unequal work";
     let brief = "barrier, unequal work";
-    let rows: Vec<&Row> =
-        ctx.rows_of("barrier").into_iter().filter(|r| !r.is_skipped() && r.number(COMPLETION_S).is_some()).collect();
+    let rows: Vec<BarrierRow> =
+        ctx.measured_as::<BarrierRow>().into_iter().filter(|r| r.completion_s.is_some()).collect();
     let barriers = {
-        let mut b: Vec<&str> = rows.iter().filter_map(|r| r.text(BARRIER)).collect();
+        let mut b: Vec<&str> = rows.iter().filter_map(|r| r.barrier.as_deref()).collect();
         b.dedup();
         b.sort_unstable();
         b.dedup();
@@ -571,14 +576,14 @@ fn quickest(ctx: &Context<'_>) -> Advice {
         .filter_map(|&b| {
             let each: Vec<Estimate> = rows
                 .iter()
-                .filter(|r| r.text(BARRIER) == Some(b))
-                .filter_map(|r| Estimate::of(r, COMPLETION_S))
+                .filter(|r| r.barrier.as_deref() == Some(b))
+                .filter_map(|r| Estimate::of(r.completion_s, r.completion_ci95_s.get()))
                 .collect();
             Some((b, mean_of(&each)?))
         })
         .collect();
     let order = total_order(&TIE_ORDER, barriers.iter().copied());
-    let Some(tie) = lowest_tie(&means, |(b, e)| (*b, e.value, e.ci95), &order) else {
+    let Some(tie) = lowest_tie(&means, |(b, e)| (*b, *e), &order) else {
         return Advice::missing(situation, brief, ctx.missing_reason("barrier"));
     };
     let (best, mean) = *tie.chosen;

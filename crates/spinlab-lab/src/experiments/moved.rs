@@ -13,6 +13,7 @@
 use super::floor::{self, Transfer};
 use crate::error::LabError;
 use crate::measure::Clock;
+use crate::results::rows::Transfers;
 use crate::results::{transfers_moved, Row, ATTEMPTS, MOVED_UNDER_NS, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 
 /// The CPU pair of a row's line-transfer figures ([`TRANSFER_BEFORE_NS`],
@@ -59,14 +60,9 @@ pub(crate) fn until_still<T>(
 
 /// What the discarded attempts at a row's configuration saw, for the terminal: empty when the
 /// first attempt held still.
-pub fn discarded(row: &Row) -> String {
-    let pairs: Vec<String> = row
-        .get(MOVED_UNDER_NS)
-        .and_then(|v| v.as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(|p| Some(format!("{:.0} then {:.0} ns", p.get(0)?.as_f64()?, p.get(1)?.as_f64()?)))
-        .collect();
+pub fn discarded(row: &impl Transfers) -> String {
+    let pairs: Vec<String> =
+        row.moved_under_ns().iter().map(|[before, after]| format!("{before:.0} then {after:.0} ns")).collect();
     if pairs.is_empty() {
         return String::new();
     }
@@ -102,6 +98,7 @@ pub(crate) fn mark<T>(row: &mut Row, kept: &Kept<T>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::rows::ContentionRow;
 
     /// Plays `until_still` against line transfers (before, after) given in advance, one pair
     /// per attempt; `None` for a machine with one CPU. Returns the attempt kept and the ones
@@ -135,18 +132,19 @@ mod tests {
 
     #[test]
     fn the_terminal_names_the_attempts_the_machine_moved_under() {
-        let row = Row::new().with(MOVED_UNDER_NS, vec![[48.0, 230.0], [228.0, 45.0]]);
+        let row = ContentionRow { moved_under_ns: Some(vec![[48.0, 230.0], [228.0, 45.0]]), ..Default::default() };
         assert_eq!(
             discarded(&row),
             " (attempt 3; the machine moved under the earlier: 48 then 230 ns, 228 then 45 ns)"
         );
-        let every_time = row.with(TRANSFER_BEFORE_NS, 230.0).with(TRANSFER_AFTER_NS, 47.0);
+        let every_time =
+            ContentionRow { line_transfer_before_ns: Some(230.0), line_transfer_after_ns: Some(47.0), ..row };
         assert!(
             discarded(&every_time).ends_with("228 then 45 ns, and under this one too)"),
             "{}",
             discarded(&every_time)
         );
-        assert_eq!(discarded(&Row::new().with(MOVED_UNDER_NS, Vec::<[f64; 2]>::new())), "");
-        assert_eq!(discarded(&Row::new()), "");
+        assert_eq!(discarded(&ContentionRow { moved_under_ns: Some(Vec::new()), ..Default::default() }), "");
+        assert_eq!(discarded(&ContentionRow::default()), "");
     }
 }

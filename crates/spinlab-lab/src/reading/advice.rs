@@ -153,11 +153,14 @@ impl Figure {
     }
 
     fn entry(&self) -> FigureEntry {
-        let ci95 = self.value.ci95;
         // Seconds and nanoseconds keep their unit in results.json; the words scale them.
         FigureEntry {
             value: self.value.value,
-            ci95: if ci95.is_finite() { ci95 } else { 0.0 },
+            // No interval, or an unbounded one, is written as 0 (docs/results.md).
+            ci95: match self.value.ci95 {
+                Some(ci95) if ci95.is_finite() => ci95,
+                _ => 0.0,
+            },
             unit: self.unit.name().to_string(),
             text: self.words(),
         }
@@ -210,7 +213,7 @@ impl Margin {
     /// The other's percentage less the choice's, where lower is better: a ratio of two
     /// slowdowns near zero says nothing, their difference does.
     pub fn points(choice: &Estimate, other: &Estimate, tied: bool) -> Margin {
-        let by = Estimate { value: other.value - choice.value, ci95: choice.ci95.hypot(other.ci95) };
+        let by = Estimate::within(other.value - choice.value, choice.half_width().hypot(other.half_width()));
         Margin { by, compared: Compared::Points, tied }
     }
 
@@ -225,7 +228,7 @@ impl Margin {
         if !self.by.bounded() {
             return ", interval unbounded".to_string();
         }
-        if self.by.ci95 <= 0.0 {
+        if self.by.half_width() <= 0.0 {
             return String::new();
         }
         match self.compared {
@@ -260,7 +263,7 @@ impl Margin {
             }
             .to_string(),
             value: self.by.value,
-            ci95: self.by.bounded().then_some(self.by.ci95),
+            ci95: self.by.bounded().then_some(self.by.half_width()),
             tied: self.tied,
             text: self.words(),
         }
@@ -285,19 +288,13 @@ pub struct Tie<'a, T> {
 /// half-interval), where lower is better; `None` when there is no candidate.
 pub fn lowest_tie<'a, T>(
     candidates: &'a [T],
-    figure: impl Fn(&T) -> (&str, f64, f64),
+    figure: impl Fn(&T) -> (&str, Estimate),
     order: &[&str],
 ) -> Option<Tie<'a, T>> {
-    let lowest = |a: &&T, b: &&T| figure(a).1.total_cmp(&figure(b).1);
+    let lowest = |a: &&T, b: &&T| figure(a).1.value.total_cmp(&figure(b).1.value);
     let best = candidates.iter().min_by(lowest)?;
-    let (_, best_value, best_ci) = figure(best);
-    let tied: Vec<&T> = candidates
-        .iter()
-        .filter(|c| {
-            let (_, value, ci) = figure(c);
-            value - ci <= best_value + best_ci
-        })
-        .collect();
+    let best_high = figure(best).1.high();
+    let tied: Vec<&T> = candidates.iter().filter(|c| figure(c).1.low() <= best_high).collect();
     let chosen = order.iter().find_map(|&name| tied.iter().copied().find(|c| figure(c).0 == name)).unwrap_or(best);
     let runner_up = candidates.iter().filter(|c| !std::ptr::eq(*c, chosen)).min_by(lowest);
     Some(Tie { chosen, tied, runner_up })
@@ -382,8 +379,8 @@ pub struct Contribution {
 mod tie_tests {
     use super::*;
 
-    fn figure<'a>(c: &'a (&'static str, f64, f64)) -> (&'a str, f64, f64) {
-        (c.0, c.1, c.2)
+    fn figure<'a>(c: &'a (&'static str, f64, f64)) -> (&'a str, Estimate) {
+        (c.0, Estimate::within(c.1, c.2))
     }
 
     #[test]
@@ -408,7 +405,7 @@ mod tie_tests {
     #[test]
     fn the_runner_up_is_the_best_other_and_its_margin_says_whether_it_tied() {
         let order = ["std", "pthread"];
-        let ns = |c: &(&str, f64, f64)| Figure::new(Estimate { value: c.1, ci95: c.2 }, Unit::Nanoseconds, "");
+        let ns = |c: &(&str, f64, f64)| Figure::new(Estimate::within(c.1, c.2), Unit::Nanoseconds, "");
         // pthread is chosen by the order; the faster `fast` tied with it and comes next.
         let tied = [("fast", 10.0, 1.0), ("pthread", 10.8, 0.5), ("slow", 12.0, 0.5)];
         let tie = lowest_tie(&tied, figure, &order).unwrap();
@@ -427,9 +424,9 @@ mod tie_tests {
         let alone = [("fast", 10.0, 0.1)];
         assert!(lowest_tie(&alone, figure, &order).unwrap().runner_up_by(|c| c.0, ns).is_none());
         // Percentages near zero compare by their difference.
-        let points = Margin::points(&Estimate { value: 0.2, ci95: 0.3 }, &Estimate { value: 2.5, ci95: 0.4 }, false);
+        let points = Margin::points(&Estimate::within(0.2, 0.3), &Estimate::within(2.5, 0.4), false);
         assert_eq!(points.words(), "+2.3 points [+1.8, +2.8]");
-        let unbounded = Margin::higher(&Estimate { value: 3.0, ci95: 0.1 }, &Estimate { value: 1.0, ci95: 2.0 }, false);
+        let unbounded = Margin::higher(&Estimate::within(3.0, 0.1), &Estimate::within(1.0, 2.0), false);
         assert_eq!(unbounded.unwrap().words(), "3x, interval unbounded");
     }
 

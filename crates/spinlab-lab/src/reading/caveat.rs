@@ -10,7 +10,8 @@
 
 use super::Context;
 use crate::results::format::section_words;
-use crate::results::{Results, Row, Run};
+use crate::results::rows::Transfers;
+use crate::results::{Results, Run};
 
 /// What a caveat doubts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,9 +102,9 @@ pub fn of_runs<'a>(ctx: &Context<'_>, runs: impl IntoIterator<Item = &'a Run>) -
 }
 
 /// The caveats of a figure read from `row` of `run`: the run's load, and the machine's moves
-/// under that row where it carries line transfers of its own ([`Row::machine_moved`]), else
-/// under the run.
-pub fn of_row(ctx: &Context<'_>, run: &Run, row: &Row) -> Vec<Caveat> {
+/// under that row where it carries line transfers of its own ([`Transfers::machine_moved`]),
+/// else under the run.
+pub fn of_row(ctx: &Context<'_>, run: &Run, row: &impl Transfers) -> Vec<Caveat> {
     let mut caveats = of_runs(ctx, [run]);
     if row.transfers().is_some() {
         caveats.retain(|c| c.concern != Concern::Moved);
@@ -126,7 +127,8 @@ pub fn load_of(ctx: &Context<'_>, run: &Run) -> Option<Caveat> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS, UNDER_LOAD};
+    use crate::results::rows::ContentionRow;
+    use crate::results::{Row, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS, UNDER_LOAD};
 
     #[test]
     fn a_pass_caveat_is_numbered_once_and_a_rows_own_is_not_numbered() {
@@ -150,7 +152,7 @@ mod tests {
         // Twice the same run: each caveat once.
         assert_eq!(of_runs(&ctx, [run, run]), all);
         // The row carries its own transfers: its own move replaces the run's, unnumbered.
-        let row = of_row(&ctx, run, &run.rows[0]);
+        let row = of_row(&ctx, run, &run.rows_as::<ContentionRow>()[0]);
         assert_eq!(row.len(), 2, "{row:?}");
         assert_eq!(number(&all, &row[0]), Some(1));
         assert!(row[1].pass.is_none() && row[1].words.contains("230 ns"), "{row:?}");

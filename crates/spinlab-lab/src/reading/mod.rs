@@ -11,6 +11,7 @@ pub mod caveat;
 pub mod plot;
 pub mod scorecard;
 
+use crate::results::rows::RowType;
 use crate::results::{Results, Row, Run};
 
 /// One chart and the sentence saying what it shows.
@@ -58,13 +59,23 @@ impl<'a> Context<'a> {
         self.results.runs.iter().filter(|r| r.experiment == experiment).flat_map(|r| r.rows.iter()).collect()
     }
 
+    /// Every row of every run of `R`'s experiment, as `R`.
+    pub fn rows_as<R: RowType>(&self) -> Vec<R> {
+        self.runs_of(R::EXPERIMENT).iter().flat_map(|r| r.rows_as::<R>()).collect()
+    }
+
+    /// The measured rows (not skipped) of every run of `R`'s experiment, as `R`.
+    pub fn measured_as<R: RowType>(&self) -> Vec<R> {
+        measured_as(&self.runs_of(R::EXPERIMENT))
+    }
+
     /// Why `experiment` has no usable rows: not run, or every configuration skipped.
     pub fn missing_reason(&self, experiment: &str) -> String {
         let rows: Vec<&Row> = self.rows_of(experiment);
         if rows.is_empty() {
             return format!("not measured: the {experiment} experiment was not run");
         }
-        match rows.iter().find_map(|r| r.text("skipped")) {
+        match rows.iter().find_map(|r| r.skipped_reason()) {
             Some(why) if rows.iter().all(|r| r.is_skipped()) => {
                 format!("not measured: {experiment} was skipped ({why})")
             }
@@ -90,6 +101,41 @@ pub fn count_cpu_list(list: &str) -> usize {
 /// Every row of `runs`.
 pub fn rows_of<'a>(runs: &[&'a Run]) -> Vec<&'a Row> {
     runs.iter().flat_map(|r| r.rows.iter()).collect()
+}
+
+/// The measured rows (not skipped) of `runs`, as `R`.
+pub fn measured_as<R: RowType>(runs: &[&Run]) -> Vec<R> {
+    runs.iter().flat_map(|r| r.measured_as::<R>()).collect()
+}
+
+/// The distinct values `value` gives `rows`, in first-seen order.
+pub fn distinct_by<R, T: PartialEq>(rows: &[R], value: impl Fn(&R) -> Option<T>) -> Vec<T> {
+    let mut seen: Vec<T> = Vec::new();
+    for v in rows.iter().filter_map(value) {
+        if !seen.contains(&v) {
+            seen.push(v);
+        }
+    }
+    seen
+}
+
+/// One line per distinct name `group` gives (first-seen order, coloured by that order), its
+/// points from the rows `point` gives one; lines without a point are left out.
+pub fn series_by<R>(
+    rows: &[R],
+    group: impl Fn(&R) -> Option<&str>,
+    point: impl Fn(&R) -> Option<(f64, f64)>,
+) -> Vec<plot::Series> {
+    distinct_by(rows, |r| group(r).map(str::to_string))
+        .into_iter()
+        .enumerate()
+        .map(|(color, name)| plot::Series {
+            points: rows.iter().filter(|r| group(r) == Some(name.as_str())).filter_map(&point).collect(),
+            name,
+            color,
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect()
 }
 
 /// Rows that were measured.

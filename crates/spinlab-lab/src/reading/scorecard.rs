@@ -12,7 +12,8 @@
 use super::caveat::{self, Caveat, Concern};
 use super::Context;
 use crate::results::format::number;
-use crate::results::{Row, ScorecardLine};
+use crate::results::rows::{RowType, Transfers};
+use crate::results::ScorecardLine;
 use serde::{Deserialize, Serialize};
 
 /// A seed's headline claim, as the seed states it.
@@ -30,36 +31,54 @@ pub struct Claim {
     pub paper: &'static str,
 }
 
-/// A figure measured here: its value and the half-width of its 95% interval (0 when the
-/// figure had one repetition or is exact).
+/// A figure measured here: its value and the half-width of its 95% interval, `None` when the
+/// figure has no interval (it is exact, or came from one repetition).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     /// The value.
     pub value: f64,
-    /// Half-width of the 95% interval.
-    pub ci95: f64,
+    /// Half-width of the 95% interval; infinite when the interval is unbounded.
+    pub ci95: Option<f64>,
 }
 
 impl Estimate {
-    /// The figure `key` of `row` with its interval: `X_UNIT` and `X_ci95_UNIT` (or `ci95_UNIT`
-    /// for a bare unit key).
-    pub fn of(row: &Row, key: &str) -> Option<Estimate> {
-        let value = row.number(key).filter(|v| v.is_finite())?;
-        Some(Estimate { value, ci95: row.number(&interval_key(key)).filter(|c| c.is_finite()).unwrap_or(0.0) })
+    /// A figure with no interval.
+    pub fn exact(value: f64) -> Estimate {
+        Estimate { value, ci95: None }
+    }
+
+    /// A figure with the half-width `ci95`.
+    pub fn within(value: f64, ci95: f64) -> Estimate {
+        Estimate { value, ci95: Some(ci95) }
+    }
+
+    /// A row's figure and its interval (`X_UNIT`, `X_ci95_UNIT`), when the row has a finite
+    /// figure; an interval that is absent, `null` or not finite leaves the figure without one.
+    pub fn of(value: Option<f64>, ci95: Option<f64>) -> Option<Estimate> {
+        let value = value.filter(|v| v.is_finite())?;
+        Some(Estimate { value, ci95: ci95.filter(|c| c.is_finite()) })
+    }
+
+    /// The half-width, where a figure without an interval is taken as the point itself:
+    /// what the interval's ends, a ratio's and a mean's intervals, and results.json's `ci95`
+    /// (docs/results.md) use.
+    pub fn half_width(&self) -> f64 {
+        self.ci95.unwrap_or_default()
     }
 
     /// The interval's ends.
     pub fn low(&self) -> f64 {
-        self.value - self.ci95
+        self.value - self.half_width()
     }
 
     /// See [`Estimate::low`].
     pub fn high(&self) -> f64 {
-        self.value + self.ci95
+        self.value + self.half_width()
     }
 
     /// `self / other`, with Fieller's interval for a ratio of two independent estimates,
-    /// made symmetric about the ratio by its longer side. `None` when `other` is not positive.
+    /// made symmetric about the ratio by its longer side. `None` when `other` is not positive;
+    /// without an interval when neither figure has one.
     ///
     /// With g = (other's half-width / other)², the interval is
     /// (q ± √(a²(1 − g) + q²b²) / other) / (1 − g) for q = self / other and half-widths a and b.
@@ -73,19 +92,22 @@ impl Estimate {
             return None;
         }
         let q = self.value / other.value;
-        let g = (other.ci95 / other.value).powi(2);
+        if self.ci95.is_none() && other.ci95.is_none() {
+            return Some(Estimate::exact(q));
+        }
+        let (a, b) = (self.half_width(), other.half_width());
+        let g = (b / other.value).powi(2);
         if g >= 1.0 {
-            return Some(Estimate { value: q, ci95: f64::INFINITY });
+            return Some(Estimate::within(q, f64::INFINITY));
         }
         let centre = q / (1.0 - g);
-        let half = (self.ci95.powi(2) * (1.0 - g) + q * q * other.ci95.powi(2)).sqrt() / (other.value * (1.0 - g));
-        let ci95 = (q - (centre - half)).max(centre + half - q);
-        Some(Estimate { value: q, ci95 })
+        let half = (a.powi(2) * (1.0 - g) + q * q * b.powi(2)).sqrt() / (other.value * (1.0 - g));
+        Some(Estimate::within(q, (q - (centre - half)).max(centre + half - q)))
     }
 
     /// Whether the interval has an end (see [`Estimate::ratio`]).
     pub fn bounded(&self) -> bool {
-        self.ci95.is_finite()
+        self.ci95.is_none_or(f64::is_finite)
     }
 
     /// Where the interval lies against the range `[low, high]`.
@@ -100,23 +122,6 @@ impl Estimate {
             Side::Straddles
         }
     }
-}
-
-/// Units a figure's key may end with, longest first (`ops_s` before `s`).
-const UNITS: &[&str] = &["ops_s", "ns", "pct", "hz", "s", "x"];
-
-/// `X_ci95_UNIT` for `X_UNIT`; `ci95_UNIT` for a bare `UNIT`; `X_ci95` for a key without a
-/// unit.
-fn interval_key(key: &str) -> String {
-    for unit in UNITS {
-        if key == *unit {
-            return format!("ci95_{unit}");
-        }
-        if let Some(name) = key.strip_suffix(unit).and_then(|k| k.strip_suffix('_')) {
-            return format!("{name}_ci95_{unit}");
-        }
-    }
-    format!("{key}_ci95")
 }
 
 /// Where an interval lies against a claim's range.
@@ -208,18 +213,19 @@ pub fn mean_of(figures: &[Estimate]) -> Option<Estimate> {
     }
     let n = figures.len() as f64;
     let value = figures.iter().map(|e| e.value).sum::<f64>() / n;
-    let ci95 = figures.iter().map(|e| e.ci95 * e.ci95).sum::<f64>().sqrt() / n;
-    Some(Estimate { value, ci95 })
+    if figures.iter().all(|e| e.ci95.is_none()) {
+        return Some(Estimate::exact(value));
+    }
+    let ci95 = figures.iter().map(|e| e.half_width().powi(2)).sum::<f64>().sqrt() / n;
+    Some(Estimate::within(value, ci95))
 }
 
 /// A figure with its interval, in words: `45 ± 3 ns`, or `1.7x, interval unbounded`.
 pub fn words(e: &Estimate, unit: &str) -> String {
-    if !e.bounded() {
-        format!("{}{unit}, interval unbounded", number(e.value))
-    } else if e.ci95 > 0.0 {
-        format!("{} ± {}{unit}", number(e.value), number(e.ci95))
-    } else {
-        format!("{}{unit}", number(e.value))
+    match e.ci95 {
+        Some(ci95) if !ci95.is_finite() => format!("{}{unit}, interval unbounded", number(e.value)),
+        Some(ci95) if ci95 > 0.0 => format!("{} ± {}{unit}", number(e.value), number(ci95)),
+        _ => format!("{}{unit}", number(e.value)),
     }
 }
 
@@ -334,13 +340,13 @@ impl Finding {
     /// contention or interference row measures them around its own configuration, which the
     /// run measured again while the machine moved under it, so the run's moves elsewhere do not
     /// touch it.
-    pub fn read_from(self, row: &Row) -> Finding {
+    pub fn read_from(self, row: &impl Transfers) -> Finding {
         self.read_from_rows(&[row])
     }
 
     /// [`Finding::read_from`] for a figure taken from several rows: where every one carries
     /// transfers of its own, the machine moved under the figure if it moved under any of them.
-    pub fn read_from_rows(mut self, rows: &[&Row]) -> Finding {
+    pub fn read_from_rows<R: Transfers>(mut self, rows: &[&R]) -> Finding {
         if !rows.is_empty() && rows.iter().all(|r| r.transfers().is_some()) {
             self.machine_moved = rows.iter().find_map(|r| r.machine_moved());
             self.caveats.retain(|c| c.concern != Concern::Moved);
@@ -378,7 +384,7 @@ impl Finding {
             claim: self.claim.claim.to_string(),
             paper: self.claim.paper.to_string(),
             value: self.here.map(|e| e.value),
-            ci95: self.here.map(|e| e.ci95),
+            ci95: self.here.map(|e| e.half_width()),
             unit: self.unit.to_string(),
             here: self.figure_text(),
             verdict: self.verdict.name().to_string(),
@@ -395,33 +401,27 @@ pub fn load_of(ctx: &Context<'_>, experiment: &str) -> Option<String> {
     ctx.runs_of(experiment).iter().find_map(|r| r.under_load().map(str::to_string))
 }
 
-/// The reason `experiment` skipped the rows whose `key` is `value` (`placement` `smt`: `no
-/// SMT: …`), when it did.
-pub fn skipped_where(ctx: &Context<'_>, experiment: &str, key: &str, value: &str) -> Option<String> {
-    ctx.rows_of(experiment)
+/// The reason `R`'s experiment skipped the rows `matches` picks (those at `placement` `smt`:
+/// `no SMT: …`), when it did.
+pub fn skipped_where<R: RowType>(ctx: &Context<'_>, matches: impl Fn(&R) -> bool) -> Option<String> {
+    ctx.rows_as::<R>()
         .into_iter()
-        .filter(|r| r.is_skipped() && r.text(key) == Some(value))
-        .find_map(|r| r.text("skipped").map(str::to_string))
+        .filter(|r| r.skipped().is_some() && matches(r))
+        .find_map(|r| r.skipped().map(str::to_string))
 }
 
-/// Why a claim has no figure: the first of `needs` (`(key, value)` of the rows it needs) that
-/// `experiment` skipped, as the machine's lack; else the rows are simply not in the document.
-pub fn why_missing(ctx: &Context<'_>, experiment: &str, needs: &[(&str, &str)]) -> Verdict {
+/// Picks the rows of `R` a claim needs (those at one placement, of one lock).
+pub type Need<'a, R> = Box<dyn Fn(&R) -> bool + 'a>;
+
+/// Why a claim has no figure: the first of `needs` (each picks rows the claim needs) that
+/// `R`'s experiment skipped, as the machine's lack; else the rows are simply not in the
+/// document.
+pub fn why_missing<R: RowType>(ctx: &Context<'_>, needs: &[&dyn Fn(&R) -> bool]) -> Verdict {
     needs
         .iter()
-        .find_map(|(key, value)| skipped_where(ctx, experiment, key, value))
+        .find_map(|matches| skipped_where(ctx, matches))
         .map(Verdict::CannotTest)
-        .unwrap_or_else(|| Verdict::NotMeasured(ctx.missing_reason(experiment)))
-}
-
-/// The first measured row of `experiment` whose keys have the given text values.
-pub fn row_where<'a>(ctx: &Context<'a>, experiment: &str, pairs: &[(&str, &str)]) -> Option<&'a Row> {
-    ctx.results
-        .runs
-        .iter()
-        .filter(|r| r.experiment == experiment)
-        .flat_map(|r| r.rows.iter())
-        .find(|r| !r.is_skipped() && pairs.iter().all(|(k, v)| super::value_string(r, k).as_deref() == Some(*v)))
+        .unwrap_or_else(|| Verdict::NotMeasured(ctx.missing_reason(R::EXPERIMENT)))
 }
 
 #[cfg(test)]
@@ -429,52 +429,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn interval_keys_follow_the_summary_convention() {
-        assert_eq!(interval_key("slowdown_pct"), "slowdown_ci95_pct");
-        assert_eq!(interval_key("throughput_ops_s"), "throughput_ci95_ops_s");
-        assert_eq!(interval_key("twakeup_ns"), "twakeup_ci95_ns");
-        assert_eq!(interval_key("ns"), "ci95_ns");
-        assert_eq!(interval_key("rep_max_wait_over_hold_x"), "rep_max_wait_over_hold_ci95_x");
-        let row = Row::new().with("twakeup_ns", 50.0).with("twakeup_ci95_ns", 5.0);
-        assert_eq!(Estimate::of(&row, "twakeup_ns"), Some(Estimate { value: 50.0, ci95: 5.0 }));
+    fn a_row_figure_without_an_interval_has_none() {
+        assert_eq!(Estimate::of(Some(50.0), Some(5.0)), Some(Estimate::within(50.0, 5.0)));
+        assert_eq!(Estimate::of(Some(50.0), None), Some(Estimate::exact(50.0)));
+        assert_eq!(Estimate::of(Some(50.0), Some(f64::NAN)), Some(Estimate::exact(50.0)));
+        assert_eq!(Estimate::of(None, Some(5.0)), None);
+        // Two exact figures give an exact ratio; one interval is carried through.
+        assert_eq!(Estimate::exact(30.0).ratio(&Estimate::exact(10.0)), Some(Estimate::exact(3.0)));
+        assert_eq!(words(&Estimate::exact(3.0), "x"), "3x");
+        assert_eq!(mean_of(&[Estimate::exact(1.0), Estimate::exact(3.0)]), Some(Estimate::exact(2.0)));
     }
 
     #[test]
     fn a_ratio_carries_both_intervals_and_none_when_its_denominator_may_be_zero() {
-        let a = Estimate { value: 30.0, ci95: 3.0 };
-        let b = Estimate { value: 10.0, ci95: 0.0 };
+        let a = Estimate::within(30.0, 3.0);
+        let b = Estimate::within(10.0, 0.0);
         let r = a.ratio(&b).unwrap();
-        assert!((r.value - 3.0).abs() < 1e-12 && (r.ci95 - 0.3).abs() < 1e-12);
+        assert!((r.value - 3.0).abs() < 1e-12 && (r.half_width() - 0.3).abs() < 1e-12);
         // Fieller, g = 0.01: (3/0.99) ± √(9·0.99 + 9)/(10·0.99) = [2.6028, 3.4578]; the
         // longer side from 3 is 0.4578 (first-order propagation: 0.4243).
-        let both = a.ratio(&Estimate { value: 10.0, ci95: 1.0 }).unwrap();
-        assert!((both.value - 3.0).abs() < 1e-12 && (both.ci95 - 0.457_75).abs() < 1e-4, "{both:?}");
+        let both = a.ratio(&Estimate::within(10.0, 1.0)).unwrap();
+        assert!((both.value - 3.0).abs() < 1e-12 && (both.half_width() - 0.457_75).abs() < 1e-4, "{both:?}");
         // A small denominator interval gives first-order propagation's width.
-        let tight = Estimate { value: 30.0, ci95: 0.3 }.ratio(&Estimate { value: 10.0, ci95: 0.1 }).unwrap();
-        assert!((tight.ci95 - 3.0 * 0.0002f64.sqrt()).abs() < 1e-3, "{tight:?}");
+        let tight = Estimate::within(30.0, 0.3).ratio(&Estimate::within(10.0, 0.1)).unwrap();
+        assert!((tight.half_width() - 3.0 * 0.0002f64.sqrt()).abs() < 1e-3, "{tight:?}");
         // A denominator whose interval reaches zero: 67.1 ± 5.0 µs over 39.6 ± 109.5 µs.
-        let stalled = Estimate { value: 67_148.0, ci95: 4_965.0 }.ratio(&Estimate { value: 39_630.0, ci95: 109_534.0 });
+        let stalled = Estimate::within(67_148.0, 4_965.0).ratio(&Estimate::within(39_630.0, 109_534.0));
         let stalled = stalled.unwrap();
         assert!(!stalled.bounded(), "{stalled:?}");
         assert_eq!(stalled.against(50.0, 800.0), Side::Straddles);
         assert_eq!(words(&stalled, "x"), "1.69x, interval unbounded");
-        assert!(a.ratio(&Estimate { value: 0.0, ci95: 0.0 }).is_none());
+        assert!(a.ratio(&Estimate::within(0.0, 0.0)).is_none());
     }
 
     #[test]
     fn a_mean_of_figures_narrows_its_interval() {
-        let m = mean_of(&[Estimate { value: 10.0, ci95: 4.0 }, Estimate { value: 20.0, ci95: 3.0 }]).unwrap();
-        assert_eq!(m, Estimate { value: 15.0, ci95: 2.5 });
+        let m = mean_of(&[Estimate::within(10.0, 4.0), Estimate::within(20.0, 3.0)]).unwrap();
+        assert_eq!(m, Estimate::within(15.0, 2.5));
         assert!(mean_of(&[]).is_none());
     }
 
     #[test]
     fn the_verdict_needs_the_whole_interval_on_one_side() {
-        let judge = |value, ci95| Verdict::judge(&Estimate { value, ci95 }, 1.5, 3.0, "why").name();
+        let judge = |value, ci95| Verdict::judge(&Estimate::within(value, ci95), 1.5, 3.0, "why").name();
         assert_eq!(judge(2.0, 0.1), "reproduced");
         assert_eq!(judge(1.4, 0.2), "unsettled");
         assert_eq!(judge(1.0, 0.2), "differs");
         assert_eq!(judge(4.0, 0.5), "differs");
-        assert!(Verdict::judge(&Estimate { value: 1.0, ci95: 0.2 }, 1.5, 3.0, "older CPU").why().starts_with("below"));
+        assert!(Verdict::judge(&Estimate::within(1.0, 0.2), 1.5, 3.0, "older CPU").why().starts_with("below"));
     }
 }

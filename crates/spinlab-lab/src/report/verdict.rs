@@ -210,7 +210,7 @@ mod tests {
     }
 
     fn chosen(all: &[Caveat]) -> Advice {
-        let est = |value| Estimate { value, ci95: value * 0.05 };
+        let est = |value| Estimate::within(value, value * 0.05);
         let runner_up = RunnerUp {
             name: "ttas:spin".to_string(),
             figure: Figure::new(est(3.5e6), Unit::Acquisitions, ""),

@@ -24,8 +24,13 @@ pub fn load(path: &Path) -> Result<Results, LabError> {
             )))
         }
     }
-    serde_json::from_value(value)
-        .map_err(|e| LabError::usage(format!("{shown}: a {SCHEMA} document with a malformed part: {e}")))
+    let results: Results = serde_json::from_value(value)
+        .map_err(|e| LabError::usage(format!("{shown}: a {SCHEMA} document with a malformed part: {e}")))?;
+    for run in &results.runs {
+        super::rows::check(run)
+            .map_err(|e| LabError::usage(format!("{shown}: a {SCHEMA} document with a malformed row: {e}")))?;
+    }
+    Ok(results)
 }
 
 /// The parts of a machine card that say which machine it is. The card also holds figures

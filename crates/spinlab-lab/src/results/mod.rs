@@ -13,6 +13,7 @@ pub mod keys;
 mod load;
 pub mod output;
 pub mod recommendation;
+pub mod rows;
 pub mod table;
 
 pub use load::{load, load_together, FROM_COMMAND};
@@ -51,11 +52,14 @@ pub fn transfers_moved(a: f64, b: f64) -> bool {
 
 /// When the line transfers just before and just after `what` lie more than [`MOVED_FACTOR`]
 /// apart: the machine changed under it, in words.
-fn moved_words(before: f64, after: f64, what: &str) -> Option<String> {
+pub(crate) fn moved_words(before: f64, after: f64, what: &str) -> Option<String> {
     transfers_moved(before, after).then(|| {
         format!("a cache line took {before:.0} ns to move between two CPUs just before {what} and {after:.0} ns just after it")
     })
 }
+
+/// The key of every row that was not measured: why.
+const SKIPPED: &str = "skipped";
 
 /// The schema name every document carries.
 pub const SCHEMA: &str = "spinlab.results/1";
@@ -192,22 +196,7 @@ impl Run {
     /// again while the machine moved under them; it moved under all 3 attempts at 1 (its
     /// figures mix two machines)`.
     pub fn remeasured(&self) -> Option<String> {
-        // One entry per configuration: attempts, and whether the machine moved under the one
-        // kept. A contention configuration is its threads and placement (every lock ran in
-        // each attempt); an interference one also its workload, wait and waiters; a wake-up
-        // one its placement and computation (every primitive ran in each attempt).
-        let named_by: &[&str] = match self.experiment.as_str() {
-            "wakeup" => &[keys::PLACEMENT, "computation"],
-            _ => &[keys::THREADS, keys::PLACEMENT, "active", keys::WAIT, "waiters"],
-        };
-        let mut configs: Vec<(Vec<Option<&Value>>, u64, bool)> = Vec::new();
-        for row in self.rows.iter().filter(|r| !r.is_skipped()) {
-            let Some(attempts) = row.number(ATTEMPTS) else { continue };
-            let config: Vec<Option<&Value>> = named_by.iter().map(|k| row.get(k)).collect();
-            if !configs.iter().any(|(c, ..)| *c == config) {
-                configs.push((config, attempts as u64, row.machine_moved().is_some()));
-            }
-        }
+        let configs = rows::configurations(self);
         let again = configs.iter().filter(|(_, n, _)| *n > 1).count();
         if again == 0 {
             return None;
@@ -265,7 +254,7 @@ impl Row {
 
     /// The row marked as not measured, with the reason.
     pub fn skipped(self, reason: impl Into<String>) -> Row {
-        self.with("skipped", reason.into())
+        self.with(SKIPPED, reason.into())
     }
 
     /// The value of `key`.
@@ -283,23 +272,15 @@ impl Row {
         self.0.get(key).and_then(Value::as_f64)
     }
 
-    /// When the line transfers a row carries (contention and interference measure them around
-    /// each configuration) lie more than [`MOVED_FACTOR`] apart, in words; `None` when they held
-    /// still or the row has none.
-    pub fn machine_moved(&self) -> Option<String> {
-        let (before, after) = self.transfers()?;
-        moved_words(before, after, "this row was measured")
-    }
-
-    /// The line transfers (before, after, in ns) the row carries, if it carries its own (see
-    /// [`Row::machine_moved`]).
-    pub fn transfers(&self) -> Option<(f64, f64)> {
-        Some((self.number(TRANSFER_BEFORE_NS)?, self.number(TRANSFER_AFTER_NS)?))
+    /// Why the row was not measured, when it was not: every experiment's rows say it the same
+    /// way (`skipped`), so a reader of rows of any experiment reads it here.
+    pub fn skipped_reason(&self) -> Option<&str> {
+        self.0.get(SKIPPED).and_then(Value::as_str)
     }
 
     /// Whether the row was skipped.
     pub fn is_skipped(&self) -> bool {
-        self.0.contains_key("skipped")
+        self.0.contains_key(SKIPPED)
     }
 
     /// Adds a summary of repetitions as `NAME_UNIT` (the mean), `NAME_median_UNIT`,

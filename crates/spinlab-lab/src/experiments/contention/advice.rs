@@ -2,15 +2,14 @@
 //! critical sections, with and without oversubscription.
 
 use super::figures::{sections, Sections};
-use super::{JAIN, JAIN_NO_LOCK, THROUGHPUT_CI95_OPS_S, THROUGHPUT_OPS_S, UNCONTENDED_NS};
 use crate::experiments::floor;
 use crate::reading::advice::{Advice, Compared, Figure, Margin, RunnerUp, Unit};
 use crate::reading::caveat::{self, Caveat};
 use crate::reading::scorecard::Estimate;
 use crate::reading::Context;
 use crate::results::format::{duration_words, number};
-use crate::results::keys::{LOCK, MEASURE, ORIGIN, THREADS};
-use crate::results::{Row, Run};
+use crate::results::rows::{ContentionRow, FloorRow, Nullable, Transfers};
+use crate::results::Run;
 use crate::select;
 
 /// The best lock per critical-section length, with threads within and above the CPUs.
@@ -47,48 +46,71 @@ pub(super) fn best_locks(ctx: &Context<'_>) -> Vec<Advice> {
 /// (ns) with its interval.
 pub(super) fn yield_forfeit<'a>(ctx: &Context<'a>) -> Option<(&'a Run, Estimate)> {
     ctx.runs_of("floor").into_iter().find_map(|run| {
-        let row = run.rows.iter().find(|row| row.text(MEASURE) == Some(floor::YIELD_FORFEIT))?;
-        Some((run, Estimate::of(row, floor::NS)?))
+        let row = run.rows_as::<FloorRow>().into_iter().find(|r| r.measure.as_deref() == Some(floor::YIELD_FORFEIT))?;
+        Some((run, Estimate::of(row.ns, row.ci95_ns.get())?))
     })
 }
 
 /// The reference locks a tie is resolved towards, in order: what people already use.
 pub(super) const PREFERRED_REFERENCES: [&str; 3] = ["std", "parking_lot", "pthread"];
 
-pub(super) fn is_reference(row: &Row) -> bool {
-    row.text(ORIGIN) == Some("reference")
+/// A measured lock of a contention run: its row, and its throughput with the interval (none
+/// where the row has none: one repetition).
+pub(super) struct Measured {
+    row: ContentionRow,
+    throughput: Estimate,
 }
 
-/// Half-width of the 95% interval of a row's throughput (0 when unknown).
-pub(super) fn ci(row: &Row) -> f64 {
-    row.number(THROUGHPUT_CI95_OPS_S).unwrap_or(0.0)
-}
+impl Measured {
+    /// Every row of `run` with a throughput.
+    fn of(run: &Run) -> Vec<Measured> {
+        run.measured_as::<ContentionRow>()
+            .into_iter()
+            .filter_map(|row| {
+                let throughput = Estimate::of(row.throughput_ops_s, row.throughput_ci95_ops_s.get())?;
+                Some(Measured { row, throughput })
+            })
+            .collect()
+    }
 
-/// The throughput of `row` with its interval.
-pub(super) fn throughput(row: &Row) -> Estimate {
-    Estimate::of(row, THROUGHPUT_OPS_S).unwrap_or(Estimate { value: 0.0, ci95: 0.0 })
+    fn name(&self) -> &str {
+        self.row.lock.as_deref().unwrap_or("?")
+    }
+
+    fn is_reference(&self) -> bool {
+        self.row.origin.as_deref() == Some("reference")
+    }
+
+    /// The row's paired ratio of throughput to reference lock `name`, with its interval.
+    fn vs_reference(&self, name: &str) -> Option<Estimate> {
+        let r = &self.row;
+        let (value, ci95): (Option<f64>, Nullable<f64>) = match name {
+            "std" => (r.throughput_vs_std, r.throughput_vs_std_ci95),
+            "parking_lot" => (r.throughput_vs_parking_lot, r.throughput_vs_parking_lot_ci95),
+            "pthread" => (r.throughput_vs_pthread, r.throughput_vs_pthread_ci95),
+            _ => return None,
+        };
+        Some(Estimate::within(value?, ci95.get()?))
+    }
 }
 
 /// How much faster `best` measured than `other`: the ratio of their rounds, paired, where the
 /// row carries it (`throughput_vs_REFERENCE`, which leaves out the drift the rounds share),
 /// else the ratio of the two means with both intervals.
-pub(super) fn margin_over(best: &Row, other: &Row, tied: bool) -> Option<Margin> {
-    let paired = other.text(LOCK).filter(|_| is_reference(other)).and_then(|name| {
-        let key = format!("throughput_vs_{name}");
-        Some(Estimate { value: best.number(&key)?, ci95: best.number(&format!("{key}_ci95"))? })
-    });
+fn margin_over(best: &Measured, other: &Measured, tied: bool) -> Option<Margin> {
+    let paired = Some(other.name()).filter(|_| other.is_reference()).and_then(|name| best.vs_reference(name));
     match paired {
-        Some(by) if by.value.is_finite() && by.ci95.is_finite() => Some(Margin { by, compared: Compared::Times, tied }),
-        _ => Margin::higher(&throughput(best), &throughput(other), tied),
+        Some(by) if by.value.is_finite() && by.bounded() => Some(Margin { by, compared: Compared::Times, tied }),
+        _ => Margin::higher(&best.throughput, &other.throughput, tied),
     }
 }
 
 /// The thread count a line reads: within the CPUs, the most threads that still fit
 /// (contended: 2 or more); oversubscribed, twice the CPUs where measured, else the least
 /// oversubscription measured. `Err`: why there is none.
-fn thread_count(ctx: &Context<'_>, rows: &[&Row], oversubscribed: bool) -> Result<f64, String> {
+fn thread_count(ctx: &Context<'_>, rows: &[Measured], oversubscribed: bool) -> Result<f64, String> {
     let counts: Vec<f64> = {
-        let mut c: Vec<f64> = rows.iter().filter_map(|r| r.number(THREADS)).collect();
+        let mut c: Vec<f64> = rows.iter().filter_map(|r| r.row.threads).map(|t| t as f64).collect();
         c.sort_by(f64::total_cmp);
         c.dedup();
         c
@@ -110,19 +132,18 @@ fn thread_count(ctx: &Context<'_>, rows: &[&Row], oversubscribed: bool) -> Resul
 
 /// The lock a line names among `listed` (in the run's order), and the locks tied with the
 /// fastest, in that order.
-fn choose<'a>(listed: &[&'a Row], fastest: &'a Row) -> (&'a Row, Vec<&'a Row>) {
+fn choose<'a>(listed: &[&'a Measured], fastest: &'a Measured) -> (&'a Measured, Vec<&'a Measured>) {
     // Locks whose interval reaches the fastest's are a tie on this run; among them the choice
     // follows a fixed order, so that reruns that differ only by noise name the same lock:
     // spinlab's default, then the reference locks people already use, then the first lock with
     // a fairness guarantee (its `bound` is not "none": equal speed, and no starvation) in the
     // order the run measured them, then the first in that order. Never the fastest of a tie:
     // within the intervals, which one that is is noise.
-    let fastest_t = fastest.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
-    let ties = |r: &&Row| fastest_t - ci(fastest) <= r.number(THROUGHPUT_OPS_S).unwrap_or(0.0) + ci(r);
+    let ties = |r: &&Measured| fastest.throughput.low() <= r.throughput.high();
     // The tied locks in the run's order (the order the choice and the line's words follow).
-    let tied: Vec<&'a Row> = listed.iter().copied().filter(ties).collect();
-    let named = |name: &str| tied.iter().copied().find(|r| r.text(LOCK) == Some(name));
-    let guaranteed = || tied.iter().copied().find(|r| r.text("bound").is_some_and(|b| b != "none"));
+    let tied: Vec<&'a Measured> = listed.iter().copied().filter(ties).collect();
+    let named = |name: &str| tied.iter().copied().find(|r| r.name() == name);
+    let guaranteed = || tied.iter().copied().find(|r| r.row.bound.as_deref().is_some_and(|b| b != "none"));
     let best = std::iter::once(select::DEFAULT_LOCK)
         .chain(PREFERRED_REFERENCES)
         .find_map(named)
@@ -133,20 +154,15 @@ fn choose<'a>(listed: &[&'a Row], fastest: &'a Row) -> (&'a Row, Vec<&'a Row>) {
 }
 
 /// The choice against the best reference lock other than itself (`t`: its throughput).
-fn reference_words(at: &[&Row], best: &Row, t: f64) -> String {
+fn reference_words(at: &[&Measured], best: &Measured, t: f64) -> String {
     let mut why = String::new();
-    if let Some(reference) = at.iter().find(|r| is_reference(r) && !std::ptr::eq(**r, best)) {
-        let rt = reference.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
+    if let Some(reference) = at.iter().find(|r| r.is_reference() && !std::ptr::eq(**r, best)) {
+        let rt = reference.throughput.value;
         if rt > 0.0 {
-            let which = if is_reference(best) { "the next reference lock" } else { "the best reference lock" };
-            why.push_str(&format!(
-                "; {:.2}x {which} ({}, {})",
-                t / rt,
-                reference.text(LOCK).unwrap_or("?"),
-                number(rt)
-            ));
+            let which = if best.is_reference() { "the next reference lock" } else { "the best reference lock" };
+            why.push_str(&format!("; {:.2}x {which} ({}, {})", t / rt, reference.name(), number(rt)));
         }
-    } else if is_reference(best) {
+    } else if best.is_reference() {
         why.push_str("; no spinlab lock beat it");
     }
     why
@@ -177,12 +193,12 @@ fn yield_words(ctx: &Context<'_>, oversubscribed: bool) -> (String, Option<Cavea
 }
 
 /// The other tied locks, and the rule that chose among them where it was not the fastest.
-fn tie_words(tied: &[&Row], best: &Row, fastest: &Row, name: &str) -> String {
+fn tie_words(tied: &[&Measured], best: &Measured, fastest: &Measured, name: &str) -> String {
     let mut why = String::new();
     let others: Vec<String> = tied
         .iter()
         .filter(|r| !std::ptr::eq(**r, best))
-        .map(|r| format!("{} ({})", r.text(LOCK).unwrap_or("?"), number(r.number(THROUGHPUT_OPS_S).unwrap_or(0.0))))
+        .map(|r| format!("{} ({})", r.name(), number(r.throughput.value)))
         .collect();
     if !others.is_empty() {
         let rule = if std::ptr::eq(best, fastest) {
@@ -205,21 +221,21 @@ pub(super) fn best_lock(
     (situation, brief): (&str, &str),
     oversubscribed: bool,
 ) -> Advice {
-    let rows: Vec<&Row> = run.rows.iter().filter(|r| !r.is_skipped() && r.number(THROUGHPUT_OPS_S).is_some()).collect();
+    let rows = Measured::of(run);
     let n = match thread_count(ctx, &rows, oversubscribed) {
         Ok(n) => n,
         Err(why) => return Advice::missing(situation, brief, why),
     };
     // In the order the run measured them (its `--locks`), then sorted, fastest first.
-    let listed: Vec<&Row> = rows.iter().copied().filter(|r| r.number(THREADS) == Some(n)).collect();
+    let listed: Vec<&Measured> = rows.iter().filter(|r| r.row.threads.map(|t| t as f64) == Some(n)).collect();
     let mut at = listed.clone();
-    at.sort_by(|a, b| b.number(THROUGHPUT_OPS_S).unwrap_or(0.0).total_cmp(&a.number(THROUGHPUT_OPS_S).unwrap_or(0.0)));
+    at.sort_by(|a, b| b.throughput.value.total_cmp(&a.throughput.value));
     let Some(&fastest) = at.first() else {
         return Advice::missing(situation, brief, "not measured".to_string());
     };
     let (best, tied) = choose(&listed, fastest);
-    let name = best.text(LOCK).unwrap_or("?");
-    let t = best.number(THROUGHPUT_OPS_S).unwrap_or(0.0);
+    let name = best.name();
+    let t = best.throughput.value;
     let mut why = format!("{} acquisitions/s at {n} threads", number(t));
     match run.params.get("cs_ns").and_then(|v| v.as_f64()) {
         Some(0.0) => why.push_str(" with an empty critical section"),
@@ -230,28 +246,28 @@ pub(super) fn best_lock(
     // How evenly the choice served its threads, beside how evenly the scheduler alone shares
     // the CPUs out to the same threads: with more threads than CPUs no lock that serves the
     // running threads can be fairer than the latter.
-    if let Some(jain) = best.number(JAIN) {
+    if let Some(jain) = best.row.jain.get() {
         why.push_str(&format!("; Jain {jain:.3} over its threads' acquisitions"));
-        if let Some(alone) = best.number(JAIN_NO_LOCK) {
+        if let Some(alone) = best.row.jain_no_lock {
             why.push_str(&format!(" (the same threads with no lock: {alone:.3})"));
         }
     }
     let (yield_words, floor_caveat) = yield_words(ctx, oversubscribed);
     why.push_str(&yield_words);
     why.push_str(&tie_words(&tied, best, fastest, name));
-    if let Some(u) = best.number(UNCONTENDED_NS) {
+    if let Some(u) = best.row.uncontended_ns {
         why.push_str(&format!("; {} ns per uncontended lock/unlock", number(u)));
     }
     // The runner-up: the fastest of the other locks, tied with the choice or not.
     let runner_up = at.iter().copied().find(|r| !std::ptr::eq(*r, best)).and_then(|other| {
         let margin = margin_over(best, other, tied.iter().any(|t| std::ptr::eq(*t, other)))?;
-        let name = other.text(LOCK).unwrap_or("?").to_string();
-        Some(RunnerUp { name, figure: Figure::new(throughput(other), Unit::Acquisitions, ""), margin })
+        let name = other.name().to_string();
+        Some(RunnerUp { name, figure: Figure::new(other.throughput, Unit::Acquisitions, ""), margin })
     });
-    let figure = Figure::new(throughput(best), Unit::Acquisitions, format!("at {n} threads"));
+    let figure = Figure::new(best.throughput, Unit::Acquisitions, format!("at {n} threads"));
     let mut line = Advice::new(situation, brief, name.to_string(), why).chosen_by(figure, runner_up);
-    line.caveats = caveat::of_row(ctx, run, best);
+    line.caveats = caveat::of_row(ctx, run, &best.row);
     line.caveats.extend(floor_caveat);
-    line.transfers = best.transfers();
+    line.transfers = best.row.transfers();
     line
 }

@@ -2,12 +2,11 @@
 //! lock, uncontended and contended, by node, and its waits against its holds.
 
 use super::figures::{cs_ns, sections, Sections};
-use super::{THROUGHPUT_OPS_S, UNCONTENDED_FLOOR_NS, UNCONTENDED_NS};
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
-use crate::reading::{value_string, Context};
+use crate::reading::Context;
 use crate::results::format::{duration_words, section_words};
-use crate::results::keys::{LOCK, THREADS};
-use crate::results::{Row, Run};
+use crate::results::rows::ContentionRow;
+use crate::results::Run;
 
 pub(super) const FAIR_UNCONTENDED: Claim = Claim {
     id: "003-fairlock-uncontended-cost",
@@ -61,8 +60,22 @@ pub(super) fn is_seed_fairlock(lock: &str) -> bool {
 /// measurements).
 pub(super) struct OnePerCpu<'a> {
     pub(super) run: Option<&'a Run>,
-    pub(super) threads: String,
+    pub(super) threads: u64,
+    rows: Vec<ContentionRow>,
 }
+
+/// A figure of a contention row a claim compares: its key, and the figure with its interval.
+pub(super) type Figure = (&'static str, fn(&ContentionRow) -> Option<Estimate>);
+
+/// One lock/unlock pair by one thread.
+pub(super) const UNCONTENDED: Figure =
+    ("uncontended_ns", |r| Estimate::of(r.uncontended_ns, r.uncontended_ci95_ns.get()));
+/// Acquisitions per second.
+pub(super) const THROUGHPUT: Figure =
+    ("throughput_ops_s", |r| Estimate::of(r.throughput_ops_s, r.throughput_ci95_ops_s.get()));
+/// Each repetition's longest wait, as a mean over them.
+pub(super) const REP_MAX_WAIT: Figure =
+    ("rep_max_wait_ns", |r| Estimate::of(r.rep_max_wait_ns, r.rep_max_wait_ci95_ns.get()));
 
 impl<'a> OnePerCpu<'a> {
     /// The run with the shortest (`longest == false`) critical section that has work in it
@@ -75,13 +88,14 @@ impl<'a> OnePerCpu<'a> {
             let Sections { empty, shortest, .. } = sections(&runs);
             shortest.or(empty)
         };
-        OnePerCpu { run, threads: ctx.cpus.to_string() }
+        let rows = run.map(|r| r.rows_as::<ContentionRow>()).unwrap_or_default();
+        OnePerCpu { run, threads: ctx.cpus as u64, rows }
     }
 
-    pub(super) fn row(&self, lock: &str) -> Option<&'a Row> {
-        self.run?.rows.iter().find(|r| {
-            !r.is_skipped() && r.text(LOCK) == Some(lock) && value_string(r, THREADS).as_deref() == Some(&self.threads)
-        })
+    pub(super) fn row(&self, lock: &str) -> Option<&ContentionRow> {
+        self.rows
+            .iter()
+            .find(|r| r.skipped.is_none() && r.lock.as_deref() == Some(lock) && r.threads == Some(self.threads))
     }
 
     /// Seed 003's fairlock: the first `fair:POLICY` lock measured that hands the lock over in
@@ -89,18 +103,18 @@ impl<'a> OnePerCpu<'a> {
     /// CPU away (one that may sleep, or `yield`) the registry builds the fair lock as a gate in
     /// front of a word that running threads may take (`lock::Gated`): a different lock, with
     /// a different cost and fairness, so it does not stand for the seed's.
-    pub(super) fn fairlock(&self) -> Option<&'a Row> {
-        let name = self.run?.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| is_seed_fairlock(l))?;
+    pub(super) fn fairlock(&self) -> Option<&ContentionRow> {
+        let name = self.rows.iter().filter_map(|r| r.lock.as_deref()).find(|l| is_seed_fairlock(l))?;
         self.row(name)
     }
 
     /// Why no fairlock figure can be read: the run is missing, or it measured no lock that is
     /// seed 003's fairlock (only gated fair locks, say).
     pub(super) fn no_fairlock(&self, ctx: &Context<'_>) -> Judged {
-        let Some(run) = self.run else {
+        if self.run.is_none() {
             return Judged::NotMeasured(ctx.missing_reason("contention"));
-        };
-        let gated = run.rows.iter().filter_map(|r| r.text(LOCK)).find(|l| l.starts_with("fair:"));
+        }
+        let gated = self.rows.iter().filter_map(|r| r.lock.as_deref()).find(|l| l.starts_with("fair:"));
         let mut why = "not measured: the contention run has no lock that hands over as seed 003's fairlock does \
                        (fair:spin, or fair over another spinning policy)"
             .to_string();
@@ -122,12 +136,12 @@ impl<'a> OnePerCpu<'a> {
     }
 }
 
-/// `key` of the fairlock over the spinlock's (or the spinlock's over the fairlock's).
+/// `figure` of the fairlock over the spinlock's (or the spinlock's over the fairlock's).
 pub(super) fn fair_vs_spin(
     ctx: &Context<'_>,
     claim: &Claim,
     at: &OnePerCpu<'_>,
-    key: &str,
+    (key, figure): Figure,
     fair_over_spin: bool,
     range: (f64, f64),
     reason: &str,
@@ -139,20 +153,21 @@ pub(super) fn fair_vs_spin(
     let Some(spin) = at.row(SPINLOCK) else {
         return Finding::without(claim, &rows, Judged::NotMeasured(ctx.missing_reason("contention")));
     };
-    let (Some(f), Some(s)) = (Estimate::of(fair, key), Estimate::of(spin, key)) else {
+    let (Some(f), Some(s)) = (figure(fair), figure(spin)) else {
         return Finding::without(claim, &rows, Judged::NotMeasured(ctx.missing_reason("contention")));
     };
     let Some(here) = (if fair_over_spin { f.ratio(&s) } else { s.ratio(&f) }) else {
         return Finding::without(claim, &rows, Judged::NotMeasured(format!("a {key} of zero")));
     };
-    let detail = format!("{} {}, {SPINLOCK} {}", fair.text(LOCK).unwrap_or("fair"), words(&f, ""), words(&s, ""));
+    let detail = format!("{} {}, {SPINLOCK} {}", fair.lock.as_deref().unwrap_or("fair"), words(&f, ""), words(&s, ""));
     Finding::judged(claim, ctx, "contention", Observed { here, unit: "x", detail, rows }, range, reason).read_from(fair)
 }
 
 /// The uncontended floor measured in the same rounds as the fairlock's uncontended pair:
 /// uncontended costs follow what an atomic costs on this machine at that time.
 pub(super) fn uncontended_floor(at: &OnePerCpu<'_>) -> Option<MachineState> {
-    let estimate = Estimate::of(at.fairlock()?, UNCONTENDED_FLOOR_NS)?;
+    let fair = at.fairlock()?;
+    let estimate = Estimate::of(fair.uncontended_floor_ns, fair.uncontended_floor_ci95_ns.get())?;
     Some(MachineState { name: "uncontended floor", unit: "ns", estimate })
 }
 
@@ -164,10 +179,10 @@ pub(super) fn node_favoured(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
         let why = "one NUMA node: there is no second node to be favoured over".to_string();
         return Finding::without(&SPINLOCK_FAVOURS_NODE, &rows, Judged::CannotTest(why));
     }
-    let Some((spin, value)) = at.row(SPINLOCK).and_then(|r| Some((r, r.number("group_max_min_ratio")?))) else {
+    let Some((spin, value)) = at.row(SPINLOCK).and_then(|r| Some((r, r.group_max_min_ratio.get()?))) else {
         return Finding::without(&SPINLOCK_FAVOURS_NODE, &rows, Judged::NotMeasured(ctx.missing_reason("contention")));
     };
-    let here = Estimate { value, ci95: 0.0 };
+    let here = Estimate::exact(value);
     let reason = "today's interconnects hand a line to a remote node at a smaller multiple of a local hand-off";
     let observed = Observed { here, unit: "x", detail: String::new(), rows };
     Finding::judged(&SPINLOCK_FAVOURS_NODE, ctx, "contention", observed, (10.0, f64::INFINITY), reason).read_from(spin)
@@ -181,9 +196,9 @@ pub(super) fn fair_wait_vs_hold(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Findin
         return Finding::without(&FAIR_WAIT_VS_HOLD, &rows, at.no_fairlock(ctx));
     };
     let (Some(here), Some(wait), Some(hold)) = (
-        Estimate::of(fair, "rep_max_wait_over_hold_x"),
-        fair.number("rep_max_wait_ns"),
-        fair.number("rep_max_hold_ns"),
+        Estimate::of(fair.rep_max_wait_over_hold_x, fair.rep_max_wait_over_hold_ci95_x.get()),
+        fair.rep_max_wait_ns,
+        fair.rep_max_hold_ns,
     ) else {
         return Finding::without(&FAIR_WAIT_VS_HOLD, &rows, Judged::NotMeasured(ctx.missing_reason("contention")));
     };
@@ -212,7 +227,7 @@ pub(super) fn fairlock_claims(ctx: &Context<'_>) -> Vec<Finding> {
             ctx,
             &FAIR_UNCONTENDED,
             &short,
-            UNCONTENDED_NS,
+            UNCONTENDED,
             true,
             (1.5, 3.0),
             "the fairlock releases with a read-modify-write where the spinlock stores, so the ratio is what a core charges for one such atomic against a plain store",
@@ -222,7 +237,7 @@ pub(super) fn fairlock_claims(ctx: &Context<'_>) -> Vec<Finding> {
             ctx,
             &FAIR_THROUGHPUT,
             &short,
-            THROUGHPUT_OPS_S,
+            THROUGHPUT,
             true,
             (0.45, 0.9),
             "with few CPUs the round-robin hand-over moves the line between as few caches as the spinlock's",
@@ -232,7 +247,7 @@ pub(super) fn fairlock_claims(ctx: &Context<'_>) -> Vec<Finding> {
             ctx,
             &MAX_WAIT_RATIO,
             &long,
-            "rep_max_wait_ns",
+            REP_MAX_WAIT,
             false,
             (200.0, 20000.0),
             "with one thread per CPU on few CPUs a spinlock has few rivals to lose to; preemption sets both maxima",

@@ -37,6 +37,7 @@ use crate::reading::advice::{Contribution, Topic};
 use crate::reading::scorecard::Finding;
 use crate::reading::{Context, Panel};
 use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, THREADS};
+use crate::results::rows::{ContentionRow, RowType};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
@@ -330,7 +331,8 @@ impl Experiment for Contention {
             |row| {
                 let (pair, before, after) =
                     (row.text(LINE_TRANSFER_CPUS)?, row.number(TRANSFER_BEFORE_NS)?, row.number(TRANSFER_AFTER_NS)?);
-                Some(format!("CPUs {pair}: {before:.0} ns before, {after:.0} ns after{}", discarded(row)))
+                let typed = ContentionRow::from_row(row).ok()?;
+                Some(format!("CPUs {pair}: {before:.0} ns before, {after:.0} ns after{}", discarded(&typed)))
             },
         ));
         out.push_str(&per_configuration(

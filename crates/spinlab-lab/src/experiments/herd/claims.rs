@@ -1,9 +1,9 @@
 //! The seed's claims the herd rows speak to: seed 004's backoff gain and sleeping waiters.
 
-use super::{FLOOR_LOCK, WALL_S};
+use super::FLOOR_LOCK;
 use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
-use crate::reading::{measured, Context};
-use crate::results::keys::{LOCK, THREADS};
+use crate::reading::Context;
+use crate::results::rows::HerdRow;
 
 pub(super) const BACKOFF_GAIN: Claim = Claim {
     id: "004-backoff-gain",
@@ -24,21 +24,22 @@ pub(super) const SLEEPING_WINS: Claim = Claim {
 /// How much longer the spinning herd (`ttas:spin`) takes than the herd under `lock`, at the
 /// largest thread count (the most contended), in percent.
 pub(super) fn spin_over(ctx: &Context<'_>, claim: &Claim, lock: &str, range: (f64, f64), reason: &str) -> Finding {
-    let rows = measured(ctx.rows_of("herd"));
-    let largest = rows.iter().filter_map(|r| r.number(THREADS)).fold(f64::NAN, f64::max);
-    let at =
-        |name: &str| rows.iter().find(|r| r.text(LOCK) == Some(name) && r.number(THREADS) == Some(largest)).copied();
+    let rows: Vec<HerdRow> = ctx.measured_as();
+    let largest = rows.iter().filter_map(|r| r.threads).max();
+    let at = |name: &str| rows.iter().find(|r| r.lock.as_deref() == Some(name) && r.threads == largest);
+    let wall = |r: &HerdRow| Estimate::of(r.wall_s, r.wall_ci95_s.get());
+    let largest = largest.map_or("none".to_string(), |n| n.to_string());
     let rows_words = format!("herd, ttas:spin and {lock} at the largest thread count ({largest}): wall_s");
-    let walls = (at("ttas:spin").and_then(|r| Estimate::of(r, WALL_S)), at(lock).and_then(|r| Estimate::of(r, WALL_S)));
+    let walls = (at("ttas:spin").and_then(wall), at(lock).and_then(wall));
     let (Some(spin), Some(other)) = walls else {
         return Finding::without(claim, &rows_words, Judged::NotMeasured(ctx.missing_reason("herd")));
     };
     let Some(ratio) = spin.ratio(&other) else {
         return Finding::without(claim, &rows_words, Judged::NotMeasured(format!("{lock}'s wall time is zero")));
     };
-    let here = Estimate { value: 100.0 * (ratio.value - 1.0), ci95: 100.0 * ratio.ci95 };
+    let here = Estimate { value: 100.0 * (ratio.value - 1.0), ci95: ratio.ci95.map(|c| 100.0 * c) };
     let mut detail = format!("ttas:spin {}, {lock} {}", words(&spin, " s"), words(&other, " s"));
-    if let Some(floor) = at(FLOOR_LOCK).and_then(|r| Estimate::of(r, WALL_S)) {
+    if let Some(floor) = at(FLOOR_LOCK).and_then(wall) {
         detail.push_str(&format!("; with no lock at all {}", words(&floor, " s")));
     }
     Finding::judged(claim, ctx, "herd", Observed { here, unit: "%", detail, rows: rows_words }, range, reason)

@@ -1,20 +1,23 @@
 //! The herd charts: wall time per thread count, each lock beside the floor.
 
 use crate::reading::plot::{self, Axis, Band, Scale};
-use crate::reading::{measured, series_per, Context, Panel};
-use crate::results::keys::{LOCK, THREADS};
-use crate::results::Row;
+use crate::reading::{series_by, Context, Panel};
+use crate::results::rows::HerdRow;
 
-pub(super) fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
-    let rows = measured(rows.iter().copied());
-    let by_lock = |key: &str| series_per(&rows, LOCK, THREADS, key);
-    let threads: Vec<f64> = rows.iter().filter_map(|r| r.number(THREADS)).collect();
+pub(super) fn charts(ctx: &Context<'_>, rows: &[HerdRow]) -> Vec<Result<Panel, String>> {
+    let by_lock = |figure: fn(&HerdRow) -> Option<f64>| {
+        series_by(rows, |r| r.lock.as_deref(), |r| Some((r.threads? as f64, figure(r)?)))
+    };
+    let threads: Vec<f64> = rows.iter().filter_map(|r| r.threads).map(|t| t as f64).collect();
     let x = Axis::log_at("threads (log scale)", &threads);
     let band = Band { from: ctx.cpus as f64, label: format!("oversubscribed: threads > {} CPUs", ctx.cpus) };
     let mut out = Vec::new();
-    for (key, what, caption) in [
+    let wall: fn(&HerdRow) -> Option<f64> = |r| r.wall_s;
+    let sys: fn(&HerdRow) -> Option<f64> = |r| r.sys_s.get();
+    for (key, figure, what, caption) in [
         (
             "wall_s",
+            wall,
             "wall time per repetition (s, log scale)",
             "Wall time for the herd (all threads released by a barrier, each taking one lock in turn) per lock and \
              thread count: lower is better; seed 004 found sleeping waiters win once threads outnumber CPUs. \
@@ -23,12 +26,13 @@ pub(super) fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, Stri
         ),
         (
             "sys_s",
+            sys,
             "system CPU time per repetition (s, log scale)",
             "System CPU time the herd's threads spent in the kernel (futex calls, sched_yield, preemption): the \
              cost of sleeping and of being descheduled, per lock and thread count.",
         ),
     ] {
-        let series = by_lock(key);
+        let series = by_lock(figure);
         if series.is_empty() {
             continue;
         }

@@ -25,7 +25,7 @@ use crate::measure::work::SharedLines;
 use crate::measure::{interleave_stoppable, Progress, Rep, Series, StoppingRule, Summary, Taken};
 use crate::reading::advice::{Contribution, Topic};
 use crate::reading::scorecard::Finding;
-use crate::reading::{rows_of, Context, Panel};
+use crate::reading::{measured_as, Context, Panel};
 use crate::results::keys::{LOCK, ORIGIN, THREADS};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
@@ -359,7 +359,7 @@ impl Experiment for Herd {
     }
 
     fn figures(&self, ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
-        charts(ctx, &rows_of(runs))
+        charts(ctx, &measured_as(runs))
     }
 
     fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {

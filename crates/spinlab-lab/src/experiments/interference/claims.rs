@@ -1,13 +1,12 @@
 //! The seeds' claims the interference rows speak to: seed 000's slowdowns of a sibling's work
 //! under each waiting loop, and the waiters' responsiveness.
 
-use super::{ACTIVE, CORE_SHARED};
+use super::CORE_SHARED;
 use crate::machine::Placement;
 use crate::reading::scorecard::{mean_of, why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
-use crate::reading::{measured, Context};
+use crate::reading::Context;
 use crate::results::format::number;
-use crate::results::keys::{PLACEMENT, WAIT};
-use crate::results::Row;
+use crate::results::rows::InterferenceRow;
 
 pub(super) const ONE_LINUX_LOOP_ON_SIBLING: Claim = Claim {
     id: "000-linux-loop-one-sibling",
@@ -69,25 +68,26 @@ pub(super) fn mean_slowdown(
     workloads: Workloads,
     range: (f64, f64),
 ) -> Finding {
-    let at: Vec<&Row> = measured(ctx.rows_of("interference"))
+    let at: Vec<InterferenceRow> = ctx
+        .measured_as::<InterferenceRow>()
         .into_iter()
-        .filter(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(placement.name()))
-        .filter(|r| workloads == Workloads::All || r.text("behaviour") == Some("multiple"))
+        .filter(|r| r.wait.as_deref() == Some(wait) && r.placement.as_deref() == Some(placement.name()))
+        .filter(|r| workloads == Workloads::All || r.behaviour.as_deref() == Some("multiple"))
         .collect();
-    let most = at.iter().filter_map(|r| r.number("waiters")).fold(f64::NAN, f64::max);
-    let rows: Vec<&Row> = at.into_iter().filter(|r| r.number("waiters") == Some(most)).collect();
+    let most = at.iter().filter_map(|r| r.waiters).max();
+    let rows: Vec<&InterferenceRow> = at.iter().filter(|r| most.is_some() && r.waiters == most).collect();
     let group = if workloads == Workloads::All { "every" } else { "each multiple-behaviour" };
     let mut rows_words =
         format!("interference, wait {wait}, at {placement}, the most waiters measured, {group} active workload");
     // At `core`, only rows whose CPUs were two cores when probed: the others measured one
     // core's two hardware threads (a virtual machine's host can run its CPUs so), which is
     // another claim's placement.
-    let (rows, one_core): (Vec<&Row>, Vec<&Row>) =
+    let (rows, one_core): (Vec<&InterferenceRow>, Vec<&InterferenceRow>) =
         rows.into_iter().partition(|r| placement != Placement::Core || on_two_cores(r));
     if !one_core.is_empty() {
         rows_words.push_str(&format!(
             ", less {} measured while the two CPUs shared one physical core or the host moved them ({CORE_SHARED})",
-            one_core.iter().map(|r| r.text(ACTIVE).unwrap_or("?")).collect::<Vec<_>>().join(", ")
+            one_core.iter().map(|r| r.active.as_deref().unwrap_or("?")).collect::<Vec<_>>().join(", ")
         ));
         if rows.is_empty() {
             let why = "every row was measured while the two CPUs shared one physical core (a virtual machine's host \
@@ -96,17 +96,22 @@ pub(super) fn mean_slowdown(
             return Finding::without(claim, &rows_words, Judged::CannotTest(why.to_string()));
         }
     }
-    let per_workload: Vec<Estimate> = rows.iter().filter_map(|r| Estimate::of(r, "cpu_slowdown_pct")).collect();
+    let per_workload: Vec<Estimate> =
+        rows.iter().filter_map(|r| Estimate::of(r.cpu_slowdown_pct, r.cpu_slowdown_ci95_pct.get())).collect();
     let Some(here) = mean_of(&per_workload) else {
-        let why = why_missing(ctx, "interference", &[(PLACEMENT, placement.name()), (WAIT, wait)]);
+        let why = why_missing::<InterferenceRow>(
+            ctx,
+            &[&|r| r.placement.as_deref() == Some(placement.name()), &|r| r.wait.as_deref() == Some(wait)],
+        );
         return Finding::without(claim, &rows_words, why);
     };
     let detail = rows
         .iter()
         .zip(&per_workload)
-        .map(|(r, e)| format!("{} {}", r.text(ACTIVE).unwrap_or("?"), words(e, "%")))
+        .map(|(r, e)| format!("{} {}", r.active.as_deref().unwrap_or("?"), words(e, "%")))
         .collect::<Vec<_>>()
         .join(", ");
+    let most = most.map_or("?".to_string(), |n| n.to_string());
     let detail = format!("{most} waiter(s): {detail}");
     let reason = match placement {
         Placement::Core => {
@@ -124,8 +129,8 @@ pub(super) fn mean_slowdown(
 
 /// Whether a `core` row was measured on two cores: its probes said so, or it has none (a
 /// document from before the probes, or a machine without the `core` pair's probe).
-pub(super) fn on_two_cores(row: &Row) -> bool {
-    row.text(CORE_SHARED).is_none_or(|said| said == "no")
+pub(super) fn on_two_cores(row: &InterferenceRow) -> bool {
+    row.core_shared.as_deref().is_none_or(|said| said == "no")
 }
 
 /// The miss loop's re-read interval over the Linux loop's, both at `core` (waiters alone on
@@ -133,17 +138,21 @@ pub(super) fn on_two_cores(row: &Row) -> bool {
 pub(super) fn responsiveness(ctx: &Context<'_>) -> Finding {
     let rows_words =
         "interference, waits miss and spin, one waiter, at core, on two cores (core_shared): reread_ns".to_string();
-    let rows: Vec<&Row> = measured(ctx.rows_of("interference"))
-        .into_iter()
-        .filter(|r| r.text(PLACEMENT) == Some(Placement::Core.name()) && on_two_cores(r))
-        .filter(|r| matches!(r.text(WAIT), Some("miss" | "spin")) && r.number("reread_ns").is_some())
+    let measured: Vec<InterferenceRow> = ctx.measured_as();
+    let rows: Vec<&InterferenceRow> = measured
+        .iter()
+        .filter(|r| r.placement.as_deref() == Some(Placement::Core.name()) && on_two_cores(r))
+        .filter(|r| matches!(r.wait.as_deref(), Some("miss" | "spin")) && r.reread_ns.is_some())
         .collect();
     let reread = |wait: &str| -> Vec<Estimate> {
-        rows.iter().filter(|r| r.text(WAIT) == Some(wait)).filter_map(|r| Estimate::of(r, "reread_ns")).collect()
+        rows.iter()
+            .filter(|r| r.wait.as_deref() == Some(wait))
+            .filter_map(|r| Estimate::of(r.reread_ns, r.reread_ci95_ns.get()))
+            .collect()
     };
     let (miss, spin) = (mean_of(&reread("miss")), mean_of(&reread("spin")));
     let (Some(miss), Some(spin)) = (miss, spin) else {
-        let why = why_missing(ctx, "interference", &[(PLACEMENT, Placement::Core.name())]);
+        let why = why_missing::<InterferenceRow>(ctx, &[&|r| r.placement.as_deref() == Some(Placement::Core.name())]);
         return Finding::without(&RESPONSIVENESS, &rows_words, why);
     };
     let Some(here) = miss.ratio(&spin) else {

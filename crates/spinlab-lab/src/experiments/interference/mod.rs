@@ -41,6 +41,7 @@ use crate::reading::scorecard::Finding;
 use crate::reading::{rows_of, Context, Panel};
 use crate::results::format::number;
 use crate::results::keys::{PLACEMENT, WAIT};
+use crate::results::rows::{InterferenceRow, RowType};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run, ATTEMPTS, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use crate::select::{self, Bounds};
@@ -300,7 +301,7 @@ impl Experiment for Interference {
                 row.text(WAIT).unwrap_or("?"),
                 row.get("waiters").map(|w| w.to_string()).unwrap_or_default(),
                 row.text(PLACEMENT).unwrap_or("?"),
-                discarded(row)
+                InterferenceRow::from_row(row).map_or(String::new(), |r| discarded(&r))
             ));
         }
         out

@@ -31,6 +31,7 @@ use crate::measure::{interleave, Clock, Rep};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::scorecard::{why_missing, Claim, Estimate, Finding, Observed};
 use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::results::rows::SprRow;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds};
@@ -472,26 +473,22 @@ const TC_BARRIERS: &[&str] = &["barrier:umwait", "barrier:mwaitx", "pthread"];
 /// [`TC_BARRIERS`] measured.
 fn tc_speedup(ctx: &Context<'_>) -> Finding {
     let smt = Placement::Smt.name();
-    let rows = measured(ctx.rows_of("spr"));
+    let rows: Vec<SprRow> = ctx.measured_as();
     let rows_words = format!("spr, app tc at {smt}: speedup with {}", TC_BARRIERS.join(", or "));
     let found = TC_BARRIERS.iter().find_map(|b| {
         rows.iter()
-            .find(|r| r.text(APP) == Some("tc") && r.text(PLACEMENT) == Some(smt) && r.text("barrier") == Some(b))
-            .and_then(|r| Some((*b, r.number(SPEEDUP)?)))
+            .find(|r| {
+                r.app.as_deref() == Some("tc") && r.placement.as_deref() == Some(smt) && r.barrier.as_deref() == Some(b)
+            })
+            .and_then(|r| Some((*b, r.speedup?)))
     });
     let Some((barrier, value)) = found else {
-        return Finding::without(
-            &TC_SPEEDUP,
-            &rows_words,
-            why_missing(ctx, "spr", &[(PLACEMENT, smt), ("barrier", "barrier:umwait")]),
-        );
+        let needs: [&dyn Fn(&SprRow) -> bool; 2] =
+            [&|r| r.placement.as_deref() == Some(smt), &|r| r.barrier.as_deref() == Some("barrier:umwait")];
+        return Finding::without(&TC_SPEEDUP, &rows_words, why_missing(ctx, &needs));
     };
-    let observed = Observed {
-        here: Estimate { value, ci95: 0.0 },
-        unit: "x",
-        detail: format!("with {barrier}"),
-        rows: rows_words,
-    };
+    let observed =
+        Observed { here: Estimate::exact(value), unit: "x", detail: format!("with {barrier}"), rows: rows_words };
     let reason = "today's caches and hardware prefetchers leave a helper thread less to prefetch than the \
                   2008 Xeon's did";
     Finding::judged(&TC_SPEEDUP, ctx, "spr", observed, (1.1, 1.7), reason)

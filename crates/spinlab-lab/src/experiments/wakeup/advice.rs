@@ -3,7 +3,6 @@
 
 use super::tradeoff::{tradeoff, wakeups_apart, PolicyPoint, Tradeoff, WakeupPoint, Wakeups};
 use crate::reading::advice::{lowest_tie, tie_words, Advice, Figure, Margin, RunnerUp, Unit};
-use crate::reading::scorecard::Estimate;
 use crate::reading::Context;
 use crate::results::format::duration_words;
 
@@ -37,9 +36,8 @@ pub(super) fn kindest(ctx: &Context<'_>) -> Advice {
     // among them the first in KIND_ORDER, else the quickest to wake, so that reruns that differ
     // only by noise choose alike.
     let least = points.iter().min_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("two points");
-    let reach = (least.interference_pct + least.interference_ci95_pct).max(least.interference_pct + 1.0);
-    let tied: Vec<&PolicyPoint> =
-        points.iter().filter(|p| p.interference_pct - p.interference_ci95_pct <= reach).collect();
+    let reach = least.interference().high().max(least.interference_pct + 1.0);
+    let tied: Vec<&PolicyPoint> = points.iter().filter(|p| p.interference().low() <= reach).collect();
     let kind = KIND_ORDER
         .iter()
         .find_map(|&w| tied.iter().copied().find(|p| p.wait == w))
@@ -47,7 +45,7 @@ pub(super) fn kindest(ctx: &Context<'_>) -> Advice {
         .expect("tradeoff returns at least two points");
     let worst =
         points.iter().max_by(|a, b| a.interference_pct.total_cmp(&b.interference_pct)).expect("at least two points");
-    let cost = |p: &PolicyPoint| Estimate { value: p.interference_pct, ci95: p.interference_ci95_pct };
+    let cost = |p: &PolicyPoint| p.interference();
     let runner_up = points
         .iter()
         .filter(|p| !std::ptr::eq(*p, kind))
@@ -100,17 +98,10 @@ pub(super) fn quickest(ctx: &Context<'_>) -> Advice {
             ),
         );
     };
-    let tie = lowest_tie(&points, |p| (p.wait.as_str(), p.wakeup_ns, p.wakeup_ci95_ns), &QUICK_ORDER)
-        .expect("two or more points");
+    let tie = lowest_tie(&points, |p| (p.wait.as_str(), p.wakeup()), &QUICK_ORDER).expect("two or more points");
     let quick = tie.chosen;
     let slowest = points.iter().max_by(|a, b| a.wakeup_ns.total_cmp(&b.wakeup_ns)).expect("two or more points");
-    let wakeup = |p: &WakeupPoint| {
-        Figure::new(
-            Estimate { value: p.wakeup_ns, ci95: p.wakeup_ci95_ns },
-            Unit::Nanoseconds,
-            format!("at {placement}"),
-        )
-    };
+    let wakeup = |p: &WakeupPoint| Figure::new(p.wakeup(), Unit::Nanoseconds, format!("at {placement}"));
     let runner_up = tie.runner_up_by(|p| p.wait.as_str(), wakeup);
     Advice::new(
         NOT_SENSITIVE,

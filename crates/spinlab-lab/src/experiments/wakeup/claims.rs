@@ -2,13 +2,12 @@
 //! spinner, the monitor wait, and a spinner on its worker's sibling.
 
 use super::tradeoff::long_computation;
-use super::{PTHREAD_COND, TWORK_VS_ALONE_PCT};
+use super::PTHREAD_COND;
 use crate::machine::Placement;
-use crate::reading::scorecard::{why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
+use crate::reading::scorecard::{why_missing, words, Claim, Estimate, Finding, Need, Observed, Verdict as Judged};
 use crate::reading::Context;
 use crate::results::format::number;
-use crate::results::keys::{PLACEMENT, WAIT};
-use crate::results::Row;
+use crate::results::rows::WakeupRow;
 
 pub(super) const PTHREADS_WAKEUP: Claim = Claim {
     id: "001-twakeup-pthreads-vs-spin",
@@ -47,27 +46,56 @@ pub(super) const SPINNER_ON_SIBLING: Claim = Claim {
 pub(super) const SPIN: &str = "pause";
 
 /// Where the seed's waiter was (the worker's sibling), or the nearest this document has.
-pub(super) fn table_1_placement(rows: &[&Row]) -> Option<&'static str> {
+pub(super) fn table_1_placement(rows: &[WakeupRow]) -> Option<&'static str> {
     [Placement::Smt, Placement::Core]
         .into_iter()
         .map(Placement::name)
-        .find(|p| rows.iter().any(|r| r.text(PLACEMENT) == Some(*p)))
+        .find(|p| rows.iter().any(|r| r.placement.as_deref() == Some(*p)))
 }
 
-/// `key` of the first of `waits` measured, over the PAUSE spinner's (seed 001's "spin"), at
+/// One of seed 001's Table 1 times, as a wake-up row holds it.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Time {
+    /// `twakeup_ns`.
+    Wakeup,
+    /// `tcall_ns`.
+    Call,
+}
+
+impl Time {
+    fn key(self) -> &'static str {
+        match self {
+            Time::Wakeup => "twakeup_ns",
+            Time::Call => "tcall_ns",
+        }
+    }
+
+    fn of(self, row: &WakeupRow) -> Option<Estimate> {
+        match self {
+            Time::Wakeup => Estimate::of(row.twakeup_ns, row.twakeup_ci95_ns.get()),
+            Time::Call => Estimate::of(row.tcall_ns, row.tcall_ci95_ns.get()),
+        }
+    }
+}
+
+/// `time` of the first of `waits` measured, over the PAUSE spinner's (seed 001's "spin"), at
 /// Table 1's placement.
-pub(super) fn against_spin(ctx: &Context<'_>, claim: &Claim, key: &str, waits: &[&str], range: (f64, f64)) -> Finding {
-    let rows = long_computation(&ctx.rows_of("wakeup"));
+pub(super) fn against_spin(ctx: &Context<'_>, claim: &Claim, time: Time, waits: &[&str], range: (f64, f64)) -> Finding {
+    let rows = long_computation(ctx.rows_as::<WakeupRow>());
     let Some(placement) = table_1_placement(&rows) else {
         return Finding::without(claim, "wakeup", Judged::NotMeasured(ctx.missing_reason("wakeup")));
     };
-    let at = |wait: &str| rows.iter().find(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(placement));
+    let key = time.key();
+    let at =
+        |wait: &str| rows.iter().find(|r| r.wait.as_deref() == Some(wait) && r.placement.as_deref() == Some(placement));
     let rows_words = format!("wakeup, {} and {SPIN} at {placement}, long computation: {key}", waits.join(" or "));
-    let Some((wait, other)) = waits.iter().find_map(|w| at(w).map(|r| (*w, *r))) else {
-        let needs: Vec<(&str, &str)> = waits.iter().map(|w| (WAIT, *w)).collect();
-        return Finding::without(claim, &rows_words, why_missing(ctx, "wakeup", &needs));
+    let Some((wait, other)) = waits.iter().find_map(|w| at(w).map(|r| (*w, r))) else {
+        let needs: Vec<Need<'_, WakeupRow>> =
+            waits.iter().map(|w| Box::new(move |r: &WakeupRow| r.wait.as_deref() == Some(*w)) as Box<_>).collect();
+        let needs: Vec<&dyn Fn(&WakeupRow) -> bool> = needs.iter().map(|n| n.as_ref()).collect();
+        return Finding::without(claim, &rows_words, why_missing(ctx, &needs));
     };
-    let (Some(spin), Some(other)) = (at(SPIN).and_then(|r| Estimate::of(r, key)), Estimate::of(other, key)) else {
+    let (Some(spin), Some(other)) = (at(SPIN).and_then(|r| time.of(r)), time.of(other)) else {
         return Finding::without(claim, &rows_words, Judged::NotMeasured(ctx.missing_reason("wakeup")));
     };
     let Some(here) = other.ratio(&spin) else {
@@ -76,7 +104,7 @@ pub(super) fn against_spin(ctx: &Context<'_>, claim: &Claim, key: &str, waits: &
     let detail = format!("{wait} {}, {SPIN} {}", words(&other, " ns"), words(&spin, " ns"));
     let reason = "the kernel's wake-up path and the CPU are not the 2008 Xeon's: a futex wake-up, and a \
                   cache line moving between cores, cost other multiples of each other today";
-    let behind: Vec<&Row> = [at(wait), at(SPIN)].into_iter().flatten().copied().collect();
+    let behind: Vec<&WakeupRow> = [at(wait), at(SPIN)].into_iter().flatten().collect();
     Finding::judged(claim, ctx, "wakeup", Observed { here, unit: "x", detail, rows: rows_words }, range, reason)
         .read_from_rows(&behind)
 }
@@ -85,18 +113,22 @@ pub(super) fn against_spin(ctx: &Context<'_>, claim: &Claim, key: &str, waits: &
 /// than beside the sleeping primitives (seed 001: Twork 4.2446 s against 3.566 s, 1.19x), in
 /// percent.
 pub(super) fn spinner_on_sibling(ctx: &Context<'_>) -> Finding {
-    let rows = long_computation(&ctx.rows_of("wakeup"));
+    let rows = long_computation(ctx.rows_as::<WakeupRow>());
     let smt = Placement::Smt.name();
     let rows_words =
         format!("wakeup at {smt}: twork of {SPIN} over the mean of futex and pthread-cond, from twork_vs_alone_pct");
-    let at = |wait: &str| rows.iter().find(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(smt));
-    let slowdown = |wait: &str| at(wait).and_then(|r| r.number(TWORK_VS_ALONE_PCT));
+    let at = |wait: &str| rows.iter().find(|r| r.wait.as_deref() == Some(wait) && r.placement.as_deref() == Some(smt));
+    let slowdown = |wait: &str| at(wait).and_then(|r| r.twork_vs_alone_pct);
     let sleepers: Vec<f64> = ["futex", PTHREAD_COND].iter().filter_map(|w| slowdown(w)).collect();
     let (Some(spin), false) = (slowdown(SPIN), sleepers.is_empty()) else {
-        return Finding::without(&SPINNER_ON_SIBLING, &rows_words, why_missing(ctx, "wakeup", &[(PLACEMENT, smt)]));
+        return Finding::without(
+            &SPINNER_ON_SIBLING,
+            &rows_words,
+            why_missing::<WakeupRow>(ctx, &[&|r| r.placement.as_deref() == Some(smt)]),
+        );
     };
     let others = sleepers.iter().sum::<f64>() / sleepers.len() as f64;
-    let here = Estimate { value: 100.0 * ((1.0 + spin / 100.0) / (1.0 + others / 100.0) - 1.0), ci95: 0.0 };
+    let here = Estimate::exact(100.0 * ((1.0 + spin / 100.0) / (1.0 + others / 100.0) - 1.0));
     let detail = format!("{SPIN} {}%, sleeping primitives {}%", number(spin), number(others));
     let reason = "a modern core shares its pipeline between two threads differently from Netburst, and a \
                   spin with PAUSE yields more of it";
@@ -114,7 +146,8 @@ pub(super) fn spinner_on_sibling(ctx: &Context<'_>) -> Finding {
 mod tests {
     use super::*;
     use crate::experiments::wakeup::{KEY_MATRIX_N, TCALL_NS, TWAKEUP_NS};
-    use crate::results::Run;
+    use crate::results::keys::{PLACEMENT, WAIT};
+    use crate::results::{Row, Run};
 
     #[test]
     fn the_pthreads_claims_say_the_machine_moved_only_when_it_moved_under_their_rows() {
@@ -142,7 +175,7 @@ mod tests {
         };
         let finding = |results: &crate::results::Results| {
             let ctx = Context::new(results);
-            against_spin(&ctx, &PTHREADS_CALL, TCALL_NS, &[PTHREAD_COND], (22.0, 356.0))
+            against_spin(&ctx, &PTHREADS_CALL, Time::Call, &[PTHREAD_COND], (22.0, 356.0))
         };
         // The rows behind the figure held still: no mark, whatever the run saw elsewhere.
         let still = finding(&results_with(55.0));

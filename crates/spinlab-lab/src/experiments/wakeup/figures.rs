@@ -1,26 +1,26 @@
 //! The wakeup charts.
 
 use super::tradeoff::{long_computation, tradeoff, Tradeoff};
-use super::{TCALL_NS, TWAKEUP_NS};
 use crate::reading::plot::{self, Axis, Point, Scale};
-use crate::reading::{distinct, Context, Panel};
-use crate::results::keys::{PLACEMENT, WAIT};
-use crate::results::Row;
+use crate::reading::{distinct_by, Context, Panel};
+use crate::results::rows::WakeupRow;
 
-pub(super) fn charts(ctx: &Context<'_>, rows: &[&Row]) -> Vec<Result<Panel, String>> {
+pub(super) fn charts(ctx: &Context<'_>, rows: Vec<WakeupRow>) -> Vec<Result<Panel, String>> {
     let rows = long_computation(rows);
     let mut out = Vec::new();
-    for placement in distinct(&rows, PLACEMENT) {
-        let at: Vec<&Row> = rows.iter().copied().filter(|r| r.text(PLACEMENT) == Some(placement.as_str())).collect();
-        let at: Vec<&Row> =
-            at.into_iter().filter(|r| r.number(TWAKEUP_NS).is_some() || r.number(TCALL_NS).is_some()).collect();
+    for placement in distinct_by(&rows, |r| r.placement.clone()) {
+        let at: Vec<&WakeupRow> = rows
+            .iter()
+            .filter(|r| r.placement.as_deref() == Some(placement.as_str()))
+            .filter(|r| r.twakeup_ns.is_some() || r.tcall_ns.is_some())
+            .collect();
         if at.is_empty() {
             continue;
         }
-        let categories: Vec<String> = at.iter().map(|r| r.text(WAIT).unwrap_or("?").to_string()).collect();
+        let categories: Vec<String> = at.iter().map(|r| r.wait.as_deref().unwrap_or("?").to_string()).collect();
         let groups = vec![
-            ("Twakeup: notify to waiter running".to_string(), at.iter().map(|r| r.number(TWAKEUP_NS)).collect()),
-            ("Tcall: the notify call itself".to_string(), at.iter().map(|r| r.number(TCALL_NS)).collect::<Vec<_>>()),
+            ("Twakeup: notify to waiter running".to_string(), at.iter().map(|r| r.twakeup_ns).collect()),
+            ("Tcall: the notify call itself".to_string(), at.iter().map(|r| r.tcall_ns).collect::<Vec<_>>()),
         ];
         let values = groups.iter().flat_map(|g: &(String, Vec<Option<f64>>)| g.1.iter().flatten().copied());
         let y = Axis::numeric("nanoseconds (log scale)", Scale::Log, values, false);

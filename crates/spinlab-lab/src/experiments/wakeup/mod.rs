@@ -36,13 +36,13 @@ use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep, Series, Summary};
 use crate::reading::advice::{Contribution, Topic};
 use crate::reading::scorecard::Finding;
-use crate::reading::{rows_of, Context, Panel};
+use crate::reading::{measured_as, Context, Panel};
 use crate::results::keys::{PLACEMENT, WAIT};
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::Bounds;
 use advice::co_runners;
-use claims::{against_spin, spinner_on_sibling, MWAIT_WAKEUP, PTHREADS_CALL, PTHREADS_WAKEUP};
+use claims::{against_spin, spinner_on_sibling, Time, MWAIT_WAKEUP, PTHREADS_CALL, PTHREADS_WAKEUP};
 use clap::Args;
 pub use episode::{episode_rounds, episodes, medians, rounds_for, Matmul, Medians, Rendezvous, Stamps, WakeFigures};
 use figures::charts;
@@ -338,7 +338,7 @@ impl Experiment for Wakeup {
     }
 
     fn figures(&self, ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
-        charts(ctx, &rows_of(runs))
+        charts(ctx, measured_as(runs))
     }
 
     fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
@@ -347,9 +347,9 @@ impl Experiment for Wakeup {
 
     fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
         vec![
-            against_spin(ctx, &PTHREADS_WAKEUP, TWAKEUP_NS, &[PTHREAD_COND], (50.0, 800.0)),
-            against_spin(ctx, &PTHREADS_CALL, TCALL_NS, &[PTHREAD_COND], (22.0, 356.0)),
-            against_spin(ctx, &MWAIT_WAKEUP, TWAKEUP_NS, &["umwait", "mwaitx"], (11.0, 174.0)),
+            against_spin(ctx, &PTHREADS_WAKEUP, Time::Wakeup, &[PTHREAD_COND], (50.0, 800.0)),
+            against_spin(ctx, &PTHREADS_CALL, Time::Call, &[PTHREAD_COND], (22.0, 356.0)),
+            against_spin(ctx, &MWAIT_WAKEUP, Time::Wakeup, &["umwait", "mwaitx"], (11.0, 174.0)),
             spinner_on_sibling(ctx),
         ]
     }

@@ -3,21 +3,19 @@
 //! the interference experiment's slowdowns where it measured the same policies there. The
 //! wake-up figure draws it; the recommendation picks its kindest and its quickest policy.
 
-use super::{KEY_MATRIX_N, TWAKEUP_NS, TWORK_VS_ALONE_PCT};
-use crate::experiments::interference::{SLOWDOWN_PCT, WAITER_CPU_PCT};
 use crate::reading::scorecard::{mean_of, Estimate};
-use crate::reading::{measured, Context};
-use crate::results::keys::{PLACEMENT, WAIT};
-use crate::results::Row;
+use crate::reading::Context;
+use crate::results::rows::{InterferenceRow, WakeupRow};
 
 /// The placements in closeness order, for charts that pick the most telling one.
 pub const PLACEMENT_ORDER: [&str; 5] = ["smt", "same-cpu", "core", "llc", "node"];
 
-/// The wake-up rows of the long computation (the one whose Twork shows interference).
-pub fn long_computation<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
-    let rows = measured(rows.iter().copied());
-    let largest = rows.iter().filter_map(|r| r.number(KEY_MATRIX_N)).fold(f64::NAN, f64::max);
-    rows.into_iter().filter(|r| largest.is_nan() || r.number(KEY_MATRIX_N) == Some(largest)).collect()
+/// The measured wake-up rows of the long computation (the one whose Twork shows
+/// interference): those of the largest matrix, or all where none names one.
+pub fn long_computation(rows: Vec<WakeupRow>) -> Vec<WakeupRow> {
+    let rows: Vec<WakeupRow> = rows.into_iter().filter(|r| r.skipped.is_none()).collect();
+    let largest = rows.iter().filter_map(|r| r.matrix_n).max();
+    rows.into_iter().filter(|r| largest.is_none() || r.matrix_n == largest).collect()
 }
 
 /// One wait policy on the trade-off.
@@ -28,10 +26,17 @@ pub struct PolicyPoint {
     /// What it costs the thread doing work, in percent ([`Tradeoff::interference`] says which
     /// slowdown).
     pub interference_pct: f64,
-    /// Its 95% half-interval (0 where the figure has none).
-    pub interference_ci95_pct: f64,
+    /// Its 95% half-interval, where the figure has one.
+    pub interference_ci95_pct: Option<f64>,
     /// Its wake-up latency, Twakeup.
     pub wakeup_ns: f64,
+}
+
+impl PolicyPoint {
+    /// What it costs the thread doing work, with its interval.
+    pub fn interference(&self) -> Estimate {
+        Estimate { value: self.interference_pct, ci95: self.interference_ci95_pct }
+    }
 }
 
 /// The trade-off at one placement.
@@ -47,32 +52,33 @@ pub struct Tradeoff {
 
 /// The trade-off at the closest placement where two or more policies have both figures.
 pub fn tradeoff(ctx: &Context<'_>) -> Option<Tradeoff> {
-    let wake = ctx.rows_of("wakeup");
-    let wake = long_computation(&wake);
-    let inter = measured(ctx.rows_of("interference"));
+    let wake = long_computation(ctx.rows_as::<WakeupRow>());
+    let inter: Vec<InterferenceRow> = ctx.measured_as();
     for placement in PLACEMENT_ORDER {
         // Interference's own figure where it measured these policies here; else the worker's
         // slowdown in the wake-up experiment. Never a mix of the two. On a shared CPU the
         // figure is what the waiters take of it, from the threads' own clocks, which other
         // processes' turns on that CPU leave alone (results from before it have the wall
         // slowdown only, which idle comes to the same).
-        let (key, what) = match placement {
-            "same-cpu" if inter.iter().any(|r| r.number(WAITER_CPU_PCT).is_some()) => (
-                WAITER_CPU_PCT,
+        let waiter_cpu = placement == "same-cpu" && inter.iter().any(|r| r.waiter_cpu_pct.is_some());
+        let (figure, what): (fn(&InterferenceRow) -> Option<Estimate>, _) = if waiter_cpu {
+            (
+                |r| Estimate::of(r.waiter_cpu_pct, r.waiter_cpu_ci95_pct.get()),
                 "mean CPU time the waiters took on the worker's CPU, as a share of the worker's, over the \
                  interference workloads",
-            ),
-            _ => (SLOWDOWN_PCT, "mean slowdown of the interference workloads"),
+            )
+        } else {
+            (|r| Estimate::of(r.slowdown_pct, r.slowdown_ci95_pct.get()), "mean slowdown of the interference workloads")
         };
         let mut from_interference = Vec::new();
         let mut from_wakeup = Vec::new();
-        for row in wake.iter().filter(|r| r.text(PLACEMENT) == Some(placement)) {
-            let Some(wait) = row.text(WAIT) else { continue };
-            let Some(wakeup_ns) = row.number(TWAKEUP_NS) else { continue };
+        for row in wake.iter().filter(|r| r.placement.as_deref() == Some(placement)) {
+            let Some(wait) = row.wait.as_deref() else { continue };
+            let Some(wakeup_ns) = row.twakeup_ns else { continue };
             let slowdowns: Vec<Estimate> = inter
                 .iter()
-                .filter(|r| r.text(WAIT) == Some(wait) && r.text(PLACEMENT) == Some(placement))
-                .filter_map(|r| Estimate::of(r, key))
+                .filter(|r| r.wait.as_deref() == Some(wait) && r.placement.as_deref() == Some(placement))
+                .filter_map(figure)
                 .collect();
             if let Some(mean) = mean_of(&slowdowns) {
                 from_interference.push(PolicyPoint {
@@ -82,11 +88,11 @@ pub fn tradeoff(ctx: &Context<'_>) -> Option<Tradeoff> {
                     wakeup_ns,
                 });
             }
-            if let Some(pct) = row.number(TWORK_VS_ALONE_PCT) {
+            if let Some(pct) = row.twork_vs_alone_pct {
                 let point = PolicyPoint {
                     wait: wait.to_string(),
                     interference_pct: pct,
-                    interference_ci95_pct: 0.0,
+                    interference_ci95_pct: None,
                     wakeup_ns,
                 };
                 from_wakeup.push(point);
@@ -110,8 +116,15 @@ pub struct WakeupPoint {
     pub wait: String,
     /// Its wake-up latency, Twakeup.
     pub wakeup_ns: f64,
-    /// Its 95% half-interval.
-    pub wakeup_ci95_ns: f64,
+    /// Its 95% half-interval, where it has one.
+    pub wakeup_ci95_ns: Option<f64>,
+}
+
+impl WakeupPoint {
+    /// Its wake-up latency with its interval.
+    pub fn wakeup(&self) -> Estimate {
+        Estimate { value: self.wakeup_ns, ci95: self.wakeup_ci95_ns }
+    }
 }
 
 /// The wake-up latencies at one placement.
@@ -128,19 +141,14 @@ pub struct Wakeups {
 /// whose co-runners do not mind it costs to wake. On a shared CPU a spinning waiter holds the
 /// CPU its notifier needs, so its wake-up there says nothing about this case.
 pub fn wakeups_apart(ctx: &Context<'_>) -> Option<Wakeups> {
-    let wake = ctx.rows_of("wakeup");
-    let wake = long_computation(&wake);
+    let wake = long_computation(ctx.rows_as::<WakeupRow>());
     PLACEMENT_ORDER.iter().filter(|&&p| p != "same-cpu").find_map(|&placement| {
         let points: Vec<WakeupPoint> = wake
             .iter()
-            .filter(|r| r.text(PLACEMENT) == Some(placement))
+            .filter(|r| r.placement.as_deref() == Some(placement))
             .filter_map(|r| {
-                let wakeup = Estimate::of(r, TWAKEUP_NS)?;
-                Some(WakeupPoint {
-                    wait: r.text(WAIT)?.to_string(),
-                    wakeup_ns: wakeup.value,
-                    wakeup_ci95_ns: wakeup.ci95,
-                })
+                let wakeup = Estimate::of(r.twakeup_ns, r.twakeup_ci95_ns.get())?;
+                Some(WakeupPoint { wait: r.wait.clone()?, wakeup_ns: wakeup.value, wakeup_ci95_ns: wakeup.ci95 })
             })
             .collect();
         (points.len() >= 2).then(|| Wakeups { placement: placement.to_string(), points })

@@ -1,0 +1,221 @@
+//! Each experiment's row as one type: the keys it writes, in the order it writes them, read
+//! back by field rather than by key (docs/results.md has one table per type).
+//!
+//! The document keeps a row as the map it was written as ([`Row`]), so that CSV, the terminal
+//! tables and a document rewritten by `spinlab report --from` keep every key of an older build
+//! in its place. A reader asks a run for its rows as their type ([`Run::rows_as`]); a document
+//! whose row does not fit its type is refused when loaded ([`check`]), so a renamed key is a
+//! load error, never a figure read as zero.
+//!
+//! Every field is optional: a skipped row carries its configuration and `skipped` only, and
+//! what a reader needs it handles as absent. A field the writer sets to `null` when it has no
+//! value (an interval from one repetition, a ratio to a figure that is zero) is a
+//! [`Nullable`], which writes `null` back where it read one.
+
+mod barrier;
+mod contention;
+mod floor;
+mod handoff;
+mod herd;
+mod interference;
+mod nullable;
+mod spr;
+mod wakeup;
+
+pub use barrier::BarrierRow;
+pub use contention::{ContentionRow, GroupCount};
+pub use floor::FloorRow;
+pub use handoff::HandoffRow;
+pub use herd::HerdRow;
+pub use interference::InterferenceRow;
+pub use nullable::{Absent, Nullable};
+pub use spr::SprRow;
+pub use wakeup::WakeupRow;
+
+use super::{Row, Run};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A row type: one experiment's row, and the keys it may write.
+pub trait RowType: Serialize + DeserializeOwned {
+    /// The experiment whose rows these are.
+    const EXPERIMENT: &'static str;
+    /// Every key the type writes, in the order it writes them.
+    const KEYS: &'static [&'static str];
+
+    /// `row` read as this type, or why it does not fit.
+    fn from_row(row: &Row) -> Result<Self, String> {
+        serde_json::from_value(Value::Object(row.0.clone())).map_err(|e| e.to_string())
+    }
+
+    /// Why the row was not measured, when it was not (every row type has `skipped`).
+    fn skipped(&self) -> Option<&str>;
+
+    /// This row as the document holds it.
+    fn to_row(&self) -> Row {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => Row(map),
+            _ => unreachable!("a row type serializes as a map of JSON values"),
+        }
+    }
+}
+
+/// Declares a row type: every field an `Option` or a [`Nullable`], left out when absent, and
+/// documented by its key in docs/results.md.
+macro_rules! row_type {
+    ($(#[doc = $doc:literal])* $name:ident for $experiment:literal { $($field:ident: $ty:ty,)* }) => {
+        $(#[doc = $doc])*
+        #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+        pub struct $name {
+            $(
+                #[doc = concat!("`", stringify!($field), "` (docs/results.md, `", $experiment, "`).")]
+                #[serde(default, skip_serializing_if = "crate::results::rows::Absent::is_absent")]
+                pub $field: $ty,
+            )*
+        }
+
+        impl crate::results::rows::RowType for $name {
+            const EXPERIMENT: &'static str = $experiment;
+            const KEYS: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            fn skipped(&self) -> Option<&str> {
+                self.skipped.as_deref()
+            }
+        }
+    };
+}
+pub(crate) use row_type;
+
+/// Every row type's experiment and keys, for the checks that hold docs/results.md to them.
+pub const ALL: &[(&str, &[&str])] = &[
+    (FloorRow::EXPERIMENT, FloorRow::KEYS),
+    (ContentionRow::EXPERIMENT, ContentionRow::KEYS),
+    (HerdRow::EXPERIMENT, HerdRow::KEYS),
+    (InterferenceRow::EXPERIMENT, InterferenceRow::KEYS),
+    (HandoffRow::EXPERIMENT, HandoffRow::KEYS),
+    (WakeupRow::EXPERIMENT, WakeupRow::KEYS),
+    (BarrierRow::EXPERIMENT, BarrierRow::KEYS),
+    (SprRow::EXPERIMENT, SprRow::KEYS),
+];
+
+/// Whether every row of `run` fits its experiment's type: why the first one does not.
+pub fn check(run: &Run) -> Result<(), String> {
+    match run.experiment.as_str() {
+        FloorRow::EXPERIMENT => check_as::<FloorRow>(run),
+        ContentionRow::EXPERIMENT => check_as::<ContentionRow>(run),
+        HerdRow::EXPERIMENT => check_as::<HerdRow>(run),
+        InterferenceRow::EXPERIMENT => check_as::<InterferenceRow>(run),
+        HandoffRow::EXPERIMENT => check_as::<HandoffRow>(run),
+        WakeupRow::EXPERIMENT => check_as::<WakeupRow>(run),
+        BarrierRow::EXPERIMENT => check_as::<BarrierRow>(run),
+        SprRow::EXPERIMENT => check_as::<SprRow>(run),
+        _ => Ok(()),
+    }
+}
+
+fn check_as<R: RowType>(run: &Run) -> Result<(), String> {
+    for (i, row) in run.rows.iter().enumerate() {
+        R::from_row(row).map_err(|e| format!("{} row {}: {e}", run.experiment, i + 1))?;
+    }
+    Ok(())
+}
+
+impl Run {
+    /// The rows as their type `R`. A loaded document was checked against it ([`check`]) and a
+    /// measured run writes through it, so a row that does not fit is a bug, not input.
+    pub fn rows_as<R: RowType>(&self) -> Vec<R> {
+        debug_assert_eq!(self.experiment, R::EXPERIMENT, "rows read as another experiment's");
+        self.rows.iter().map(|row| R::from_row(row).expect("rows fit their type when loaded or written")).collect()
+    }
+}
+
+/// A row type whose rows carry the line transfers measured just before and just after their
+/// own configuration (contention, interference and wake-up measure each configuration again
+/// while the machine moves under it).
+pub trait Transfers {
+    /// The line transfers (before, after, in ns) the row carries, if it carries its own.
+    fn transfers(&self) -> Option<(f64, f64)>;
+
+    /// When the row's transfers lie more than [`MOVED_FACTOR`](super::MOVED_FACTOR) apart, in
+    /// words; `None` when they held still or the row has none.
+    fn machine_moved(&self) -> Option<String> {
+        let (before, after) = self.transfers()?;
+        super::moved_words(before, after, "this row was measured")
+    }
+
+    /// How many times the row's configuration was measured, where it says.
+    fn attempts(&self) -> Option<u64>;
+
+    /// The line transfers (before, after) around each attempt discarded before this one.
+    fn moved_under_ns(&self) -> &[[f64; 2]];
+}
+
+macro_rules! transfers {
+    ($($name:ident),*) => {$(
+        impl Transfers for $name {
+            fn transfers(&self) -> Option<(f64, f64)> {
+                Some((self.line_transfer_before_ns?, self.line_transfer_after_ns?))
+            }
+
+            fn attempts(&self) -> Option<u64> {
+                self.attempts
+            }
+
+            fn moved_under_ns(&self) -> &[[f64; 2]] {
+                self.moved_under_ns.as_deref().unwrap_or_default()
+            }
+        }
+    )*};
+}
+transfers!(ContentionRow, InterferenceRow, WakeupRow);
+
+/// The line transfers a row of `experiment` carries around its own configuration (see
+/// [`Transfers`]); `None` for the experiments that measure none.
+pub fn transfers_of(experiment: &str, row: &Row) -> Option<(f64, f64)> {
+    match experiment {
+        ContentionRow::EXPERIMENT => ContentionRow::from_row(row).ok()?.transfers(),
+        InterferenceRow::EXPERIMENT => InterferenceRow::from_row(row).ok()?.transfers(),
+        WakeupRow::EXPERIMENT => WakeupRow::from_row(row).ok()?.transfers(),
+        _ => None,
+    }
+}
+
+/// One entry per configuration of `run` that says how often it was measured: the
+/// configuration, its attempts, and whether the machine moved under the one kept. A
+/// contention configuration is its threads and placement (every lock ran in each attempt); an
+/// interference one also its workload, wait and waiters; a wake-up one its placement and
+/// computation (every primitive ran in each attempt).
+pub(super) fn configurations(run: &Run) -> Vec<(String, u64, bool)> {
+    fn each<R: RowType + Transfers>(run: &Run, config: impl Fn(&R) -> String) -> Vec<(String, u64, bool)> {
+        let mut configs: Vec<(String, u64, bool)> = Vec::new();
+        for row in run.measured_as::<R>() {
+            let Some(attempts) = row.attempts() else { continue };
+            let name = config(&row);
+            if !configs.iter().any(|(c, ..)| *c == name) {
+                configs.push((name, attempts, row.machine_moved().is_some()));
+            }
+        }
+        configs
+    }
+    match run.experiment.as_str() {
+        ContentionRow::EXPERIMENT => each(run, |r: &ContentionRow| format!("{:?}", (r.threads, &r.placement))),
+        InterferenceRow::EXPERIMENT => {
+            each(run, |r: &InterferenceRow| format!("{:?}", (&r.placement, &r.active, &r.wait, r.waiters)))
+        }
+        WakeupRow::EXPERIMENT => each(run, |r: &WakeupRow| format!("{:?}", (&r.placement, &r.computation))),
+        _ => Vec::new(),
+    }
+}
+
+impl Run {
+    /// The measured rows (not skipped) as their type `R` (see [`Run::rows_as`]).
+    pub fn measured_as<R: RowType>(&self) -> Vec<R> {
+        self.rows_as::<R>().into_iter().filter(|r| r.skipped().is_none()).collect()
+    }
+}
+
+/// The rows of `rows` as their type (see [`Run::rows_as`]).
+pub fn typed<'a, R: RowType>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<R> {
+    rows.into_iter().map(|row| R::from_row(row).expect("rows fit their type when loaded or written")).collect()
+}
