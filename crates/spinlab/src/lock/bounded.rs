@@ -13,8 +13,7 @@
 //! | 12     | `QUEUED`   | gated locks only: a waiter took the gate, and no release has found it free since |
 //! | 13..32 | sleepers   | waiters counted in before they sleep, counted out after they wake     |
 //!
-//! **Fast path**: lock is one CAS from 0 (and a second from what it saw, when that finds the
-//! word free with sleepers or absences counted); unlock is one CAS from `LOCKED` to 0. Only the
+//! **Fast path**: lock is one CAS from 0; unlock is one CAS from `LOCKED` to 0. Only the
 //! CAS that sets `LOCKED` (Acquire) and the atomic that clears it (Release) order critical
 //! sections; every other transition publishes nothing and is Relaxed, since a futex wait
 //! compares the word in the kernel and every waiter re-reads it after a change.
@@ -150,21 +149,12 @@ impl<W: Wait> Bounded<W> {
         acquired.then(GuardSend::new)
     }
 
-    /// Takes the lock if it is free: a CAS from 0, and, if that finds the lock free with
-    /// sleepers counted (or a gated lock's absences), a second CAS from what the first saw.
-    /// With more threads than CPUs the running holder takes the lock again and again while
-    /// the others sleep counted, so a free word is seldom 0, and the second CAS keeps those
-    /// acquisitions on the inline path.
+    /// Takes the lock if the word is 0: one CAS. A free word with more in it (sleepers
+    /// counted, a mark) is taken by the contended path's first look.
     #[inline(always)]
     pub(super) fn fast_lock(&self) -> bool {
         // Acquire: the previous holder's critical section happens-before ours.
-        match self.state.compare_exchange(0, LOCKED, Acquire, Relaxed) {
-            Ok(_) => true,
-            Err(seen) => {
-                seen & (LOCKED | HANDOFF) == 0
-                    && self.state.compare_exchange(seen, seen | LOCKED, Acquire, Relaxed).is_ok()
-            }
-        }
+        self.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok()
     }
 
     #[cold]
@@ -735,14 +725,14 @@ mod tests {
     }
 
     /// With more threads than CPUs the running holder takes the lock again and again while
-    /// the others sleep counted: the inline path takes a free word with sleepers counted (its
-    /// CAS from 0 fails, and the one from what that CAS saw succeeds), and leaves a held or
-    /// claimed one alone.
+    /// the others sleep counted: its CAS from 0 fails, and the contended path's first look
+    /// takes the free word, keeping the count. The inline CAS leaves any other word alone.
     #[test]
-    fn the_inline_path_takes_a_free_lock_with_sleepers_counted() {
+    fn a_free_lock_with_sleepers_counted_is_taken_at_the_first_look() {
         let lock = Bounded::<Futex>::new();
         lock.state.store(2 * ONE_SLEEPER, SeqCst);
-        assert!(lock.fast_lock());
+        assert!(!lock.fast_lock(), "the inline CAS takes only a word of 0");
+        lock.lock();
         assert_eq!(lock.state.load(SeqCst), (2 * ONE_SLEEPER) | LOCKED);
         assert!(!lock.fast_lock(), "a held lock is not taken");
         assert_eq!(lock.state.load(SeqCst), (2 * ONE_SLEEPER) | LOCKED);
