@@ -67,26 +67,13 @@ impl<W: Wait> Bounded<W> {
                 continue;
             }
             if !W::MAY_SLEEP || spinner != 0 || crowd {
-                // A lost race (the word changed, and the lock is held again) costs one step of
-                // the spin budget: a holder that re-takes the lock at once changes the word
-                // every few nanoseconds, and would otherwise keep its waiters spinning for ever.
-                let spun = match lost_race.then(|| W::step(&self.state, seen, &mut episode)) {
-                    Some(Step::Exhausted) => Spun::Exhausted,
-                    Some(Step::TimedOut) => Spun::TimedOut,
-                    Some(Step::Continue) | None => W::spin(&self.state, seen, &mut episode),
-                };
+                let spun = self.spin_or_step(seen, lost_race, &mut episode);
                 lost_race = spun == Spun::Changed;
                 match spun {
                     Spun::Changed => continue,
-                    Spun::TimedOut => {
-                        self.state.fetch_and(!spinner, Relaxed);
-                        return Outcome::TimedOut;
-                    }
+                    Spun::TimedOut => return self.leave(spinner, Outcome::TimedOut),
                     // Only policies that may sleep end their spin phase.
-                    Spun::Exhausted if mode == Mode::SpinThenQueue => {
-                        self.state.fetch_and(!spinner, Relaxed);
-                        return Outcome::Queue;
-                    }
+                    Spun::Exhausted if mode == Mode::SpinThenQueue => return self.leave(spinner, Outcome::Queue),
                     Spun::Exhausted => {}
                 }
             }
@@ -98,8 +85,7 @@ impl<W: Wait> Bounded<W> {
                 if crowd {
                     crate::sync::yield_now();
                 } else if self.await_waker(seen, &mut episode) == Step::TimedOut {
-                    self.state.fetch_and(!spinner, Relaxed);
-                    return Outcome::TimedOut;
+                    return self.leave(spinner, Outcome::TimedOut);
                 }
                 continue;
             }
@@ -119,6 +105,27 @@ impl<W: Wait> Bounded<W> {
             }
             episode.restart_spinning();
         }
+    }
+
+    /// One spin of a waiter allowed to spin, on the word as last `seen`. A lost race (the word
+    /// changed, and the lock is held again) costs one step of the spin budget: a holder that
+    /// re-takes the lock at once changes the word every few nanoseconds, and would otherwise
+    /// keep its waiters spinning for ever.
+    #[inline]
+    fn spin_or_step(&self, seen: u32, lost_race: bool, episode: &mut Episode) -> Spun {
+        match lost_race.then(|| W::step(&self.state, seen, episode)) {
+            Some(Step::Exhausted) => Spun::Exhausted,
+            Some(Step::TimedOut) => Spun::TimedOut,
+            Some(Step::Continue) | None => W::spin(&self.state, seen, episode),
+        }
+    }
+
+    /// Leaves a wait that did not get the lock with `outcome`, giving up the one-spinner role
+    /// first if this thread holds it (`spinner` is `SPINNING` then, 0 otherwise).
+    #[inline]
+    fn leave(&self, spinner: u32, outcome: Outcome) -> Outcome {
+        self.state.fetch_and(!spinner, Relaxed);
+        outcome
     }
 
     /// Lets time pass before a waiter that found a wake-up in flight (`WAKING`) looks at the
