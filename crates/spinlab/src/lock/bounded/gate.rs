@@ -111,7 +111,7 @@ impl<W: Wait> Bounded<W> {
 }
 
 /// Which lap of 16 absences in a row a gated release completed
-/// ([`Bounded::unlock_counting_absences`]). A spell is one run of absences, from the head's
+/// ([`Bounded::release_gated`]). A spell is one run of absences, from the head's
 /// last wait to its next; spells are numbered modulo 8, so that a thread can tell a spell it
 /// timed from a later one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -66,7 +66,7 @@ const HANDOFF: u32 = 2;
 const WAKING: u32 = 4;
 const SPINNING: u32 = 8;
 // Absences, `LAPPED` and the spell are written only by a gated lock's release, in its own CAS
-// (`unlock_counting_absences`); every other transition carries them along unread.
+// (`release_gated`); every other transition carries them along unread.
 const ONE_ABSENCE: u32 = 16;
 #[cfg(not(loom))]
 const ABSENCES: u32 = 15 * ONE_ABSENCE;
