@@ -38,7 +38,7 @@ use crate::measure::pin::with_pinned;
 use crate::measure::sharing::{BusyNeighbour, SHARED_CORE_PCT};
 use crate::measure::StoppingRule;
 use crate::reading::scorecard::Finding;
-use crate::reading::{rows_of, Context, Panel};
+use crate::reading::{measured_as, Context, Panel};
 use crate::results::format::number;
 use crate::results::keys::{PLACEMENT, WAIT};
 use crate::results::rows::{InterferenceRow, RowType};
@@ -411,7 +411,7 @@ impl Experiment for Interference {
     }
 
     fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
-        heatmaps(&rows_of(runs))
+        heatmaps(&measured_as::<InterferenceRow>(runs))
     }
 
     fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
