@@ -30,7 +30,7 @@ use crate::measure::{interleave, Progress, Rep, StoppingRule};
 use crate::reading::advice::{lowest_tie, total_order, Advice, Contribution, Figure, Topic, Unit};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::scorecard::{mean_of, why_missing, Claim, Estimate, Finding, Need, Observed};
-use crate::reading::{measured, rows_of, series_per, Context, Panel};
+use crate::reading::{measured_as, series_by, Context, Panel};
 use crate::results::format::number;
 use crate::results::keys::{BARRIER, PLACEMENT};
 use crate::results::rows::BarrierRow;
@@ -446,7 +446,7 @@ impl Experiment for BarrierExperiment {
     }
 
     fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
-        chart(&rows_of(runs))
+        chart(&measured_as::<BarrierRow>(runs))
     }
 
     fn advice(&self, ctx: &Context<'_>) -> Option<Contribution> {
@@ -530,10 +530,9 @@ fn completion_over(
     Finding::judged(claim, ctx, "barrier", Observed { here, unit: "x", detail, rows: rows_words }, range, reason)
 }
 
-fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
-    let rows: Vec<&Row> =
-        measured(rows.iter().copied()).into_iter().filter(|r| r.number(COMPLETION_S).is_some()).collect();
-    let series = series_per(&rows, BARRIER, LIGHT_UNITS, COMPLETION_S);
+fn chart(rows: &[BarrierRow]) -> Vec<Result<Panel, String>> {
+    let rows: Vec<&BarrierRow> = rows.iter().filter(|r| r.completion_s.is_some()).collect();
+    let series = series_by(&rows, |r| r.barrier.as_deref(), |r| Some((r.light_units? as f64, r.completion_s?)));
     if series.is_empty() {
         return Vec::new();
     }

@@ -28,8 +28,9 @@ use crate::measure::pin::with_pinned;
 use crate::measure::team::{MEASURING, STARTING, STOPPED};
 use crate::measure::{interleave, repeat, Clock, Progress, Rep, Series, StoppingRule, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
-use crate::reading::{self, rows_of, Context, Panel};
+use crate::reading::{measured_as, Context, Panel};
 use crate::results::keys::{MEASURE, PLACEMENT, WAIT};
+use crate::results::rows::FloorRow;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use clap::Args;
@@ -240,7 +241,7 @@ impl Experiment for Floor {
     }
 
     fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
-        chart(&rows_of(runs))
+        chart(&measured_as::<FloorRow>(runs))
     }
 }
 
@@ -485,7 +486,8 @@ pub(crate) struct Transfer {
 /// in the binary moves them by (the same instructions, aligned differently, time a few
 /// percent apart).
 pub(crate) fn below_floor(figure: &Summary, floor: &Summary, what: &str, slack: f64) -> Option<String> {
-    let margin = figure.ci95.unwrap_or(0.0) + floor.ci95.unwrap_or(0.0);
+    // A summary of one repetition has no interval, and so widens the margin by nothing.
+    let margin: f64 = [figure.ci95, floor.ci95].into_iter().flatten().sum();
     (figure.mean + margin < floor.mean * (1.0 - slack)).then(|| {
         format!(
             "{:.1} ns is below the floor's {:.1} ns (beyond both 95% intervals): not a {what} this lock can have",
@@ -768,23 +770,21 @@ fn yield_forfeit_row(cpu: usize, rule: &StoppingRule, progress: &Progress, lab: 
     Ok(row)
 }
 
-fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
-    let rows = reading::measured(rows.iter().copied());
+fn chart(rows: &[FloorRow]) -> Vec<Result<Panel, String>> {
     // Ping-pong has a row per CPU pair: one bar per placement (the median pair).
     let mut bars: Vec<Bar> = Vec::new();
     let mut pairs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for row in &rows {
+    for row in rows {
         // A log axis has no place for a figure at or below zero (a yield that cost nothing).
-        let Some(ns) = row.number(NS).filter(|&ns| ns > 0.0) else { continue };
-        let measure = row.text(MEASURE).unwrap_or("?");
-        let (label, color) = match measure {
-            "wait-period" => (format!("wait period: {}", row.text(WAIT).unwrap_or("?")), 1),
+        let Some(ns) = row.ns.filter(|&ns| ns > 0.0) else { continue };
+        let placement = row.placement.as_deref().unwrap_or("?");
+        let (label, color) = match row.measure.as_deref().unwrap_or("?") {
+            "wait-period" => (format!("wait period: {}", row.wait.as_deref().unwrap_or("?")), 1),
             "ping-pong" => {
-                pairs.entry(row.text(PLACEMENT).unwrap_or("?").to_string()).or_default().push(ns);
+                pairs.entry(placement.to_string()).or_default().push(ns);
                 continue;
             }
             "futex-wake-to-run" => {
-                let placement = row.text(PLACEMENT).unwrap_or("?");
                 // At `same-cpu` the waker and the sleeper share one CPU: no line moves.
                 let color = if placement == Placement::SameCpu.name() { 3 } else { 2 };
                 (format!("futex wake-to-run: {placement}"), color)

@@ -36,9 +36,10 @@ use crate::measure::pin::with_pinned;
 use crate::measure::work::spin;
 use crate::measure::{interleave, Clock, Series, Summary};
 use crate::reading::plot::{self, Axis, Bar, Scale};
-use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::reading::{distinct_by, measured_as, Context, Panel};
 use crate::results::format::{duration_words, number};
 use crate::results::keys::{BELOW_FLOOR, LOCK, ORIGIN, PLACEMENT, WAIT};
+use crate::results::rows::HandoffRow;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice};
@@ -477,27 +478,26 @@ impl Experiment for Handoff {
     }
 
     fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
-        chart(&rows_of(runs))
+        chart(&measured_as::<HandoffRow>(runs))
     }
 }
 
-fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
-    let rows = measured(rows.iter().copied());
-    let placements = distinct(&rows, PLACEMENT);
-    let holds = distinct(&rows, KEY_HOLD_NS);
+fn chart(rows: &[HandoffRow]) -> Vec<Result<Panel, String>> {
+    let placements = distinct_by(rows, |r| r.placement.clone());
+    let holds = distinct_by(rows, |r| r.hold_ns);
     let bars: Vec<Bar> = rows
         .iter()
         .filter_map(|r| {
-            let name = r.text(LOCK).or_else(|| r.text(WAIT))?;
-            let placement = r.text(PLACEMENT);
-            let ratio = r.number(RATIO_TO_FLOOR).map_or(String::new(), |x| format!(" (x{} floor)", number(x)));
+            let name = r.lock.as_deref().or_else(|| r.wait.value().map(String::as_str))?;
+            let placement = r.placement.as_deref();
+            let ratio = r.ratio_to_floor.map_or(String::new(), |x| format!(" (x{} floor)", number(x)));
             let hold = r
-                .number(KEY_HOLD_NS)
+                .hold_ns
                 .filter(|_| holds.len() > 1)
-                .map_or(String::new(), |h| format!(", hold {}", duration_words(h)));
+                .map_or(String::new(), |h| format!(", hold {}", duration_words(h as f64)));
             Some(Bar {
                 label: format!("{name}{}{hold}{ratio}", placement.map_or(String::new(), |p| format!(", {p}"))),
-                value: r.number(HANDOFF_NS)?,
+                value: r.handoff_ns?,
                 color: placement.and_then(|p| placements.iter().position(|q| q == p)).unwrap_or(0),
             })
         })

@@ -98,11 +98,6 @@ pub fn count_cpu_list(list: &str) -> usize {
         .sum()
 }
 
-/// Every row of `runs`.
-pub fn rows_of<'a>(runs: &[&'a Run]) -> Vec<&'a Row> {
-    runs.iter().flat_map(|r| r.rows.iter()).collect()
-}
-
 /// The measured rows (not skipped) of `runs`, as `R`.
 pub fn measured_as<R: RowType>(runs: &[&Run]) -> Vec<R> {
     runs.iter().flat_map(|r| r.measured_as::<R>()).collect()
@@ -141,50 +136,6 @@ pub fn series_by<R>(
 /// Rows that were measured.
 pub fn measured<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<&'a Row> {
     rows.into_iter().filter(|r| !r.is_skipped()).collect()
-}
-
-/// Distinct values of `key` in first-seen order.
-pub fn distinct(rows: &[&Row], key: &str) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    for row in rows {
-        let value = match row.get(key) {
-            Some(serde_json::Value::String(s)) => s.clone(),
-            Some(v) if !v.is_null() => v.to_string(),
-            _ => continue,
-        };
-        if !seen.contains(&value) {
-            seen.push(value);
-        }
-    }
-    seen
-}
-
-/// One line per distinct text value of `group` (first-seen order, coloured by that order),
-/// its points (`x`, `y`) from the rows that have both; lines without a point are left out.
-pub fn series_per(rows: &[&Row], group: &str, x: &str, y: &str) -> Vec<plot::Series> {
-    distinct(rows, group)
-        .into_iter()
-        .enumerate()
-        .map(|(color, name)| plot::Series {
-            points: rows
-                .iter()
-                .filter(|r| r.text(group) == Some(name.as_str()))
-                .filter_map(|r| Some((r.number(x)?, r.number(y)?)))
-                .collect(),
-            name,
-            color,
-        })
-        .filter(|s| !s.points.is_empty())
-        .collect()
-}
-
-/// The value under `key` as text (a number as JSON writes it), if set.
-pub fn value_string(row: &Row, key: &str) -> Option<String> {
-    match row.get(key)? {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Null => None,
-        v => Some(v.to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::experiments::{self, Experiment};
 use crate::reading::caveat;
 use crate::reading::plot::{self, Axis, Bar, Scale};
 use crate::reading::{measured, Context, Panel};
-use crate::results::keys::BELOW_FLOOR;
+use crate::results::rows::{ContentionRow, HandoffRow, RowType};
 use crate::results::{Row, Run};
 use std::collections::BTreeMap;
 
@@ -56,7 +56,7 @@ pub fn label(row: &Row) -> String {
 fn skipped_notes(rows: &[&Row]) -> Vec<String> {
     let mut by_reason: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for row in rows.iter().filter(|r| r.is_skipped()) {
-        by_reason.entry(row.text("skipped").unwrap_or("no reason given").to_string()).or_default().push(label(row));
+        by_reason.entry(row.skipped_reason().unwrap_or("no reason given").to_string()).or_default().push(label(row));
     }
     by_reason
         .into_iter()
@@ -77,11 +77,24 @@ fn skipped_notes(rows: &[&Row]) -> Vec<String> {
         .collect()
 }
 
-/// Notes for the rows whose figure fell below its physical floor (`below_floor`), one each: a
-/// number no lock or wait can have, shown so that nobody reads it as a measurement.
-fn below_floor_notes(rows: &[&Row]) -> Vec<String> {
-    rows.iter()
-        .filter_map(|row| row.text(BELOW_FLOOR).map(|why| format!("Below its floor: {} ({why})", label(row))))
+/// Notes for the rows whose figure fell below its physical floor (`below_floor`, which the
+/// contention and hand-off rows carry), one each: a number no lock or wait can have, shown so
+/// that nobody reads it as a measurement.
+fn below_floor_notes(runs: &[&Run]) -> Vec<String> {
+    runs.iter()
+        .flat_map(|run| {
+            let why: Vec<Option<String>> = match run.experiment.as_str() {
+                ContentionRow::EXPERIMENT => {
+                    run.rows_as::<ContentionRow>().into_iter().map(|r| r.below_floor).collect()
+                }
+                HandoffRow::EXPERIMENT => run.rows_as::<HandoffRow>().into_iter().map(|r| r.below_floor).collect(),
+                _ => Vec::new(),
+            };
+            run.rows
+                .iter()
+                .zip(why)
+                .filter_map(|(row, why)| Some(format!("Below its floor: {} ({})", label(row), why?)))
+        })
         .collect()
 }
 
@@ -128,7 +141,7 @@ fn figure(ctx: &Context<'_>, experiment: Option<&dyn Experiment>, name: &str, ru
             Err(why) => fig.notes.push(why),
         }
     }
-    fig.notes.extend(below_floor_notes(&rows));
+    fig.notes.extend(below_floor_notes(runs));
     fig.notes.extend(run_notes(ctx, runs));
     fig.notes.extend(skipped_notes(&rows));
     fig
@@ -191,6 +204,7 @@ fn generic(name: &str, rows: &[&Row]) -> Result<Panel, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::keys::BELOW_FLOOR;
     use crate::results::Results;
 
     #[test]

@@ -8,7 +8,8 @@
 //! a move disagree with one another, and neither is wrong.
 
 use crate::experiments::handoff;
-use crate::results::{transfers_moved, Results, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
+use crate::results::rows::{self, ContentionRow, FloorRow, HandoffRow, InterferenceRow, RowType, WakeupRow};
+use crate::results::{transfers_moved, Results, Run};
 
 /// A document's one-way line-transfer figures, in nanoseconds.
 pub struct Transfers {
@@ -24,18 +25,8 @@ impl Transfers {
     /// and after each configuration; `None` when the document has none of them.
     pub fn of(results: &Results) -> Option<Transfers> {
         let around_runs = results.runs.iter().flat_map(|run| run.transfers()).flatten();
-        let rows = results.runs.iter().flat_map(|run| run.rows.iter().filter(|row| !row.is_skipped()));
-        let ns: Vec<f64> = rows
-            .flat_map(|row| {
-                let ping_pong = (row.text("measure") == Some("ping-pong")).then(|| row.number("ns")).flatten();
-                let bare_line =
-                    (row.text("lock") == Some(handoff::FLOOR_LOCK)).then(|| row.number("handoff_ns")).flatten();
-                [ping_pong, bare_line, row.number(TRANSFER_BEFORE_NS), row.number(TRANSFER_AFTER_NS)]
-            })
-            .flatten()
-            .chain(around_runs)
-            .filter(|ns| ns.is_finite() && *ns > 0.0)
-            .collect();
+        let ns: Vec<f64> =
+            results.runs.iter().flat_map(in_rows).chain(around_runs).filter(|ns| ns.is_finite() && *ns > 0.0).collect();
         let lo = ns.iter().copied().reduce(f64::min)?;
         let hi = ns.iter().copied().reduce(f64::max)?;
         Some(Transfers { lo, hi })
@@ -64,10 +55,41 @@ impl Transfers {
     }
 }
 
+/// The one-way transfers the measured rows of `run` carry: the floor's ping-pong, the
+/// hand-off's bare line, and the checks around each configuration of the experiments that
+/// measure them ([`rows::Transfers`]).
+fn in_rows(run: &Run) -> Vec<f64> {
+    fn around<R: RowType + rows::Transfers>(run: &Run) -> Vec<f64> {
+        run.measured_as::<R>()
+            .iter()
+            .filter_map(|r| r.transfers())
+            .flat_map(|(before, after)| [before, after])
+            .collect()
+    }
+    match run.experiment.as_str() {
+        FloorRow::EXPERIMENT => run
+            .measured_as::<FloorRow>()
+            .into_iter()
+            .filter(|r| r.measure.as_deref() == Some("ping-pong"))
+            .filter_map(|r| r.ns)
+            .collect(),
+        HandoffRow::EXPERIMENT => run
+            .measured_as::<HandoffRow>()
+            .into_iter()
+            .filter(|r| r.lock.as_deref() == Some(handoff::FLOOR_LOCK))
+            .filter_map(|r| r.handoff_ns)
+            .collect(),
+        ContentionRow::EXPERIMENT => around::<ContentionRow>(run),
+        InterferenceRow::EXPERIMENT => around::<InterferenceRow>(run),
+        WakeupRow::EXPERIMENT => around::<WakeupRow>(run),
+        _ => Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{Row, Run};
+    use crate::results::Row;
     use serde_json::json;
 
     fn document(rows: Vec<(&str, Row)>) -> Results {

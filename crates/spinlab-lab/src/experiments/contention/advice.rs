@@ -1,7 +1,7 @@
 //! The contention experiment's part of the recommendation: the best lock for short and long
 //! critical sections, with and without oversubscription.
 
-use super::figures::{sections, Sections};
+use super::figures::{cs_ns, sections, Sections};
 use crate::experiments::floor;
 use crate::reading::advice::{Advice, Compared, Figure, Margin, RunnerUp, Unit};
 use crate::reading::caveat::{self, Caveat};
@@ -237,7 +237,7 @@ pub(super) fn best_lock(
     let name = best.name();
     let t = best.throughput.value;
     let mut why = format!("{} acquisitions/s at {n} threads", number(t));
-    match run.params.get("cs_ns").and_then(|v| v.as_f64()) {
+    match cs_ns(run) {
         Some(0.0) => why.push_str(" with an empty critical section"),
         Some(ns) => why.push_str(&format!(" with a {} critical section", duration_words(ns))),
         None => {}

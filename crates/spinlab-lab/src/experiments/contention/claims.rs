@@ -83,7 +83,7 @@ impl<'a> OnePerCpu<'a> {
     pub(super) fn pick(ctx: &Context<'a>, longest: bool) -> OnePerCpu<'a> {
         let runs = ctx.runs_of("contention");
         let run = if longest {
-            runs.iter().max_by(|a, b| cs_ns(a).total_cmp(&cs_ns(b))).copied()
+            runs.iter().filter_map(|r| Some((*r, cs_ns(r)?))).max_by(|a, b| a.1.total_cmp(&b.1)).map(|r| r.0)
         } else {
             let Sections { empty, shortest, .. } = sections(&runs);
             shortest.or(empty)
@@ -127,12 +127,9 @@ impl<'a> OnePerCpu<'a> {
     }
 
     pub(super) fn words(&self, figure: &str) -> String {
-        let ns = self.run.map_or(0.0, cs_ns);
-        format!(
-            "contention, {SPINLOCK} and the fairlock, {} threads (one per CPU), {}: {figure}",
-            self.threads,
-            section_words(ns)
-        )
+        // A run that does not say its critical section is not called empty.
+        let section = self.run.and_then(cs_ns).map_or("critical section not recorded".to_string(), section_words);
+        format!("contention, {SPINLOCK} and the fairlock, {} threads (one per CPU), {section}: {figure}", self.threads)
     }
 }
 

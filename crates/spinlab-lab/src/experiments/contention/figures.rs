@@ -1,15 +1,15 @@
 //! The contention charts: throughput against threads, and the fairness panel beside it.
 
-use super::{COLLAPSED, COLLAPSE_DRAIN, DRAIN_MAX_MS, JAIN, JAIN_NO_LOCK, PER_THREAD, THROUGHPUT_OPS_S};
+use super::COLLAPSE_DRAIN;
 use crate::reading::plot::{self, Axis, Band, Scale, Series};
-use crate::reading::{distinct, measured, value_string, Context, Panel};
+use crate::reading::{distinct_by, Context, Panel};
 use crate::results::format::{number, section_words};
-use crate::results::keys::{LOCK, PLACEMENT, THREADS};
-use crate::results::{Row, Run};
+use crate::results::rows::ContentionRow;
+use crate::results::Run;
 
-/// A contention run's critical section (`--cs-ns`), in nanoseconds.
-pub(super) fn cs_ns(run: &Run) -> f64 {
-    run.params.get("cs_ns").and_then(|v| v.as_f64()).unwrap_or(0.0)
+/// A contention run's critical section (`--cs-ns`), in nanoseconds, where its parameters say.
+pub(super) fn cs_ns(run: &Run) -> Option<f64> {
+    run.params.get("cs_ns").and_then(|v| v.as_f64())
 }
 
 /// The contention runs the recommendation and the scorecard read, by critical section.
@@ -27,35 +27,33 @@ pub(super) struct Sections<'a> {
 pub(super) const LONG_SECTION_NS: f64 = 1000.0;
 
 pub(super) fn sections<'a>(runs: &[&'a Run]) -> Sections<'a> {
-    let by_cs = |a: &&&Run, b: &&&Run| cs_ns(a).total_cmp(&cs_ns(b));
-    let empty = runs.iter().find(|r| cs_ns(r) == 0.0).copied();
-    let shortest = runs.iter().filter(|r| cs_ns(r) > 0.0).min_by(by_cs).copied();
-    let longest = runs
+    // A run whose parameters do not say its section is in none of the three.
+    let with_cs: Vec<(&Run, f64)> = runs.iter().filter_map(|r| Some((*r, cs_ns(r)?))).collect();
+    let by_cs = |a: &&(&Run, f64), b: &&(&Run, f64)| a.1.total_cmp(&b.1);
+    let empty = with_cs.iter().find(|r| r.1 == 0.0).map(|r| r.0);
+    let shortest = with_cs.iter().filter(|r| r.1 > 0.0).min_by(by_cs).map(|r| r.0);
+    let longest = with_cs
         .iter()
-        .filter(|r| cs_ns(r) >= LONG_SECTION_NS)
+        .filter(|r| r.1 >= LONG_SECTION_NS)
         .max_by(by_cs)
-        .copied()
+        .map(|r| r.0)
         .filter(|l| shortest.is_none_or(|s| !std::ptr::eq(s, *l)));
     Sections { empty, shortest, longest }
 }
 
 /// Throughput vs threads per lock, and (for the first run) per-thread fairness bars.
 pub(super) fn throughput_chart(ctx: &Context<'_>, run: &Run, fairness: bool) -> Vec<Result<Panel, String>> {
-    let rows = measured(run.rows.iter());
-    let cs_ns = run.params.get("cs_ns").and_then(|v| v.as_f64());
-    let cs = cs_ns.map_or(String::new(), |ns| format!(", {}", section_words(ns)));
-    let placements = distinct(&rows, PLACEMENT);
+    let rows = run.measured_as::<ContentionRow>();
+    let cs = cs_ns(run).map_or(String::new(), |ns| format!(", {}", section_words(ns)));
+    let placements = distinct_by(&rows, |r| r.placement.clone());
     let mut series = Vec::new();
     let mut threads: Vec<f64> = Vec::new();
-    for (i, lock) in distinct(&rows, LOCK).iter().enumerate() {
+    for (i, lock) in distinct_by(&rows, |r| r.lock.clone()).iter().enumerate() {
         for placement in &placements {
             let points: Vec<(f64, f64)> = rows
                 .iter()
-                .filter(|r| {
-                    r.text(LOCK) == Some(lock.as_str())
-                        && value_string(r, PLACEMENT).as_deref() == Some(placement.as_str())
-                })
-                .filter_map(|r| Some((r.number(THREADS)?, r.number(THROUGHPUT_OPS_S)?)))
+                .filter(|r| r.lock.as_ref() == Some(lock) && r.placement.as_ref() == Some(placement))
+                .filter_map(|r| Some((r.threads? as f64, r.throughput_ops_s?)))
                 .collect();
             if points.is_empty() {
                 continue;
@@ -94,11 +92,11 @@ pub(super) fn throughput_chart(ctx: &Context<'_>, run: &Run, fairness: bool) -> 
 }
 
 /// The caption's sentence on the rows marked `collapsed`, or nothing where none was.
-pub(super) fn collapse_words(rows: &[&Row]) -> String {
+pub(super) fn collapse_words(rows: &[ContentionRow]) -> String {
     let mut collapsed: Vec<(String, Vec<String>)> = Vec::new();
-    for row in rows.iter().filter(|r| r.get(COLLAPSED).and_then(|v| v.as_bool()) == Some(true)) {
-        let (Some(lock), Some(threads)) = (row.text(LOCK), value_string(row, THREADS)) else { continue };
-        let threads = match row.number(DRAIN_MAX_MS) {
+    for row in rows.iter().filter(|r| r.collapsed == Some(true)) {
+        let (Some(lock), Some(threads)) = (&row.lock, row.threads.map(|t| t.to_string())) else { continue };
+        let threads = match row.drain_max_ms {
             Some(ms) => format!("{threads} ({} ms)", number(ms)),
             None => threads,
         };
@@ -122,9 +120,9 @@ pub(super) fn collapse_words(rows: &[&Row]) -> String {
     )
 }
 
-pub(super) fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<Panel, String>> {
+pub(super) fn fairness_panel(ctx: &Context<'_>, rows: &[ContentionRow]) -> Option<Result<Panel, String>> {
     let counts: Vec<usize> = {
-        let mut c: Vec<usize> = rows.iter().filter_map(|r| r.number(THREADS)).map(|t| t as usize).collect();
+        let mut c: Vec<usize> = rows.iter().filter_map(|r| r.threads).map(|t| t as usize).collect();
         c.sort_unstable();
         c.dedup();
         c
@@ -136,8 +134,11 @@ pub(super) fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<
         .copied()
         .find(|w| (2..=8).contains(w) && counts.contains(w))
         .or_else(|| counts.iter().rev().copied().find(|c| (2..=8).contains(c)))?;
-    let at: Vec<&Row> =
-        rows.iter().copied().filter(|r| r.number(THREADS) == Some(n as f64) && r.get(PER_THREAD).is_some()).collect();
+    let at: Vec<(&ContentionRow, &[u64])> = rows
+        .iter()
+        .filter(|r| r.threads == Some(n as u64))
+        .filter_map(|r| Some((r, r.per_thread.as_deref()?)))
+        .collect();
     if at.is_empty() {
         return None;
     }
@@ -145,15 +146,11 @@ pub(super) fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<
     let mut groups: Vec<(String, Vec<Option<f64>>)> =
         (0..n).map(|t| (format!("thread {}", t + 1), Vec::new())).collect();
     let mut values = Vec::new();
-    for row in &at {
-        let per: Vec<f64> = row
-            .get(PER_THREAD)
-            .and_then(|v| v.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-            .unwrap_or_default();
+    for (row, per) in &at {
+        let per: Vec<f64> = per.iter().map(|&c| c as f64).collect();
         let mean = per.iter().sum::<f64>() / per.len().max(1) as f64;
-        let jain = row.number(JAIN).map_or(String::new(), |j| format!(" J={j:.2}"));
-        categories.push(format!("{}{jain}", row.text(LOCK).unwrap_or("?")));
+        let jain = row.jain.get().map_or(String::new(), |j| format!(" J={j:.2}"));
+        categories.push(format!("{}{jain}", row.lock.as_deref().unwrap_or("?")));
         for (t, group) in groups.iter_mut().enumerate() {
             let share = per.get(t).filter(|_| mean > 0.0).map(|c| c / mean);
             values.extend(share);
@@ -161,7 +158,7 @@ pub(super) fn fairness_panel(ctx: &Context<'_>, rows: &[&Row]) -> Option<Result<
         }
     }
     let y = Axis::numeric("acquisitions / fair share", Scale::Linear, values.into_iter().chain([1.0]), true);
-    let no_lock = at.iter().find_map(|r| r.number(JAIN_NO_LOCK)).map_or(String::new(), |j| {
+    let no_lock = at.iter().find_map(|(r, _)| r.jain_no_lock).map_or(String::new(), |j| {
         format!(" The same threads running the same work with no lock (the scheduler alone) had J={j:.2}.")
     });
     Some(
@@ -189,22 +186,21 @@ mod tests {
 
     #[test]
     fn the_chart_names_each_collapsed_lock_with_its_thread_counts_and_drains() {
-        let row = |lock: &str, threads: u64, drain_ms: Option<f64>| {
-            let mut row = Row::new().with(LOCK, lock).with(THREADS, threads);
-            if let Some(ms) = drain_ms {
-                row.set(DRAIN_MAX_MS, ms);
-                row.set(COLLAPSED, true);
-            }
-            row
+        let row = |lock: &str, threads: u64, drain_ms: Option<f64>| ContentionRow {
+            lock: Some(lock.to_string()),
+            threads: Some(threads),
+            drain_max_ms: drain_ms,
+            collapsed: drain_ms.map(|_| true),
+            ..ContentionRow::default()
         };
         let rows = [
             row("ticket:spin", 4, Some(130.0)),
             row("default", 4, None),
             row("ticket:spin", 8, Some(420.0)),
             row("fair:spin", 16, Some(2500.0)),
-            row("default", 16, None).with(COLLAPSED, false),
+            ContentionRow { collapsed: Some(false), ..row("default", 16, None) },
         ];
-        let words = collapse_words(&rows.iter().collect::<Vec<_>>());
+        let words = collapse_words(&rows);
         assert!(
             words.contains("ticket:spin at 4 (130 ms), 8 (420 ms) threads; fair:spin at 16 (2500 ms) threads."),
             "{words}"
@@ -212,6 +208,6 @@ mod tests {
         assert!(!words.contains("default"), "{words}");
         assert!(words.contains("longer than 100 ms"), "{words}");
         let calm = [row("default", 4, None), row("ticket:spin", 2, None)];
-        assert_eq!(collapse_words(&calm.iter().collect::<Vec<_>>()), "");
+        assert_eq!(collapse_words(&calm), "");
     }
 }

@@ -23,7 +23,7 @@ mod rows;
 
 use super::driver::one_run;
 use super::lab::Lab;
-use super::moved::{around, discarded, mark, until_still, LINE_TRANSFER_CPUS};
+use super::moved::{around, discarded, mark, until_still};
 use super::options::Common;
 use super::options::Threads;
 use super::settings::{smoke_locks, Length, Step};
@@ -37,9 +37,9 @@ use crate::reading::advice::{Contribution, Topic};
 use crate::reading::scorecard::Finding;
 use crate::reading::{Context, Panel};
 use crate::results::keys::{LOCK, ORIGIN, PLACEMENT, THREADS};
-use crate::results::rows::{ContentionRow, RowType};
+use crate::results::rows::ContentionRow;
 use crate::results::table::{col, Column};
-use crate::results::{Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
+use crate::results::{Row, Run};
 use crate::select::{self, Bounds, LockChoice, ThreadCount};
 use advice::best_locks;
 use claims::fairlock_claims;
@@ -273,11 +273,11 @@ impl Contention {
 /// A figure measured once per thread count and placement, and so repeated on each of its
 /// rows: `heading`, then one line per configuration from the first of its rows that `line`
 /// can describe; nothing when no row can.
-fn per_configuration(run: &Run, heading: &str, line: impl Fn(&Row) -> Option<String>) -> String {
+fn per_configuration(rows: &[ContentionRow], heading: &str, line: impl Fn(&ContentionRow) -> Option<String>) -> String {
     let mut out = String::new();
     let mut seen = Vec::new();
-    for row in run.rows.iter().filter(|r| !r.is_skipped()) {
-        let at = (row.get(THREADS).map(|t| t.to_string()).unwrap_or_default(), row.text(PLACEMENT).unwrap_or("?"));
+    for row in rows {
+        let at = (row.threads.map(|t| t.to_string()).unwrap_or_default(), row.placement.as_deref().unwrap_or("?"));
         if seen.contains(&at) {
             continue;
         }
@@ -312,38 +312,36 @@ impl Experiment for Contention {
     fn render(&self, run: &Run) -> String {
         let mut out = crate::results::table::render(&run.rows, COLUMNS);
         out.push_str("\nacquisitions per group (all repetitions):\n");
-        for row in run.rows.iter().filter(|r| !r.is_skipped()) {
-            let groups = row.get("per_group").and_then(|g| g.as_array()).cloned().unwrap_or_default();
-            let parts: Vec<String> = groups
-                .iter()
-                .map(|g| format!("{}: {}", g["group"].as_str().unwrap_or("?"), g["acquisitions"]))
-                .collect();
+        let rows = run.rows_as::<ContentionRow>();
+        let measured: Vec<ContentionRow> = rows.iter().filter(|r| r.skipped.is_none()).cloned().collect();
+        for row in &measured {
+            let parts: Vec<String> =
+                row.per_group.iter().flatten().map(|g| format!("{}: {}", g.group, g.acquisitions)).collect();
             out.push_str(&format!(
                 "  {:<16} {:>4} threads  {}\n",
-                row.text(LOCK).unwrap_or("?"),
-                row.get(THREADS).map(|t| t.to_string()).unwrap_or_default(),
+                row.lock.as_deref().unwrap_or("?"),
+                row.threads.map(|t| t.to_string()).unwrap_or_default(),
                 parts.join("  ")
             ));
         }
         out.push_str(&per_configuration(
-            run,
+            &measured,
             "one-way cache-line transfer (ping-pong), just before and just after the locks ran:",
             |row| {
                 let (pair, before, after) =
-                    (row.text(LINE_TRANSFER_CPUS)?, row.number(TRANSFER_BEFORE_NS)?, row.number(TRANSFER_AFTER_NS)?);
-                let typed = ContentionRow::from_row(row).ok()?;
-                Some(format!("CPUs {pair}: {before:.0} ns before, {after:.0} ns after{}", discarded(&typed)))
+                    (row.line_transfer_cpus.as_deref()?, row.line_transfer_before_ns?, row.line_transfer_after_ns?);
+                Some(format!("CPUs {pair}: {before:.0} ns before, {after:.0} ns after{}", discarded(row)))
             },
         ));
         out.push_str(&per_configuration(
-            run,
+            &measured,
             "Jain's index with no lock (the same threads and work, the scheduler alone, in the same rounds):",
             |row| {
-                let (jain, lowest) = (row.number(JAIN_NO_LOCK)?, row.number("jain_no_lock_min")?);
+                let (jain, lowest) = (row.jain_no_lock?, row.jain_no_lock_min.get()?);
                 Some(format!("{jain:.3} (lowest window {lowest:.3})"))
             },
         ));
-        if let Some(floor) = run.rows.iter().find_map(|r| r.number(UNCONTENDED_FLOOR_NS)) {
+        if let Some(floor) = rows.iter().find_map(|r| r.uncontended_floor_ns) {
             out.push_str(&format!(
                 "uncontended floor (the cheapest read-modify-write and a store, timed in the same rounds): {floor:.2} ns\n"
             ));

@@ -1,26 +1,22 @@
 //! The interference charts: one heat map of slowdowns per placement.
 
-use super::{ACTIVE, SLOWDOWN_PCT};
 use crate::reading::plot;
-use crate::reading::{distinct, measured, Panel};
-use crate::results::keys::{PLACEMENT, WAIT};
-use crate::results::Row;
+use crate::reading::{distinct_by, Panel};
+use crate::results::rows::InterferenceRow;
 
-pub(super) fn heatmaps(rows: &[&Row]) -> Vec<Result<Panel, String>> {
-    let rows: Vec<&Row> =
-        measured(rows.iter().copied()).into_iter().filter(|r| r.number(SLOWDOWN_PCT).is_some()).collect();
+pub(super) fn heatmaps(rows: &[InterferenceRow]) -> Vec<Result<Panel, String>> {
+    let rows: Vec<&InterferenceRow> = rows.iter().filter(|r| r.slowdown_pct.is_some()).collect();
     // With several waiter counts, the heat maps show the largest.
-    let waiters = rows.iter().filter_map(|r| r.number("waiters")).fold(f64::NAN, f64::max);
-    let rows: Vec<&Row> =
-        rows.into_iter().filter(|r| waiters.is_nan() || r.number("waiters") == Some(waiters)).collect();
-    let actives = distinct(&rows, ACTIVE);
-    let waits = distinct(&rows, WAIT);
-    let placements = distinct(&rows, PLACEMENT);
+    let waiters = rows.iter().filter_map(|r| r.waiters).max();
+    let rows: Vec<&InterferenceRow> = rows.into_iter().filter(|r| waiters.is_none() || r.waiters == waiters).collect();
+    let actives = distinct_by(&rows, |r| r.active.clone());
+    let waits = distinct_by(&rows, |r| r.wait.clone());
+    let placements = distinct_by(&rows, |r| r.placement.clone());
     if actives.is_empty() || waits.is_empty() || placements.is_empty() {
         return Vec::new();
     }
-    let max = rows.iter().filter_map(|r| r.number(SLOWDOWN_PCT)).fold(5.0f64, |a, b| a.max(b.abs()));
-    let waiter_words = if waiters.is_nan() { String::new() } else { format!(" with {waiters} waiter(s)") };
+    let max = rows.iter().filter_map(|r| r.slowdown_pct).fold(5.0f64, |a, b| a.max(b.abs()));
+    let waiter_words = waiters.map_or(String::new(), |n| format!(" with {n} waiter(s)"));
     actives
         .iter()
         .map(|active| {
@@ -32,11 +28,11 @@ pub(super) fn heatmaps(rows: &[&Row]) -> Vec<Result<Panel, String>> {
                         .map(|p| {
                             rows.iter()
                                 .find(|r| {
-                                    r.text(ACTIVE) == Some(active.as_str())
-                                        && r.text(WAIT) == Some(w.as_str())
-                                        && r.text(PLACEMENT) == Some(p.as_str())
+                                    r.active.as_ref() == Some(active)
+                                        && r.wait.as_ref() == Some(w)
+                                        && r.placement.as_ref() == Some(p)
                                 })
-                                .and_then(|r| r.number(SLOWDOWN_PCT))
+                                .and_then(|r| r.slowdown_pct)
                         })
                         .collect()
                 })

@@ -26,7 +26,7 @@ mod measure;
 
 use super::driver::one_run;
 use super::lab::Lab;
-use super::moved::{around, discarded, mark, until_still, LINE_TRANSFER_CPUS};
+use super::moved::{around, discarded, mark, until_still};
 use super::options::Common;
 use super::options::Waits;
 use super::settings::{Length, Step};
@@ -38,12 +38,12 @@ use crate::measure::pin::with_pinned;
 use crate::measure::sharing::{BusyNeighbour, SHARED_CORE_PCT};
 use crate::measure::StoppingRule;
 use crate::reading::scorecard::Finding;
-use crate::reading::{rows_of, Context, Panel};
+use crate::reading::{measured_as, Context, Panel};
 use crate::results::format::number;
 use crate::results::keys::{PLACEMENT, WAIT};
-use crate::results::rows::{InterferenceRow, RowType};
+use crate::results::rows::InterferenceRow;
 use crate::results::table::{col, Column};
-use crate::results::{Row, Run, ATTEMPTS, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
+use crate::results::{Row, Run, ATTEMPTS};
 use crate::select::{self, Bounds};
 use crate::workloads::counters::Ipc;
 use crate::workloads::{Active, CacheSizes, Caches, Sizes, Workload};
@@ -280,9 +280,9 @@ impl Experiment for Interference {
     fn render(&self, run: &Run) -> String {
         let mut out = crate::results::table::render(&run.rows, COLUMNS);
         let mut first = true;
-        for row in run.rows.iter().filter(|r| r.number(ATTEMPTS).is_some_and(|n| n > 1.0)) {
+        for row in run.rows_as::<InterferenceRow>().iter().filter(|r| r.attempts.is_some_and(|n| n > 1)) {
             let (Some(pair), Some(before), Some(after)) =
-                (row.text(LINE_TRANSFER_CPUS), row.number(TRANSFER_BEFORE_NS), row.number(TRANSFER_AFTER_NS))
+                (&row.line_transfer_cpus, row.line_transfer_before_ns, row.line_transfer_after_ns)
             else {
                 continue;
             };
@@ -297,11 +297,11 @@ impl Experiment for Interference {
             }
             out.push_str(&format!(
                 "  {}, {} x{}, {}: CPUs {pair}: {before:.0} ns before, {after:.0} ns after{}\n",
-                row.text(ACTIVE).unwrap_or("?"),
-                row.text(WAIT).unwrap_or("?"),
-                row.get("waiters").map(|w| w.to_string()).unwrap_or_default(),
-                row.text(PLACEMENT).unwrap_or("?"),
-                InterferenceRow::from_row(row).map_or(String::new(), |r| discarded(&r))
+                row.active.as_deref().unwrap_or("?"),
+                row.wait.as_deref().unwrap_or("?"),
+                row.waiters.map(|w| w.to_string()).unwrap_or_default(),
+                row.placement.as_deref().unwrap_or("?"),
+                discarded(row)
             ));
         }
         out
@@ -411,7 +411,7 @@ impl Experiment for Interference {
     }
 
     fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
-        heatmaps(&rows_of(runs))
+        heatmaps(&measured_as::<InterferenceRow>(runs))
     }
 
     fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
@@ -469,6 +469,8 @@ fn describe_miss_chase(run: &mut Run, chase: &spinlab::wait::ChaseSize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::moved::LINE_TRANSFER_CPUS;
+    use crate::results::{TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 
     #[test]
     fn a_same_cpu_call_spans_many_scheduler_periods_and_other_placements_keep_the_option() {

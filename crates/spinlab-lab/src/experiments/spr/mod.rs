@@ -30,7 +30,7 @@ use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep};
 use crate::reading::plot::{self, Axis, Scale};
 use crate::reading::scorecard::{why_missing, Claim, Estimate, Finding, Observed};
-use crate::reading::{distinct, measured, rows_of, Context, Panel};
+use crate::reading::{distinct_by, measured_as, Context, Panel};
 use crate::results::rows::SprRow;
 use crate::results::table::{col, Column};
 use crate::results::{Row, Run};
@@ -447,7 +447,7 @@ impl Experiment for Spr {
     }
 
     fn figures(&self, _ctx: &Context<'_>, runs: &[&Run]) -> Vec<Result<Panel, String>> {
-        chart(&rows_of(runs))
+        chart(&measured_as::<SprRow>(runs))
     }
 
     fn scorecard(&self, ctx: &Context<'_>) -> Vec<Finding> {
@@ -503,10 +503,10 @@ pub const SPEEDUP: &str = "speedup";
 /// The application (`spmv`, `tc`).
 pub const APP: &str = "app";
 
-fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
-    let rows: Vec<&Row> = measured(rows.iter().copied()).into_iter().filter(|r| r.number(SPEEDUP).is_some()).collect();
-    let apps = distinct(&rows, APP);
-    let barriers = distinct(&rows, BARRIER);
+fn chart(rows: &[SprRow]) -> Vec<Result<Panel, String>> {
+    let rows: Vec<&SprRow> = rows.iter().filter(|r| r.speedup.is_some()).collect();
+    let apps = distinct_by(&rows, |r| r.app.clone());
+    let barriers = distinct_by(&rows, |r| r.barrier.clone());
     if apps.is_empty() || barriers.is_empty() {
         return Vec::new();
     }
@@ -518,8 +518,8 @@ fn chart(rows: &[&Row]) -> Vec<Result<Panel, String>> {
                 apps.iter()
                     .map(|a| {
                         rows.iter()
-                            .find(|r| r.text(APP) == Some(a.as_str()) && r.text(BARRIER) == Some(b.as_str()))
-                            .and_then(|r| r.number(SPEEDUP))
+                            .find(|r| r.app.as_ref() == Some(a) && r.barrier.as_ref() == Some(b))
+                            .and_then(|r| r.speedup)
                     })
                     .collect(),
             )

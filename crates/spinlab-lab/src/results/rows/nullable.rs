@@ -26,6 +26,16 @@ impl<T: Copy> Nullable<T> {
     }
 }
 
+impl<T> Nullable<T> {
+    /// The value by reference, if there is one.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Nullable::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
 impl<T> From<Option<T>> for Nullable<T> {
     /// What a writer with a figure that may be missing sets: `null` when it is.
     fn from(value: Option<T>) -> Self {
