@@ -319,7 +319,6 @@ impl Drop for PthreadEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::RegistryError;
 
     #[test]
     fn every_policy_has_an_event_and_the_references_follow() {
@@ -333,19 +332,10 @@ mod tests {
     }
 
     #[test]
-    fn unknown_names_list_what_is_accepted_and_unavailable_ones_are_refused() {
+    fn unknown_names_list_what_is_accepted() {
         let text = EVENTS.build("mcs:futex", ()).err().unwrap().to_string();
         for accepted in ["`mcs:futex`", "event:POLICY", "spin-park", "wfe", "std", "pthread"] {
             assert!(text.contains(accepted), "{text}");
-        }
-        for entry in EVENTS.entries() {
-            match (&entry.availability, entry.build(())) {
-                (Ok(()), Ok(_)) => {}
-                (Err(reason), Err(RegistryError::Unavailable { name, reason: said })) => {
-                    assert_eq!((&name, reason), (&entry.name, &said));
-                }
-                (a, b) => panic!("{}: availability {a:?} but build gave {:?}", entry.name, b.err()),
-            }
         }
     }
 
