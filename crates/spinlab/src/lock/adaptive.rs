@@ -102,20 +102,6 @@ impl<W: Wait, const CROWD_CPUS: usize> Adaptive<W, CROWD_CPUS> {
         self.lock_contended(deadline)
     }
 
-    /// After one failed compare-and-swap, without a deadline: as [`Adaptive::lock_contended`].
-    #[cold]
-    fn lock_slow(&self) -> Owed<W> {
-        if Self::gates() {
-            match self.gated.word().try_lock() {
-                Some(_) => None,
-                None => self.gated.lock_queued(None).expect("an acquisition without a deadline cannot time out"),
-            }
-        } else {
-            self.gated.word().lock_contended(None);
-            None
-        }
-    }
-
     /// After one failed compare-and-swap: the gated lock's path, or the word's own.
     #[cold]
     fn lock_contended(&self, deadline: Option<Instant>) -> Option<Owed<W>> {
@@ -160,7 +146,7 @@ unsafe impl<W: Wait, const CROWD_CPUS: usize> RawMutex for Adaptive<W, CROWD_CPU
         if self.gated.word().fast_lock() {
             return None;
         }
-        self.lock_slow()
+        self.lock_contended(None).expect("an acquisition without a deadline cannot time out")
     }
 
     #[inline]
