@@ -32,6 +32,12 @@ mod padded;
 #[cfg(all(test, not(loom), target_os = "linux", target_arch = "x86_64"))]
 mod release_watch;
 mod sync;
+// Under loom the models make their settings here; elsewhere only the unit tests do.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod testing;
+#[cfg(not(loom))]
+mod testing;
 
 pub mod barrier;
 pub mod condvar;

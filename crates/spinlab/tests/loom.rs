@@ -10,7 +10,7 @@
 //! word's address, `sys/futex.rs`): a waiter that sleeps is woken only by a wake on its word,
 //! so a lost wake-up leaves it asleep and loom reports the deadlock. Loom has no clock: a
 //! deadline expires after three iterations of a spin phase (of the whole wait, across its
-//! sleeps, in the models that set `loom_deadlines_span_sleeps`), or once a futex wait with a
+//! sleeps, in the models that set `testing::deadlines_span_sleeps`), or once a futex wait with a
 //! deadline has slept (during which a wake-up may pick it, and then it returns woken), so every
 //! model with a timed waiter explores both its time-out and its success paths. The
 //! `*_expired_at_entry_*` models make a timed futex wait return at once without comparing the
@@ -366,10 +366,10 @@ fn waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, holder
 /// only "held" or "held with sleepers" (`tas`, `ttas`), the barger's acquisition marks it held,
 /// so the timed waiter must mark it again as it leaves (`WordLock::give_up`), or the barger's
 /// release wakes nobody and the plain waiter sleeps for ever. Deadlines here count the whole
-/// wait (`loom_deadlines_span_sleeps`): by default a woken waiter spins its budget out before
+/// wait (`testing::deadlines_span_sleeps`): by default a woken waiter spins its budget out before
 /// its deadline can pass, and no model reaches this time-out.
 fn woken_timed_waiter_gives_up_behind_a_barger<L: Lock>(bound: Bound) {
-    let _span = spinlab::wait::loom_deadlines_span_sleeps();
+    let _span = spinlab::testing::deadlines_span_sleeps();
     waiters_race_holder::<L>(1, 1, bound, HOLDER_YIELDS_TWO_WAITERS, true);
 }
 
@@ -677,7 +677,7 @@ macro_rules! models {
 
             #[test]
             fn timed_waiter_expired_at_entry_queued_with_plain_waiter() {
-                let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
+                let _expired = spinlab::testing::timed_waits_expire_at_entry();
                 timed_waiters_race_holder::<L>(1, 1, $two_waiters.timed, HOLDER_YIELDS_TWO_WAITERS);
             }
 
@@ -709,7 +709,7 @@ macro_rules! models {
 
             #[test]
             fn release_wakes_one_waiter_that_also_wakes_spuriously() {
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 release_wakes_every_waiter::<L>(1, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
             }
         }
@@ -871,7 +871,7 @@ mod ticket_timed_sleeper_cap {
 
     #[test]
     fn second_timed_waiter_may_not_sleep() {
-        let _cap = spinlab::lock::loom_ticket_timed_sleepers_at_most(1);
+        let _cap = spinlab::testing::ticket_timed_sleepers_at_most(1);
         timed_waiters_race_holder::<Ticket<Futex>>(2, 0, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
     }
 }
@@ -900,7 +900,7 @@ woken_timed_waiter_models! {
     woken_timed_waiter_gives_up_behind_a_barger_bounded_futex: Bounded<Futex>;
 }
 
-/// The fair lock with more waiters than slots: under `loom_fair_slots(1)` the first waiter
+/// The fair lock with more waiters than slots: under `testing::fair_slots(1)` the first waiter
 /// takes the only slot and the second waits without one, counted as wanting it. When the
 /// first is granted the lock it gives the slot back, and the second takes it and queues in the
 /// round-robin on the same signal word, whose last grant's wake-up call may still be on its
@@ -914,19 +914,19 @@ macro_rules! past_the_slots_models {
 
             #[test]
             fn release_wakes_two_waiters() {
-                let _one = spinlab::lock::loom_fair_slots(1);
+                let _one = spinlab::testing::fair_slots(1);
                 release_wakes_every_waiter::<L>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn timed_waiter_queued_with_plain_waiter() {
-                let _one = spinlab::lock::loom_fair_slots(1);
+                let _one = spinlab::testing::fair_slots(1);
                 timed_waiters_race_holder::<L>(1, 1, $two_waiters.timed, HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn waiters_relock() {
-                let _one = spinlab::lock::loom_fair_slots(1);
+                let _one = spinlab::testing::fair_slots(1);
                 // The one who gave its slot away waits without one too when it relocks, and two
                 // threads without a slot sleep on the turn word. Every thread takes the lock
                 // twice: with two preemptions the model ran past ten minutes, so one.
@@ -942,7 +942,7 @@ past_the_slots_models! {
     gated_fair_futex_past_its_slots: Gated<Fair<Futex>, Futex>, SLEEPERS_AT_A_GATE;
 }
 
-/// A fair gate whose threads move to a new slot at every wait (`loom_fair_moves(1)`; the
+/// A fair gate whose threads move to a new slot at every wait (`testing::fair_moves(1)`; the
 /// other models never move, for time), to the lowest free one: two threads drawing at once
 /// pick the same slot, and a waiter that relocks moves between its two waits, so its next
 /// scan starts from its new slot and its old slot's signal word may still get a wake-up.
@@ -954,13 +954,13 @@ macro_rules! moving_models {
 
             #[test]
             fn release_wakes_two_waiters() {
-                let _moves = spinlab::lock::loom_fair_moves(1);
+                let _moves = spinlab::testing::fair_moves(1);
                 release_wakes_every_waiter::<L>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn waiters_relock() {
-                let _moves = spinlab::lock::loom_fair_moves(1);
+                let _moves = spinlab::testing::fair_moves(1);
                 holder_with_predecessor::<L>(0, 2, Relock::Everyone, Bound::Fixed(1), 0);
             }
         }
@@ -1002,40 +1002,40 @@ macro_rules! never_starving_models {
 
             #[test]
             fn release_wakes_two_waiters() {
-                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
                 release_wakes_every_waiter::<$lock>(2, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn timed_waiter_queued_with_plain_waiter() {
-                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
                 timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn timed_waiter_expired_at_entry_queued_with_plain_waiter() {
-                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
-                let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
+                let _expired = spinlab::testing::timed_waits_expire_at_entry();
                 timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn release_wakes_two_waiters_one_of_them_also_spuriously() {
-                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 release_wakes_every_waiter::<$lock>(2, $spurious, HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn holder_relocks_while_the_head_is_away() {
-                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
                 super::holder_relocks_while_the_head_is_away::<$lock>(Bound::Default(2));
             }
 
             $(
             #[test]
             fn $wake_finds_nobody() {
-                let _never = spinlab::lock::loom_starve_at_look(u32::MAX);
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
                 release_wakes_every_waiter::<$lock>(2, Bound::Fixed(3), HOLDER_YIELDS_TWO_WAITERS);
             }
             )?

@@ -395,7 +395,7 @@ macro_rules! one_waiter_models {
             }
             #[test]
             fn event_timed_waiters_never_drop_a_notification_expired_at_entry() {
-                let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
+                let _expired = spinlab::testing::timed_waits_expire_at_entry();
                 super::event_timed_waiters_never_drop_a_notification::<$policy>();
             }
             #[test]
@@ -456,32 +456,32 @@ macro_rules! one_waiter_models {
             }
             #[test]
             fn event_notify_one_is_never_lost_spuriously() {
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 super::event_notify_one_is_never_lost::<$policy>();
             }
             #[test]
             fn condvar_wait_notify_one_spuriously() {
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 super::condvar_wait_notify::<$policy>(false);
             }
             #[test]
             fn barrier_reuse_two_phases_two_threads_spuriously() {
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 super::barrier_reuse::<$policy>(2, 3);
             }
             #[test]
             fn writer_pref_reader_and_writer_spuriously() {
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 super::rwlock_exclusion::<WriterPref<$policy>>(1, 0, 3);
             }
             #[test]
             fn reader_pref_reader_and_writer_spuriously() {
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 super::rwlock_exclusion::<ReaderPref<$policy>>(1, 0, 3);
             }
             #[test]
             fn phase_fair_reader_and_writer_spuriously() {
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 super::rwlock_exclusion::<PhaseFair<$policy>>(1, 0, 3);
             }
         }

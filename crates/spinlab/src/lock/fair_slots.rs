@@ -149,7 +149,7 @@ crate::sync::thread_local! {
 #[cfg_attr(loom, allow(dead_code))]
 pub const WAITS_PER_MOVE: u32 = 8;
 
-/// [`WAITS_PER_MOVE`], or under loom what the model set with [`loom_fair_moves`]: by default
+/// [`WAITS_PER_MOVE`], or under loom what the model set with `testing::fair_moves`: by default
 /// no move at all, since each move multiplies the interleavings of every fair gate model; the
 /// models `gated_fair_*_moving` move at every wait.
 #[inline]
@@ -160,23 +160,8 @@ fn waits_per_move() -> u32 {
     }
     #[cfg(loom)]
     {
-        LOOM_MOVES.with(|every| every.get())
+        crate::testing::fair_waits_per_move()
     }
-}
-
-#[cfg(loom)]
-std::thread_local! {
-    static LOOM_MOVES: Cell<u32> = const { Cell::new(0) };
-}
-
-/// Under loom: threads move to a new slot at every `every`th wait at a fair gate (0: never,
-/// the default) while the returned guard lives.
-#[cfg(loom)]
-#[doc(hidden)]
-pub fn loom_fair_moves(every: u32) -> crate::sys::futex::LoomSetting<u32> {
-    crate::sys::futex::LoomSetting::new(LOOM_MOVES.with(|moves| moves.replace(every)), |previous| {
-        LOOM_MOVES.with(|moves| moves.replace(previous))
-    })
 }
 
 /// Called by a thread about to wait at a fair gate ([`Gated`](super::Gated) over
@@ -284,7 +269,7 @@ fn claim() -> u8 {
 }
 
 /// The slots a thread may claim: all of them, or under loom the first few a model allows
-/// ([`loom_fair_slots`]).
+/// (`testing::fair_slots`).
 #[inline]
 fn claimable() -> u64 {
     #[cfg(not(loom))]
@@ -293,27 +278,8 @@ fn claimable() -> u64 {
     }
     #[cfg(loom)]
     {
-        LOOM_SLOTS.with(|n| (1u64 << n.get()) - 1)
+        crate::testing::fair_slots_claimable().map_or(ALL_FREE, |n| (1u64 << n) - 1)
     }
-}
-
-// How many slots a model may claim (see `loom_fair_slots`); a thread-local of the test's own
-// thread, as `loom_starve_at_look`'s setting is.
-#[cfg(loom)]
-std::thread_local! {
-    static LOOM_SLOTS: Cell<usize> = const { Cell::new(FAIR_SLOTS) };
-}
-
-/// Under loom, lets threads claim only the first `n` fair-lock slots until the returned guard
-/// is dropped, so that a model with two or three threads runs out of slots. Set it on the
-/// test's thread before the model runs; the guard puts the previous setting back.
-#[cfg(loom)]
-#[doc(hidden)]
-pub fn loom_fair_slots(n: usize) -> crate::sys::futex::LoomSetting<usize> {
-    assert!(n <= FAIR_SLOTS);
-    crate::sys::futex::LoomSetting::new(LOOM_SLOTS.with(|slots| slots.replace(n)), |previous| {
-        LOOM_SLOTS.with(|slots| slots.replace(previous))
-    })
 }
 
 /// Counts this thread among those waiting without a slot until dropped.

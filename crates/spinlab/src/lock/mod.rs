@@ -53,22 +53,13 @@ mod ttas;
 mod word;
 
 pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
-#[cfg(loom)]
-#[doc(hidden)]
-pub use bounded::loom_starve_at_look;
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
-#[cfg(loom)]
-#[doc(hidden)]
-pub use fair_slots::{loom_fair_moves, loom_fair_slots};
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use tas::{Tas, TestAndSet};
-#[cfg(loom)]
-#[doc(hidden)]
-pub use ticket::loom_ticket_timed_sleepers_at_most;
 pub use ticket::Ticket;
 pub use ttas::{TestAndTestAndSet, Ttas};
 pub use word::{Probe, WordLock};

@@ -292,31 +292,13 @@ const MAX_TIMED_SLEEPERS: u32 = 1 << 14;
 const OWED: u32 = 1 << 31;
 
 /// The cap on timed sleepers in force: [`MAX_TIMED_SLEEPERS`], or under loom what
-/// [`loom_ticket_timed_sleepers_at_most`] set.
+/// `testing::ticket_timed_sleepers_at_most` set.
 #[inline]
 fn max_timed_sleepers() -> u32 {
     #[cfg(not(loom))]
     return MAX_TIMED_SLEEPERS;
     #[cfg(loom)]
-    return TIMED_SLEEPERS_AT_MOST.with(|most| most.get());
-}
-
-// The timed-sleeper cap under loom (see `loom_ticket_timed_sleepers_at_most`), a thread-local
-// of the test's own thread as `loom_starve_at_look`'s setting is.
-#[cfg(loom)]
-std::thread_local! {
-    static TIMED_SLEEPERS_AT_MOST: core::cell::Cell<u32> = const { core::cell::Cell::new(MAX_TIMED_SLEEPERS) };
-}
-
-/// Under loom, caps the timed waiters counted asleep on one ticket lock at `most` until the
-/// returned guard is dropped, so that a model with a few timed waiters reaches the one that
-/// may not sleep. Set it on the test's thread before the model runs.
-#[cfg(loom)]
-#[doc(hidden)]
-pub fn loom_ticket_timed_sleepers_at_most(most: u32) -> crate::sys::futex::LoomSetting<u32> {
-    crate::sys::futex::LoomSetting::new(TIMED_SLEEPERS_AT_MOST.with(|at| at.replace(most)), |previous| {
-        TIMED_SLEEPERS_AT_MOST.with(|at| at.replace(previous))
-    })
+    return crate::testing::ticket_timed_sleepers_cap().unwrap_or(MAX_TIMED_SLEEPERS);
 }
 
 /// log2 of the waiting array's length.

@@ -6,8 +6,8 @@
 //! hash-bucket lock is a loom `Mutex`), and a waiter returns only when woken. A lock that
 //! forgets a wake-up therefore deadlocks in the model, and loom reports it. A timed waiter
 //! sleeps too, and may be the one a wake-up picks, before it times out; a model can also make
-//! timed waits find their deadline already passed (`loom_timed_waits_expire_at_entry`), and
-//! untimed ones return spuriously (`loom_spurious_wake_ups`); both exist only under loom.
+//! timed waits find their deadline already passed, and untimed ones return spuriously
+//! ([`crate::testing`]'s `timed_waits_expire_at_entry` and `spurious_wake_ups`).
 
 use crate::sync::AtomicU32;
 use std::time::Instant;
@@ -114,7 +114,7 @@ mod imp {
             queue: Mutex::new(Queue {
                 sleepers: Vec::new(),
                 next_ticket: 0,
-                spurious_left: SPURIOUS.with(|spurious| spurious.get()),
+                spurious_left: crate::testing::spurious_wake_ups_per_execution(),
             }),
             changed: Condvar::new(),
         };
@@ -125,7 +125,7 @@ mod imp {
     }
 
     pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Instant>) -> FutexWait {
-        if deadline.is_some() && EXPIRED_AT_ENTRY.with(|expired| expired.get()) {
+        if deadline.is_some() && crate::testing::timed_waits_expired_at_entry() {
             // The real wait's first step once its deadline has passed: no look at the word.
             return FutexWait::TimedOut;
         }
@@ -165,29 +165,6 @@ mod imp {
         }
     }
 
-    // Whether timed waits find their deadline passed on entry (see
-    // `loom_timed_waits_expire_at_entry`). A thread-local of the test's own thread, as
-    // `lock::loom_starve_at_look`'s setting is, for the same reasons.
-    std::thread_local! {
-        static EXPIRED_AT_ENTRY: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
-    }
-
-    /// See [`super::loom_timed_waits_expire_at_entry`].
-    pub fn expire_at_entry(expired: bool) -> bool {
-        EXPIRED_AT_ENTRY.with(|at| at.replace(expired))
-    }
-
-    // How many untimed waits of each execution return spuriously (see
-    // `loom_spurious_wake_ups`); read when an execution's kernel is created.
-    std::thread_local! {
-        static SPURIOUS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
-    }
-
-    /// See [`super::loom_spurious_wake_ups`].
-    pub fn spurious_wake_ups(count: usize) -> usize {
-        SPURIOUS.with(|spurious| spurious.replace(count))
-    }
-
     fn wake(word: &AtomicU32, count: usize) -> usize {
         let mut queue = KERNEL.queue.lock().unwrap();
         let mut woken = 0;
@@ -209,59 +186,6 @@ mod imp {
 
     pub fn wake_all(word: &AtomicU32) -> usize {
         wake(word, usize::MAX)
-    }
-}
-
-/// Under loom, makes every timed futex wait return [`FutexWait::TimedOut`] at once, without
-/// looking at the word, until the returned guard is dropped: what the real wait does when its
-/// deadline has already passed (it checks the time before it asks the kernel to compare). By
-/// default a timed wait compares first, as it does while time is left, and sleeps. Not a
-/// model's state: set it on the test's thread before the model runs.
-#[cfg(loom)]
-#[doc(hidden)]
-pub fn loom_timed_waits_expire_at_entry() -> LoomSetting<bool> {
-    LoomSetting { previous: imp::expire_at_entry(true), restore: imp::expire_at_entry }
-}
-
-/// Under loom, lets the first `count` untimed futex waits of every execution that would
-/// sleep return [`FutexWait::Woken`] although nobody woke them, until the returned guard is
-/// dropped. Each such waiter sleeps while the model kernel's lock is let go and taken again,
-/// and may take a real wake-up meanwhile. A real futex wait returns early on a signal, and on
-/// a wake-up aimed at a past user of the same address (spinlab's releases may wake a
-/// lock's memory after it was freed and reused), so every caller must look again. Not a
-/// model's state: set it on the test's thread before the model runs.
-#[cfg(loom)]
-#[doc(hidden)]
-pub fn loom_spurious_wake_ups(count: usize) -> LoomSetting<usize> {
-    LoomSetting { previous: imp::spurious_wake_ups(count), restore: imp::spurious_wake_ups }
-}
-
-/// Puts back the previous value of a loom-only setting when dropped: the futex model's (see
-/// [`loom_timed_waits_expire_at_entry`] and [`loom_spurious_wake_ups`]) and the locks' and
-/// policies' (`lock::loom_starve_at_look`,
-/// `lock::loom_fair_moves`, `lock::loom_fair_slots`, `lock::loom_ticket_timed_sleepers_at_most`,
-/// `wait::loom_deadlines_span_sleeps`). Each setting is a thread-local of the test's own
-/// thread, set before its model runs.
-#[cfg(loom)]
-#[doc(hidden)]
-#[must_use = "the setting lasts only while the guard lives"]
-pub struct LoomSetting<T: Copy> {
-    previous: T,
-    restore: fn(T) -> T,
-}
-
-#[cfg(loom)]
-impl<T: Copy> LoomSetting<T> {
-    /// A guard that hands `previous` to `restore` when dropped.
-    pub(crate) fn new(previous: T, restore: fn(T) -> T) -> Self {
-        LoomSetting { previous, restore }
-    }
-}
-
-#[cfg(loom)]
-impl<T: Copy> Drop for LoomSetting<T> {
-    fn drop(&mut self) {
-        (self.restore)(self.previous);
     }
 }
 

@@ -222,7 +222,7 @@ pub struct Episode {
     /// The previous iteration's result, for loop bodies that chain one iteration's work on
     /// the last one's (the divides).
     chain: u64,
-    /// Iterations of the whole wait, across its sleeps (`loom_deadlines_span_sleeps`).
+    /// Iterations of the whole wait, across its sleeps (`testing::deadlines_span_sleeps`).
     #[cfg(loom)]
     steps: u32,
 }
@@ -275,33 +275,11 @@ impl Episode {
             // Loom has no clock, and its executions must be deterministic: a deadline is
             // modelled as expiring after a few iterations, which exercises every time-out path.
             #[cfg(loom)]
-            Some(_) if SPAN_SLEEPS.with(|span| span.get()) => self.steps >= 3,
+            Some(_) if crate::testing::deadline_spans_sleeps() => self.steps >= 3,
             #[cfg(loom)]
             Some(_) => self.iterations >= 3,
         }
     }
-}
-
-// Whether a deadline under loom counts the iterations of the whole wait (see
-// `loom_deadlines_span_sleeps`). A thread-local of the test's own thread: loom runs a model's
-// threads as coroutines on it.
-#[cfg(loom)]
-std::thread_local! {
-    static SPAN_SLEEPS: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
-}
-
-/// Under loom, makes a deadline expire after three iterations of the whole wait, counted
-/// across its sleeps, instead of three of its current spin phase, until the returned guard is
-/// dropped. By default each sleep restarts the count, so a waiter woken from its futex wait
-/// spins its budget out (two iterations under loom) before its deadline can pass: no model
-/// then sees a woken timed waiter give up while it spins. Not a model's state: set it on the
-/// test's thread before the model runs.
-#[cfg(loom)]
-#[doc(hidden)]
-pub fn loom_deadlines_span_sleeps() -> crate::sys::futex::LoomSetting<bool> {
-    crate::sys::futex::LoomSetting::new(SPAN_SLEEPS.with(|span| span.replace(true)), |previous| {
-        SPAN_SLEEPS.with(|span| span.replace(previous))
-    })
 }
 
 /// A policy this CPU cannot run, and the feature it lacks.

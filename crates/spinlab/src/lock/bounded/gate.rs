@@ -1,6 +1,7 @@
 //! What the word carries for a gated lock ([`Gated`](crate::lock::Gated)): the mark of a
 //! queue at its gate, the absences of the queue's head, and the looks of a thread about to queue.
 
+use super::release::Lap;
 use super::wait::{Mode, Outcome};
 use super::{Bounded, QUEUED};
 #[cfg(all(test, not(loom)))]
@@ -108,18 +109,4 @@ impl<W: Wait> Bounded<W> {
     pub(crate) unsafe fn release_gated(&self, queued: impl Fn() -> bool) -> Lap {
         self.release(self.state.load(Relaxed), queued)
     }
-}
-
-/// Which lap of 16 absences in a row a gated release completed
-/// ([`Bounded::release_gated`]). A spell is one run of absences, from the head's
-/// last wait to its next; spells are numbered modulo 8, so that a thread can tell a spell it
-/// timed from a later one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Lap {
-    /// No lap completed.
-    None,
-    /// The spell's first lap: the spell numbered so begins.
-    First(u32),
-    /// A later lap of the numbered spell.
-    Again(u32),
 }

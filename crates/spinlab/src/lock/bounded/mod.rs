@@ -40,15 +40,11 @@
 
 mod gate;
 mod release;
-mod settings;
 #[cfg(all(test, not(loom)))]
 mod tests;
 mod wait;
 
-pub(crate) use gate::Lap;
-#[cfg(loom)]
-#[doc(hidden)]
-pub use settings::loom_starve_at_look;
+pub(crate) use release::Lap;
 pub(crate) use wait::Outcome;
 pub use wait::STARVATION_NS;
 

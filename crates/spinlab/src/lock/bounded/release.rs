@@ -1,7 +1,6 @@
-//! The word's release: frees it, and wakes one sleeper where one is owed a wake-up (the module
-//! docs of [`Bounded`] give the rules).
+//! The word's release: frees it, wakes one sleeper where one is owed a wake-up, and counts a
+//! gated lock's absences (the module docs of [`Bounded`] give the rules).
 
-use super::gate::Lap;
 use super::{
     Bounded, ABSENCES, HANDOFF, LAPPED, LOCKED, ONE_ABSENCE, ONE_SLEEPER, ONE_SPELL, QUEUED, SPELLS, SPINNING, WAKING,
 };
@@ -68,4 +67,18 @@ fn owes_wake_up(state: u32) -> bool {
 #[inline]
 pub(super) fn sleepers(state: u32) -> u32 {
     state / ONE_SLEEPER
+}
+
+/// Which lap of 16 absences in a row a gated release completed
+/// ([`Bounded::release_gated`]). A spell is one run of absences, from the head's
+/// last wait to its next; spells are numbered modulo 8, so that a thread can tell a spell it
+/// timed from a later one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lap {
+    /// No lap completed.
+    None,
+    /// The spell's first lap: the spell numbered so begins.
+    First(u32),
+    /// A later lap of the numbered spell.
+    Again(u32),
 }

@@ -1,4 +1,3 @@
-use super::settings::NEVER_STARVES;
 use super::wait::WAKING_PAUSES;
 use super::*;
 use crate::sys::futex::FutexWait;
@@ -118,7 +117,7 @@ fn a_timed_waiter_behind_a_wake_up_in_flight_gives_up_at_its_deadline() {
         lock.state.store(word, SeqCst);
         let (done, outcome) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            NEVER_STARVES.with(|never| never.set(true));
+            let _never = crate::testing::never_starve();
             let deadline = Instant::now() + Duration::from_millis(20);
             done.send(lock.lock_until(Some(deadline)).is_some()).unwrap();
         });
@@ -370,12 +369,12 @@ fn no_waiter_sleeps_through_a_wake_up_that_found_nobody() {
     let (x_holds, x_may_unlock) = (AtomicBool::new(false), AtomicBool::new(false));
     let finished = AtomicU32::new(0);
     let brief = Duration::from_millis(100);
-    NEVER_STARVES.with(|never| never.set(true));
+    let _never = crate::testing::never_starve();
     let ok = std::thread::scope(|s| {
         lock.lock();
         s.spawn(|| {
             ROLE.with(|role| role.set(Role::WokenThenSpins));
-            NEVER_STARVES.with(|never| never.set(true));
+            let _never = crate::testing::never_starve();
             lock.lock();
             x_holds.store(true, SeqCst);
             while !x_may_unlock.load(SeqCst) {
@@ -395,7 +394,7 @@ fn no_waiter_sleeps_through_a_wake_up_that_found_nobody() {
         // A second waiter counts in (if the rule lets it) while `WAKING` is set, and pauses.
         s.spawn(|| {
             ROLE.with(|role| role.set(Role::PreemptedBeforeSleep));
-            NEVER_STARVES.with(|never| never.set(true));
+            let _never = crate::testing::never_starve();
             lock.lock();
             // SAFETY: locked just above.
             unsafe { lock.unlock(GuardSend::new()) };
@@ -412,7 +411,7 @@ fn no_waiter_sleeps_through_a_wake_up_that_found_nobody() {
         assert!(within(Duration::from_secs(10), || x_holds.load(SeqCst)), "the spinner never took the lock");
         // A third waiter counts in, which would bring the word back to the second's value.
         s.spawn(|| {
-            NEVER_STARVES.with(|never| never.set(true));
+            let _never = crate::testing::never_starve();
             lock.lock();
             // SAFETY: locked just above.
             unsafe { lock.unlock(GuardSend::new()) };

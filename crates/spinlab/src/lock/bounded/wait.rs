@@ -2,7 +2,6 @@
 //! module docs of [`Bounded`] give the design).
 
 use super::release::sleepers;
-use super::settings;
 use super::{Bounded, HANDOFF, LOCKED, ONE_SLEEPER, SPINNING, WAKING};
 use crate::sync::Ordering::*;
 use crate::sys::futex::FutexWait;
@@ -270,7 +269,7 @@ impl Starvation {
         self.looks = self.looks.saturating_add(1);
         #[cfg(not(loom))]
         {
-            if settings::never_starves() {
+            if crate::testing::never_starves() {
                 return false;
             }
             if self.since.is_none() && self.looks < LOOKS_BEFORE_CLOCK {
@@ -282,10 +281,10 @@ impl Starvation {
         }
         // Loom has no clock: a waiter starves at its second look at a held lock, so the
         // models explore claims racing releases, sleepers and time-outs; a model that sets
-        // `loom_starve_at_look(u32::MAX)` explores the waits in which nobody claims.
+        // `testing::starve_at_look(u32::MAX)` explores the waits in which nobody claims.
         #[cfg(loom)]
         {
-            self.looks >= settings::starve_at_look()
+            self.looks >= crate::testing::starving_look()
         }
     }
 }
