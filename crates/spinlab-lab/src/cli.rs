@@ -149,7 +149,7 @@ fn run(sys_root: &Path, experiment: &dyn Experiment, common: &Common) -> Result<
     let outputs = Outputs::check(common.output.json.as_deref(), common.output.csv.as_deref())?;
     let lab = Lab::new(sys_root, !common.output.quiet)?;
     let meter = Meter::start(&allowed_cpus());
-    let mut runs = experiment.run(&lab, common)?;
+    let mut runs = crate::experiments::measure(experiment, &lab, common)?;
     let load = meter.finish();
     for run in runs.iter_mut() {
         run.stamp_load(&load);

@@ -86,6 +86,18 @@ pub trait Experiment {
     }
 }
 
+/// Runs `experiment`, and puts each run's rows through its row type
+/// ([`write_through`](crate::results::rows::write_through)), as `spinlab run` and
+/// `spinlab report` write them.
+pub fn measure(experiment: &dyn Experiment, lab: &Lab, common: &Common) -> Result<Vec<Run>, LabError> {
+    let mut runs = experiment.run(lab, common)?;
+    for run in &mut runs {
+        crate::results::rows::write_through(run)
+            .map_err(|e| LabError::failed(format!("{e}: the experiment wrote a row its type does not hold")))?;
+    }
+    Ok(runs)
+}
+
 /// Every experiment, in the order a report runs them (the floors first).
 /// `spinlab run NAME`, `spinlab report` and its `--only` all read this list.
 fn entries() -> Vec<Entry> {

@@ -150,7 +150,7 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
         let meter = Meter::start(&allowed_cpus());
         let transfer_before = line_transfer_ns(&lab);
         let step_started = Instant::now();
-        let mut runs = match step.experiment.run(&lab, &step.common) {
+        let mut runs = match crate::experiments::measure(step.experiment.as_ref(), &lab, &step.common) {
             Ok(runs) => runs,
             // One experiment failing leaves the others' results standing; the report says why.
             Err(e) => {

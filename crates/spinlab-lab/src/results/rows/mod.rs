@@ -99,24 +99,52 @@ pub const ALL: &[(&str, &[&str])] = &[
     (SprRow::EXPERIMENT, SprRow::KEYS),
 ];
 
+/// Calls `$then::<RowType>` for `$experiment`'s row type; an experiment without one (a test's
+/// own) gives `Ok(())`.
+macro_rules! by_type {
+    ($experiment:expr, $then:ident, $run:expr) => {
+        match $experiment {
+            FloorRow::EXPERIMENT => $then::<FloorRow>($run),
+            ContentionRow::EXPERIMENT => $then::<ContentionRow>($run),
+            HerdRow::EXPERIMENT => $then::<HerdRow>($run),
+            InterferenceRow::EXPERIMENT => $then::<InterferenceRow>($run),
+            HandoffRow::EXPERIMENT => $then::<HandoffRow>($run),
+            WakeupRow::EXPERIMENT => $then::<WakeupRow>($run),
+            BarrierRow::EXPERIMENT => $then::<BarrierRow>($run),
+            SprRow::EXPERIMENT => $then::<SprRow>($run),
+            _ => Ok(()),
+        }
+    };
+}
+
 /// Whether every row of `run` fits its experiment's type: why the first one does not.
 pub fn check(run: &Run) -> Result<(), String> {
-    match run.experiment.as_str() {
-        FloorRow::EXPERIMENT => check_as::<FloorRow>(run),
-        ContentionRow::EXPERIMENT => check_as::<ContentionRow>(run),
-        HerdRow::EXPERIMENT => check_as::<HerdRow>(run),
-        InterferenceRow::EXPERIMENT => check_as::<InterferenceRow>(run),
-        HandoffRow::EXPERIMENT => check_as::<HandoffRow>(run),
-        WakeupRow::EXPERIMENT => check_as::<WakeupRow>(run),
-        BarrierRow::EXPERIMENT => check_as::<BarrierRow>(run),
-        SprRow::EXPERIMENT => check_as::<SprRow>(run),
-        _ => Ok(()),
-    }
+    by_type!(run.experiment.as_str(), check_as, run)
 }
 
 fn check_as<R: RowType>(run: &Run) -> Result<(), String> {
     for (i, row) in run.rows.iter().enumerate() {
         R::from_row(row).map_err(|e| format!("{} row {}: {e}", run.experiment, i + 1))?;
+    }
+    Ok(())
+}
+
+/// Puts every row of a measured `run` through its experiment's type, so that the document
+/// holds what the type writes, in the type's key order, whatever order the experiment set its
+/// keys in. A key the type lacks, or a value of the wrong kind, is a bug in the experiment:
+/// refused here, where it would otherwise be dropped and read back as absent.
+pub fn write_through(run: &mut Run) -> Result<(), String> {
+    let experiment = run.experiment.clone();
+    by_type!(experiment.as_str(), write_as, run)
+}
+
+fn write_as<R: RowType>(run: &mut Run) -> Result<(), String> {
+    for (i, row) in run.rows.iter_mut().enumerate() {
+        let at = || format!("{} row {}", run.experiment, i + 1);
+        if let Some(key) = row.0.keys().find(|key| !R::KEYS.contains(&key.as_str())) {
+            return Err(format!("{}: `{key}` is not a key of its row type (docs/results.md)", at()));
+        }
+        *row = R::from_row(row).map_err(|e| format!("{}: {e}", at()))?.to_row();
     }
     Ok(())
 }
@@ -218,4 +246,42 @@ impl Run {
 /// The rows of `rows` as their type (see [`Run::rows_as`]).
 pub fn typed<'a, R: RowType>(rows: impl IntoIterator<Item = &'a Row>) -> Vec<R> {
     rows.into_iter().map(|row| R::from_row(row).expect("rows fit their type when loaded or written")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn herd_run(row: Row) -> Run {
+        let mut run = Run::new(HerdRow::EXPERIMENT);
+        run.rows.push(row);
+        run
+    }
+
+    #[test]
+    fn a_measured_row_is_written_in_its_types_key_order() {
+        let mut run = herd_run(Row::new().with("wall_s", 1.5).with("threads", 4).with("lock", "std"));
+        write_through(&mut run).unwrap();
+        let keys: Vec<&str> = run.rows[0].0.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["lock", "threads", "wall_s"]);
+        assert_eq!(run.rows_as::<HerdRow>()[0].wall_s, Some(1.5));
+    }
+
+    #[test]
+    fn a_key_the_type_lacks_or_a_value_of_the_wrong_kind_is_refused() {
+        let mut run = herd_run(Row::new().with("lock", "std").with("wall_secs", 1.5));
+        let err = write_through(&mut run).unwrap_err();
+        assert_eq!(err, "herd row 1: `wall_secs` is not a key of its row type (docs/results.md)");
+        let mut run = herd_run(Row::new().with("lock", "std").with("threads", "four"));
+        let err = write_through(&mut run).unwrap_err();
+        assert!(err.starts_with("herd row 1: invalid type"), "{err}");
+    }
+
+    #[test]
+    fn a_run_of_no_known_experiment_is_left_as_it_is() {
+        let mut run = Run::new("not-an-experiment");
+        run.rows.push(Row::new().with("b", 1).with("a", 2));
+        write_through(&mut run).unwrap();
+        assert_eq!(run.rows[0].0.keys().map(String::as_str).collect::<Vec<_>>(), ["b", "a"]);
+    }
 }
