@@ -227,7 +227,7 @@ pub fn compare(a: &Results, b: &Results) -> Comparison {
 
 /// The comparison as text: a table per experiment.
 pub fn render(a_name: &str, b_name: &str, a: &Results, b: &Results, c: &Comparison) -> String {
-    let cpu = |r: &Results| r.machine.get("cpu_model").and_then(Value::as_str).unwrap_or("unknown CPU").to_string();
+    let cpu = |r: &Results| r.cpu_model();
     let mut out = format!("A: {a_name} ({})\nB: {b_name} ({})\n", cpu(a), cpu(b));
     out.push_str(&line_transfers(a, b));
     out.push_str(&uncontended_floors(a, b));

@@ -82,7 +82,7 @@ pub fn number(all: &[Caveat], caveat: &Caveat) -> Option<usize> {
 /// A pass by name: its experiment, and its critical section where it has one
 /// (`contention (critical section 100 ns)`).
 pub fn pass_name(run: &Run) -> String {
-    match run.params.get("cs_ns").and_then(|v| v.as_f64()) {
+    match run.known_params().cs_ns {
         Some(ns) => format!("{} ({})", run.experiment, section_words(ns)),
         None => run.experiment.clone(),
     }

@@ -33,13 +33,13 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     /// The context of `results`, its CPU count read from the machine's allowed CPU list.
     pub fn new(results: &'a Results) -> Context<'a> {
-        let cpus = results
-            .machine
-            .get("allowed_cpus")
-            .and_then(|v| v.as_str())
+        let card = results.machine_card();
+        let cpus = card
+            .allowed_cpus
+            .as_deref()
             .map(count_cpu_list)
             .filter(|n| *n > 0)
-            .or_else(|| results.machine.get("logical_cpus").and_then(|v| v.as_u64()).map(|n| n as usize))
+            .or_else(|| card.logical_cpus.map(|n| n as usize))
             .unwrap_or(1);
         Context { results, cpus }
     }

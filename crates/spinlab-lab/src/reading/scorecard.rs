@@ -398,7 +398,7 @@ impl Finding {
 
 /// The under-load words of the runs of `experiment` in `ctx`, when any ran under load.
 pub fn load_of(ctx: &Context<'_>, experiment: &str) -> Option<String> {
-    ctx.runs_of(experiment).iter().find_map(|r| r.under_load().map(str::to_string))
+    ctx.runs_of(experiment).iter().find_map(|r| r.under_load())
 }
 
 /// The reason `R`'s experiment skipped the rows `matches` picks (those at `placement` `smt`:

@@ -8,8 +8,8 @@ use super::recommend::Advice;
 use super::scorecard::{self, Scorecard};
 use super::verdict;
 use crate::reading::Context;
+use crate::results::read::{MachineCard, PlacementCard};
 use crate::results::Results;
-use serde_json::Value;
 
 const STYLE: &str = "
 body { font-family: sans-serif; margin: 0 auto; max-width: 960px; padding: 16px 24px; color: #222; }
@@ -42,8 +42,8 @@ nav a { margin-right: 12px; }
 pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
     let ctx = Context::new(results);
     let figures = figures::all(&ctx);
-    let machine = &results.machine;
-    let cpu = machine.get("cpu_model").and_then(Value::as_str).unwrap_or("unknown CPU");
+    let machine = results.machine_card();
+    let cpu = &results.cpu_model();
     let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
     let mut out = String::new();
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -81,7 +81,7 @@ pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
     out.push_str(&scorecard::html(card));
 
     out.push_str("<h2 id=\"machine\">The machine</h2>\n");
-    out.push_str(&machine_card(machine));
+    out.push_str(&machine_card(&machine));
 
     for f in &figures {
         let runs: Vec<&crate::results::Run> = results.runs.iter().filter(|r| r.experiment == f.experiment).collect();
@@ -102,9 +102,8 @@ fn section(f: &Figure, runs: &[&crate::results::Run]) -> String {
     let reps: Vec<String> = runs
         .iter()
         .filter_map(|r| {
-            let min = r.params.get("min_reps")?;
-            let max = r.params.get("max_reps")?;
-            Some(format!("{min}-{max}"))
+            let params = r.known_params();
+            Some(format!("{}-{}", params.min_reps?, params.max_reps?))
         })
         .collect();
     out.push_str(&format!(
@@ -141,98 +140,81 @@ fn section(f: &Figure, runs: &[&crate::results::Run]) -> String {
     out
 }
 
-fn machine_card(m: &Value) -> String {
-    let s = |path: &[&str]| field(m, path);
+fn machine_card(card: &MachineCard) -> String {
+    let yes = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let or_unknown = |n: Option<u64>| n.map_or("?".to_string(), |n| n.to_string());
     let mut rows: Vec<(&str, String)> = Vec::new();
     let mut add = |k: &'static str, v: Option<String>| {
         if let Some(v) = v {
             rows.push((k, v));
         }
     };
-    add("CPU", s(&["cpu_model"]));
+    add("CPU", card.cpu_model.clone());
     add(
         "logical CPUs",
-        s(&["logical_cpus"]).map(|n| format!("{n} (this run may use {})", s(&["allowed_cpus"]).unwrap_or_default())),
+        card.logical_cpus.map(|n| format!("{n} (this run may use {})", card.allowed_cpus.clone().unwrap_or_default())),
     );
-    add("virtual machine", s(&["hypervisor"]));
+    add("virtual machine", card.hypervisor.map(yes));
+    let topology = card.topology.clone().unwrap_or_default();
     add(
         "topology",
         Some(format!(
             "{} package(s), {} core(s), {} thread(s) per core, {} NUMA node(s), {} last-level cache group(s), SMT {}",
-            s(&["topology", "packages"]).unwrap_or("?".into()),
-            s(&["topology", "cores"]).unwrap_or("?".into()),
-            s(&["topology", "threads_per_core"]).unwrap_or("?".into()),
-            s(&["topology", "numa_nodes"]).unwrap_or("?".into()),
-            s(&["topology", "llc_groups"]).unwrap_or("?".into()),
-            s(&["topology", "smt"]).unwrap_or("?".into()),
+            or_unknown(topology.packages),
+            or_unknown(topology.cores),
+            or_unknown(topology.threads_per_core),
+            or_unknown(topology.numa_nodes),
+            or_unknown(topology.llc_groups),
+            topology.smt.map_or("?".to_string(), yes),
         )),
     );
-    add("placements", placements(m));
-    if let Some(features) = m.get("wait_features").and_then(Value::as_object) {
-        let text: Vec<String> = features
-            .iter()
-            .map(|(k, v)| format!("{k} {}", if v.as_bool() == Some(true) { "yes" } else { "no" }))
-            .collect();
+    add("placements", topology.placements.as_deref().map(placements));
+    if let Some(features) = &card.wait_features {
+        let text: Vec<String> = features.listed().into_iter().map(|(k, has)| format!("{k} {}", yes(has))).collect();
         add("wait instructions", Some(text.join(", ")));
     }
+    let tsc = card.tsc.unwrap_or_default();
     add(
         "cycle counter",
-        s(&["tsc", "frequency_hz"]).map(|hz| {
-            let ghz = hz.parse::<f64>().map_or(hz.clone(), |h| format!("{:.3} GHz", h / 1e9));
-            format!("{ghz}, invariant {}", s(&["tsc", "invariant"]).unwrap_or("?".into()))
-        }),
+        tsc.frequency_hz
+            .map(|hz| format!("{:.3} GHz, invariant {}", hz as f64 / 1e9, tsc.invariant.map_or("?".to_string(), yes))),
     );
-    add("performance counters", s(&["perf_counters", "readable"]));
-    add("kernel", s(&["kernel"]));
-    add("cpufreq governor", s(&["cpufreq_governor"]));
-    add("cpuidle", s(&["cpuidle"]));
-    add("clock source", s(&["clocksource"]));
-    add("spinlab", s(&["spinlab_version"]));
+    add("performance counters", card.perf_counters.and_then(|p| p.readable).map(yes));
+    add("kernel", card.kernel.clone());
+    add("cpufreq governor", card.cpufreq_governor.clone());
+    add("cpuidle", card.cpuidle.clone());
+    add("clock source", card.clocksource.clone());
+    add("spinlab", card.spinlab_version.clone());
     let mut out = String::from("<table class=\"machine\">\n");
     for (k, v) in rows {
         out.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>\n", escape(k), escape(&v)));
     }
     out.push_str("</table>\n");
-    out.push_str(&absent(m));
+    out.push_str(&absent(&card.absent));
     out
 }
 
-/// The machine's field at `path`, in words (`yes`/`no` for a flag); `None` where absent.
-fn field(m: &Value, path: &[&str]) -> Option<String> {
-    let mut v = m;
-    for p in path {
-        v = v.get(p)?;
-    }
-    match v {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(if *b { "yes".into() } else { "no".into() }),
-        v => Some(v.to_string()),
-    }
-}
-
 /// Each placement, and why it is unavailable where it is.
-fn placements(m: &Value) -> Option<String> {
-    let placements = m.pointer("/topology/placements").and_then(Value::as_array)?;
+fn placements(placements: &[PlacementCard]) -> String {
     let text: Vec<String> = placements
         .iter()
         .map(|p| {
-            let name = p.get("placement").and_then(Value::as_str).unwrap_or("?");
-            match p.get("skipped").and_then(Value::as_str) {
+            let name = p.placement.as_deref().unwrap_or("?");
+            match &p.skipped {
                 Some(why) => format!("{name}: unavailable ({why})"),
                 None => format!("{name}: yes"),
             }
         })
         .collect();
-    Some(text.join("; "))
+    text.join("; ")
 }
 
 /// The list of what the machine lacks, or nothing.
-fn absent(m: &Value) -> String {
+fn absent(absent: &[String]) -> String {
     let mut out = String::new();
-    if let Some(absent) = m.get("absent").and_then(Value::as_array).filter(|a| !a.is_empty()) {
+    if !absent.is_empty() {
         out.push_str("<p>What this machine lacks (the experiments that need it say so below):</p>\n<ul>\n");
-        for a in absent.iter().filter_map(Value::as_str) {
+        for a in absent {
             out.push_str(&format!("<li>{}</li>\n", escape(a)));
         }
         out.push_str("</ul>\n");

@@ -13,7 +13,6 @@ use crate::reading::caveat::{self, Caveat};
 use crate::reading::scorecard::{Finding, Verdict};
 use crate::reading::Context;
 use crate::results::{Results, ScorecardLine};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Every claim checked against the document behind `ctx`, seed by seed (within a seed, in the
@@ -84,7 +83,7 @@ fn label(path: &Path, results: &Results) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| path.display().to_string());
-    match results.machine.get("cpu_model").and_then(Value::as_str) {
+    match results.machine_card().cpu_model {
         Some(cpu) => format!("{folder} ({cpu})"),
         None => folder,
     }

@@ -30,6 +30,8 @@ pub fn load(path: &Path) -> Result<Results, LabError> {
         super::rows::check(run)
             .map_err(|e| LabError::usage(format!("{shown}: a {SCHEMA} document with a malformed row: {e}")))?;
     }
+    super::read::check(&results)
+        .map_err(|e| LabError::usage(format!("{shown}: a {SCHEMA} document with a malformed part: {e}")))?;
     Ok(results)
 }
 

@@ -12,6 +12,7 @@ pub mod format;
 pub mod keys;
 mod load;
 pub mod output;
+pub mod read;
 pub mod recommendation;
 pub mod rows;
 pub mod table;
@@ -175,13 +176,14 @@ impl Run {
     }
 
     /// Why this run's figures may not hold (`under_load`), if they may not.
-    pub fn under_load(&self) -> Option<&str> {
-        self.params.get(UNDER_LOAD).and_then(|v| v.as_str())
+    pub fn under_load(&self) -> Option<String> {
+        self.known_params().under_load
     }
 
     /// The line transfers measured just before and just after the run (`spinlab report`).
     pub fn transfers(&self) -> [Option<f64>; 2] {
-        [TRANSFER_BEFORE_NS, TRANSFER_AFTER_NS].map(|k| self.params.get(k).and_then(Value::as_f64))
+        let params = self.known_params();
+        [params.line_transfer_before_ns, params.line_transfer_after_ns]
     }
 
     /// When the line transfer before and after the run lie more than [`MOVED_FACTOR`] apart:

@@ -171,7 +171,7 @@ pub(super) fn uncontended_floor(at: &OnePerCpu<'_>) -> Option<MachineState> {
 /// The spinlock's busiest group of CPUs over its idlest, where the groups are NUMA nodes.
 pub(super) fn node_favoured(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
     let rows = at.words("group_max_min_ratio of the spinlock, threads grouped by node");
-    let by_node = at.run.and_then(|r| r.params.get("groups_by")).and_then(|v| v.as_str()) == Some("node");
+    let by_node = at.run.and_then(|r| r.known_params().groups_by).as_deref() == Some("node");
     if at.run.is_some() && !by_node {
         let why = "one NUMA node: there is no second node to be favoured over".to_string();
         return Finding::without(&SPINLOCK_FAVOURS_NODE, &rows, Judged::CannotTest(why));

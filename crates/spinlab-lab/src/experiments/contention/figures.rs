@@ -9,7 +9,7 @@ use crate::results::Run;
 
 /// A contention run's critical section (`--cs-ns`), in nanoseconds, where its parameters say.
 pub(super) fn cs_ns(run: &Run) -> Option<f64> {
-    run.params.get("cs_ns").and_then(|v| v.as_f64())
+    run.known_params().cs_ns
 }
 
 /// The contention runs the recommendation and the scorecard read, by critical section.

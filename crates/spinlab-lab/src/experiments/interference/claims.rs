@@ -160,8 +160,8 @@ pub(super) fn responsiveness(ctx: &Context<'_>) -> Finding {
     };
     let mut detail = format!("miss {} ns, spin {} ns per read", number(miss.value), number(spin.value));
     let chase = ctx.runs_of("interference").into_iter().find_map(|run| {
-        let param = |key: &str| run.params.get(key).and_then(|v| v.as_f64());
-        Some((param("miss_chase_bytes")?, param("miss_chase_times_seed_size")?, param("miss_chase_step_ns")?))
+        let params = run.known_params();
+        Some((params.miss_chase_bytes?, params.miss_chase_times_seed_size?, params.miss_chase_step_ns?))
     });
     if let Some((bytes, times, step_ns)) = chase {
         detail.push_str(&format!(
