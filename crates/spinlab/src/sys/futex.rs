@@ -7,7 +7,7 @@
 //! forgets a wake-up therefore deadlocks in the model, and loom reports it. A timed waiter
 //! sleeps too, and may be the one a wake-up picks, before it times out; a model can also make
 //! timed waits find their deadline already passed, and untimed ones return spuriously
-//! ([`crate::testing`]'s `timed_waits_expire_at_entry` and `spurious_wake_ups`).
+//! (`testing::timed_waits_expire_at_entry` and `testing::spurious_wake_ups`).
 
 use crate::sync::AtomicU32;
 use std::time::Instant;
