@@ -990,13 +990,15 @@ moving_models! {
 /// A gated lock's head sleeps on the same word. One gated lock stands for the others here:
 /// what a gate does at a hand-over does not depend on how its head took the word, and the
 /// `models!` pairs check every gate's. It waits with `spin-park`, whose spinner's steps go on
-/// after a lost race (the table beside `models!`), and keeps the generic bound, except in its
-/// spurious model: there a gate waiter and the head both sleep and either may return
-/// unwoken, and at two preemptions loom explores it for minutes. At one it still places the
-/// spurious return at every wait of either thread and cuts one thread at any point; two
-/// windows open at once are `release_wakes_two_waiters`'s, at two.
+/// after a lost race (the table beside `models!`). Its timed and spurious models run at one
+/// preemption, as `SLEEPERS_AT_A_GATE`'s timed ones do and for the same reason: a gate waiter
+/// and the head both sleep, and at two loom explores each for minutes. One preemption still
+/// cuts any one thread at any point (a timed waiter between its wait and its count-out, a
+/// waiter between its mark and its sleep), and the spurious return comes at every wait of
+/// either thread; two windows open at once are `release_wakes_two_waiters`'s, at two. The
+/// bounded words keep two everywhere (`$one_window` is the bound of those three models).
 macro_rules! never_starving_models {
-    ($($name:ident: $lock:ty, $spurious:expr $(, $wake_finds_nobody:ident)?;)*) => {$(
+    ($($name:ident: $lock:ty, $one_window:expr $(, $wake_finds_nobody:ident)?;)*) => {$(
         mod $name {
             use super::*;
 
@@ -1009,21 +1011,21 @@ macro_rules! never_starving_models {
             #[test]
             fn timed_waiter_queued_with_plain_waiter() {
                 let _never = spinlab::testing::starve_at_look(u32::MAX);
-                timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+                timed_waiters_race_holder::<$lock>(1, 1, $one_window, HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn timed_waiter_expired_at_entry_queued_with_plain_waiter() {
                 let _never = spinlab::testing::starve_at_look(u32::MAX);
                 let _expired = spinlab::testing::timed_waits_expire_at_entry();
-                timed_waiters_race_holder::<$lock>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+                timed_waiters_race_holder::<$lock>(1, 1, $one_window, HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
             fn release_wakes_two_waiters_one_of_them_also_spuriously() {
                 let _never = spinlab::testing::starve_at_look(u32::MAX);
                 let _spurious = spinlab::testing::spurious_wake_ups(1);
-                release_wakes_every_waiter::<$lock>(2, $spurious, HOLDER_YIELDS_TWO_WAITERS);
+                release_wakes_every_waiter::<$lock>(2, $one_window, HOLDER_YIELDS_TWO_WAITERS);
             }
 
             #[test]
