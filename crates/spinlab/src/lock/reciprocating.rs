@@ -88,6 +88,24 @@ impl<W: Wait> Reciprocating<W> {
         }
     }
 
+    /// What the word holds (a snapshot): 0 when free, and otherwise a number that changes at
+    /// every arrival and every detach, so that a thread that sees it change knows that another
+    /// thread has arrived or that the arrivals were detached.
+    ///
+    /// ```
+    /// use lock_api::RawMutex;
+    /// use spinlab::{lock::Reciprocating, wait::Spin};
+    /// let lock = Reciprocating::<Spin>::new();
+    /// assert_eq!(lock.last_arrival(), 0);
+    /// let guard = lock.lock();
+    /// assert_ne!(lock.last_arrival(), 0);
+    /// // SAFETY: locked just above.
+    /// unsafe { lock.unlock(guard) };
+    /// ```
+    pub fn last_arrival(&self) -> u32 {
+        self.arrivals.load(Relaxed)
+    }
+
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<ReciprocatingGuard> {
