@@ -25,8 +25,8 @@
 //! store), at once. Models with three threads get two: every window these locks have spans
 //! two threads, the releaser and the one being admitted, and the third thread's arrival (the
 //! new push during a detach, a second waiter on a shared slot) needs no preemption of its own
-//! since it runs whenever the other two yield or sleep. A third preemption made the
-//! three-thread models take minutes each on two CPUs.
+//! since it runs whenever the other two yield or sleep. Over `spin`, two waiters without a
+//! deadline get one ([`TWO_SPINNERS`] says why).
 
 use lock_api::{RawMutex, RawMutexTimed};
 use loom::cell::UnsafeCell;
@@ -239,16 +239,29 @@ fn timed_waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, 
 /// one (an arrival it must detach). Hapax: each round is a new episode with a new value, whose
 /// slot the two slots of the model make the waiters' share.
 fn holder_relocks_while_others_wait<L: Lock>(waiters: usize, rounds: usize, bound: Bound) {
+    holder_relocks_while_timed_and_plain_wait::<L>(0, waiters, rounds, bound);
+}
+
+/// [`holder_relocks_while_others_wait`] with `timed` of the waiters holding a deadline: a
+/// Reciprocating waiter may abandon its node in a segment whose end is the holder's node, or
+/// in the next stack, and a release must skip it and still free or detach correctly; a Hapax
+/// timed waiter marks one episode after another.
+fn holder_relocks_while_timed_and_plain_wait<L: Lock>(timed: usize, plain: usize, rounds: usize, bound: Bound) {
     check(bound, move || {
         let shared = Shared::<L>::new();
-        let others = spawn_each(&shared, waiters, Shared::locked_bump);
+        let timed_waiters = spawn_each(&shared, timed, Shared::timed_bump);
+        let plain_waiters = spawn_each(&shared, plain, Shared::locked_bump);
         for _ in 0..rounds {
             shared.locked_bump();
         }
-        for other in others {
-            other.join().unwrap();
+        let mut acquired = plain + rounds;
+        for waiter in timed_waiters {
+            acquired += waiter.join().unwrap() as usize;
         }
-        assert_eq!(shared.count(), waiters + rounds);
+        for waiter in plain_waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(shared.count(), acquired);
         shared.assert_free_and_working();
     });
 }
@@ -332,6 +345,12 @@ macro_rules! models {
             #[test]
             fn holder_relocks_while_one_waits() {
                 holder_relocks_while_others_wait::<L>(1, 3, Bound::Default(3));
+            }
+
+            /// A timed waiter and a plain one while the holder relocks.
+            #[test]
+            fn holder_relocks_while_a_timed_and_a_plain_waiter_wait() {
+                holder_relocks_while_timed_and_plain_wait::<L>(1, 1, 2, $two_waiters.bound);
             }
 
             /// The same with two waiters: the first release detaches a segment of one or two,

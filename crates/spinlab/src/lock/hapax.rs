@@ -31,7 +31,8 @@
 //!
 //! Memory: 16 bytes per lock and an 8-byte guard (the holder's value), 24 in place; 16 bytes
 //! per thread; the waiting array (8 KiB) once per process. Uncontended: a swap to lock, a CAS
-//! to unlock; contended, a store and two read-modify-writes of the slot.
+//! to unlock; a release to a waiter adds a store to `depart` and a bump of the slot (and a
+//! read-modify-write of its sleeper count, with a policy that may sleep).
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
 use crate::wait::{Episode, Spun, Wait};
