@@ -175,8 +175,9 @@ typedef struct {
  * mutex, and what a holder wrote before its unlock is visible to the next holder. Its other
  * guarantees are those of the lock its name chooses (docs/c.md lists them):
  *
- * - order: `ticket` and `clh` FIFO; `mcs` FIFO in its queue; `fair` round-robin over its
- *   waiters' slots. Over a policy that sleeps or yields, their waiters keep that order, but a
+ * - order: `ticket`, `clh` and `hapax` FIFO; `mcs` FIFO in its queue; `reciprocating` each
+ *   waiter overtaken at most once by each thread that arrived after it; `fair` round-robin
+ *   over its waiters' slots. Over a policy that sleeps or yields, their waiters keep that order, but a
  *   running thread may take the lock before the head of the queue, for at most 0.5 ms of the
  *   head's wait. `bounded`: a running waiter passed over for at most 0.5 ms. `tas`, `ttas`,
  *   `std`, `pthread`: none. `parking_lot`: a fair hand-off about every 0.5 ms. The default is
@@ -188,10 +189,11 @@ typedef struct {
  *
  * When threads outnumber CPUs: `ticket`, `mcs`, `clh` and `fair` over a policy whose waiters
  * keep their CPU (`spin`, `pause`, `idiv`, `fdiv`, `cas`, `miss`, `backoff`, `umwait`,
- * `tpause`, `mwaitx`, `wfe`) hand the lock over in order to a thread that may not be running,
- * and their throughput collapses: use them only where threads never outnumber the CPUs they
- * may run on. Over a policy that sleeps or yields, the same algorithms queue in front of a
- * bounded-bypass word, and they and every other lock hold up (docs/c.md, "When threads
+ * `tpause`, `mwaitx`, `wfe`); `reciprocating` and `hapax` over any policy hand the lock over
+ * in order to a thread that may not be running, and their throughput collapses:
+ * use them only where threads never outnumber the CPUs they may run on. Over a policy that
+ * sleeps or yields, `ticket`, `mcs`, `clh` and `fair` queue in front of a bounded-bypass
+ * word, and they and every other lock hold up (docs/c.md, "When threads
  * outnumber CPUs"; measurements in docs/contention.md).
  */
 typedef struct {

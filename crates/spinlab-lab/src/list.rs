@@ -217,6 +217,7 @@ const FAIRNESS_IN_BRIEF: &[(&str, &str)] = &[
     ("eventual fairness", "eventual"),
     ("a running waiter passed over for at most", "bounded bypass"),
     ("on up to", "bounded bypass"),
+    ("overtaken at most once", "bounded bypass"),
 ];
 
 /// The longest a bound none of [`FAIRNESS_IN_BRIEF`] recognises is shown, in characters.

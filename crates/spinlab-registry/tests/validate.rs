@@ -8,7 +8,7 @@
 //! a watchdog then fails it, naming the lock and the step, instead of stalling CI.
 
 use lock_api::RawMutex;
-use spinlab::lock::{Clh, Fair, Mcs, McsQueue, Ticket};
+use spinlab::lock::{Clh, Fair, Hapax, Mcs, McsQueue, Reciprocating, Ticket};
 use spinlab::wait::{Futex, Spin, SpinPark};
 use spinlab_registry::{self as registry, DynMutex, LockEntry};
 use std::cell::UnsafeCell;
@@ -390,6 +390,9 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<Clh<Futex>>("clh:futex");
     nested::<Ticket<SpinPark>>("ticket:spin-park");
     nested::<Fair<SpinPark>>("fair:spin-park");
+    nested::<Reciprocating<Spin>>("reciprocating:spin");
+    nested::<Reciprocating<Futex>>("reciprocating:futex");
+    nested::<Hapax<SpinPark>>("hapax:spin-park");
 }
 
 /// Locks `lock`, notes `who` in `order` while holding it, and releases.
@@ -446,6 +449,18 @@ fn served_in_queue_order<L: RawMutex + Sync>(
     mark: impl Fn(&L) -> usize,
     moved: impl Fn(&L, usize) -> bool,
 ) {
+    served_in_order(name, lock, mark, moved, [0, 1, 2]);
+}
+
+/// [`served_in_queue_order`] for a lock whose documented order is `expected` (the waiters
+/// numbered in the order they queued).
+fn served_in_order<L: RawMutex + Sync>(
+    name: &str,
+    lock: &L,
+    mark: impl Fn(&L) -> usize,
+    moved: impl Fn(&L, usize) -> bool,
+    expected: [u32; 3],
+) {
     let _watchdog = watchdog(name, "three waiters served in the order they queued");
     for round in 0..100 {
         let order = std::sync::Mutex::new(Vec::with_capacity(3));
@@ -462,7 +477,7 @@ fn served_in_queue_order<L: RawMutex + Sync>(
             // SAFETY: locked above by this thread.
             unsafe { lock.unlock(held) };
         });
-        assert_eq!(order.into_inner().unwrap(), [0, 1, 2], "{name}, round {round}");
+        assert_eq!(order.into_inner().unwrap(), expected, "{name}, round {round}");
     }
     assert!(!lock.is_locked(), "{name}");
 }
@@ -489,6 +504,41 @@ fn clh_serves_in_queue_order<W: spinlab::wait::Wait>() {
         unsafe { lock.unlock(held) };
     });
     served_in_queue_order(&format!("clh:{}", W::NAME), &lock, Clh::last_queued, Clh::queued_since);
+}
+
+/// Hapax's queue is the order of its swaps: a thread has queued once the last arrival's value
+/// has changed.
+fn hapax_serves_in_arrival_order<W: spinlab::wait::Wait>() {
+    let lock = Hapax::<W>::new();
+    let last = |l: &Hapax<W>| l.last_arrival() as usize;
+    served_in_queue_order(&format!("hapax:{}", W::NAME), &lock, last, |l, seen| last(l) != seen);
+}
+
+#[test]
+fn hapax_lock_serves_waiters_in_arrival_order() {
+    let _serial = serial();
+    hapax_serves_in_arrival_order::<Spin>();
+    hapax_serves_in_arrival_order::<SpinPark>();
+    hapax_serves_in_arrival_order::<Futex>();
+}
+
+/// Reciprocating's documented order: the arrivals that a release finds are detached at once
+/// and admitted newest first. The holder, which found the lock free, lets three threads push
+/// onto the stack one after another and then releases: they must get the lock in the reverse
+/// of their arrival, every round. A FIFO hand-over, or one that admitted only the newest and
+/// let the others wait for a later detach behind a newcomer, fails.
+fn reciprocating_admits_newest_first<W: spinlab::wait::Wait>() {
+    let lock = Reciprocating::<W>::new();
+    let last = |l: &Reciprocating<W>| l.last_arrival() as usize;
+    served_in_order(&format!("reciprocating:{}", W::NAME), &lock, last, |l, seen| last(l) != seen, [2, 1, 0]);
+}
+
+#[test]
+fn reciprocating_lock_admits_a_detached_stack_newest_first() {
+    let _serial = serial();
+    reciprocating_admits_newest_first::<Spin>();
+    reciprocating_admits_newest_first::<SpinPark>();
+    reciprocating_admits_newest_first::<Futex>();
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! | [`Ticket`]   |          | fetch-add + store                | FIFO among the waiters that took a ticket            |
 //! | [`Mcs`]      |          | swap + store                     | FIFO in the queue, each waiter on its own line; each passed at most once by each thread that found the queue empty |
 //! | [`Clh`]      |          | swap + store                     | FIFO, each waiter on its predecessor's line          |
+//! | [`Reciprocating`] |     | swap + CAS                       | segments in order, each newest first: overtaken at most once by each later thread |
+//! | [`Hapax`]    |          | swap + CAS                       | FIFO among untimed waiters, no pointer shared        |
 //! | [`Fair`]     | seed 003 | bit-set + CAS                    | round-robin: one turn of the slot holders; past 62 waiters, none |
 //! | [`Bounded`]  |          | CAS + CAS                        | a bypass bound in time ([`STARVATION_NS`])           |
 //! | [`Gated`]    |          | CAS + CAS                        | the gate's order for queued waiters; the head's bypass bounded in time |
@@ -21,9 +23,7 @@
 //! the word; then it reads whether the gate is still held.
 //!
 //! The guarantees in full, where the table is short:
-//! - `Ticket`, `Mcs`, `Clh`: a timed waiter that gives up leaves the order; a `Ticket` timed
-//!   acquisition takes no ticket and is not served in order. `Mcs`'s lock is a word of its own
-//!   (as in Linux's queued spinlock), taken with one atomic while nobody is queued.
+//! - In-order locks: a timed waiter that gives up leaves; `Ticket`'s and `Hapax`'s take no place.
 //! - `Fair`: a slot holder gets the lock after at most one acquisition by each other slot
 //!   holder (seed 003). Past 62 waiters, a thread without a slot takes a free lock or a slot
 //!   given back, with no bound. As a [`Gated`] lock's gate each thread moves to a random free
@@ -37,7 +37,7 @@
 //! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. `Bounded`
 //! and `Ttas` never hand the lock to a thread that is not running, and the registry builds
 //! `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose waiters give
-//! their CPU away, so that only their waiters keep the order.
+//! their CPU away, so that only their waiters keep the order (`reciprocating`, `hapax`: not).
 
 mod adaptive;
 mod bounded;
@@ -45,8 +45,10 @@ mod clh;
 mod fair;
 mod fair_slots;
 mod gated;
+mod hapax;
 mod mcs;
 mod queue_node;
+mod reciprocating;
 mod tas;
 mod ticket;
 mod ttas;
@@ -58,7 +60,9 @@ pub use clh::{Clh, ClhGuard};
 pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
+pub use hapax::{Hapax, HapaxGuard};
 pub use mcs::{Mcs, McsGuard, McsQueue};
+pub use reciprocating::{Reciprocating, ReciprocatingGuard};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;
 pub use ttas::{TestAndTestAndSet, Ttas};

@@ -1,4 +1,4 @@
-//! The queue nodes of MCS and CLH, and where they come from without allocating per acquisition.
+//! The queue nodes of MCS, CLH and Reciprocating, and where they come from without allocating per acquisition.
 //!
 //! Nodes are allocated once and never freed: a node may still be read by another thread
 //! after its last owner is done with it (a CLH successor spins on its predecessor's node; an
@@ -25,6 +25,12 @@ pub(crate) struct QueueNode {
     /// the node's owner holds the lock, the predecessor it takes over on release (`clh.rs`
     /// explains why the two uses never overlap). MCS: unused.
     pub pred: AtomicPtr<Node>,
+    /// Reciprocating: the end of the segment the node's waiter is admitted into, written by
+    /// the thread that admits it before it changes `state`.
+    pub segment_end: AtomicU32,
+    /// Reciprocating: the arrival below this one in the stack, published by a waiter that
+    /// timed out, so that the thread admitting its node can skip to that arrival.
+    pub below: AtomicU32,
     /// The link of the global pool of free nodes; used only while the node is free.
     #[cfg_attr(loom, allow(dead_code))]
     pub pool_next: AtomicPtr<Node>,
@@ -39,6 +45,8 @@ fn fresh() -> &'static Node {
         state: AtomicU32::new(0),
         next: AtomicPtr::new(core::ptr::null_mut()),
         pred: AtomicPtr::new(core::ptr::null_mut()),
+        segment_end: AtomicU32::new(0),
+        below: AtomicU32::new(0),
         pool_next: AtomicPtr::new(core::ptr::null_mut()),
     })));
     index::publish(node);
@@ -54,7 +62,7 @@ pub(crate) mod index {
     //! The table has two levels: 65 536 chunk pointers (512 KiB of zeroed static memory, of
     //! which a process touches one page per 512 chunks it uses) and chunks of 65 536 node
     //! pointers, each allocated zeroed when its first number is handed out. It covers every
-    //! `u32` but 0 ("no node"); 2^32 - 1 nodes of 128 bytes would need 512 GiB first.
+    //! `u32` but 0 ("no node") and [`RESERVED`]; 2^32 - 2 nodes of 128 bytes would need 512 GiB first.
     //!
     //! It uses the standard library's atomics, under loom too: it is written once per node,
     //! before the number can reach another thread (through the pools or a tail, each a
@@ -71,12 +79,16 @@ pub(crate) mod index {
         [const { AtomicPtr::new(null_mut()) }; 1 << (32 - CHUNK_BITS)];
     static NEXT: AtomicU32 = AtomicU32::new(1);
 
+    /// The one nonzero number no node gets, so that a lock's word can hold it beside node
+    /// numbers (Reciprocating's "locked, nobody arrived").
+    pub(crate) const RESERVED: u32 = u32::MAX;
+
     /// A number for a new node.
     pub(super) fn next() -> u32 {
         let index = NEXT.fetch_add(1, Relaxed);
         // Unreachable in practice (the module docs say why); a wrapped number would name
         // another node.
-        assert!(index != 0, "spinlab: more than 4 294 967 295 queue nodes were created");
+        assert!(index != 0 && index != RESERVED, "spinlab: more than 4 294 967 294 queue nodes were created");
         index
     }
 

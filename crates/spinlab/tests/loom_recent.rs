@@ -1,0 +1,371 @@
+#![cfg(loom)]
+//! Model checks of the Reciprocating and Hapax locks under loom, each over a spinning policy
+//! ([`Spin`]) and a sleeping one ([`Futex`]).
+//!
+//! Run with
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spinlab --release --test loom_recent`.
+//!
+//! What the models assume and cannot see is as in `tests/loom.rs`: the futex is a model of the
+//! kernel's, so a lost wake-up leaves a sleeper asleep and loom reports the deadlock; a deadline
+//! expires after three spin iterations or once a timed futex wait has slept; the critical
+//! section is a non-atomic increment of a loom `UnsafeCell`, so two holders, or a hand-over
+//! without a happens-before edge, fail the model even when the count comes out right.
+//!
+//! The two locks see their policy only through `Wait`'s answers: `spin` never sleeps and ends
+//! its spin phase only at a deadline, `futex` sleeps at once. Each other policy gives one of
+//! these answers, or spins a few steps first (spin-park), which only adds looks at a word that
+//! a futex waiter makes once before it sleeps. Under loom both locks' queues are the same as in
+//! a real run; only Hapax's waiting array has two slots (so that values share them) and values
+//! are drawn from one counter.
+//!
+//! Bounds. Every model's threads switch without a preemption wherever one blocks (a futex
+//! sleep, a join) or yields (each spin iteration, and the slow holder). Two threads get three
+//! preemptions: enough to cut a waiter between its arrival and its wait, and the holder
+//! between the two steps of its release (Reciprocating's CAS and detach, Hapax's CAS and
+//! store), at once. Models with three threads get two: every window these locks have spans
+//! two threads, the releaser and the one being admitted, and the third thread's arrival (the
+//! new push during a detach, a second waiter on a shared slot) needs no preemption of its own
+//! since it runs whenever the other two yield or sleep. Over `spin`, two waiters without a
+//! deadline get one ([`TWO_SPINNERS`] says why).
+
+use lock_api::{RawMutex, RawMutexTimed};
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+use spinlab::lock::{Hapax, Reciprocating};
+use spinlab::wait::{Futex, Spin, Wait};
+use std::time::Duration;
+
+// Loom maps a fresh stack for every thread of every execution; see the module for why the
+// test binary reuses them.
+mod loom_stacks;
+
+/// What the models need from a lock: lock_api's raw traits and a constructor (`INIT` panics
+/// under loom, whose atomics cannot be built in a constant).
+trait Lock: RawMutex + RawMutexTimed<Duration = Duration, Instant = std::time::Instant> + Send + Sync + 'static {
+    fn new_unlocked() -> Self;
+}
+
+impl<W: Wait> Lock for Reciprocating<W> {
+    fn new_unlocked() -> Self {
+        Reciprocating::new()
+    }
+}
+
+impl<W: Wait> Lock for Hapax<W> {
+    fn new_unlocked() -> Self {
+        Hapax::new()
+    }
+}
+
+/// How often a slow holder yields when one thread waits: enough for the waiter to spin out a
+/// deadline (three iterations under loom) while the lock is held.
+const HOLDER_YIELDS_ONE_WAITER: usize = 3;
+
+/// The same with two waiters: each one's yields also let the other spin on, so one yield of
+/// the holder is enough, and every further one multiplies the schedules to explore.
+const HOLDER_YIELDS_TWO_WAITERS: usize = 1;
+
+/// A deadline far in the future by the clock: under loom it expires after a few steps anyway.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A lock and the data it protects.
+struct Shared<L> {
+    lock: L,
+    count: UnsafeCell<usize>,
+}
+
+// SAFETY: `count` is only touched by a thread that holds `lock` (or, in `count`, after every
+// other thread has been joined); loom checks exactly that.
+unsafe impl<L: Sync> Sync for Shared<L> {}
+
+impl<L: Lock> Shared<L> {
+    fn new() -> Arc<Self> {
+        Arc::new(Shared { lock: L::new_unlocked(), count: UnsafeCell::new(0) })
+    }
+
+    /// The critical section proper. Must be called with the lock held.
+    fn bump(&self) {
+        // SAFETY: the caller holds the lock; if the lock is broken, loom reports the
+        // concurrent access instead of letting it happen.
+        self.count.with_mut(|count| unsafe { *count += 1 });
+    }
+
+    /// Bumps the count, yields `yields` times while holding the lock (so that waiters can
+    /// spin out a deadline or go to sleep meanwhile), then unlocks.
+    fn bump_slowly_and_unlock(&self, guard: L::Guard, yields: usize) {
+        self.bump();
+        for _ in 0..yields {
+            thread::yield_now();
+        }
+        // SAFETY: the caller gives us the guard of the lock it holds.
+        unsafe { self.lock.unlock(guard) };
+    }
+
+    /// Locks, bumps the count and unlocks.
+    fn locked_bump(&self) {
+        let guard = self.lock.lock();
+        self.bump();
+        // SAFETY: we hold the lock through `guard`.
+        unsafe { self.lock.unlock(guard) };
+    }
+
+    /// Tries to lock with a deadline; on success bumps the count and unlocks. Returns
+    /// whether it got the lock.
+    fn timed_bump(&self) -> bool {
+        match self.lock.try_lock_for(TIMEOUT) {
+            Some(guard) => {
+                self.bump();
+                // SAFETY: we hold the lock through `guard`.
+                unsafe { self.lock.unlock(guard) };
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The count, once every other thread has been joined.
+    fn count(&self) -> usize {
+        // SAFETY: all writers have been joined, which orders their writes before this read.
+        self.count.with(|count| unsafe { *count })
+    }
+
+    /// Checks that the lock is free and still works once a model's threads are done: no
+    /// abandoned node or timed mark left it held, try_lock fails while it is held, and it can
+    /// be taken and released again.
+    fn assert_free_and_working(&self) {
+        assert!(!self.lock.is_locked(), "the lock is still held after every thread finished");
+        let guard = self.lock.try_lock().expect("try_lock failed on a lock nobody holds");
+        assert!(self.lock.try_lock().is_none(), "try_lock succeeded on a held lock");
+        // SAFETY: we hold the lock through `guard`.
+        unsafe { self.lock.unlock(guard) };
+        let guard = self.lock.lock();
+        // SAFETY: we hold the lock through `guard`.
+        unsafe { self.lock.unlock(guard) };
+        assert!(!self.lock.is_locked());
+    }
+}
+
+/// A model's preemption bound.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// This many preemptions, or `LOOM_MAX_PREEMPTIONS` where it is set.
+    Default(usize),
+}
+
+/// Runs `model` under loom with preemption bound `bound`.
+fn check(bound: Bound, model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    match bound {
+        Bound::Default(_) if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_some() => {}
+        Bound::Default(preemptions) => builder.preemption_bound = Some(preemptions),
+    }
+    builder.check(model);
+}
+
+/// Spawns `n` threads running `body` on a clone of `shared`; returns their handles.
+fn spawn_each<L: Lock, R: 'static>(
+    shared: &Arc<Shared<L>>,
+    n: usize,
+    body: fn(&Shared<L>) -> R,
+) -> Vec<thread::JoinHandle<R>> {
+    (0..n)
+        .map(|_| {
+            let shared = shared.clone();
+            thread::spawn(move || body(&shared))
+        })
+        .collect()
+}
+
+/// `threads` threads (this one included) each take the lock once and increment the count.
+fn mutual_exclusion<L: Lock>(threads: usize, bound: Bound) {
+    check(bound, move || {
+        let shared = Shared::<L>::new();
+        let others = spawn_each(&shared, threads - 1, Shared::locked_bump);
+        shared.locked_bump();
+        for other in others {
+            other.join().unwrap();
+        }
+        assert_eq!(shared.count(), threads);
+        shared.assert_free_and_working();
+    });
+}
+
+/// The lost wake-up model: this thread holds the lock while `waiters` threads block in
+/// `lock()` (over `futex`: go to sleep), then releases it. Every waiter must be woken in turn;
+/// a missing wake leaves one asleep in the futex model and loom reports the deadlock.
+fn release_wakes_every_waiter<L: Lock>(waiters: usize, bound: Bound, holder_yields: usize) {
+    check(bound, move || {
+        let shared = Shared::<L>::new();
+        let guard = shared.lock.lock();
+        let others = spawn_each(&shared, waiters, Shared::locked_bump);
+        shared.bump_slowly_and_unlock(guard, holder_yields);
+        for other in others {
+            other.join().unwrap();
+        }
+        assert_eq!(shared.count(), 1 + waiters);
+        shared.assert_free_and_working();
+    });
+}
+
+/// This thread holds the lock while `timed` waiters with a deadline and `plain` ones without
+/// arrive, then releases it. A timed waiter may give up (Reciprocating abandons its node,
+/// which the release must skip; Hapax withdraws, leaving its mark on the holder's value) or
+/// get the lock; the plain waiters must all get it, and the lock must end free and working.
+fn timed_waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, holder_yields: usize) {
+    check(bound, move || {
+        let shared = Shared::<L>::new();
+        let guard = shared.lock.lock();
+        let timed_waiters = spawn_each(&shared, timed, Shared::timed_bump);
+        let plain_waiters = spawn_each(&shared, plain, Shared::locked_bump);
+        shared.bump_slowly_and_unlock(guard, holder_yields);
+        let mut acquired = 1 + plain;
+        for waiter in timed_waiters {
+            acquired += waiter.join().unwrap() as usize;
+        }
+        for waiter in plain_waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(shared.count(), acquired);
+        shared.assert_free_and_working();
+    });
+}
+
+/// A holder takes the lock, lets `waiters` threads arrive, releases and takes it again at
+/// once, `rounds` times in all. Reciprocating: the first release finds arrivals on its own
+/// node (it found the lock free) and detaches them, and its next arrival pushes, with the same
+/// node back from the pool, onto the new stack while the detached segment is still served: the
+/// segment's last waiter must tell the old use of that number (its segment's end) from the new
+/// one (an arrival it must detach). Hapax: each round is a new episode with a new value, whose
+/// slot the two slots of the model make the waiters' share.
+fn holder_relocks_while_others_wait<L: Lock>(waiters: usize, rounds: usize, bound: Bound) {
+    holder_relocks_while_timed_and_plain_wait::<L>(0, waiters, rounds, bound);
+}
+
+/// [`holder_relocks_while_others_wait`] with `timed` of the waiters holding a deadline: a
+/// Reciprocating waiter may abandon its node in a segment whose end is the holder's node, or
+/// in the next stack, and a release must skip it and still free or detach correctly; a Hapax
+/// timed waiter marks one episode after another.
+fn holder_relocks_while_timed_and_plain_wait<L: Lock>(timed: usize, plain: usize, rounds: usize, bound: Bound) {
+    check(bound, move || {
+        let shared = Shared::<L>::new();
+        let timed_waiters = spawn_each(&shared, timed, Shared::timed_bump);
+        let plain_waiters = spawn_each(&shared, plain, Shared::locked_bump);
+        for _ in 0..rounds {
+            shared.locked_bump();
+        }
+        let mut acquired = plain + rounds;
+        for waiter in timed_waiters {
+            acquired += waiter.join().unwrap() as usize;
+        }
+        for waiter in plain_waiters {
+            waiter.join().unwrap();
+        }
+        assert_eq!(shared.count(), acquired);
+        shared.assert_free_and_working();
+    });
+}
+
+/// How to run the models in which two threads wait at once, holding no deadline.
+#[derive(Clone, Copy)]
+struct TwoWaiters {
+    bound: Bound,
+    /// How often the holder yields in `release_wakes_two_waiters`.
+    holder_yields: usize,
+}
+
+/// Over `spin`, as for the spinning locks of `tests/loom.rs`: loom's scheduler lets two
+/// spinners hand the CPU to each other at every yield while the thread they wait for never
+/// runs again, and given two preemptions, or a holder that yields, it explores such schedules
+/// without end ("Model exceeded maximum number of branches"). One preemption still cuts the
+/// releaser anywhere inside its release while both wait (the windows are the releaser's and
+/// the admitted waiter's, see the module docs); the timed three-thread model, whose timed
+/// waiter ends its spinning, keeps two.
+const TWO_SPINNERS: TwoWaiters = TwoWaiters { bound: Bound::Default(1), holder_yields: 0 };
+
+/// Over `futex`, whose waiters sleep at once.
+const TWO_SLEEPERS: TwoWaiters = TwoWaiters { bound: Bound::Default(2), holder_yields: HOLDER_YIELDS_TWO_WAITERS };
+
+/// Instantiates the models every lock gets, for one lock type.
+macro_rules! models {
+    ($($name:ident: $lock:ty, $two_waiters:expr;)*) => {$(
+        mod $name {
+            use super::*;
+            type L = $lock;
+
+            #[test]
+            fn mutual_exclusion_2_threads() {
+                mutual_exclusion::<L>(2, Bound::Default(3));
+            }
+
+            #[test]
+            fn mutual_exclusion_3_threads() {
+                mutual_exclusion::<L>(3, Bound::Default(2));
+            }
+
+            #[test]
+            fn release_wakes_two_waiters() {
+                let two_waiters = $two_waiters;
+                release_wakes_every_waiter::<L>(2, two_waiters.bound, two_waiters.holder_yields);
+            }
+
+            #[test]
+            fn timed_waiter_races_holder() {
+                timed_waiters_race_holder::<L>(1, 0, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
+            }
+
+            #[test]
+            fn timed_waiter_queued_with_plain_waiter() {
+                timed_waiters_race_holder::<L>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            /// A timed futex wait that finds its deadline passed returns at once, without
+            /// comparing the word, as the real one does.
+            #[test]
+            fn timed_waiter_expired_at_entry_queued_with_plain_waiter() {
+                let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
+                timed_waiters_race_holder::<L>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            /// Two timed waiters: Reciprocating abandons one or two nodes in a row; Hapax's
+            /// second timed waiter finds the holder's value marked already.
+            #[test]
+            fn two_timed_waiters_race_holder() {
+                timed_waiters_race_holder::<L>(2, 0, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
+            }
+
+            /// A sleeper that returns without a wake-up must look again and sleep again.
+            #[test]
+            fn release_wakes_one_waiter_that_also_wakes_spuriously() {
+                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                release_wakes_every_waiter::<L>(1, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
+            }
+
+            /// Reciprocating's segment detach racing new pushes; Hapax's episodes and slots.
+            #[test]
+            fn holder_relocks_while_one_waits() {
+                holder_relocks_while_others_wait::<L>(1, 3, Bound::Default(3));
+            }
+
+            /// A timed waiter and a plain one while the holder relocks.
+            #[test]
+            fn holder_relocks_while_a_timed_and_a_plain_waiter_wait() {
+                holder_relocks_while_timed_and_plain_wait::<L>(1, 1, 2, $two_waiters.bound);
+            }
+
+            /// The same with two waiters: the first release detaches a segment of one or two,
+            /// and the relocking holder pushes onto the next stack, possibly beside a waiter.
+            #[test]
+            fn holder_relocks_while_two_wait() {
+                holder_relocks_while_others_wait::<L>(2, 2, $two_waiters.bound);
+            }
+        }
+    )*};
+}
+
+models! {
+    reciprocating_spin: Reciprocating<Spin>, TWO_SPINNERS;
+    reciprocating_futex: Reciprocating<Futex>, TWO_SLEEPERS;
+    hapax_spin: Hapax<Spin>, TWO_SPINNERS;
+    hapax_futex: Hapax<Futex>, TWO_SLEEPERS;
+}
