@@ -323,7 +323,7 @@ macro_rules! models {
             /// comparing the word, as the real one does.
             #[test]
             fn timed_waiter_expired_at_entry_queued_with_plain_waiter() {
-                let _expired = spinlab::sys::futex::loom_timed_waits_expire_at_entry();
+                let _expired = spinlab::testing::timed_waits_expire_at_entry();
                 timed_waiters_race_holder::<L>(1, 1, Bound::Default(2), HOLDER_YIELDS_TWO_WAITERS);
             }
 
@@ -337,7 +337,7 @@ macro_rules! models {
             /// A sleeper that returns without a wake-up must look again and sleep again.
             #[test]
             fn release_wakes_one_waiter_that_also_wakes_spuriously() {
-                let _spurious = spinlab::sys::futex::loom_spurious_wake_ups(1);
+                let _spurious = spinlab::testing::spurious_wake_ups(1);
                 release_wakes_every_waiter::<L>(1, Bound::Default(3), HOLDER_YIELDS_ONE_WAITER);
             }
 
