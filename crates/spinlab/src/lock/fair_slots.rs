@@ -278,7 +278,10 @@ fn claimable() -> u64 {
     }
     #[cfg(loom)]
     {
-        crate::testing::fair_slots_claimable().map_or(ALL_FREE, |n| (1u64 << n) - 1)
+        crate::testing::fair_slots_claimable().map_or(ALL_FREE, |n| {
+            assert!(n <= FAIR_SLOTS, "a fair lock has {FAIR_SLOTS} slots");
+            (1u64 << n) - 1
+        })
     }
 }
 
