@@ -9,21 +9,22 @@
 //! | [`Ticket`]   |          | fetch-add + store                | FIFO among the waiters that took a ticket            |
 //! | [`Mcs`]      |          | swap + store                     | FIFO in the queue, each waiter on its own line; each passed at most once by each thread that found the queue empty |
 //! | [`Clh`]      |          | swap + store                     | FIFO, each waiter on its predecessor's line          |
+//! | [`Cna`]      |          | swap + store                     | its group's waiters first; at most [`CNA_BYPASS_BOUND`] hand-overs in a row pass the oldest waiter |
 //! | [`Fair`]     | seed 003 | bit-set + CAS                    | round-robin: one turn of the slot holders; past 62 waiters, none |
 //! | [`Bounded`]  |          | CAS + CAS                        | a bypass bound in time ([`STARVATION_NS`])           |
 //! | [`Gated`]    |          | CAS + CAS                        | the gate's order for queued waiters; the head's bypass bounded in time |
 //! | [`Adaptive`] |          | CAS + CAS                        | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //!
 //! Costs are for pure spin policies. With a policy that may sleep, the unlocks of `Tas`,
-//! `Ttas` and `Mcs` are a swap, so they can see whether to wake anyone, and `Ticket`'s store
+//! `Ttas`, `Mcs` and `Cna` are a swap, so they can see whether to wake anyone; `Ticket`'s store
 //! is followed by the bump of the next ticket's waiting-array slot and a read of its sleeper
 //! count. `Gated`'s unlock is the word's own CAS too until a waiter takes the gate and marks
 //! the word; then it reads whether the gate is still held.
 //!
 //! The guarantees in full, where the table is short:
-//! - `Ticket`, `Mcs`, `Clh`: a timed waiter that gives up leaves the order; a `Ticket` timed
-//!   acquisition takes no ticket and is not served in order. `Mcs`'s lock is a word of its own
-//!   (as in Linux's queued spinlock), taken with one atomic while nobody is queued.
+//! - `Ticket`, `Mcs`, `Clh`, `Cna`: a timed waiter that gives up leaves the order; a `Ticket`
+//!   timed acquisition takes no ticket and is not served in order. `Mcs`'s and `Cna`'s lock is
+//!   a word of its own (as in Linux's queued spinlock), taken with one atomic while none queue.
 //! - `Fair`: a slot holder gets the lock after at most one acquisition by each other slot
 //!   holder (seed 003). Past 62 waiters, a thread without a slot takes a free lock or a slot
 //!   given back, with no bound. As a [`Gated`] lock's gate each thread moves to a random free
@@ -37,11 +38,12 @@
 //! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. `Bounded`
 //! and `Ttas` never hand the lock to a thread that is not running, and the registry builds
 //! `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose waiters give
-//! their CPU away, so that only their waiters keep the order.
+//! their CPU away, so that only their waiters keep the order (`cna` is built alone).
 
 mod adaptive;
 mod bounded;
 mod clh;
+mod cna;
 mod fair;
 mod fair_slots;
 mod gated;
@@ -58,6 +60,10 @@ pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
 pub use bounded::loom_starve_at_look;
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
+#[cfg(loom)]
+#[doc(hidden)]
+pub use cna::loom_cna_group;
+pub use cna::{Cna, CNA_BYPASS_BOUND};
 pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
 #[cfg(loom)]

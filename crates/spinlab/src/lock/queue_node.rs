@@ -25,6 +25,9 @@ pub(crate) struct QueueNode {
     /// the node's owner holds the lock, the predecessor it takes over on release (`clh.rs`
     /// explains why the two uses never overlap). MCS: unused.
     pub pred: AtomicPtr<Node>,
+    /// CNA: the group (NUMA node) its waiter ran in when it queued. Written before the node
+    /// is published, read only by heads choosing whom to pass to. Others: unused.
+    pub group: AtomicU32,
     /// The link of the global pool of free nodes; used only while the node is free.
     #[cfg_attr(loom, allow(dead_code))]
     pub pool_next: AtomicPtr<Node>,
@@ -39,6 +42,7 @@ fn fresh() -> &'static Node {
         state: AtomicU32::new(0),
         next: AtomicPtr::new(core::ptr::null_mut()),
         pred: AtomicPtr::new(core::ptr::null_mut()),
+        group: AtomicU32::new(0),
         pool_next: AtomicPtr::new(core::ptr::null_mut()),
     })));
     index::publish(node);
