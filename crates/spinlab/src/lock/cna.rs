@@ -11,9 +11,9 @@
 //!   hand-over goes either to the oldest waiter or past it, and at most `BOUND` in a row go
 //!   past it. A waiter with `k` waiters ahead of it gets the lock within `(k + 1)(BOUND + 1)`
 //!   hand-overs, plus one acquisition by each thread that found the queue empty (as `Mcs`).
-//! - **Memory**: 20 bytes per lock (the word, the tail, the secondary queue's first and last
-//!   node numbers, the count of hand-overs past the oldest waiter), on one line; one queue
-//!   node of its own line per waiter, from `Mcs`'s per-thread pool.
+//! - **Memory**: 8 bytes per lock, as `Mcs` (the word and the tail); one queue node on lines
+//!   of its own per waiter, from `Mcs`'s per-thread pool, which also carries the secondary
+//!   queue's ends and the count of hand-overs past the oldest waiter from head to head.
 //! - **Uncontended cost**: `Mcs`'s: a read of the tail and one atomic on the word to lock, a
 //!   store to unlock (a swap with a policy that may sleep). The group is asked only on the
 //!   contended path, one `sched_getcpu` per queued acquisition; the choice reads the queue's
@@ -22,9 +22,9 @@
 //!   or not it runs, so each hand-over to a descheduled waiter waits for it to be scheduled:
 //!   a convoy. Waiters sleep as their policy says; the head alone waits on the word.
 //!
-//! Only the head reads or writes the secondary queue and the count, so they are plain
-//! relaxed fields ordered by the hand-over of headship (an AcqRel swap of the new head's
-//! state, read with Acquire). A queued waiter of either queue that times out marks its node
+//! Only the head reads or writes the secondary queue and the count, so they are relaxed
+//! fields of its node, copied into the next head's node before the hand-over of headship
+//! (an AcqRel swap of its state, read with Acquire) publishes them. A queued waiter of either queue that times out marks its node
 //! `ABANDONED` and leaves, as in `Mcs`: a head that hands over to such a node takes it and
 //! chooses again from there. The secondary queue is never empty while the main queue is: a
 //! head that finds nobody behind it makes the secondary queue the queue (one CAS of the tail).
@@ -44,37 +44,74 @@ use std::time::Instant;
 pub const CNA_BYPASS_BOUND: u32 = 64;
 
 /// Compact NUMA-aware lock waiting with policy `W`, passing over the oldest waiter at most
-/// `BOUND` hand-overs in a row (the module docs give the design): 20 bytes.
+/// `BOUND` hand-overs in a row (the module docs give the design): 8 bytes, as [`Mcs`](super::Mcs).
 ///
 /// ```
 /// use spinlab::{lock::Cna, wait::SpinPark};
 /// let m = lock_api::Mutex::<Cna<SpinPark>, _>::new(0u32);
 /// *m.lock() += 1;
 /// assert_eq!(*m.lock(), 1);
-/// assert_eq!(size_of::<Cna<SpinPark>>(), 20);
+/// assert_eq!(size_of::<Cna<SpinPark>>(), 8);
 /// ```
 pub struct Cna<W: Wait, const BOUND: u32 = CNA_BYPASS_BOUND> {
     word: LockWord<W>,
     queue: McsQueue<W>,
-    /// The secondary queue's first and last nodes' numbers ([`EMPTY`]: none), linked through
-    /// `next`; the head's alone.
-    secondary_first: AtomicU32,
-    secondary_last: AtomicU32,
-    /// Hand-overs in a row that passed over the oldest waiter; the head's alone.
-    bypasses: AtomicU32,
+}
+
+/// What headship carries from head to head, in the head's node (`QueueNode::secondary_first`,
+/// `secondary_last`, `bypasses`): the secondary queue's first and last nodes' numbers
+/// ([`EMPTY`]: none), linked through `next`, and the hand-overs in a row that passed over the
+/// oldest waiter.
+struct Secondary {
+    first: u32,
+    last: u32,
+    bypasses: u32,
+}
+
+impl Secondary {
+    /// What `head`'s predecessor left in it (empty for a head that found the queue empty).
+    fn of(head: &Node) -> Secondary {
+        Secondary {
+            first: head.secondary_first.load(Relaxed),
+            last: head.secondary_last.load(Relaxed),
+            bypasses: head.bypasses.load(Relaxed),
+        }
+    }
+
+    /// Leaves it to the next head, before the swap that makes it the head publishes it.
+    fn hand_to(&self, head: &Node) {
+        head.secondary_first.store(self.first, Relaxed);
+        head.secondary_last.store(self.last, Relaxed);
+        head.bypasses.store(self.bypasses, Relaxed);
+    }
+
+    /// Moves the linked nodes `first..=last` to the end of the queue.
+    fn append(&mut self, first: &'static Node, last: &'static Node) {
+        #[cfg(loom)]
+        LOOM_SECONDARY_MOVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        last.next.store(null_mut(), Relaxed);
+        match self.last {
+            EMPTY => self.first = first.index,
+            // SAFETY: the secondary queue holds nodes' own numbers.
+            last => unsafe { queue_node::index::node(last) }.next.store(queue_node::as_ptr(first), Relaxed),
+        }
+        self.last = last.index;
+    }
+
+    /// Empties the queue (already linked in front of the rest) and returns its first node.
+    fn take(&mut self) -> &'static Node {
+        let first = core::mem::replace(&mut self.first, EMPTY);
+        self.last = EMPTY;
+        // SAFETY: the secondary queue holds nodes' own numbers; it was not empty.
+        unsafe { queue_node::index::node(first) }
+    }
 }
 
 impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
     crate::sync::loom_const_fn! {
         /// A new, unlocked lock.
         pub fn new() -> Self {
-            Cna {
-                word: LockWord::new(),
-                queue: McsQueue::new(),
-                secondary_first: AtomicU32::new(EMPTY),
-                secondary_last: AtomicU32::new(EMPTY),
-                bypasses: AtomicU32::new(0),
-            }
+            Cna { word: LockWord::new(), queue: McsQueue::new() }
         }
     }
 
@@ -97,6 +134,7 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
     fn lock_queued(&self, deadline: Option<Instant>) -> bool {
         let node = queue_node::take();
         node.group.store(this_thread_group(), Relaxed);
+        Secondary { first: EMPTY, last: EMPTY, bypasses: 0 }.hand_to(node);
         let Some(node) = self.queue.lead_with(node, deadline) else { return false };
         let acquired = head_waits_for_word(&self.word, deadline);
         if let Some(asleep) = self.pass_headship(node) {
@@ -109,55 +147,65 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
     /// the new head's state word if it may be asleep there, for the caller to wake.
     fn pass_headship(&self, mut node: &'static Node) -> Option<&'static AtomicU32> {
         let group = node.group.load(Relaxed);
+        let mut secondary = Secondary::of(node);
         loop {
             // Acquire: the successor's fields, published by its Release store of `next`.
             let mut next = node.next.load(Acquire);
-            let successor = if next.is_null() {
-                // Nobody behind us in the main queue: it becomes the secondary queue, or empty.
-                let last = self.secondary_last.load(Relaxed);
-                // Release: our writes to the secondary nodes' links (their last's null `next`
-                // above all) happen-before the next arrival links itself behind it.
-                if self.queue.tail.compare_exchange(node.index, last, Release, Relaxed).is_ok() {
+            if next.is_null() {
+                // Nobody behind us in the main queue: the secondary queue becomes the queue.
+                // Release: our writes to its links (its last's null `next` above all)
+                // happen-before the next arrival links itself behind it.
+                if self.queue.tail.compare_exchange(node.index, secondary.last, Release, Relaxed).is_ok() {
                     queue_node::give(node);
-                    if last == EMPTY {
+                    if secondary.last == EMPTY {
                         return None;
                     }
-                    self.take_secondary()
-                } else {
-                    next = McsQueue::<W>::wait_for_successor_link(node);
-                    queue_node::give(node);
-                    // SAFETY: queue pointers always come from `queue_node::as_ptr`.
-                    self.choose(unsafe { queue_node::from_ptr(next) }, group)
+                    secondary.bypasses = 0;
+                    let oldest = secondary.take();
+                    match self.make_head(oldest, &secondary) {
+                        Ok(asleep) => return asleep,
+                        Err(abandoned) => node = abandoned,
+                    }
+                    continue;
                 }
-            } else {
-                queue_node::give(node);
-                // SAFETY: as above.
-                self.choose(unsafe { queue_node::from_ptr(next) }, group)
-            };
-            // Release: nothing of the lock's is written after this but by the new head.
-            match successor.state.swap(HEAD, AcqRel) {
-                ASLEEP => return Some(&successor.state),
-                // Its waiter left: the node is ours; choose again from behind it.
-                ABANDONED => node = successor,
-                _ => return None,
+                next = McsQueue::<W>::wait_for_successor_link(node);
             }
+            // Nobody can reach our node once its successor is known.
+            queue_node::give(node);
+            // SAFETY: queue pointers always come from `queue_node::as_ptr`.
+            let chosen = Self::choose(&mut secondary, unsafe { queue_node::from_ptr(next) }, group);
+            match self.make_head(chosen, &secondary) {
+                Ok(asleep) => return asleep,
+                Err(abandoned) => node = abandoned,
+            }
+        }
+    }
+
+    /// Hands headship, with `secondary`, to `chosen`: `Ok` with its state word if it may be
+    /// asleep there, or `Err` with its node if its waiter left (the node is ours then).
+    fn make_head(&self, chosen: &'static Node, secondary: &Secondary) -> Result<Option<&'static AtomicU32>, &'static Node> {
+        secondary.hand_to(chosen);
+        // AcqRel: Release publishes `secondary` to the new head's Acquire load of HEAD;
+        // Acquire, on an abandoned node, orders its waiter's last use of it before ours.
+        match chosen.state.swap(HEAD, AcqRel) {
+            ASLEEP => Ok(Some(&chosen.state)),
+            ABANDONED => Err(chosen),
+            _ => Ok(None),
         }
     }
 
     /// The next head, given the main queue's next node `first`: the first waiter of `group`
     /// (the waiters before it moved to the secondary queue), or, after `BOUND` hand-overs past
     /// the oldest waiter or when the group has none linked, the oldest waiter.
-    fn choose(&self, first: &'static Node, group: u32) -> &'static Node {
-        let bypasses = self.bypasses.load(Relaxed);
-        if bypasses < BOUND {
+    fn choose(secondary: &mut Secondary, first: &'static Node, group: u32) -> &'static Node {
+        if secondary.bypasses < BOUND {
             let (mut skipped_last, mut candidate) = (None::<&'static Node>, first);
             loop {
                 if candidate.group.load(Relaxed) == group {
                     if let Some(skipped_last) = skipped_last {
-                        self.append_secondary(first, skipped_last);
+                        secondary.append(first, skipped_last);
                     }
-                    let oldest = self.secondary_first.load(Relaxed) == EMPTY;
-                    self.bypasses.store(if oldest { 0 } else { bypasses + 1 }, Relaxed);
+                    secondary.bypasses = if secondary.first == EMPTY { 0 } else { secondary.bypasses + 1 };
                     return candidate;
                 }
                 // Acquire: as in `pass_headship`. A null `next` is the tail: never moved.
@@ -170,35 +218,14 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
                 candidate = unsafe { queue_node::from_ptr(next) };
             }
         }
-        self.bypasses.store(0, Relaxed);
-        if self.secondary_first.load(Relaxed) == EMPTY {
+        secondary.bypasses = 0;
+        if secondary.first == EMPTY {
             return first;
         }
         // The splice: the secondary queue goes back in front of `first`.
         // SAFETY: the secondary queue holds nodes' own numbers.
-        let last = unsafe { queue_node::index::node(self.secondary_last.load(Relaxed)) };
-        last.next.store(queue_node::as_ptr(first), Relaxed);
-        self.take_secondary()
-    }
-
-    /// Moves the linked nodes `first..=last` to the end of the secondary queue.
-    fn append_secondary(&self, first: &'static Node, last: &'static Node) {
-        last.next.store(null_mut(), Relaxed);
-        match self.secondary_last.load(Relaxed) {
-            EMPTY => self.secondary_first.store(first.index, Relaxed),
-            // SAFETY: the secondary queue holds nodes' own numbers.
-            old_last => unsafe { queue_node::index::node(old_last) }.next.store(queue_node::as_ptr(first), Relaxed),
-        }
-        self.secondary_last.store(last.index, Relaxed);
-    }
-
-    /// Empties the secondary queue (already linked in front of the rest) and returns its
-    /// first node.
-    fn take_secondary(&self) -> &'static Node {
-        let first = self.secondary_first.swap(EMPTY, Relaxed);
-        self.secondary_last.store(EMPTY, Relaxed);
-        // SAFETY: the secondary queue holds nodes' own numbers; it was not empty.
-        unsafe { queue_node::index::node(first) }
+        unsafe { queue_node::index::node(secondary.last) }.next.store(queue_node::as_ptr(first), Relaxed);
+        secondary.take()
     }
 }
 
@@ -226,6 +253,19 @@ crate::sync::thread_local! {
 #[doc(hidden)]
 pub fn loom_cna_group(group: u32) {
     LOOM_GROUP.with(|cell| cell.set(group));
+}
+
+/// How many times a head moved waiters to a secondary queue, in every model execution so far:
+/// a model reads it to check that its schedules reached that path.
+#[cfg(loom)]
+static LOOM_SECONDARY_MOVES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Under loom: how many times heads have moved waiters to a secondary queue so far, over all
+/// executions of every model in this process.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn loom_cna_secondary_moves() -> usize {
+    LOOM_SECONDARY_MOVES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl<W: Wait, const BOUND: u32> Default for Cna<W, BOUND> {
@@ -393,6 +433,5 @@ mod tests {
         });
         assert_eq!(served.into_inner().unwrap(), vec![0, 2, 3]);
         assert!(!lock.is_locked(), "the queue emptied");
-        assert_eq!(lock.secondary_first.load(Relaxed), EMPTY);
     }
 }

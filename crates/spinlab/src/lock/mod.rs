@@ -17,9 +17,8 @@
 //!
 //! Costs are for pure spin policies. With a policy that may sleep, the unlocks of `Tas`,
 //! `Ttas`, `Mcs` and `Cna` are a swap, so they can see whether to wake anyone; `Ticket`'s store
-//! is followed by the bump of the next ticket's waiting-array slot and a read of its sleeper
-//! count. `Gated`'s unlock is the word's own CAS too until a waiter takes the gate and marks
-//! the word; then it reads whether the gate is still held.
+//! is followed by the bump of the next ticket's waiting-array slot and a read of its sleepers.
+//! `Gated`'s unlock is the word's CAS until a waiter takes the gate and marks the word.
 //!
 //! The guarantees in full, where the table is short:
 //! - `Ticket`, `Mcs`, `Clh`, `Cna`: a timed waiter that gives up leaves the order; a `Ticket`
@@ -62,7 +61,7 @@ pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
 #[cfg(loom)]
 #[doc(hidden)]
-pub use cna::loom_cna_group;
+pub use cna::{loom_cna_group, loom_cna_secondary_moves};
 pub use cna::{Cna, CNA_BYPASS_BOUND};
 pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;

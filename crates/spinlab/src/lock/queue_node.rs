@@ -28,6 +28,11 @@ pub(crate) struct QueueNode {
     /// CNA: the group (NUMA node) its waiter ran in when it queued. Written before the node
     /// is published, read only by heads choosing whom to pass to. Others: unused.
     pub group: AtomicU32,
+    /// CNA: what headship carries to the next head (`cna.rs`'s `Secondary`): the secondary
+    /// queue's first and last nodes' numbers, and the hand-overs past the oldest waiter.
+    pub secondary_first: AtomicU32,
+    pub secondary_last: AtomicU32,
+    pub bypasses: AtomicU32,
     /// The link of the global pool of free nodes; used only while the node is free.
     #[cfg_attr(loom, allow(dead_code))]
     pub pool_next: AtomicPtr<Node>,
@@ -43,6 +48,9 @@ fn fresh() -> &'static Node {
         next: AtomicPtr::new(core::ptr::null_mut()),
         pred: AtomicPtr::new(core::ptr::null_mut()),
         group: AtomicU32::new(0),
+        secondary_first: AtomicU32::new(0),
+        secondary_last: AtomicU32::new(0),
+        bypasses: AtomicU32::new(0),
         pool_next: AtomicPtr::new(core::ptr::null_mut()),
     })));
     index::publish(node);
