@@ -8,7 +8,7 @@
 //! a watchdog then fails it, naming the lock and the step, instead of stalling CI.
 
 use lock_api::RawMutex;
-use spinlab::lock::{Clh, Fair, Mcs, McsQueue, Ticket};
+use spinlab::lock::{Clh, Cna, Fair, Mcs, McsQueue, Ticket};
 use spinlab::wait::{Futex, Spin, SpinPark};
 use spinlab_registry::{self as registry, DynMutex, LockEntry};
 use std::cell::UnsafeCell;
@@ -388,6 +388,8 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<McsQueue<Futex>>("the MCS queue over futex");
     nested::<Clh<Spin>>("clh:spin");
     nested::<Clh<Futex>>("clh:futex");
+    nested::<Cna<Spin>>("cna:spin");
+    nested::<Cna<Futex>>("cna:futex");
     nested::<Ticket<SpinPark>>("ticket:spin-park");
     nested::<Fair<SpinPark>>("fair:spin-park");
 }

@@ -283,7 +283,7 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 
 /// What [`parse_declared`]'s errors say is accepted.
 const ACCEPTED: &str =
-    "accepted: LEVEL:CPUS|CPUS|...[;LEVEL:...] with LEVEL one of core, llc, node and CPUS a CPU list such as 0-3,8";
+    "valid values: LEVEL:CPUS|CPUS|...[;LEVEL:...] with LEVEL one of core, llc, node and CPUS a CPU list such as 0-3,8";
 
 /// Parses a `SPINLAB_TOPOLOGY` value. The error is one line: the value, what is wrong with
 /// it, and what is accepted.
@@ -293,10 +293,10 @@ const ACCEPTED: &str =
 /// let declared = parse_declared("node:0|1").unwrap();
 /// assert_eq!(declared.levels, vec![(Level::Node, vec![vec![0], vec![1]])]);
 /// let err = parse_declared("socket:0|1").unwrap_err();
-/// assert!(err.starts_with("SPINLAB_TOPOLOGY=socket:0|1: unknown level `socket`; accepted: LEVEL:"), "{err}");
+/// assert!(err.starts_with("SPINLAB_TOPOLOGY=socket:0|1 is malformed: unknown level `socket`; valid values: LEVEL:"));
 /// ```
 pub fn parse_declared(text: &str) -> Result<Declared, String> {
-    let refuse = |why: String| format!("{ENV}={text}: {why}; {ACCEPTED}");
+    let refuse = |why: String| format!("{ENV}={text} is malformed: {why}; {ACCEPTED}");
     if text.trim().is_empty() {
         return Err(refuse("the value is empty".into()));
     }
@@ -346,13 +346,14 @@ pub fn machine() -> &'static Topology {
     })
 }
 
-/// The groups `SPINLAB_TOPOLOGY` declares: `None` when it is unset, the error of
+/// The groups `SPINLAB_TOPOLOGY` declares: `None` when it is unset or empty, the error of
 /// [`parse_declared`] when it is malformed (or not UTF-8).
 pub fn declared_from_env() -> Result<Option<Declared>, String> {
     match std::env::var(ENV) {
+        Ok(text) if text.is_empty() => Ok(None),
         Ok(text) => parse_declared(&text).map(Some),
         Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{ENV} is not UTF-8; {ACCEPTED}")),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{ENV}=… is malformed: not UTF-8; {ACCEPTED}")),
     }
 }
 
@@ -407,7 +408,7 @@ mod tests {
             ("node:5000", "CPU 5000 is past 4095"),
         ];
         for (text, why) in cases {
-            assert_eq!(refused(text), format!("SPINLAB_TOPOLOGY={text}: {why}; {ACCEPTED}"));
+            assert_eq!(refused(text), format!("SPINLAB_TOPOLOGY={text} is malformed: {why}; {ACCEPTED}"));
             assert!(!refused(text).contains('\n'));
         }
     }
