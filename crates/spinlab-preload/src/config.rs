@@ -437,7 +437,12 @@ mod tests {
         assert_eq!(topology(None), Ok(()));
         assert_eq!(topology(Some("node:0|1;llc:0-1")), Ok(()));
         let refused = topology(Some("node:0|0")).unwrap_err();
-        assert!(refused.starts_with("SPINLAB_TOPOLOGY=node:0|0 is malformed: CPU 0 is in two `node` groups; valid values: LEVEL:"), "{refused}");
+        assert!(
+            refused.starts_with(
+                "SPINLAB_TOPOLOGY=node:0|0 is malformed: CPU 0 is in two `node` groups; valid values: LEVEL:"
+            ),
+            "{refused}"
+        );
         assert!(!refused.contains('\n'));
     }
 

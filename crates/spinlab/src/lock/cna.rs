@@ -183,7 +183,11 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
 
     /// Hands headship, with `secondary`, to `chosen`: `Ok` with its state word if it may be
     /// asleep there, or `Err` with its node if its waiter left (the node is ours then).
-    fn make_head(&self, chosen: &'static Node, secondary: &Secondary) -> Result<Option<&'static AtomicU32>, &'static Node> {
+    fn make_head(
+        &self,
+        chosen: &'static Node,
+        secondary: &Secondary,
+    ) -> Result<Option<&'static AtomicU32>, &'static Node> {
         secondary.hand_to(chosen);
         // AcqRel: Release publishes `secondary` to the new head's Acquire load of HEAD;
         // Acquire, on an abandoned node, orders its waiter's last use of it before ours.

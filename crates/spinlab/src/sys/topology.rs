@@ -124,7 +124,9 @@ impl Topology {
     pub fn read(sys_root: &Path) -> Result<Topology, String> {
         let read = |rel: String| std::fs::read_to_string(sys_root.join(&rel)).ok().map(|t| (rel, t));
         let list = |rel: String| -> Result<Option<Vec<usize>>, String> {
-            read(rel).map(|(rel, text)| parse_cpu_list(&text).map_err(|e| format!("{}: {e}", sys_root.join(rel).display()))).transpose()
+            read(rel)
+                .map(|(rel, text)| parse_cpu_list(&text).map_err(|e| format!("{}: {e}", sys_root.join(rel).display())))
+                .transpose()
         };
         let cpu_dir = sys_root.join("devices/system/cpu");
         let cpus = match list("devices/system/cpu/online".into())? {
@@ -148,7 +150,8 @@ impl Topology {
             }
         }
         let groups = |sets: Vec<Vec<usize>>| Groups { groups: distinct_groups(sets, &cpus), declared: false };
-        let nodes = if nodes.iter().flatten().any(|c| cpus.contains(c)) { groups(nodes) } else { groups(vec![cpus.clone()]) };
+        let nodes =
+            if nodes.iter().flatten().any(|c| cpus.contains(c)) { groups(nodes) } else { groups(vec![cpus.clone()]) };
         Ok(Topology::from_levels(cpus.clone(), [groups(cores), groups(llcs), nodes]))
     }
 
@@ -158,7 +161,8 @@ impl Topology {
         let mut levels = self.levels;
         for (level, groups) in &declared.levels {
             let mut groups = groups.clone();
-            let rest: Vec<usize> = self.cpus.iter().copied().filter(|c| !groups.iter().flatten().any(|g| g == c)).collect();
+            let rest: Vec<usize> =
+                self.cpus.iter().copied().filter(|c| !groups.iter().flatten().any(|g| g == c)).collect();
             if !rest.is_empty() {
                 groups.push(rest);
             }
@@ -336,9 +340,8 @@ pub fn parse_declared(text: &str) -> Result<Declared, String> {
 pub fn machine() -> &'static Topology {
     static MACHINE: OnceLock<Topology> = OnceLock::new();
     MACHINE.get_or_init(|| {
-        let read = Topology::read(Path::new("/sys")).unwrap_or_else(|_| {
-            Topology::flat((0..crate::sys::cpu::process_cpus().max(1)).collect())
-        });
+        let read = Topology::read(Path::new("/sys"))
+            .unwrap_or_else(|_| Topology::flat((0..crate::sys::cpu::process_cpus().max(1)).collect()));
         match declared_from_env() {
             Ok(Some(declared)) => read.with_declared(&declared),
             _ => read,
@@ -484,7 +487,8 @@ mod tests {
     #[test]
     fn a_tree_without_caches_or_nodes_is_one_group_per_level() {
         let sys = FakeSys::new("bare");
-        sys.write("devices/system/cpu/cpu0/topology/core_id", "0\n").write("devices/system/cpu/cpu1/topology/core_id", "1\n");
+        sys.write("devices/system/cpu/cpu0/topology/core_id", "0\n")
+            .write("devices/system/cpu/cpu1/topology/core_id", "1\n");
         let topology = Topology::read(&sys.0).unwrap();
         assert_eq!(topology.cpus, vec![0, 1]);
         assert_eq!(topology.groups(Level::Core).groups, vec![vec![0], vec![1]], "no siblings listed: a core each");
