@@ -24,10 +24,11 @@
 //!
 //! Only the head reads or writes the secondary queue and the count, so they are relaxed
 //! fields of its node, copied into the next head's node before the hand-over of headship
-//! (an AcqRel swap of its state, read with Acquire) publishes them. A queued waiter of either queue that times out marks its node
-//! `ABANDONED` and leaves, as in `Mcs`: a head that hands over to such a node takes it and
-//! chooses again from there. The secondary queue is never empty while the main queue is: a
-//! head that finds nobody behind it makes the secondary queue the queue (one CAS of the tail).
+//! (an AcqRel swap of its state, read with Acquire) publishes them. A waiter of either queue
+//! that times out marks its node `ABANDONED` and leaves, as in `Mcs`: a head that hands over
+//! to such a node takes it and chooses again from there. Waiters are never left in the
+//! secondary queue with the main one empty: a head that finds nobody behind it makes the
+//! secondary queue the queue (one CAS of the tail).
 
 use super::mcs::{head_waits_for_word, McsQueue, ABANDONED, ASLEEP, EMPTY, HEAD};
 use super::queue_node::{self, Node};
