@@ -95,6 +95,11 @@ pub fn main() -> i32 {
             };
         }
     };
+    // The locks read SPINLAB_TOPOLOGY themselves and ignore a malformed value; the lab refuses it.
+    if let Err(line) = spinlab::sys::topology::declared_from_env() {
+        eprintln!("error: {line}");
+        return 2;
+    }
     match execute(&cli) {
         Ok(()) => 0,
         Err(e) => {

@@ -200,6 +200,9 @@ fn available_in_brief(availability: Result<(), Unavailable>) -> String {
 fn oversubscribed_behaviour(e: &registry::LockEntry) -> (&'static str, &'static str) {
     if e.facts.fair {
         ("collapses", "collapses: hands over in order, to threads that may not be running")
+    } else if e.facts.algorithm == "cna" {
+        // Not in order, and not gated: every hand-over goes to a chosen queued waiter.
+        ("convoys", "convoys: hands over to a chosen waiter, which may not be running")
     } else {
         ("holds up", "holds up: a running thread takes a free lock")
     }
@@ -218,6 +221,7 @@ const FAIRNESS_IN_BRIEF: &[(&str, &str)] = &[
     ("a running waiter passed over for at most", "bounded bypass"),
     ("on up to", "bounded bypass"),
     ("overtaken at most once", "bounded bypass"),
+    ("waiters of the holder's NUMA node first", "node first"),
 ];
 
 /// The longest a bound none of [`FAIRNESS_IN_BRIEF`] recognises is shown, in characters.

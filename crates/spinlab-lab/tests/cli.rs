@@ -123,6 +123,13 @@ fn info_reads_the_topology_of_a_canned_tree() {
     assert_eq!(v["topology"]["smt"], true);
     assert_eq!(v["topology"]["numa_nodes"], 2);
     assert_eq!(v["topology"]["packages"], 2);
+    let groups: Vec<(&str, bool)> = v["lock_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["level"].as_str().unwrap(), g["declared"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(groups, [("core", false), ("llc", false), ("node", false)]);
     let text = stdout(&spinlab(&["info", "--sys-root", &fixture("hybrid-p-e")]));
     assert!(text.contains("performance: CPUs 0-3") && text.contains("efficiency: CPUs 4-7"), "{text}");
 }
@@ -838,4 +845,28 @@ fn an_spmv_matrix_past_its_nonzero_limit_is_refused_before_anything_runs() {
         &["--spmv-rows", "non-zeroes", "268435456"],
     );
     assert!(started.elapsed().as_secs() < 10, "refused only after tc ran");
+}
+
+#[test]
+fn info_marks_declared_lock_groups_and_refuses_a_malformed_declaration() {
+    let info = |declared: &str| {
+        Command::new(env!("CARGO_BIN_EXE_spinlab"))
+            .args(["info", "--sys-root", &fixture("two-socket-smt")])
+            .env("SPINLAB_TOPOLOGY", declared)
+            .output()
+            .expect("spinlab runs")
+    };
+    let o = info("node:0|1");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let node = text.lines().find(|l| l.starts_with("lock groups node")).unwrap_or_default();
+    assert!(node.contains(" 0 | 1 | ") && node.ends_with("(declared by SPINLAB_TOPOLOGY)"), "{text}");
+    let llc = text.lines().find(|l| l.starts_with("lock groups llc")).unwrap_or_default();
+    assert!(llc.ends_with("(from sysfs)"), "{text}");
+    let o = info("node:0|0");
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).lines().collect::<Vec<_>>(),
+        ["error: SPINLAB_TOPOLOGY=node:0|0 is malformed: CPU 0 is in two `node` groups; valid values: LEVEL:CPUS|CPUS|...[;LEVEL:...] with LEVEL one of core, llc, node and CPUS a CPU list such as 0-3,8"]
+    );
 }

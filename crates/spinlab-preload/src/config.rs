@@ -1,8 +1,8 @@
 //! The environment, read once before `main`: which lock replaces the program's mutexes
 //! (`SPINLAB_LOCK`), how its condition variables wait (`SPINLAB_COND`), which lock replaces
 //! its spin locks (`SPINLAB_SPIN`), which barrier its barriers (`SPINLAB_BARRIER`) and which
-//! reader-writer lock its rwlocks (`SPINLAB_RWLOCK`), and
-//! whether to count (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
+//! reader-writer lock its rwlocks (`SPINLAB_RWLOCK`), the groups topology-aware locks see
+//! (`SPINLAB_TOPOLOGY`), and whether to count (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
 //! message is one line naming the variable, why, and every value that would work.
 
 use crate::glibc::{BARRIER_ROOM, MUTEX_ROOM, RWLOCK_ROOM, SPIN_ROOM};
@@ -259,7 +259,15 @@ pub fn from_env() -> Result<Config, String> {
     config.spins = spins(var("SPINLAB_SPIN").as_deref())?;
     config.barriers = barriers(var("SPINLAB_BARRIER").as_deref())?;
     config.rwlocks = rwlocks(var("SPINLAB_RWLOCK").as_deref())?;
+    topology(var(spinlab::sys::topology::ENV).as_deref())?;
     Ok(config)
+}
+
+/// Checks `SPINLAB_TOPOLOGY` (`None`: unset). The locks read it themselves
+/// (`spinlab::sys::topology::machine`), which keeps what sysfs says when it is malformed: here
+/// a malformed value stops the program instead.
+pub fn topology(value: Option<&str>) -> Result<(), String> {
+    value.map_or(Ok(()), |text| spinlab::sys::topology::parse_declared(text).map(drop))
 }
 
 /// What `SPINLAB_SPIN=name` (`None`: unset) replaces spin locks with: a lock that fits in a
@@ -425,6 +433,20 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_topology_is_refused_in_the_preload_librarys_words() {
+        assert_eq!(topology(None), Ok(()));
+        assert_eq!(topology(Some("node:0|1;llc:0-1")), Ok(()));
+        let refused = topology(Some("node:0|0")).unwrap_err();
+        assert!(
+            refused.starts_with(
+                "SPINLAB_TOPOLOGY=node:0|0 is malformed: CPU 0 is in two `node` groups; valid values: LEVEL:"
+            ),
+            "{refused}"
+        );
+        assert!(!refused.contains('\n'));
+    }
+
+    #[test]
     fn unset_means_the_default_lock_with_its_own_policy_and_no_counting() {
         let config = parse(None, None, None, None).ok().unwrap();
         assert_eq!(config.lock_name(), DEFAULT_LOCK);
@@ -449,7 +471,7 @@ mod tests {
         // Every algorithm but Hapax (24 bytes) fits with every policy: CLH over a spinning
         // policy too (its tail and a one-pointer guard), not only as the gate of a bounded word.
         assert!(
-            accepted.starts_with("ALGORITHM:POLICY with ALGORITHM one of tas, ttas, ticket, mcs, clh, reciprocating, fair, bounded, adaptive and POLICY one of spin, pause, "),
+            accepted.starts_with("ALGORITHM:POLICY with ALGORITHM one of tas, ttas, ticket, mcs, clh, cna, reciprocating, fair, bounded, adaptive and POLICY one of spin, pause, "),
             "{accepted}"
         );
         assert!(

@@ -314,6 +314,13 @@ fn barriers_keep_their_phases_and_one_serial_thread_under_every_setting() {
 }
 
 #[test]
+fn a_malformed_topology_is_refused_before_main() {
+    let program = program("p_spin");
+    assert_refused(&program, "SPINLAB_TOPOLOGY", "socket:0|1", "unknown level `socket`", "LEVEL:CPUS");
+    assert_refused(&program, "SPINLAB_TOPOLOGY", "node:0|x", "`x` is not a CPU list", "core, llc, node");
+}
+
+#[test]
 fn a_spin_lock_that_does_not_fit_or_may_sleep_is_refused_before_main() {
     let program = program("p_spin");
     for (spin, why) in [

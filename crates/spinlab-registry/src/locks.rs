@@ -2,13 +2,13 @@
 
 use crate::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
-use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gated, Hapax, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas};
+use spinlab::lock::{Adaptive, Bounded, Clh, Cna, Fair, Gated, Hapax, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas};
 use spinlab::wait::Wait;
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
-pub const ALGORITHMS: [&str; 10] =
-    ["tas", "ttas", "ticket", "mcs", "clh", "reciprocating", "hapax", "fair", "bounded", "adaptive"];
+pub const ALGORITHMS: [&str; 11] =
+    ["tas", "ttas", "ticket", "mcs", "clh", "cna", "reciprocating", "hapax", "fair", "bounded", "adaptive"];
 
 /// The reference locks, measured beside spinlab's.
 pub const REFERENCE_LOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
@@ -64,6 +64,7 @@ impl Kind for Locks {
         add_algorithm::<Locks, TicketAlgorithm>(&mut rows);
         add_algorithm::<Locks, McsAlgorithm>(&mut rows);
         add_algorithm::<Locks, ClhAlgorithm>(&mut rows);
+        add_algorithm::<Locks, CnaAlgorithm>(&mut rows);
         add_algorithm::<Locks, ReciprocatingAlgorithm>(&mut rows);
         add_algorithm::<Locks, HapaxAlgorithm>(&mut rows);
         add_algorithm::<Locks, FairAlgorithm>(&mut rows);
@@ -190,6 +191,10 @@ macro_rules! algorithm {
     };
 }
 
+/// CNA's guarantee (`spinlab::lock::Cna`), with its bound written out
+/// ([`spinlab::lock::CNA_BYPASS_BOUND`]; a test checks the number).
+const CNA_BOUND: &str = "waiters of the holder's NUMA node first; at most 64 hand-overs in a row pass over the oldest waiter, which is also passed at most once by each thread that found the queue empty";
+
 /// What a gated lock adds to its gate's order: who queues, and the bound on the queue's head
 /// at the word.
 macro_rules! head_at_the_word {
@@ -213,6 +218,9 @@ algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false, bound: "none");
 algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, bound: "FIFO", gated when leaving);
 algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO in the queue; passed over at most once by each thread that found it empty", gated on McsQueue when leaving);
 algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when leaving);
+// Not gated: a gate of CNA's order in front of the word is the CNA-gated word, a lock of its
+// own. Over policies whose waiters give their CPU away its hand-overs convoy, as `Mcs`'s would.
+algorithm!(CnaAlgorithm, Cna, "cna", fair: false, bound: CNA_BOUND);
 // Built as they are over every policy, not gated: they hand over in order, convoys included.
 algorithm!(ReciprocatingAlgorithm, Reciprocating, "reciprocating", fair: true,
            bound: "overtaken at most once by each thread that arrived later: arrivals admitted in batches, in order, each newest first");
@@ -402,6 +410,15 @@ mod tests {
         }
         let gated = LOCKS.entries().iter().find(|e| e.name == "fair:spin-park").unwrap();
         assert!(gated.facts.bound.contains("0.2 ms of a holder's releases"), "{}", gated.facts.bound);
+    }
+
+    #[test]
+    fn cnas_bound_names_its_constant() {
+        let bound = format!("at most {} hand-overs in a row", spinlab::lock::CNA_BYPASS_BOUND);
+        for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "cna") {
+            assert!(entry.facts.bound.contains(&bound), "{}: {}", entry.name, entry.facts.bound);
+            assert_eq!(entry.facts.ops.size, 8, "{}: the word and the tail, with no guard", entry.name);
+        }
     }
 
     #[test]

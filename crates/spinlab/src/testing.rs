@@ -49,6 +49,23 @@ fn get<T: Copy + 'static>(key: &'static LocalKey<Cell<T>>) -> T {
 #[cfg(all(test, not(loom)))]
 std::thread_local! {
     static NEVER_STARVES: Cell<bool> = const { Cell::new(false) };
+    static CNA_GROUP: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// In the unit tests, the CNA group this thread queues in, whatever CPU it runs on.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn declare_cna_group(group: u32) -> Setting<Option<u32>> {
+    set(&CNA_GROUP, Some(group))
+}
+
+/// The CNA group this thread declared ([`declare_cna_group`]); never outside the unit tests.
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) fn declared_cna_group() -> Option<u32> {
+    #[cfg(test)]
+    return get(&CNA_GROUP);
+    #[cfg(not(test))]
+    None
 }
 
 /// In the unit tests, keeps this thread's bounded-bypass waits from ever claiming the lock,
@@ -183,4 +200,42 @@ pub fn spurious_wake_ups(count: usize) -> Setting<usize> {
 #[cfg(loom)]
 pub(crate) fn spurious_wake_ups_per_execution() -> usize {
     get(&SPURIOUS)
+}
+
+// The CNA group of each model thread: loom's thread-local, one per model thread, since the
+// threads of one model queue in different groups.
+#[cfg(loom)]
+crate::sync::thread_local! {
+    static CNA_GROUP: Cell<u32> = Cell::new(0);
+}
+
+/// The CNA group of the calling model thread from now on (0 until set): under loom
+/// `sched_getcpu` means nothing. Called by a model's own threads, unlike the settings above.
+#[cfg(loom)]
+pub fn cna_group(group: u32) {
+    CNA_GROUP.with(|cell| cell.set(group));
+}
+
+/// The CNA group of the calling model thread ([`cna_group`]).
+#[cfg(loom)]
+pub(crate) fn cna_group_of_this_thread() -> u32 {
+    CNA_GROUP.with(|cell| cell.get())
+}
+
+/// How many times a CNA head moved waiters to a secondary queue, in every model execution so
+/// far: a model reads it to check that its schedules reached that path.
+#[cfg(loom)]
+static CNA_SECONDARY_MOVES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many times CNA heads have moved waiters to a secondary queue so far, over all
+/// executions of every model in this process.
+#[cfg(loom)]
+pub fn cna_secondary_moves() -> usize {
+    CNA_SECONDARY_MOVES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts one move to a secondary queue ([`cna_secondary_moves`]).
+#[cfg(loom)]
+pub(crate) fn count_cna_secondary_move() {
+    CNA_SECONDARY_MOVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }

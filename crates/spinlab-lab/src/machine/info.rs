@@ -22,6 +22,9 @@ pub struct MachineInfo {
     pub hypervisor: bool,
     /// The shape of the machine.
     pub topology: TopologyInfo,
+    /// The groups the topology-aware locks choose by (`spinlab::sys::topology`), per level,
+    /// as read from sysfs or declared by `SPINLAB_TOPOLOGY`.
+    pub lock_groups: Vec<LockGroups>,
     /// Wait instructions.
     pub wait_features: WaitFeatures,
     /// `/sys/devices/system/cpu/umwait_control`, where present.
@@ -65,6 +68,41 @@ pub struct TopologyInfo {
     pub placements: Vec<PlacementInfo>,
     /// The full description.
     pub detail: Topology,
+}
+
+/// The groups of one level of the locks' topology model.
+#[derive(Clone, Debug, Serialize)]
+pub struct LockGroups {
+    /// `core`, `llc` or `node`.
+    pub level: &'static str,
+    /// Each group's CPUs, as a kernel CPU list.
+    pub groups: Vec<String>,
+    /// Whether `SPINLAB_TOPOLOGY` declared them.
+    pub declared: bool,
+}
+
+impl LockGroups {
+    /// The locks' model under `sys_root`, with the groups `SPINLAB_TOPOLOGY` declares (the
+    /// command line has refused a malformed value before this runs); empty if it cannot be read.
+    fn of(sys_root: &Path) -> Vec<LockGroups> {
+        use spinlab::sys::topology::{self as model, Level};
+        let Ok(read) = model::Topology::read(sys_root) else { return Vec::new() };
+        let topology = match model::declared_from_env() {
+            Ok(Some(declared)) => read.with_declared(&declared),
+            _ => read,
+        };
+        Level::ALL
+            .into_iter()
+            .map(|level| {
+                let groups = topology.groups(level);
+                LockGroups {
+                    level: level.name(),
+                    groups: groups.groups.iter().map(|cpus| format_cpu_list(cpus)).collect(),
+                    declared: groups.declared,
+                }
+            })
+            .collect()
+    }
 }
 
 /// One placement and whether it is available.
@@ -279,6 +317,7 @@ impl MachineInfo {
             allowed_cpus: format_cpu_list(&allowed_cpus()),
             hypervisor: has_flag("hypervisor"),
             topology: topo,
+            lock_groups: LockGroups::of(sys_root),
             wait_features,
             umwait_control,
             tsc,
@@ -350,6 +389,10 @@ impl MachineInfo {
             line("  from", t.detail.core_type_source.clone());
         } else {
             line("core types", t.detail.core_type_source.clone());
+        }
+        for groups in &self.lock_groups {
+            let from = if groups.declared { "declared by SPINLAB_TOPOLOGY" } else { "from sysfs" };
+            line(&format!("lock groups {}", groups.level), format!("{} ({from})", groups.groups.join(" | ")));
         }
         for p in &t.placements {
             let v = match (&p.example_cpus, &p.skipped) {

@@ -48,13 +48,13 @@ use core::ptr::null_mut;
 use lock_api::{GuardSend, RawMutex, RawMutexFair};
 use std::time::Instant;
 
-const HEAD: u32 = 0;
-const WAITING: u32 = 1;
-const ASLEEP: u32 = 2;
-const ABANDONED: u32 = 3;
+pub(super) const HEAD: u32 = 0;
+pub(super) const WAITING: u32 = 1;
+pub(super) const ASLEEP: u32 = 2;
+pub(super) const ABANDONED: u32 = 3;
 
 /// The tail of an empty queue: no node is numbered 0.
-const EMPTY: u32 = 0;
+pub(super) const EMPTY: u32 = 0;
 
 /// MCS queue lock waiting with policy `W` (the module docs give the design): the lock word
 /// and an [`McsQueue`], 8 bytes.
@@ -86,7 +86,7 @@ pub struct Mcs<W: Wait> {
 /// ```
 pub struct McsQueue<W: Wait> {
     /// The last node's number (`QueueNode::index`); [`EMPTY`] when nobody holds or waits.
-    tail: AtomicU32,
+    pub(super) tail: AtomicU32,
     policy: PhantomData<fn() -> W>,
 }
 
@@ -133,39 +133,39 @@ impl<W: Wait> Mcs<W> {
     #[cold]
     fn lock_queued(&self, deadline: Option<Instant>) -> bool {
         let Some(node) = self.queue.lead_until(deadline) else { return false };
-        let acquired = self.wait_for_word(deadline);
+        let acquired = head_waits_for_word(&self.word, deadline);
         if let Some(asleep) = self.queue.pass_headship(node) {
             W::wake_one(asleep);
         }
         acquired
     }
+}
 
-    /// The head's wait: re-read the word until it is free, take it, and sleep on it once the
-    /// policy's spin phase is over. The head is the word's only sleeper, so it marks the word
-    /// `LOCKED_SLEEPERS` to sleep and takes it as `LOCKED`.
-    fn wait_for_word(&self, deadline: Option<Instant>) -> bool {
-        let state = &self.word.state;
-        let mut episode = Episode::new(deadline);
-        loop {
-            let seen = state.load(Relaxed);
-            if seen == UNLOCKED {
-                if self.word.try_acquire(LOCKED).is_ok() {
-                    return true;
-                }
-                continue;
+/// The head's wait: re-read the word until it is free, take it, and sleep on it once the
+/// policy's spin phase is over. The head is the word's only sleeper, so it marks the word
+/// `LOCKED_SLEEPERS` to sleep and takes it as `LOCKED`. Returns `false` if `deadline` passed.
+pub(super) fn head_waits_for_word<W: Wait>(word: &LockWord<W>, deadline: Option<Instant>) -> bool {
+    let state = &word.state;
+    let mut episode = Episode::new(deadline);
+    loop {
+        let seen = state.load(Relaxed);
+        if seen == UNLOCKED {
+            if word.try_acquire(LOCKED).is_ok() {
+                return true;
             }
-            match W::spin(state, seen, &mut episode) {
-                Spun::Changed => {}
-                Spun::TimedOut => return false,
-                Spun::Exhausted => {
-                    if seen == LOCKED && state.compare_exchange(LOCKED, LOCKED_SLEEPERS, Relaxed, Relaxed).is_err() {
-                        continue;
-                    }
-                    if W::sleep(state, LOCKED_SLEEPERS, deadline) == FutexWait::TimedOut {
-                        return false;
-                    }
-                    episode.restart_spinning();
+            continue;
+        }
+        match W::spin(state, seen, &mut episode) {
+            Spun::Changed => {}
+            Spun::TimedOut => return false,
+            Spun::Exhausted => {
+                if seen == LOCKED && state.compare_exchange(LOCKED, LOCKED_SLEEPERS, Relaxed, Relaxed).is_err() {
+                    continue;
                 }
+                if W::sleep(state, LOCKED_SLEEPERS, deadline) == FutexWait::TimedOut {
+                    return false;
+                }
+                episode.restart_spinning();
             }
         }
     }
@@ -190,7 +190,13 @@ impl<W: Wait> McsQueue<W> {
     /// then abandoned to the queue).
     #[inline]
     fn lead_until(&self, deadline: Option<Instant>) -> Option<&'static Node> {
-        let node = queue_node::take();
+        self.lead_with(queue_node::take(), deadline)
+    }
+
+    /// As `lead_until`, with a node the caller took (and may have written fields of, which
+    /// the tail swap publishes).
+    #[inline]
+    pub(super) fn lead_with(&self, node: &'static Node, deadline: Option<Instant>) -> Option<&'static Node> {
         node.next.store(null_mut(), Relaxed);
         node.state.store(WAITING, Relaxed);
         // AcqRel: Release publishes the node's initialised fields to the predecessor's
@@ -314,7 +320,7 @@ impl<W: Wait> McsQueue<W> {
     }
 
     #[cold]
-    fn wait_for_successor_link(node: &'static Node) -> *mut Node {
+    pub(super) fn wait_for_successor_link(node: &'static Node) -> *mut Node {
         // The successor swapped itself into the tail and is about to store into our `next`:
         // a window of a few instructions, unless it was preempted in between.
         let mut spins = 0u32;

@@ -9,6 +9,7 @@
 //! | [`Ticket`]   |          | fetch-add + store                | FIFO among the waiters that took a ticket            |
 //! | [`Mcs`]      |          | swap + store                     | FIFO in the queue, each waiter on its own line; each passed at most once by each thread that found the queue empty |
 //! | [`Clh`]      |          | swap + store                     | FIFO, each waiter on its predecessor's line          |
+//! | [`Cna`]      |          | swap + store                     | its group's waiters first; at most [`CNA_BYPASS_BOUND`] hand-overs in a row pass the oldest waiter |
 //! | [`Reciprocating`] |     | swap + CAS                       | segments in order, each newest first: overtaken at most once by each later thread |
 //! | [`Hapax`]    |          | swap + CAS                       | FIFO among untimed waiters, no pointer shared        |
 //! | [`Fair`]     | seed 003 | bit-set + CAS                    | round-robin: one turn of the slot holders; past 62 waiters, none |
@@ -17,13 +18,14 @@
 //! | [`Adaptive`] |          | CAS + CAS                        | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //!
 //! Costs are for pure spin policies. With a policy that may sleep, the unlocks of `Tas`,
-//! `Ttas` and `Mcs` are a swap, so they can see whether to wake anyone, and `Ticket`'s store
-//! is followed by the bump of the next ticket's waiting-array slot and a read of its sleeper
-//! count. `Gated`'s unlock is the word's own CAS too until a waiter takes the gate and marks
-//! the word; then it reads whether the gate is still held.
+//! `Ttas`, `Mcs` and `Cna` are a swap, so they can see whether to wake anyone; `Ticket`'s store
+//! is followed by the bump of the next ticket's waiting-array slot and a read of its sleepers.
+//! `Gated`'s unlock is the word's CAS until a waiter takes the gate and marks the word.
 //!
 //! The guarantees in full, where the table is short:
-//! - In-order locks: a timed waiter that gives up leaves; `Ticket`'s and `Hapax`'s take no place.
+//! - In-order locks: a timed waiter that gives up leaves the order; `Ticket`'s and `Hapax`'s
+//!   timed acquisitions take no place and are not served in order. `Mcs`'s and `Cna`'s lock
+//!   is a word of its own (as in Linux's queued spinlock), taken with one atomic while none queue.
 //! - `Fair`: a slot holder gets the lock after at most one acquisition by each other slot
 //!   holder (seed 003). Past 62 waiters, a thread without a slot takes a free lock or a slot
 //!   given back, with no bound. As a [`Gated`] lock's gate each thread moves to a random free
@@ -37,11 +39,13 @@
 //! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. `Bounded`
 //! and `Ttas` never hand the lock to a thread that is not running, and the registry builds
 //! `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose waiters give
-//! their CPU away, so that only their waiters keep the order (`reciprocating`, `hapax`: not).
+//! their CPU away, so that only their waiters keep the order (`cna`, `reciprocating` and
+//! `hapax` are built alone).
 
 mod adaptive;
 mod bounded;
 mod clh;
+mod cna;
 mod fair;
 mod fair_slots;
 mod gated;
@@ -57,6 +61,7 @@ mod word;
 pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
+pub use cna::{Cna, CNA_BYPASS_BOUND};
 pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};

@@ -31,6 +31,14 @@ pub(crate) struct QueueNode {
     /// Reciprocating: the arrival below this one in the stack, published by a waiter that
     /// timed out, so that the thread admitting its node can skip to that arrival.
     pub below: AtomicU32,
+    /// CNA: the group (NUMA node) its waiter ran in when it queued. Written before the node
+    /// is published, read only by heads choosing whom to pass to. Others: unused.
+    pub group: AtomicU32,
+    /// CNA: what headship carries to the next head (`cna.rs`'s `Secondary`): the secondary
+    /// queue's first and last nodes' numbers, and the hand-overs past the oldest waiter.
+    pub secondary_first: AtomicU32,
+    pub secondary_last: AtomicU32,
+    pub bypasses: AtomicU32,
     /// The link of the global pool of free nodes; used only while the node is free.
     #[cfg_attr(loom, allow(dead_code))]
     pub pool_next: AtomicPtr<Node>,
@@ -47,6 +55,10 @@ fn fresh() -> &'static Node {
         pred: AtomicPtr::new(core::ptr::null_mut()),
         segment_end: AtomicU32::new(0),
         below: AtomicU32::new(0),
+        group: AtomicU32::new(0),
+        secondary_first: AtomicU32::new(0),
+        secondary_last: AtomicU32::new(0),
+        bypasses: AtomicU32::new(0),
         pool_next: AtomicPtr::new(core::ptr::null_mut()),
     })));
     index::publish(node);

@@ -9,7 +9,10 @@
 //!   what the policies' availability and the default lock's choice rest on.
 //! - [`tsc`]: the cycle counter and its rate, which the hardware policies' deadlines and
 //!   backoff count in.
+//! - [`topology`]: the CPUs' groups at the core, last-level cache and NUMA node levels, and
+//!   which group the calling thread runs in: what the topology-aware locks choose by.
 
 pub mod cpu;
 pub mod futex;
+pub mod topology;
 pub mod tsc;
