@@ -27,20 +27,17 @@
 //!   timed acquisitions take no place and are not served in order. `Mcs`'s and `Cna`'s lock
 //!   is a word of its own (as in Linux's queued spinlock), taken with one atomic while none queue.
 //! - `Fair`: a slot holder gets the lock after at most one acquisition by each other slot
-//!   holder (seed 003). Past 62 waiters, a thread without a slot takes a free lock or a slot
-//!   given back, with no bound. As a [`Gated`] lock's gate each thread moves to a random free
-//!   slot every 8th wait, and each other slot holder passes a waiter at most twice a turn.
+//!   holder (seed 003); past 62 waiters, no bound. As a [`Gated`] lock's gate, threads move to
+//!   a random free slot every 8th wait, so another slot holder passes a waiter at most twice.
 //! - `Bounded`: a running waiter that has waited [`STARVATION_NS`] gets the lock after at most
 //!   the holder and one other claimant. `Gated<L, W>`: queued waiters in `L`'s order; the head
 //!   passed by running threads for at most [`STARVATION_NS`] of its waiting and, while it is
 //!   not running, for at most [`HEAD_STALL_NS`] of each holder's releases.
 //!
 //! The in-order locks hand the lock to the next waiter whether or not it runs, so with more
-//! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. `Bounded`
-//! and `Ttas` never hand the lock to a thread that is not running, and the registry builds
-//! `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose waiters give
-//! their CPU away, so that only their waiters keep the order (`cna`, `reciprocating` and
-//! `hapax` are built alone).
+//! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. The
+//! registry builds `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose
+//! waiters give their CPU away (`cna`, `reciprocating` and `hapax` are built alone).
 
 mod adaptive;
 mod bounded;
