@@ -69,7 +69,7 @@ const LOCKS: Kind = Kind {
     brief: &[
         col("lock", "lock"),
         col("fairness", "fairness"),
-        col("may_sleep", "may sleep"),
+        col("may_sleep", "sleeps"),
         col("oversubscribed", "threads > CPUs"),
         col("available", "available"),
     ],
@@ -218,9 +218,9 @@ const FAIRNESS_IN_BRIEF: &[(&str, &str)] = &[
     ("waiters in queue order", "queue order"),
     ("round-robin", "round-robin"),
     ("eventual fairness", "eventual"),
-    ("a running waiter passed over for at most", "bounded bypass"),
-    ("on up to", "bounded bypass"),
-    ("overtaken at most once", "bounded bypass"),
+    ("a running waiter passed over for at most", "bypass bound"),
+    ("on up to", "bypass bound"),
+    ("overtaken at most once", "bypass bound"),
     ("waiters of the holder's NUMA node first", "node first"),
 ];
 

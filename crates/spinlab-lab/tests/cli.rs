@@ -164,8 +164,9 @@ fn list_shows_every_lock_with_availability() {
     assert_eq!(default.len(), 1);
     assert_eq!(default[0]["lock"], "adaptive:pause-yield-park");
     // The in-order queue locks over a policy whose waiters keep their CPU are listed as
-    // collapsing when oversubscribed, and only those (over a policy that sleeps or yields they
-    // are gated: lock::Gated).
+    // collapsing when oversubscribed (over a policy that sleeps or yields they are gated:
+    // lock::Gated), and the in-order locks that are never gated over every policy; CNA, which
+    // hands over out of order and is never gated, convoys.
     let waits = v["waits"].as_array().unwrap();
     let leaving: Vec<&str> =
         waits.iter().filter(|w| w["leaves_cpu"] == true).filter_map(|w| w["wait"].as_str()).collect();
@@ -175,9 +176,13 @@ fn list_shows_every_lock_with_availability() {
     }
     for lock in locks {
         let collapses = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("collapses"));
-        let in_order = ["ticket", "mcs", "clh", "fair"].contains(&lock["algorithm"].as_str().unwrap_or(""));
+        let algorithm = lock["algorithm"].as_str().unwrap_or("");
+        let gated_in_order = ["ticket", "mcs", "clh", "fair"].contains(&algorithm);
+        let alone_in_order = ["reciprocating", "hapax"].contains(&algorithm);
         let keeps_cpu = lock["wait"].as_str().is_some_and(|w| !leaving.contains(&w));
-        assert_eq!(collapses, in_order && keeps_cpu, "{lock}");
+        assert_eq!(collapses, (gated_in_order && keeps_cpu) || alone_in_order, "{lock}");
+        let convoys = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("convoys"));
+        assert_eq!(convoys, algorithm == "cna", "{lock}");
     }
     assert!(waits.iter().any(|w| w["wait"] == "spin-park"));
     let text = stdout(&spinlab(&["list"]));
@@ -308,7 +313,7 @@ fn list_fits_in_100_columns_and_names_every_registered_name() {
     }
     // What a user picks a lock by is there; the long texts are not.
     let locks = &tables[0];
-    assert_eq!(locks.headers, ["lock", "fairness", "may sleep", "threads > CPUs", "available"]);
+    assert_eq!(locks.headers, ["lock", "fairness", "sleeps", "threads > CPUs", "available"]);
     let row = |name: &str| locks.rows.iter().find(|r| r[0] == name).unwrap_or_else(|| panic!("{name} missing"));
     assert_eq!(row("ticket:spin")[1], "FIFO");
     assert_eq!(row("ticket:spin")[3], "collapses");

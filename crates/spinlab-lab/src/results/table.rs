@@ -71,10 +71,13 @@ pub fn render(rows: &[Row], columns: &[Column]) -> String {
 }
 
 /// The same, at most `width` characters wide: cells that would make a line longer are
-/// wrapped within their column.
+/// wrapped within their column, except the first column's (a row's name stays whole).
 pub fn render_within(rows: &[Row], columns: &[Column], width: usize) -> String {
     let mut table = table(rows, columns);
     table.set_width(u16::try_from(width).unwrap_or(u16::MAX));
+    if let Some(first) = table.column_mut(0) {
+        first.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+    }
     table.to_string()
 }
 
