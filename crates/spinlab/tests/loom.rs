@@ -36,8 +36,7 @@
 //! one algorithm's own paths. Preemption bounds keep the file to a few minutes on two CPUs;
 //! `LOOM_MAX_PREEMPTIONS` overrides them for a deeper run, except where a bound is fixed.
 
-use lock_api::{RawMutex, RawMutexTimed};
-use loom::cell::UnsafeCell;
+use lock_api::RawMutex;
 use loom::sync::Arc;
 use loom::thread;
 use spinlab::lock::{Adaptive, Bounded, Clh, Fair, Gate, Gated, Mcs, McsQueue, Tas, Ticket, Ttas};
@@ -45,17 +44,13 @@ use spinlab::wait::{
     Backoff, Cas, FpDiv, Futex, IntDiv, Miss, Mwaitx, Pause, PauseYieldPark, Spin, SpinPark, SpinYieldPark, Tpause,
     Umwait, Wait, Wfe, Yield,
 };
-use std::time::Duration;
 
 // Loom maps a fresh stack for every thread of every execution; see the module for why the
 // test binary reuses them.
 mod loom_stacks;
-
-/// What the models need from a lock: lock_api's raw traits and a constructor (`INIT` panics
-/// under loom, whose atomics cannot be built in a constant).
-trait Lock: RawMutex + RawMutexTimed<Duration = Duration, Instant = std::time::Instant> + Send + Sync + 'static {
-    fn new_unlocked() -> Self;
-}
+// The lock trait, the count, the bound and the scenarios every lock faces.
+mod loom_common;
+use loom_common::*;
 
 macro_rules! impl_lock {
     ($($lock:ident),*) => {$(
@@ -78,162 +73,6 @@ impl<L: Lock + Gate, W: Wait> Lock for Gated<L, W> {
     fn new_unlocked() -> Self {
         Gated::with_gate(L::new_unlocked())
     }
-}
-
-/// How often a slow holder (`bump_slowly_and_unlock`) yields when one thread waits: enough
-/// for it to spin out a deadline under loom (three iterations) or SpinPark's budget (two)
-/// while the lock is held.
-const HOLDER_YIELDS_ONE_WAITER: usize = 3;
-
-/// The same with two waiters: each one's yields also let the other spin on, so one yield of
-/// the holder is enough, and every further one multiplies the schedules to explore.
-const HOLDER_YIELDS_TWO_WAITERS: usize = 1;
-
-/// A deadline far in the future by the clock: under loom it expires after a few steps anyway
-/// (see the module docs), which is the point.
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A lock and the data it protects.
-struct Shared<L> {
-    lock: L,
-    count: UnsafeCell<usize>,
-}
-
-// SAFETY: `count` is only touched by a thread that holds `lock` (or, in `count`, after every
-// other thread has been joined); loom checks exactly that.
-unsafe impl<L: Sync> Sync for Shared<L> {}
-
-impl<L: Lock> Shared<L> {
-    fn new() -> Arc<Self> {
-        Arc::new(Shared { lock: L::new_unlocked(), count: UnsafeCell::new(0) })
-    }
-
-    /// The critical section proper. Must be called with the lock held.
-    fn bump(&self) {
-        // SAFETY: the caller holds the lock; if the lock is broken, loom reports the
-        // concurrent access instead of letting it happen.
-        self.count.with_mut(|count| unsafe { *count += 1 });
-    }
-
-    /// A long critical section: bumps the count, then yields `yields` times while holding
-    /// the lock, as if descheduled, then unlocks.
-    ///
-    /// Each spin iteration of a waiter yields to loom's scheduler, which then runs the other
-    /// threads until they block or yield in turn (and cannot undo that). Without yields here a
-    /// waiter could never spin out its deadline or budget while the lock is held, and the
-    /// models would miss every sleep, time-out and abandonment that races with the holder.
-    fn bump_slowly_and_unlock(&self, guard: L::Guard, yields: usize) {
-        self.bump();
-        for _ in 0..yields {
-            thread::yield_now();
-        }
-        // SAFETY: the caller gives us the guard of the lock it holds.
-        unsafe { self.lock.unlock(guard) };
-    }
-
-    /// Locks, bumps the count and unlocks.
-    fn locked_bump(&self) {
-        let guard = self.lock.lock();
-        self.bump();
-        // SAFETY: we hold the lock through `guard`.
-        unsafe { self.lock.unlock(guard) };
-    }
-
-    /// Tries to lock with a deadline; on success bumps the count and unlocks. Returns
-    /// whether it got the lock.
-    fn timed_bump(&self) -> bool {
-        match self.lock.try_lock_for(TIMEOUT) {
-            Some(guard) => {
-                self.bump();
-                // SAFETY: we hold the lock through `guard`.
-                unsafe { self.lock.unlock(guard) };
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Tries to lock once; on success bumps the count and unlocks.
-    fn try_bump(&self) -> bool {
-        match self.lock.try_lock() {
-            Some(guard) => {
-                self.bump();
-                // SAFETY: we hold the lock through `guard`.
-                unsafe { self.lock.unlock(guard) };
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// The count, once every other thread has been joined.
-    fn count(&self) -> usize {
-        // SAFETY: all writers have been joined, which orders their writes before this read.
-        self.count.with(|count| unsafe { *count })
-    }
-
-    /// Checks that the lock is free and still works after a model's threads are done: nothing
-    /// leaked it (a timed-out waiter, an abandoned queue node, a withdrawn bit), try_lock
-    /// fails while it is held, and it can be taken and released again.
-    fn assert_free_and_working(&self) {
-        assert!(!self.lock.is_locked(), "the lock is still held after every thread finished");
-        let guard = self.lock.try_lock().expect("try_lock failed on a lock nobody holds");
-        assert!(self.lock.is_locked());
-        assert!(self.lock.try_lock().is_none(), "try_lock succeeded on a held lock");
-        // SAFETY: we hold the lock through `guard`.
-        unsafe { self.lock.unlock(guard) };
-        let guard = self.lock.lock();
-        // SAFETY: we hold the lock through `guard`.
-        unsafe { self.lock.unlock(guard) };
-        assert!(!self.lock.is_locked());
-    }
-}
-
-/// A model's preemption bound.
-#[derive(Clone, Copy)]
-enum Bound {
-    /// This many preemptions, or `LOOM_MAX_PREEMPTIONS` where it is set.
-    Default(usize),
-    /// This many, whatever `LOOM_MAX_PREEMPTIONS` says (see `models!` for why).
-    Fixed(usize),
-}
-
-/// Runs `model` under loom with preemption bound `bound`.
-fn check(bound: Bound, model: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    match bound {
-        Bound::Default(_) if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_some() => {}
-        Bound::Default(preemptions) | Bound::Fixed(preemptions) => builder.preemption_bound = Some(preemptions),
-    }
-    builder.check(model);
-}
-
-/// Spawns `n` threads running `body` on a clone of `shared`; returns their handles.
-fn spawn_each<L: Lock, R: 'static>(
-    shared: &Arc<Shared<L>>,
-    n: usize,
-    body: fn(&Shared<L>) -> R,
-) -> Vec<thread::JoinHandle<R>> {
-    (0..n)
-        .map(|_| {
-            let shared = shared.clone();
-            thread::spawn(move || body(&shared))
-        })
-        .collect()
-}
-
-/// `threads` threads (this one included) each take the lock once and increment the count.
-fn mutual_exclusion<L: Lock>(threads: usize, bound: Bound) {
-    check(bound, move || {
-        let shared = Shared::<L>::new();
-        let others = spawn_each(&shared, threads - 1, Shared::locked_bump);
-        shared.locked_bump();
-        for other in others {
-            other.join().unwrap();
-        }
-        assert_eq!(shared.count(), threads);
-        shared.assert_free_and_working();
-    });
 }
 
 /// Two threads each take the lock twice: a releaser re-locks at once, racing the waiter it
@@ -328,39 +167,6 @@ fn try_lock_races_relock<L: Lock>(bound: Bound) {
     });
 }
 
-/// This thread holds the lock while `timed` waiters with a deadline and `plain` waiters
-/// without one arrive, then releases it. Timed waiters may give up (MCS and CLH abandon their
-/// queue node, Fair withdraws its bit, Ticket gives up without a ticket) or get the lock; the
-/// plain waiters must all get it, and the lock must end free and working.
-fn timed_waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, holder_yields: usize) {
-    waiters_race_holder::<L>(timed, plain, bound, holder_yields, false);
-}
-
-/// `timed_waiters_race_holder`, with the holder taking the lock once more right after its
-/// release if `barge`.
-fn waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, holder_yields: usize, barge: bool) {
-    check(bound, move || {
-        let shared = Shared::<L>::new();
-        let guard = shared.lock.lock();
-        let timed_waiters = spawn_each(&shared, timed, Shared::timed_bump);
-        let plain_waiters = spawn_each(&shared, plain, Shared::locked_bump);
-        shared.bump_slowly_and_unlock(guard, holder_yields);
-        if barge {
-            // Back in at once, racing the waiter this release woke.
-            shared.locked_bump();
-        }
-        let mut acquired = 1 + plain + barge as usize;
-        for waiter in timed_waiters {
-            acquired += waiter.join().unwrap() as usize;
-        }
-        for waiter in plain_waiters {
-            waiter.join().unwrap();
-        }
-        assert_eq!(shared.count(), acquired);
-        shared.assert_free_and_working();
-    });
-}
-
 /// A timed waiter woken by a release can find the lock taken again by a thread that never
 /// waited, and time out while it spins, as a plain waiter sleeps on. With a word that marks
 /// only "held" or "held with sleepers" (`tas`, `ttas`), the barger's acquisition marks it held,
@@ -417,24 +223,6 @@ fn hand_over_hand<L: Lock>(bound: Bound) {
             assert_eq!(shared.count(), 2);
             shared.assert_free_and_working();
         }
-    });
-}
-
-/// The lost wake-up model: this thread holds the lock while `waiters` threads block in
-/// `lock()` (with a sleeping policy: go to sleep), then releases it. Every waiter must be
-/// woken in turn; a missing wake leaves one asleep in the futex model and loom reports the
-/// deadlock. With two waiters, the thread woken first must pass the wake on to the other.
-fn release_wakes_every_waiter<L: Lock>(waiters: usize, bound: Bound, holder_yields: usize) {
-    check(bound, move || {
-        let shared = Shared::<L>::new();
-        let guard = shared.lock.lock();
-        let others = spawn_each(&shared, waiters, Shared::locked_bump);
-        shared.bump_slowly_and_unlock(guard, holder_yields);
-        for other in others {
-            other.join().unwrap();
-        }
-        assert_eq!(shared.count(), 1 + waiters);
-        shared.assert_free_and_working();
     });
 }
 
