@@ -165,48 +165,8 @@ pub struct Group {
     pub cpus: Vec<usize>,
 }
 
-/// Parses a kernel CPU list (`0-3,8,10-11`).
-pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
-    let text = text.trim();
-    let mut cpus = Vec::new();
-    if text.is_empty() {
-        return Ok(cpus);
-    }
-    for part in text.split(',') {
-        let bad = || format!("malformed CPU list `{text}`");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// Writes a CPU list the way the kernel does (`0-3,8`).
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        while i + 1 < sorted.len() && sorted[i + 1] == sorted[i] + 1 {
-            i += 1;
-        }
-        parts.push(if sorted[i] == start { start.to_string() } else { format!("{start}-{}", sorted[i]) });
-        i += 1;
-    }
-    parts.join(",")
-}
+// CPU lists are read and written as the core's topology model does (`0-3,8,10-11`).
+pub use spinlab::sys::topology::{format_cpu_list, parse_cpu_list};
 
 impl Topology {
     /// Keeps only `allowed` CPUs (the process's affinity mask); groups are cut to match and
