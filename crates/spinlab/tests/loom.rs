@@ -186,12 +186,7 @@ fn timed_races_lock<L: Lock>(bound: Bound) {
         let shared = Shared::<L>::new();
         let timed = spawn_each(&shared, 1, Shared::timed_bump);
         shared.locked_bump();
-        let mut acquired = 1;
-        for timed in timed {
-            acquired += timed.join().unwrap() as usize;
-        }
-        assert_eq!(shared.count(), acquired);
-        shared.assert_free_and_working();
+        join_and_check(&shared, timed, Vec::new(), 1);
     });
 }
 
@@ -264,15 +259,8 @@ fn holder_with_predecessor<L: Lock>(timed: usize, plain: usize, relock: Relock, 
         // The warm-up, the holder's rounds and the waiters' untimed ones; then the timed
         // acquisitions that succeeded.
         let rounds = relock.rounds();
-        let mut acquired = 1 + rounds + (rounds - 1) * timed + rounds * plain;
-        for waiter in timed_waiters {
-            acquired += waiter.join().unwrap() as usize;
-        }
-        for waiter in plain_waiters {
-            waiter.join().unwrap();
-        }
-        assert_eq!(shared.count(), acquired);
-        shared.assert_free_and_working();
+        let acquired = 1 + rounds + (rounds - 1) * timed + rounds * plain;
+        join_and_check(&shared, timed_waiters, plain_waiters, acquired);
     });
 }
 

@@ -73,15 +73,8 @@ fn holder_relocks_while_timed_and_plain_wait<L: Lock>(timed: usize, plain: usize
         for _ in 0..rounds {
             shared.locked_bump();
         }
-        let mut acquired = plain + rounds;
-        for waiter in timed_waiters {
-            acquired += waiter.join().unwrap() as usize;
-        }
-        for waiter in plain_waiters {
-            waiter.join().unwrap();
-        }
-        assert_eq!(shared.count(), acquired);
-        shared.assert_free_and_working();
+        let acquired = plain + rounds;
+        join_and_check(&shared, timed_waiters, plain_waiters, acquired);
     });
 }
 

@@ -195,16 +195,26 @@ pub fn waiters_race_holder<L: Lock>(timed: usize, plain: usize, bound: Bound, ho
             // Back in at once, racing the waiter this release woke.
             shared.locked_bump();
         }
-        let mut acquired = 1 + plain + barge as usize;
-        for waiter in timed_waiters {
-            acquired += waiter.join().unwrap() as usize;
-        }
-        for waiter in plain_waiters {
-            waiter.join().unwrap();
-        }
-        assert_eq!(shared.count(), acquired);
-        shared.assert_free_and_working();
+        let acquired = 1 + plain + barge as usize;
+        join_and_check(&shared, timed_waiters, plain_waiters, acquired);
     });
+}
+
+/// Joins the timed and the plain waiters, adds the timed ones that got the lock to
+/// `acquired`, and checks that the count is exactly that and that the lock is free and still
+/// works.
+pub fn join_and_check<L: Lock>(
+    shared: &Shared<L>,
+    timed: Vec<thread::JoinHandle<bool>>,
+    plain: Vec<thread::JoinHandle<()>>,
+    acquired: usize,
+) {
+    let timed_acquired: usize = timed.into_iter().map(|waiter| waiter.join().unwrap() as usize).sum();
+    for waiter in plain {
+        waiter.join().unwrap();
+    }
+    assert_eq!(shared.count(), acquired + timed_acquired);
+    shared.assert_free_and_working();
 }
 
 /// The lost wake-up model: this thread holds the lock while `waiters` threads block in
