@@ -200,8 +200,7 @@ fn available_in_brief(availability: Result<(), Unavailable>) -> String {
 fn oversubscribed_behaviour(e: &registry::LockEntry) -> (&'static str, &'static str) {
     if e.facts.fair {
         ("collapses", "collapses: hands over in order, to threads that may not be running")
-    } else if e.facts.algorithm == "cna" {
-        // Not in order, and not gated: every hand-over goes to a chosen queued waiter.
+    } else if e.facts.hands_over {
         ("convoys", "convoys: hands over to a chosen waiter, which may not be running")
     } else {
         ("holds up", "holds up: a running thread takes a free lock")

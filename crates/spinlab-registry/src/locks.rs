@@ -27,6 +27,10 @@ pub struct LockFacts {
     pub algorithm: &'static str,
     /// Whether unlocking hands the lock over in order (`RawMutexFair`).
     pub fair: bool,
+    /// Whether unlocking hands the lock to a chosen waiter, in order or not (every `fair`
+    /// lock, and `cna`), rather than freeing it for whichever running thread comes first:
+    /// with more threads than CPUs, such a hand-over waits for its waiter to be scheduled.
+    pub hands_over: bool,
     /// The fairness guarantee, in words: how long or how often a waiter can be passed over
     /// (`spinlab::lock`'s module docs give each precisely).
     pub bound: &'static str,
@@ -101,6 +105,10 @@ trait LockAlgorithm {
     /// their CPU and with one whose waiters give it away (a gated lock does not).
     const FAIR: bool;
     const LEAVING_FAIR: bool;
+    /// Whether it hands the lock to a chosen waiter (in order or not), with each kind of
+    /// policy: an in-order lock does, unless it is gated.
+    const HANDS_OVER: bool = Self::FAIR;
+    const LEAVING_HANDS_OVER: bool = Self::LEAVING_FAIR;
     /// The fairness guarantee with a policy whose waiters keep their CPU, and with one whose
     /// waiters give it away.
     const BOUND: &'static str;
@@ -134,6 +142,7 @@ impl<A: LockAlgorithm> Algorithm<Locks> for A {
             // A gated lock hands the lock to whichever running thread takes it first; only
             // its waiters keep the algorithm's order.
             fair: if W::LEAVES_CPU { A::LEAVING_FAIR } else { A::FAIR },
+            hands_over: if W::LEAVES_CPU { A::LEAVING_HANDS_OVER } else { A::HANDS_OVER },
             bound: if W::LEAVES_CPU { A::LEAVING_BOUND } else { A::BOUND },
             timed_native,
             ops,
@@ -144,16 +153,23 @@ impl<A: LockAlgorithm> Algorithm<Locks> for A {
 
 fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str) -> LockEntry {
     let Built { timed_native, ops, make } = Built::of::<T>();
-    Entry::reference(name, LockFacts { algorithm: name, fair, bound, timed_native, ops }, make)
+    Entry::reference(name, LockFacts { algorithm: name, fair, hands_over: fair, bound, timed_native, ops }, make)
 }
 
 macro_rules! algorithm {
     ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:expr) => {
+        algorithm!($marker, $lock, $name, fair: $fair, hands over: $fair, bound: $bound);
+    };
+    // A lock built as it is over every policy, which may hand the lock to a chosen waiter
+    // without keeping an order (`cna`).
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, hands over: $hands_over:literal, bound: $bound:expr) => {
         struct $marker;
         impl LockAlgorithm for $marker {
             const NAME: &'static str = $name;
             const FAIR: bool = $fair;
             const LEAVING_FAIR: bool = $fair;
+            const HANDS_OVER: bool = $hands_over;
+            const LEAVING_HANDS_OVER: bool = $hands_over;
             const BOUND: &'static str = $bound;
             const LEAVING_BOUND: &'static str = $bound;
             fn built<W: Wait>() -> Built {
@@ -220,7 +236,7 @@ algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO in the queue; pass
 algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when leaving);
 // Not gated: a gate of CNA's order in front of the word is the CNA-gated word, a lock of its
 // own. Over policies whose waiters give their CPU away its hand-overs convoy, as `Mcs`'s would.
-algorithm!(CnaAlgorithm, Cna, "cna", fair: false, bound: CNA_BOUND);
+algorithm!(CnaAlgorithm, Cna, "cna", fair: false, hands over: true, bound: CNA_BOUND);
 // Built as they are over every policy, not gated: they hand over in order, convoys included.
 algorithm!(ReciprocatingAlgorithm, Reciprocating, "reciprocating", fair: true,
            bound: "overtaken at most once by each thread that arrived later: arrivals admitted in batches, in order, each newest first");
@@ -410,6 +426,18 @@ mod tests {
         }
         let gated = LOCKS.entries().iter().find(|e| e.name == "fair:spin-park").unwrap();
         assert!(gated.facts.bound.contains("0.2 ms of a holder's releases"), "{}", gated.facts.bound);
+    }
+
+    #[test]
+    fn a_lock_hands_over_when_it_is_in_order_ungated_or_is_cna() {
+        for entry in LOCKS.entries() {
+            let cna = entry.facts.algorithm == "cna";
+            assert_eq!(entry.facts.hands_over, entry.facts.fair || cna, "{}", entry.name);
+        }
+        assert!(LOCKS.info("mcs:spin").unwrap().facts.hands_over);
+        assert!(!LOCKS.info("mcs:futex").unwrap().facts.hands_over, "gated: the word is freed");
+        assert!(LOCKS.info("cna:futex").unwrap().facts.hands_over && !LOCKS.info("cna:futex").unwrap().facts.fair);
+        assert!(!LOCKS.info("parking_lot").unwrap().facts.hands_over);
     }
 
     #[test]

@@ -72,11 +72,10 @@ impl Unprotected {
 /// Spinning queue locks (and ticket) hand the lock to waiters in order, so with more threads
 /// than CPUs a preempted waiter stalls everyone behind it for a time slice; oversubscribed
 /// runs use fewer acquisitions for them to keep the suite short. Every waiter still waits.
-/// `cna` is not FIFO, but it hands the lock to a chosen waiter just as they do.
+/// `cna` is not FIFO, but it hands the lock to a chosen waiter just as they do (`hands_over`).
 fn iterations_per_thread(entry: &LockEntry, threads: usize) -> u64 {
     let oversubscribed = threads > cpus();
-    let hands_over = entry.facts.fair || entry.facts.algorithm == "cna";
-    match (oversubscribed, hands_over && !entry.may_sleep) {
+    match (oversubscribed, entry.facts.hands_over && !entry.may_sleep) {
         (false, _) => 4_000,
         (true, false) => 1_000,
         (true, true) => 16,
