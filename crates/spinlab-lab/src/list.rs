@@ -6,7 +6,7 @@
 //!
 //! Each name has two rows. The full row carries every field and is what `--json` prints and
 //! `--wide` tabulates. The brief row carries what a user needs to pick a name (its fairness in
-//! a word or two, whether it sleeps, how it takes oversubscription, and whether it runs here
+//! a word or two, its bytes in place, whether it sleeps, how it takes oversubscription, and whether it runs here
 //! with the missing feature) and is the default table, which is held to [`BRIEF_WIDTH`]
 //! columns.
 
@@ -69,6 +69,7 @@ const LOCKS: Kind = Kind {
     brief: &[
         col("lock", "lock"),
         col("fairness", "fairness"),
+        col("bytes", "bytes"),
         col("may_sleep", "sleeps"),
         col("oversubscribed", "threads > CPUs"),
         col("available", "available"),
@@ -81,6 +82,9 @@ const LOCKS: Kind = Kind {
         col("default", "default"),
         col("fair", "fair"),
         col("bound", "bound"),
+        col("bytes", "bytes"),
+        col("uncontended", "uncontended"),
+        col("per_waiter", "per waiter"),
         col("may_sleep", "may sleep"),
         col("timed", "timed lock"),
         col("oversubscribed", "threads > CPUs"),
@@ -190,7 +194,12 @@ fn with_availability(mut row: Row, availability: Result<(), Unavailable>) -> Row
 fn available_in_brief(availability: Result<(), Unavailable>) -> String {
     match availability {
         Ok(()) => "yes".to_string(),
-        Err(why) => format!("needs {}", why.needs.split(" (").next().unwrap_or(why.needs)),
+        // The feature's own name, the last word before any parenthesis (`MWAITX` of "AMD
+        // MONITORX/MWAITX"): `--wide` gives the rest.
+        Err(why) => {
+            let feature = why.needs.split(" (").next().unwrap_or(why.needs);
+            format!("needs {}", feature.rsplit([' ', '/']).next().unwrap_or(feature))
+        }
     }
 }
 
@@ -293,6 +302,9 @@ impl Listing {
                     .with("origin", origin(e.origin))
                     .with("fair", e.facts.fair)
                     .with("bound", e.facts.bound)
+                    .with("bytes", e.facts.ops.size)
+                    .with("uncontended", e.facts.uncontended)
+                    .with("per_waiter", e.facts.per_waiter)
                     .with("may_sleep", e.may_sleep)
                     .with("timed", if e.facts.timed_native { "native" } else { "polls try_lock" })
                     .with("default", e.name == DEFAULT_LOCK)
@@ -300,6 +312,7 @@ impl Listing {
                 let brief = Row::new()
                     .with("lock", &e.name)
                     .with("fairness", fairness_in_brief(e.facts.bound))
+                    .with("bytes", e.facts.ops.size)
                     .with("may_sleep", e.may_sleep)
                     .with("oversubscribed", oversubscribed_brief)
                     .with("available", available_in_brief(e.availability));

@@ -313,15 +313,19 @@ fn list_fits_in_100_columns_and_names_every_registered_name() {
     }
     // What a user picks a lock by is there; the long texts are not.
     let locks = &tables[0];
-    assert_eq!(locks.headers, ["lock", "fairness", "sleeps", "threads > CPUs", "available"]);
+    assert_eq!(locks.headers, ["lock", "fairness", "bytes", "sleeps", "threads > CPUs", "available"]);
     let row = |name: &str| locks.rows.iter().find(|r| r[0] == name).unwrap_or_else(|| panic!("{name} missing"));
     assert_eq!(row("ticket:spin")[1], "FIFO");
-    assert_eq!(row("ticket:spin")[3], "collapses");
+    assert_eq!(row("ticket:spin")[4], "collapses");
     assert_eq!(row("ttas:pause")[1], "none");
-    assert_eq!(row("ttas:pause")[3], "holds up");
+    assert_eq!(row("ttas:pause")[4], "holds up");
+    // The bytes a lock takes in place, guard included: what a pthread_mutex_t must hold.
+    assert_eq!(row("mcs:spin")[2], "8");
+    assert_eq!(row("mcs:futex")[2], "16", "gated: the word, and the queue's tail beside it");
+    assert_eq!(row("hapax:spin")[2], "24");
     for r in &locks.rows {
-        assert!(r[4] == "yes" || r[4].starts_with("needs "), "{r:?}");
-        assert!(!r[4].contains("CPUID"), "the brief reason leaves the CPUID bit to --wide: {r:?}");
+        assert!(r[5] == "yes" || r[5].starts_with("needs "), "{r:?}");
+        assert!(!r[5].contains("CPUID"), "the brief reason leaves the CPUID bit to --wide: {r:?}");
     }
     assert!(text.contains("--wide"), "the default table says where the other columns are");
 }
@@ -343,6 +347,7 @@ fn list_wide_carries_every_field_of_the_json() {
             "leaves_cpu" => "leaves its CPU",
             "timed" => "timed lock",
             "oversubscribed" => "threads > CPUs",
+            "per_waiter" => "per waiter",
             "unavailable" => "why not",
             other => other,
         }
@@ -383,6 +388,9 @@ fn list_json_keeps_every_field_and_refuses_wide() {
         "origin",
         "fair",
         "bound",
+        "bytes",
+        "uncontended",
+        "per_waiter",
         "may_sleep",
         "timed",
         "default",
@@ -398,6 +406,9 @@ fn list_json_keeps_every_field_and_refuses_wide() {
     assert_eq!(top, ["locks", "waits", "barriers", "events", "rwlocks", "experiments", "aliases"]);
     for lock in v["locks"].as_array().unwrap() {
         assert!(lock["bound"].as_str().is_some_and(|b| !b.is_empty()), "{lock}");
+        assert!(lock["uncontended"].as_str().is_some_and(|c| !c.is_empty()), "{lock}");
+        assert!(lock["per_waiter"].as_str().is_some_and(|c| !c.is_empty()), "{lock}");
+        assert!(lock["bytes"].as_u64().is_some_and(|b| b > 0), "{lock}");
         assert_eq!(lock["available"] == false, lock.get("unavailable").is_some(), "{lock}");
     }
     assert_refused(&["list", "--json", "--wide"], &["--wide", "--json"]);

@@ -36,8 +36,21 @@ pub struct LockFacts {
     pub bound: &'static str,
     /// Whether a timed acquisition waits natively (otherwise it polls `try_lock`).
     pub timed_native: bool,
+    /// What one lock and unlock cost with nobody else about, in atomic operations.
+    pub uncontended: &'static str,
+    /// Memory beyond the lock's own bytes (`ops.size`, guard included): per waiting thread,
+    /// and any shared by all locks.
+    pub per_waiter: &'static str,
     /// The lock in caller-provided memory.
     pub ops: RawLockOps,
+}
+
+/// An algorithm's costs with one kind of policy ([`LockFacts::uncontended`],
+/// [`LockFacts::per_waiter`]).
+#[derive(Clone, Copy, Debug)]
+struct Costs {
+    uncontended: &'static str,
+    per_waiter: &'static str,
 }
 
 /// Every lock: the algorithms over every policy, then the references.
@@ -74,13 +87,22 @@ impl Kind for Locks {
         add_algorithm::<Locks, FairAlgorithm>(&mut rows);
         add_algorithm::<Locks, BoundedAlgorithm>(&mut rows);
         add_algorithm::<Locks, AdaptiveAlgorithm>(&mut rows);
-        rows.push(reference::<StdMutex>("std", false, "none"));
+        rows.push(reference::<StdMutex>("std", false, "none", Costs { uncontended: "CAS + swap", per_waiter: "none" }));
         rows.push(reference::<Stored<parking_lot::RawMutex>>(
             "parking_lot",
             false,
             "eventual fairness: a fair hand-off about every 0.5 ms",
+            Costs {
+                uncontended: "CAS + CAS",
+                per_waiter: "a parked thread's entry in a process-wide hash table of queues",
+            },
         ));
-        rows.push(reference::<PthreadMutex>("pthread", false, "none"));
+        rows.push(reference::<PthreadMutex>(
+            "pthread",
+            false,
+            "none",
+            Costs { uncontended: "CAS + swap (glibc)", per_waiter: "none" },
+        ));
         rows
     }
 
@@ -113,6 +135,10 @@ trait LockAlgorithm {
     /// waiters give it away.
     const BOUND: &'static str;
     const LEAVING_BOUND: &'static str;
+    /// Its costs with a policy whose waiters keep their CPU, and with one whose waiters give
+    /// it away.
+    const COSTS: Costs;
+    const LEAVING_COSTS: Costs = Self::COSTS;
     /// The lock built for `W`; for an algorithm whose lock changes with the policy, one type
     /// for a policy whose waiters keep their CPU and one for a policy whose waiters give it
     /// away ([`Wait::LEAVES_CPU`]: they sleep, or yield).
@@ -137,6 +163,7 @@ impl<A: LockAlgorithm> Algorithm<Locks> for A {
 
     fn over<W: Wait>() -> (LockFacts, fn(()) -> Box<dyn DynMutex>) {
         let Built { timed_native, ops, make } = A::built::<W>();
+        let costs = if W::LEAVES_CPU { A::LEAVING_COSTS } else { A::COSTS };
         let facts = LockFacts {
             algorithm: <A as LockAlgorithm>::NAME,
             // A gated lock hands the lock to whichever running thread takes it first; only
@@ -145,15 +172,20 @@ impl<A: LockAlgorithm> Algorithm<Locks> for A {
             hands_over: if W::LEAVES_CPU { A::LEAVING_HANDS_OVER } else { A::HANDS_OVER },
             bound: if W::LEAVES_CPU { A::LEAVING_BOUND } else { A::BOUND },
             timed_native,
+            uncontended: costs.uncontended,
+            per_waiter: costs.per_waiter,
             ops,
         };
         (facts, make)
     }
 }
 
-fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str) -> LockEntry {
+fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str, costs: Costs) -> LockEntry {
     let Built { timed_native, ops, make } = Built::of::<T>();
-    Entry::reference(name, LockFacts { algorithm: name, fair, hands_over: fair, bound, timed_native, ops }, make)
+    let Costs { uncontended, per_waiter } = costs;
+    let facts =
+        LockFacts { algorithm: name, fair, hands_over: fair, bound, timed_native, uncontended, per_waiter, ops };
+    Entry::reference(name, facts, make)
 }
 
 macro_rules! algorithm {
@@ -166,6 +198,8 @@ macro_rules! algorithm {
         struct $marker;
         impl LockAlgorithm for $marker {
             const NAME: &'static str = $name;
+            const COSTS: Costs = costs_of($name).0;
+            const LEAVING_COSTS: Costs = costs_of($name).1;
             const FAIR: bool = $fair;
             const LEAVING_FAIR: bool = $fair;
             const HANDS_OVER: bool = $hands_over;
@@ -192,6 +226,8 @@ macro_rules! algorithm {
         struct $marker;
         impl LockAlgorithm for $marker {
             const NAME: &'static str = $name;
+            const COSTS: Costs = costs_of($name).0;
+            const LEAVING_COSTS: Costs = GATED_COSTS;
             const FAIR: bool = $fair;
             const LEAVING_FAIR: bool = false;
             const BOUND: &'static str = $bound;
@@ -205,6 +241,38 @@ macro_rules! algorithm {
             }
         }
     };
+}
+
+/// A gated lock's costs: the word's (`spinlab::lock::Gated`), and its gate's node or slot
+/// per queued waiter.
+const GATED_COSTS: Costs = Costs {
+    uncontended: "CAS + CAS (the word's)",
+    per_waiter: "the gate's, for each queued waiter: an MCS or CLH queue node (a 128-byte line), a slot of the ticket locks' waiting array, or a fair-lock slot",
+};
+
+/// Each algorithm's costs with a policy whose waiters keep their CPU, and with one whose
+/// waiters give it away, as `spinlab::lock`'s module docs give them. Over a policy that may
+/// sleep, an unlock that must see whether to wake a sleeper is a swap, not a store. A name
+/// with no entry here fails to build: every algorithm states its costs.
+const fn costs_of(name: &str) -> (Costs, Costs) {
+    const fn both(uncontended: &'static str, per_waiter: &'static str) -> (Costs, Costs) {
+        (Costs { uncontended, per_waiter }, Costs { uncontended, per_waiter })
+    }
+    const QUEUE_NODE: &str = "one queue node (a 128-byte line, pooled per thread) per waiting thread";
+    const SWAP_STORE: &str = "swap + store; swap + swap where waiters may sleep";
+    match name.as_bytes() {
+        b"tas" | b"ttas" => both(SWAP_STORE, "none"),
+        b"ticket" => both("fetch-add + store", "none"),
+        b"mcs" => both("swap + store", QUEUE_NODE),
+        b"clh" => both("swap + store", "one queue node (a 128-byte line) per waiting thread, passed from thread to thread, and one per lock"),
+        b"cna" => both(SWAP_STORE, QUEUE_NODE),
+        b"reciprocating" => both("swap + CAS", "one queue node (a 128-byte line, pooled per thread) per waiting thread and per holder that found the lock free"),
+        b"hapax" => both("swap + CAS", "16 bytes per thread, and an 8 KiB waiting array shared by all hapax locks"),
+        b"fair" => both("bit-set + CAS", "one of 62 process-wide thread slots, with its own padded line, kept by each thread that has waited until it exits"),
+        b"bounded" => both("CAS + CAS", "none"),
+        b"adaptive" => both("CAS + CAS", "on more than 4 CPUs, one MCS queue node (a 128-byte line) per queued waiter"),
+        _ => panic!("an algorithm without its costs in `costs_of`"),
+    }
 }
 
 /// CNA's guarantee (`spinlab::lock::Cna`), with its bound written out
@@ -256,6 +324,7 @@ struct AdaptiveAlgorithm;
 
 impl LockAlgorithm for AdaptiveAlgorithm {
     const NAME: &'static str = "adaptive";
+    const COSTS: Costs = costs_of("adaptive").0;
     const FAIR: bool = false;
     const LEAVING_FAIR: bool = false;
     const BOUND: &'static str = concat!(
