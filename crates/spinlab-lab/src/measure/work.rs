@@ -74,20 +74,21 @@ impl SharedLines {
     }
 
     /// Increments every line, as [`SharedLines::touch`], and records `holder` as the first
-    /// line's last writer, in the same store; returns whether another thread wrote it last: the
-    /// lock changed threads (a hand-over) since that thread's acquisition. The first line's
-    /// word keeps the count in its low `COUNT_BITS` (47) bits and the last writer, plus one, in
-    /// the bits above, so a hand-over costs the loop no more loads or stores than a touch.
-    /// `false` without lines, and for the first writer after a reset.
+    /// line's last writer, in the same store; returns the thread that wrote it last if that
+    /// was another: the lock changed threads (a hand-over) since that thread's acquisition.
+    /// The first line's word keeps the count in its low `COUNT_BITS` (47) bits and the last
+    /// writer, plus one, in the bits above, so a hand-over costs the loop no more loads or
+    /// stores than a touch. `None` without lines, and for the first writer after a reset.
     #[inline]
-    pub fn touch_as(&self, holder: u16) -> bool {
-        let Some((first, rest)) = self.lines.split_first() else { return false };
+    pub fn touch_as(&self, holder: u16) -> Option<u16> {
+        let (first, rest) = self.lines.split_first()?;
         let seen = first.load(Relaxed);
         let mark = u64::from(holder) + 1;
         first.store((seen.wrapping_add(1) & COUNT_MASK) | (mark << COUNT_BITS), Relaxed);
         rest.iter().for_each(|line| bump(line));
         let last = seen >> COUNT_BITS;
-        last != 0 && last != mark
+        // `last` came from a mark: at most u16::MAX + 1.
+        (last != 0 && last != mark).then(|| (last - 1) as u16)
     }
 
     /// Increments line `i` only: one thread's own line, written without a lock as a floor's
@@ -143,17 +144,17 @@ mod tests {
     #[test]
     fn a_touch_by_another_holder_is_a_hand_over_and_keeps_the_count() {
         let lines = SharedLines::new(2);
-        assert!(!lines.touch_as(3), "the first writer takes the line from nobody");
-        assert!(!lines.touch_as(3), "the same holder again");
-        assert!(lines.touch_as(0), "thread 0 after thread 3");
+        assert_eq!(lines.touch_as(3), None, "the first writer takes the line from nobody");
+        assert_eq!(lines.touch_as(3), None, "the same holder again");
+        assert_eq!(lines.touch_as(0), Some(3), "thread 0 after thread 3");
         lines.touch();
-        assert!(!lines.touch_as(0), "a plain touch keeps the last writer");
-        assert!(lines.touch_as(u16::MAX));
-        assert!(lines.touch_as(3));
+        assert_eq!(lines.touch_as(0), None, "a plain touch keeps the last writer");
+        assert_eq!(lines.touch_as(u16::MAX), Some(0));
+        assert_eq!(lines.touch_as(3), Some(u16::MAX));
         assert_eq!(lines.total(), Some(7), "the writer's mark is not counted");
         lines.reset();
-        assert!(!lines.touch_as(0), "a reset forgets the last writer");
+        assert_eq!(lines.touch_as(0), None, "a reset forgets the last writer");
         assert_eq!(lines.total(), Some(1));
-        assert!(!SharedLines::new(0).touch_as(1), "no line, no hand-over seen");
+        assert_eq!(SharedLines::new(0).touch_as(1), None, "no line, no hand-over seen");
     }
 }

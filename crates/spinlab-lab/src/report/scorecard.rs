@@ -364,6 +364,29 @@ mod tests {
     }
 
     #[test]
+    fn the_node_claim_is_judged_on_declared_nodes_and_says_they_are_declared() {
+        let judged = |declared: bool| {
+            let mut run = Run::new("contention");
+            run.param("cs_ns", 100).param("groups_by", "node").param("groups_declared", declared);
+            run.rows = vec![
+                // At 4 threads, the CPUs of the test's machine card.
+                contention_row("ttas:spin", 4, 3.0, 1000.0).with("group_max_min_ratio", 1.2),
+                contention_row("fair:spin", 4, 6.0, 640.0),
+            ];
+            let results = document(vec![run]);
+            let all = findings(&Context::new(&results));
+            let node = finding(&all, "003-spinlock-favours-node");
+            (node.here.map(|h| h.value), node.verdict.name(), node.figure_text())
+        };
+        let (value, verdict, text) = judged(true);
+        assert_eq!((value, verdict), (Some(1.2), "differs"));
+        assert!(text.contains("declared by SPINLAB_TOPOLOGY"), "{text}");
+        let (value, verdict, text) = judged(false);
+        assert_eq!((value, verdict), (Some(1.2), "differs"));
+        assert!(!text.contains("declared"), "{text}");
+    }
+
+    #[test]
     fn the_core_claim_leaves_out_rows_measured_while_the_two_cpus_shared_a_core() {
         let shared = |row: Row, said: &str| row.with("core_shared", said);
         let run = |rows: Vec<Row>| {

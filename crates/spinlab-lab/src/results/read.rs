@@ -15,6 +15,8 @@ pub struct Params {
     pub cs_ns: Option<f64>,
     /// What the contention experiment's per-group counts group by (`node`, `llc`, …).
     pub groups_by: Option<String>,
+    /// Whether those groups were declared by `SPINLAB_TOPOLOGY` rather than read from sysfs.
+    pub groups_declared: Option<bool>,
     /// The stopping rule's repetitions, least and most.
     pub min_reps: Option<u64>,
     /// See `min_reps`.

@@ -181,7 +181,13 @@ pub(super) fn node_favoured(ctx: &Context<'_>, at: &OnePerCpu<'_>) -> Finding {
     };
     let here = Estimate::exact(value);
     let reason = "today's interconnects hand a line to a remote node at a smaller multiple of a local hand-off";
-    let observed = Observed { here, unit: "x", detail: String::new(), rows };
+    let declared = at.run.and_then(|r| r.known_params().groups_declared).unwrap_or(false);
+    let detail = if declared {
+        "nodes declared by SPINLAB_TOPOLOGY, not the machine's: this tests the lock's order between two groups of CPUs, not an interconnect".to_string()
+    } else {
+        String::new()
+    };
+    let observed = Observed { here, unit: "x", detail, rows };
     Finding::judged(&SPINLOCK_FAVOURS_NODE, ctx, "contention", observed, (10.0, f64::INFINITY), reason).read_from(spin)
 }
 

@@ -14,6 +14,7 @@ use crate::measure::team::{spawn_team, StartLine, MEASURING, STARTING, STOPPED};
 use crate::measure::work::{spin, SharedLines};
 use crate::measure::{self, interleave, interleave_stoppable, Progress, Rep, StoppingRule, Summary, Taken};
 use crate::select::LockChoice;
+use spinlab::sys::topology::{self, Level};
 use spinlab::CachePadded;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
@@ -35,6 +36,9 @@ pub(super) struct RepResult {
     pub(super) per_thread: Vec<u64>,
     /// Counted acquisitions that took the lock from another thread, all threads together.
     pub(super) handovers: u64,
+    /// Of those, the ones from a thread in the same group at each level of the locks'
+    /// topology ([`Level::ALL`]'s order), by the CPUs the two threads were pinned to.
+    pub(super) in_group: [u64; 3],
     /// CPU time each thread used, from the start line until it left.
     pub(super) per_thread_cpu_s: Vec<f64>,
     /// Distinct CPUs the threads were pinned to.
@@ -58,6 +62,9 @@ pub(super) struct Totals {
     pub(super) jain_cpu_time: Vec<f64>,
     /// Each repetition's hand-overs, as a percentage of its acquisitions.
     pub(super) handovers_pct: Vec<f64>,
+    /// Each repetition's hand-overs within a group at each level ([`Level::ALL`]'s order), as
+    /// a percentage of its hand-overs.
+    pub(super) in_group_pct: [Vec<f64>; 3],
     pub(super) wait: Histogram,
     pub(super) hold: Histogram,
     /// Each repetition's longest wait and longest hold, in ticks: the maxima over the whole run
@@ -84,6 +91,8 @@ pub(super) struct ThreadTally {
     pub(super) acquisitions: u64,
     /// Counted acquisitions that took the lock from another thread ([`SharedLines::touch_as`]).
     pub(super) handovers: u64,
+    /// Of those, the ones from a thread of its own group, per level ([`Level::ALL`]'s order).
+    pub(super) in_group: [u64; 3],
     /// Every acquisition it made, counted or not (those that ended before the window opened,
     /// or after it closed), and those of them that took the lock from another thread.
     pub(super) made: u64,
@@ -110,6 +119,7 @@ pub(super) fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<R
     // Each thread's CPU-time clock, which the main thread reads as it opens the window.
     let clocks: Vec<OnceLock<libc::clockid_t>> = (0..threads).map(|_| OnceLock::new()).collect();
     let line = StartLine::new(threads);
+    let groups = groups_of(s.cpus);
     s.lines.reset();
     let worker = |i: usize| {
         pin_or_die(s.cpus[i]);
@@ -118,6 +128,7 @@ pub(super) fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<R
         let mut tally = ThreadTally {
             acquisitions: 0,
             handovers: 0,
+            in_group: [0; 3],
             made: 0,
             made_handovers: 0,
             cpu_s: 0.0,
@@ -131,7 +142,7 @@ pub(super) fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<R
         clocks[i].get_or_init(this_thread_cpu_clock);
         // Release: the main thread that sees every thread here finds every clock.
         in_loop.fetch_add(1, Release);
-        seed = take_turns(lock, s, me, &phase, &mut tally, seed);
+        seed = take_turns(lock, s, (me, &groups), &phase, &mut tally, seed);
         // All it used; the main thread takes off what it had used when the window opened.
         tally.cpu_s = thread_cpu_s();
         black_box(seed);
@@ -163,12 +174,20 @@ pub(super) fn contended_rep(lock: Option<&LockBox>, s: &Setting<'_>) -> Result<R
     Ok(RepResult::gather(lock.is_some(), s, (elapsed_s, drain_s, ran_s), tallies, cpu_at_open))
 }
 
+/// Each thread's group at every level of the locks' topology ([`Level::ALL`]'s order), by
+/// the CPU it is pinned to: the groups the topology-aware locks see it in.
+fn groups_of(cpus: &[usize]) -> Vec<[usize; 3]> {
+    let model = topology::machine();
+    cpus.iter().map(|&cpu| Level::ALL.map(|level| model.group_of(level, cpu))).collect()
+}
+
 /// One thread's loop until the stop: takes `lock` (or, with none, runs the same work) and
 /// counts into `tally` what falls inside the window; returns the work's running value.
+/// `me` is the thread's number, `groups` every thread's groups ([`groups_of`]).
 fn take_turns(
     lock: Option<&LockBox>,
     s: &Setting<'_>,
-    me: u16,
+    (me, groups): (u16, &[[usize; 3]]),
     phase: &AtomicU8,
     tally: &mut ThreadTally,
     mut seed: u64,
@@ -197,7 +216,7 @@ fn take_turns(
         // SAFETY: this thread acquired the lock just above.
         unsafe { lock.unlock() };
         tally.made += 1;
-        tally.made_handovers += u64::from(handed_over);
+        tally.made_handovers += u64::from(handed_over.is_some());
         match phase.load(Relaxed) {
             MEASURING => {}
             STOPPED => break,
@@ -209,7 +228,14 @@ fn take_turns(
         tally.wait.record(acquired.wrapping_sub(asked).saturating_sub(s.overhead_ticks));
         tally.hold.record(releasing.wrapping_sub(acquired).saturating_sub(s.overhead_ticks));
         tally.acquisitions += 1;
-        tally.handovers += u64::from(handed_over);
+        if let Some(from) = handed_over {
+            tally.handovers += 1;
+            // After the release: the comparison stays out of the critical section.
+            let (mine, theirs) = (&groups[usize::from(me)], &groups[usize::from(from)]);
+            for (count, (a, b)) in tally.in_group.iter_mut().zip(mine.iter().zip(theirs)) {
+                *count += u64::from(a == b);
+            }
+        }
         seed = spin(s.ncs_iterations, seed);
     }
     seed
@@ -232,6 +258,7 @@ impl RepResult {
             ran_s,
             per_thread: Vec::with_capacity(threads),
             handovers: 0,
+            in_group: [0; 3],
             per_thread_cpu_s: Vec::with_capacity(threads),
             cpus_used: distinct_cpus(s.cpus),
             wait: Histogram::default(),
@@ -243,6 +270,9 @@ impl RepResult {
         for (tally, at_open) in tallies.into_iter().zip(cpu_at_open) {
             r.per_thread.push(tally.acquisitions);
             r.handovers += tally.handovers;
+            for (sum, count) in r.in_group.iter_mut().zip(tally.in_group) {
+                *sum += count;
+            }
             r.per_thread_cpu_s.push(tally.cpu_s - at_open);
             r.made_per_thread.push(tally.made);
             r.made_handovers += tally.made_handovers;
@@ -310,6 +340,11 @@ impl Totals {
         let acquisitions = r.per_thread.iter().sum::<u64>();
         if acquisitions > 0 {
             self.handovers_pct.push(100.0 * r.handovers as f64 / acquisitions as f64);
+        }
+        if r.handovers > 0 {
+            for (pcts, count) in self.in_group_pct.iter_mut().zip(r.in_group) {
+                pcts.push(100.0 * count as f64 / r.handovers as f64);
+            }
         }
         self.wait.merge(&r.wait);
         self.hold.merge(&r.hold);
@@ -514,6 +549,34 @@ mod tests {
         let r = contended_rep(Some(&lock), &alone).unwrap();
         assert!(r.per_thread[0] > 0);
         assert_eq!(r.handovers, 0);
+    }
+
+    #[test]
+    fn a_hand_over_counts_in_group_exactly_where_the_two_threads_cpus_share_the_group() {
+        // Threads on one CPU share its group at every level: every hand-over stays inside.
+        let lines = SharedLines::new(1);
+        let lock = LockBox::new(spinlab_registry::LOCKS.info("ticket:spin-park").unwrap()).unwrap();
+        // Repetitions until one counts a hand-over: on one CPU the scheduler makes them, a
+        // few per time slice, and other load on the CPU can leave a short window without one.
+        let with_handovers = |cpus: &[usize]| {
+            (0..50)
+                .map(|_| contended_rep(Some(&lock), &short_setting(cpus, &lines, 0)).unwrap())
+                .find(|r| r.handovers > 0)
+                .expect("some repetition counts a hand-over")
+        };
+        let r = with_handovers(&[0; 3]);
+        assert_eq!(r.in_group, [r.handovers; 3]);
+        // Two threads on CPUs of different groups at a level never hand over inside a group
+        // there, and inside one at every level where they share it.
+        let model = topology::machine();
+        let Some(other) = crate::measure::pin::allowed_cpus().into_iter().find(|&c| c != 0) else {
+            return;
+        };
+        let r = with_handovers(&[0, other]);
+        for (level, count) in Level::ALL.into_iter().zip(r.in_group) {
+            let shared = model.group_of(level, 0) == model.group_of(level, other);
+            assert_eq!(count, if shared { r.handovers } else { 0 }, "{level}");
+        }
     }
 
     #[test]

@@ -47,6 +47,7 @@ use clap::Args;
 use figures::throughput_chart;
 use measure::{measure_contended, measure_uncontended, Setting, UNCONTENDED_BATCH, UNCONTENDED_BATCHES};
 use serde_json::json;
+use spinlab::sys::topology::{self, Level};
 use std::time::{Duration, Instant};
 
 /// Acquisitions per second of all threads (mean over repetitions; `Row::summary("throughput", "ops_s", …)`).
@@ -84,6 +85,10 @@ pub const COLLAPSED: &str = "collapsed";
 /// Acquisitions that took the lock from another thread, in percent of all (mean over
 /// repetitions; absent with `--cs-lines 0`, where no shared line records the last holder).
 pub const HANDOVERS_PCT: &str = "handovers_pct";
+
+/// Per level of the locks' topology where the threads span two groups or more, the share of
+/// hand-overs from a thread of the same group ([`LevelShare`](crate::results::rows::LevelShare)).
+pub const HANDOVERS_IN_GROUP: &str = "handovers_in_group";
 
 /// The locks measured when `--locks` is not given: one of each family, the default, and the
 /// references.
@@ -230,7 +235,7 @@ impl Contention {
             locks: common.locks_or(DEFAULT_LOCKS),
             threads: common.threads_or(DEFAULT_THREADS, lab.cpus())?,
             duration: common.duration.unwrap_or(Duration::from_millis(200)),
-            groups: lab.topology.groups(self.groups),
+            groups: groups(lab, self.groups),
             placements: match &common.placement {
                 None => vec![None],
                 Some(p) => p.0.iter().copied().map(Some).collect(),
@@ -253,7 +258,8 @@ impl Contention {
             .param("cs_iterations", plan.cs_iterations)
             .param("ncs_iterations", plan.ncs_iterations)
             .param("work_ns_per_iteration", lab.work.ns_per_iteration)
-            .param("groups_by", groups_by_label(&lab.topology, self.groups))
+            .param("groups_by", groups_by_label(lab, self.groups))
+            .param("groups_declared", declared_groups(lab, self.groups).is_some())
             .param(
                 "groups",
                 plan.groups
@@ -323,6 +329,11 @@ impl Experiment for Contention {
                 row.threads.map(|t| t.to_string()).unwrap_or_default(),
                 parts.join("  ")
             ));
+        }
+        let in_group: Vec<String> = measured.iter().filter_map(in_group_line).collect();
+        if !in_group.is_empty() {
+            out.push_str("hand-overs within a group, in percent of hand-overs, per level of the locks' topology:\n");
+            out.push_str(&in_group.concat());
         }
         out.push_str(&per_configuration(
             &measured,
@@ -469,7 +480,59 @@ impl Experiment for Contention {
     }
 }
 
-fn groups_by_label(topology: &Topology, by: GroupBy) -> &'static str {
+/// One row's in-group shares of hand-overs, one level after another (`declared` where
+/// `SPINLAB_TOPOLOGY` declared the level's groups); `None` for a row without them.
+fn in_group_line(row: &ContentionRow) -> Option<String> {
+    let shares = row.handovers_in_group.as_ref().filter(|s| !s.is_empty())?;
+    let parts: Vec<String> = shares
+        .iter()
+        .map(|s| {
+            let ci = s.ci95_pct.get().map_or(String::new(), |ci| format!(" ±{ci:.1}"));
+            let declared = if s.declared { ", declared" } else { "" };
+            format!("{} {:.1}{ci} ({} groups{declared})", s.level, s.pct, s.groups)
+        })
+        .collect();
+    Some(format!(
+        "  {:<16} {:>4} threads  {}\n",
+        row.lock.as_deref().unwrap_or("?"),
+        row.threads.map(|t| t.to_string()).unwrap_or_default(),
+        parts.join("  ")
+    ))
+}
+
+/// The groups acquisitions are counted by: those `SPINLAB_TOPOLOGY` declares for the locks at
+/// the level asked for (`auto` asks for nodes), or else the machine's.
+fn groups(lab: &Lab, by: GroupBy) -> Vec<Group> {
+    declared_groups(lab, by).unwrap_or_else(|| lab.topology.groups(by))
+}
+
+/// The groups `SPINLAB_TOPOLOGY` declares at the level `by` names, over the CPUs the run may
+/// use, when there are two or more: the groups the topology-aware locks then choose by, so
+/// that the per-group counts and seed 003's node claim read the same groups the locks do.
+fn declared_groups(lab: &Lab, by: GroupBy) -> Option<Vec<Group>> {
+    let level = match by {
+        GroupBy::Auto | GroupBy::Node => Level::Node,
+        GroupBy::Llc => Level::Llc,
+        GroupBy::Halves => return None,
+    };
+    let model = topology::machine().groups(level);
+    let allowed = lab.topology.cpu_ids();
+    let groups: Vec<Group> = model
+        .groups
+        .iter()
+        .map(|cpus| cpus.iter().copied().filter(|c| allowed.contains(c)).collect::<Vec<_>>())
+        .filter(|cpus| !cpus.is_empty())
+        .enumerate()
+        .map(|(i, cpus)| Group { label: format!("{level} {i} (declared, CPUs {})", format_cpu_list(&cpus)), cpus })
+        .collect();
+    (model.declared && groups.len() > 1).then_some(groups)
+}
+
+fn groups_by_label(lab: &Lab, by: GroupBy) -> &'static str {
+    let topology = &lab.topology;
+    if declared_groups(lab, by).is_some() {
+        return if by == GroupBy::Llc { "llc" } else { "node" };
+    }
     match by {
         GroupBy::Auto if topology.nodes.len() > 1 => "node",
         GroupBy::Auto | GroupBy::Halves => "halves of the CPU list",

@@ -3,8 +3,8 @@
 
 use super::measure::{Contended, Totals, Uncontended};
 use super::{
-    At, Contention, Plan, COLLAPSED, CPU_BUSY_PCT, DRAIN_MAX_MS, HANDOVERS_PCT, JAIN, JAIN_CPU_TIME, JAIN_NO_LOCK,
-    PER_THREAD, THROUGHPUT_OPS_S, UNCONTENDED_FLOOR_NS, UNCONTENDED_NS,
+    At, Contention, Plan, COLLAPSED, CPU_BUSY_PCT, DRAIN_MAX_MS, HANDOVERS_IN_GROUP, HANDOVERS_PCT, JAIN,
+    JAIN_CPU_TIME, JAIN_NO_LOCK, PER_THREAD, THROUGHPUT_OPS_S, UNCONTENDED_FLOOR_NS, UNCONTENDED_NS,
 };
 use crate::experiments::lab::Lab;
 use crate::experiments::ratios::add_ratios_to_each_reference;
@@ -12,9 +12,11 @@ use crate::machine::topology::{format_cpu_list, Group};
 use crate::measure::stats::{mean, paired_ratio_ci95};
 use crate::measure::{Clock, Summary};
 use crate::results::keys::{BELOW_FLOOR, LOCK, ORIGIN};
+use crate::results::rows::{LevelShare, Nullable};
 use crate::results::Row;
 use crate::select::LockChoice;
 use serde_json::json;
+use spinlab::sys::topology::{self, Level};
 
 impl Contention {
     /// One configuration's rows: one per lock (skipped where it cannot run here), with the
@@ -64,6 +66,7 @@ impl Contention {
             if self.cs_lines > 0 {
                 add_lost_updates(&mut row, lock, at, t);
                 add_handovers(&mut row, t);
+                add_in_group(&mut row, cpus, t);
             }
             rows.push(row);
         }
@@ -150,6 +153,35 @@ pub(super) fn add_handovers(row: &mut Row, t: &Totals) {
     if let Some(s) = Summary::of(&t.handovers_pct) {
         row.set(HANDOVERS_PCT, s.mean);
         row.set("handovers_ci95_pct", s.ci95);
+    }
+}
+
+/// The share of hand-overs that stayed inside a group, at each level of the locks' topology
+/// (`spinlab::sys::topology`, with the groups `SPINLAB_TOPOLOGY` declares) where the threads'
+/// CPUs fall in two groups or more: what a topology-aware lock buys is hand-overs that stay
+/// in one group. A lock blind to groups, with threads spread evenly over two, keeps about
+/// half of them in one.
+pub(super) fn add_in_group(row: &mut Row, cpus: &[usize], t: &Totals) {
+    let model = topology::machine();
+    let shares: Vec<LevelShare> = Level::ALL
+        .into_iter()
+        .zip(&t.in_group_pct)
+        .filter_map(|(level, pcts)| {
+            let mut spanned: Vec<usize> = cpus.iter().map(|&cpu| model.group_of(level, cpu)).collect();
+            spanned.sort_unstable();
+            spanned.dedup();
+            let s = Summary::of(pcts).filter(|_| spanned.len() > 1)?;
+            Some(LevelShare {
+                level: level.name().to_string(),
+                groups: spanned.len() as u64,
+                declared: model.groups(level).declared,
+                pct: s.mean,
+                ci95_pct: Nullable::from(s.ci95),
+            })
+        })
+        .collect();
+    if !shares.is_empty() {
+        row.set(HANDOVERS_IN_GROUP, shares);
     }
 }
 

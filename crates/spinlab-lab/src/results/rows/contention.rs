@@ -16,6 +16,24 @@ pub struct GroupCount {
     pub acquisitions: u64,
 }
 
+/// The share of a row's hand-overs that stayed inside a group at one level of the locks'
+/// topology (`handovers_in_group[]`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelShare {
+    /// `core`, `llc` or `node`.
+    pub level: String,
+    /// The groups of that level the threads' CPUs fall in.
+    pub groups: u64,
+    /// Whether `SPINLAB_TOPOLOGY` declared the level's groups (rather than sysfs).
+    pub declared: bool,
+    /// Hand-overs from a thread of the same group, in percent of hand-overs: mean over
+    /// repetitions.
+    pub pct: f64,
+    /// Half-width of the 95% interval of `pct`.
+    #[serde(default)]
+    pub ci95_pct: Nullable<f64>,
+}
+
 row_type! {
     /// A lock's throughput, fairness, waits and holds at one configuration, its uncontended
     /// pair, and its ratios to the other locks of that configuration.
@@ -71,6 +89,7 @@ row_type! {
         lost_updates: Option<u64>,
         handovers_pct: Option<f64>,
         handovers_ci95_pct: Nullable<f64>,
+        handovers_in_group: Option<Vec<LevelShare>>,
         throughput_vs_std: Option<f64>,
         throughput_vs_std_ci95: Nullable<f64>,
         throughput_vs_parking_lot: Option<f64>,

@@ -23,7 +23,7 @@ mod spr;
 mod wakeup;
 
 pub use barrier::BarrierRow;
-pub use contention::{ContentionRow, GroupCount};
+pub use contention::{ContentionRow, GroupCount, LevelShare};
 pub use floor::FloorRow;
 pub use handoff::HandoffRow;
 pub use herd::HerdRow;
