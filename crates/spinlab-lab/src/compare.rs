@@ -395,7 +395,7 @@ fn scorecard(a: &Results, b: &Results) -> String {
             let figure_moved = match (fa.here, fb.here) {
                 (Some(ea), Some(eb)) => {
                     with_figures += 1;
-                    moved(ea.value, ea.ci95, eb.value, eb.ci95)
+                    moved(ea.value, ea.ci95(), eb.value, eb.ci95())
                 }
                 (None, None) => false,
                 _ => true,
@@ -464,7 +464,7 @@ fn machine_moved_under(fa: &Finding, fb: &Finding) -> Option<&'static str> {
 /// atomics slower, and the fairlock's cost over the spinlock's moves with it).
 fn machine_state_apart(fa: &Finding, fb: &Finding) -> Option<String> {
     let (a, b) = (fa.machine_state?, fb.machine_state?);
-    moved(a.estimate.value, a.estimate.ci95, b.estimate.value, b.estimate.ci95)
+    moved(a.estimate.value, a.estimate.ci95(), b.estimate.value, b.estimate.ci95())
         .then(|| format!("{} in A, {} in B", a.text(), b.figure()))
 }
 

@@ -157,7 +157,7 @@ impl Figure {
         FigureEntry {
             value: self.value.value,
             // No interval, or an unbounded one, is written as 0 (docs/results.md).
-            ci95: match self.value.ci95 {
+            ci95: match self.value.ci95() {
                 Some(ci95) if ci95.is_finite() => ci95,
                 _ => 0.0,
             },

@@ -156,7 +156,7 @@ mod tests {
         results.runs.push(run);
         let line = short_line(recommend(&Context::new(&results)));
         let next = line.runner_up.expect("std came next");
-        assert_eq!((next.name.as_str(), next.margin.by.value, next.margin.by.ci95), ("std", 1.52, Some(0.01)));
+        assert_eq!((next.name.as_str(), next.margin.by.value, next.margin.by.ci95()), ("std", 1.52, Some(0.01)));
         assert_eq!(next.margin.words(), "1.52x [1.51, 1.53]");
         // Without the paired ratio (an older document): the ratio of the two means.
         let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));

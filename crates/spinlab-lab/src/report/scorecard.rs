@@ -355,7 +355,7 @@ mod tests {
         assert_eq!(throughput.here.unwrap().value, 0.64, "at 4 threads, the CPU count, not at 2");
         let wait_vs_hold = finding(&all, "003-fairlock-max-wait-vs-hold").here.unwrap();
         assert_eq!(
-            (wait_vs_hold.value, wait_vs_hold.ci95),
+            (wait_vs_hold.value, wait_vs_hold.ci95()),
             (3.0, Some(0.5)),
             "the repetitions' ratio, with its interval"
         );

@@ -121,8 +121,14 @@ pub struct ScorecardLine {
     pub paper: String,
     /// The figure compared with the claim, when there is one.
     pub value: Option<f64>,
-    /// Its 95% half-width.
+    /// Its 95% half-width (the longer side, where the interval is not symmetric).
     pub ci95: Option<f64>,
+    /// The 95% interval's ends, where it has bounded ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    /// See `low`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
     /// Its unit in words.
     pub unit: String,
     /// The figure in words, with what it was computed from.

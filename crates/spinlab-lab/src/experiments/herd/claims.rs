@@ -37,7 +37,7 @@ pub(super) fn spin_over(ctx: &Context<'_>, claim: &Claim, lock: &str, range: (f6
     let Some(ratio) = spin.ratio(&other) else {
         return Finding::without(claim, &rows_words, Judged::NotMeasured(format!("{lock}'s wall time is zero")));
     };
-    let here = Estimate { value: 100.0 * (ratio.value - 1.0), ci95: ratio.ci95.map(|c| 100.0 * c) };
+    let here = ratio.affine(100.0, -100.0);
     let mut detail = format!("ttas:spin {}, {lock} {}", words(&spin, " s"), words(&other, " s"));
     if let Some(floor) = at(FLOOR_LOCK).and_then(wall) {
         detail.push_str(&format!("; with no lock at all {}", words(&floor, " s")));

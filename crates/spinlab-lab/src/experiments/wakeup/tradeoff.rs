@@ -35,7 +35,7 @@ pub struct PolicyPoint {
 impl PolicyPoint {
     /// What it costs the thread doing work, with its interval.
     pub fn interference(&self) -> Estimate {
-        Estimate { value: self.interference_pct, ci95: self.interference_ci95_pct }
+        Estimate::with_ci95(self.interference_pct, self.interference_ci95_pct)
     }
 }
 
@@ -84,7 +84,7 @@ pub fn tradeoff(ctx: &Context<'_>) -> Option<Tradeoff> {
                 from_interference.push(PolicyPoint {
                     wait: wait.to_string(),
                     interference_pct: mean.value,
-                    interference_ci95_pct: mean.ci95,
+                    interference_ci95_pct: mean.ci95(),
                     wakeup_ns,
                 });
             }
@@ -123,7 +123,7 @@ pub struct WakeupPoint {
 impl WakeupPoint {
     /// Its wake-up latency with its interval.
     pub fn wakeup(&self) -> Estimate {
-        Estimate { value: self.wakeup_ns, ci95: self.wakeup_ci95_ns }
+        Estimate::with_ci95(self.wakeup_ns, self.wakeup_ci95_ns)
     }
 }
 
@@ -148,7 +148,7 @@ pub fn wakeups_apart(ctx: &Context<'_>) -> Option<Wakeups> {
             .filter(|r| r.placement.as_deref() == Some(placement))
             .filter_map(|r| {
                 let wakeup = Estimate::of(r.twakeup_ns, r.twakeup_ci95_ns.get())?;
-                Some(WakeupPoint { wait: r.wait.clone()?, wakeup_ns: wakeup.value, wakeup_ci95_ns: wakeup.ci95 })
+                Some(WakeupPoint { wait: r.wait.clone()?, wakeup_ns: wakeup.value, wakeup_ci95_ns: wakeup.ci95() })
             })
             .collect();
         (points.len() >= 2).then(|| Wakeups { placement: placement.to_string(), points })
