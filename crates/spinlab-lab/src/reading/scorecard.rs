@@ -234,7 +234,15 @@ impl Verdict {
     /// The verdict for `here` against the claim's range `[low, high]`; `differs` says which
     /// way and gives `reason`.
     pub fn judge(here: &Estimate, low: f64, high: f64, reason: &str) -> Verdict {
-        let range = format!("the claim's range is {} to {}", number(low), number(high));
+        // A one-sided claim ("far later", "a small multiple") has one end: its range runs to
+        // infinity, or up from zero for a figure that cannot be negative.
+        let range = if !high.is_finite() {
+            format!("the claim is at least {}", number(low))
+        } else if low == 0.0 {
+            format!("the claim is at most {}", number(high))
+        } else {
+            format!("the claim's range is {} to {}", number(low), number(high))
+        };
         if !here.bounded() {
             return Verdict::Unsettled(format!(
                 "the 95% interval is unbounded: the interval of the ratio's denominator reaches zero ({range})"
@@ -599,5 +607,13 @@ mod tests {
         assert_eq!(judge(1.0, 0.2), "differs");
         assert_eq!(judge(4.0, 0.5), "differs");
         assert!(Verdict::judge(&Estimate::within(1.0, 0.2), 1.5, 3.0, "older CPU").why().starts_with("below"));
+        // A one-sided claim ("far later": at least 50x) settles on a wide interval above its
+        // end, and says it has one end.
+        let far_later = Estimate::between(185.0, 101.0, 692.0);
+        assert_eq!(Verdict::judge(&far_later, 50.0, f64::INFINITY, "why"), Verdict::Reproduced);
+        let short = Verdict::judge(&Estimate::between(20.0, 15.0, 30.0), 50.0, f64::INFINITY, "why");
+        assert_eq!(short.why(), "below: the claim is at least 50; why");
+        let wide = Verdict::judge(&Estimate::within(7.0, 4.0), 0.0, 6.0, "why");
+        assert_eq!(wide.why(), "the 95% interval overlaps an end of the range (the claim is at most 6)");
     }
 }

@@ -178,7 +178,7 @@ pub(super) fn responsiveness(ctx: &Context<'_>) -> Finding {
         ctx,
         "interference",
         Observed { here, unit: "x", detail, rows: rows_words },
-        (11.0, 44.0),
+        (11.0, f64::INFINITY),
         reason,
     )
     .read_from_rows(&rows)

@@ -137,7 +137,7 @@ pub(super) fn spinner_on_sibling(ctx: &Context<'_>) -> Finding {
         ctx,
         "wakeup",
         Observed { here, unit: "%", detail, rows: rows_words },
-        (9.5, 38.0),
+        (9.5, f64::INFINITY),
         reason,
     )
 }
