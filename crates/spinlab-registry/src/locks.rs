@@ -216,7 +216,7 @@ const CNA_BOUND: &str = "waiters of the holder's NUMA node first; at most 64 han
 
 /// HMCS's guarantee (`spinlab::lock::Hmcs`), with its bound written out
 /// ([`spinlab::lock::HMCS_PASS_BOUND`]; a test checks the number).
-const HMCS_BOUND: &str = "FIFO among the waiters of each NUMA node; a node's waiters keep the lock for at most 64 hand-overs in a row while another node's waiters wait, then the nodes take turns in the order they queued; a waiter is also passed at most once by each thread that found the queues empty";
+const HMCS_BOUND: &str = "NUMA nodes take turns in the order they queued, each for at most 64 hand-overs in a row within the node while another node's waiters wait; FIFO within a node; a waiter is also passed at most once by each thread that found the queues empty";
 
 /// What a gated lock adds to its gate's order: who queues, and the bound on the queue's head
 /// at the word.
