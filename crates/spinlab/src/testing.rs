@@ -262,6 +262,23 @@ static HMCS_LOCAL_PASSES: std::sync::atomic::AtomicUsize = std::sync::atomic::At
 #[cfg(loom)]
 static HMCS_ROOT_RELEASES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// How many times an HMCS group's head that timed out at the root left its group's node there
+/// to the next waiter of its group, in every model execution so far.
+#[cfg(loom)]
+static HMCS_PLACES_LEFT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Places at the root left to the group so far ([`HMCS_PLACES_LEFT`]).
+#[cfg(loom)]
+pub fn hmcs_places_left() -> usize {
+    HMCS_PLACES_LEFT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts one place at the root left to the group ([`hmcs_places_left`]).
+#[cfg(loom)]
+pub(crate) fn count_hmcs_place_left() {
+    HMCS_PLACES_LEFT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Hand-overs within a group so far ([`HMCS_LOCAL_PASSES`]), over all executions of every
 /// model in this process.
 #[cfg(loom)]

@@ -14,7 +14,9 @@
 //! `sched_getcpu` means nothing, and the lock keeps two groups). The models of the two
 //! hand-overs check that some execution took them: a hand-over within a group
 //! (`testing::hmcs_local_passes`) and the root let go past a waiting member of the group
-//! (`testing::hmcs_root_releases`).
+//! (`testing::hmcs_root_releases`), as the model of a group's head that times out at the root
+//! checks that it left its group's place there to the next waiter of the group
+//! (`testing::hmcs_places_left`).
 //!
 //! Preemption bounds: as in tests/loom_cna.rs, a waiter reaches its queues while the holder
 //! holds if the holder yields or is preempted once; the models without a relocking holder get
@@ -26,13 +28,13 @@ use lock_api::RawMutex;
 use loom::sync::Arc;
 use loom::thread;
 use spinlab::lock::Hmcs;
-use spinlab::testing::{cna_group, hmcs_local_passes, hmcs_root_releases};
+use spinlab::testing::{cna_group, hmcs_local_passes, hmcs_places_left, hmcs_root_releases};
 use spinlab::wait::{Futex, Spin, Wait};
 
 // Loom maps a fresh stack for every thread of every execution; see the module for why the
 // test binary reuses them.
-mod loom_stacks;
 mod loom_common;
+mod loom_stacks;
 use loom_common::{check, join_and_check, Bound, Lock, Shared};
 
 impl<W: Wait, const BOUND: u32> Lock for Hmcs<W, BOUND> {
@@ -99,20 +101,26 @@ fn holder_queues_behind_its_group<const BOUND: u32>(count: fn() -> usize, path: 
     assert!(count() > before, "no execution took the {path}");
 }
 
-/// A timed waiter and a plain one of group 1 queue while this thread (group 0) holds the
-/// lock: the timed one may give up inside its group's queue, as its group's head waiting at
-/// the root (leaving the group's place there to the plain one), or at the word. The plain
-/// waiter must get the lock and the lock must end free.
-fn timed_waiter_leaves_its_place_to_its_group<W: Wait>(bound: usize) {
-    check(Bound::Fixed(bound), || {
-        let shared = Shared::<Hmcs<W>>::new();
+/// This thread (group 0) holds the lock while a plain waiter of group 1 and a timed one of
+/// group 0 queue, then releases it and locks again. Where the plain waiter's group heads the
+/// root and the timed waiter's group's node waits behind it, this thread queues behind the
+/// timed waiter in group 0, and the timed waiter gives up as its group's head at the root:
+/// it must leave the group's place there to this thread, which some execution must see
+/// (`testing::hmcs_places_left`). It may also give up inside the group's queue or at the
+/// word. Every plain acquisition must succeed and the lock must end free.
+fn timed_head_leaves_its_place_to_its_group() {
+    let before = hmcs_places_left();
+    check(Bound::Fixed(1), || {
+        let shared = Shared::<Hmcs<Futex>>::new();
         cna_group(0);
         let guard = shared.lock.lock();
-        let timed = vec![spawn_in(&shared, 1, Shared::timed_bump)];
         let plain = vec![spawn_in(&shared, 1, Shared::locked_bump)];
+        let timed = vec![spawn_in(&shared, 0, Shared::timed_bump)];
         shared.bump_slowly_and_unlock(guard, 1);
-        join_and_check(&shared, timed, plain, 2);
+        shared.locked_bump();
+        join_and_check(&shared, timed, plain, 3);
     });
+    assert!(hmcs_places_left() > before, "no timed head left its place at the root to its group");
 }
 
 macro_rules! models {
@@ -159,6 +167,6 @@ fn hmcs_futex_lets_the_root_go_past_a_waiting_member_of_the_group() {
 }
 
 #[test]
-fn hmcs_futex_timed_waiter_leaves_its_place_to_its_group() {
-    timed_waiter_leaves_its_place_to_its_group::<Futex>(1);
+fn hmcs_futex_timed_head_leaves_its_place_to_its_group() {
+    timed_head_leaves_its_place_to_its_group();
 }

@@ -210,7 +210,11 @@ impl<W: Wait, const BOUND: u32> Hmcs<W, BOUND> {
     #[cold]
     fn give_up_at_root(&self, local: &McsQueue<W>, node: &'static Node, at_root: &'static Node) -> bool {
         let asleep = match Self::hand_within(local, node, Headship::Wait(at_root)) {
-            Handed::To(asleep) => asleep,
+            Handed::To(asleep) => {
+                #[cfg(loom)]
+                crate::testing::count_hmcs_place_left();
+                asleep
+            }
             Handed::Emptied => self.leave_root(at_root),
         };
         if let Some(asleep) = asleep {
