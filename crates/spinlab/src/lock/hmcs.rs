@@ -20,11 +20,13 @@
 //!   root's, when the root queue looks empty to any number of acquisitions.
 //! - **Memory**: 16 bytes per lock: the word, the root's tail and a pointer to the groups'
 //!   queues, allocated at the first contended acquisition (one CAS installs it) and freed
-//!   when the lock is dropped: one tail per node group, each on a line of its own
-//!   ([`CachePadded`]), and a 16-byte header. One queue node per waiter from `Mcs`'s pool,
-//!   and one more per group queued at the root, taken by whoever queues it.
-//! - **Uncontended cost**: `Mcs`'s: a read of the root's tail and one atomic on the word to
-//!   lock, a store to unlock (a swap with a policy that may sleep). The group is asked and
+//!   when the lock is dropped (a pthread mutex never destroyed keeps them): one tail per node
+//!   group on a line of its own ([`CachePadded`]: 128 bytes on x86_64 and aarch64) and a
+//!   16-byte header. One queue node per waiter from `Mcs`'s pool, and one more per group
+//!   queued at the root, taken by whoever queues it.
+//! - **Uncontended cost**: `Mcs`'s: a read of the root's tail and one atomic on the word (a
+//!   swap; a CAS with a policy that may sleep) to lock, a store to unlock (a swap with a
+//!   policy that may sleep). The group is asked and
 //!   the groups' queues are touched only on the contended path.
 //! - **More threads than CPUs**: as `Cna`, headship goes to a chosen waiter whether or not
 //!   it runs, so each hand-over to a descheduled waiter waits for it: a convoy. Waiters
