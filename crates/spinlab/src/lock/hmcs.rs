@@ -494,7 +494,7 @@ mod tests {
             {
                 let (lock, served) = (&lock, &served);
                 spawn_queued(s, lock, group, move || {
-                    let deadline = timed.then(|| Instant::now() + Duration::from_millis(100));
+                    let deadline = timed.then(|| Instant::now() + Duration::from_millis(200));
                     if lock.lock_until(deadline).is_some() {
                         served.lock().unwrap().push(waiter);
                         // SAFETY: this thread holds the lock.
@@ -502,7 +502,7 @@ mod tests {
                     }
                 });
             }
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(Duration::from_millis(400));
             // SAFETY: this thread holds the lock.
             unsafe { lock.unlock(GuardSend::new()) };
         });
