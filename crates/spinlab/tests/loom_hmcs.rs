@@ -23,6 +23,7 @@
 //! one or two preemptions more (bound 2, and 3 for two threads). The models in which the
 //! holder locks again run over `futex` at bound 1, where every thread that blocks hands the
 //! CPU over without a preemption (tests/loom_cna.rs says why spinning ones cannot run there).
+//! Together the file takes about 10 s on two idle CPUs with `--test-threads=1`.
 
 use lock_api::RawMutex;
 use loom::sync::Arc;
@@ -123,6 +124,22 @@ fn timed_head_leaves_its_place_to_its_group() {
     assert!(hmcs_places_left() > before, "no timed head left its place at the root to its group");
 }
 
+/// `holder_queues_behind_its_group` with this thread's second acquisition timed: the first
+/// waiter's hand-over may find its node abandoned, and must then let the root go (`BOUND` 1:
+/// the group's node) or take the group's new node out of the root (`BOUND` 0), so that the
+/// group-1 waiter still gets the lock and the lock ends free.
+fn timed_holder_queues_behind_its_group<const BOUND: u32>() {
+    check(Bound::Fixed(1), || {
+        let shared = Shared::<Hmcs<Futex, BOUND>>::new();
+        cna_group(0);
+        let guard = shared.lock.lock();
+        let waiters = vec![spawn_in(&shared, 0, Shared::locked_bump), spawn_in(&shared, 1, Shared::locked_bump)];
+        shared.bump_slowly_and_unlock(guard, 1);
+        let again = usize::from(shared.timed_bump());
+        join_and_check(&shared, Vec::new(), waiters, 3 + again);
+    });
+}
+
 macro_rules! models {
     ($($name:ident: $policy:ty;)*) => {$(
         mod $name {
@@ -169,4 +186,14 @@ fn hmcs_futex_lets_the_root_go_past_a_waiting_member_of_the_group() {
 #[test]
 fn hmcs_futex_timed_head_leaves_its_place_to_its_group() {
     timed_head_leaves_its_place_to_its_group();
+}
+
+#[test]
+fn hmcs_futex_a_timed_waiter_behind_a_local_hand_over_is_skipped() {
+    timed_holder_queues_behind_its_group::<1>();
+}
+
+#[test]
+fn hmcs_futex_a_timed_waiter_behind_a_root_release_is_skipped() {
+    timed_holder_queues_behind_its_group::<0>();
 }
