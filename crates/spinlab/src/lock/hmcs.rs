@@ -12,11 +12,13 @@
 //! - **Levels**: two, the root and the node groups. An LLC level between them would carry a
 //!   node and a bound per level with every hand-over; where a node is one LLC, as on most
 //!   machines, it would be one group with nothing to choose. It is left out.
-//! - **Fairness**: FIFO within a group. The root queue is FIFO among groups, and a group
-//!   keeps the root for at most `BOUND + 1` acquisitions in a row while another group's node
-//!   is queued there. A thread that finds the root queue empty takes the word directly: a
-//!   waiter is passed at most once by each such thread, as in `Mcs`, except while its group's
-//!   first waiter is preempted between its swap into the group's queue and its swap into the
+//! - **Fairness**: FIFO within a group; groups take turns in the root queue's order, a turn
+//!   being at most `BOUND + 1` acquisitions while another group's node is queued there, so a
+//!   waiter with `k` waiters ahead in its group is served within `k / (BOUND + 1) + 1` turns
+//!   of its group after the one in progress, between two of which each other group has at
+//!   most one turn. A thread that finds the root queue empty takes the word directly: a
+//!   waiter is passed at most once by each such thread, as in `Mcs`, except while its
+//!   group's first waiter is preempted between its swaps into the group's queue and into the
 //!   root's, when the root queue looks empty to any number of acquisitions.
 //! - **Memory**: 16 bytes per lock: the word, the root's tail and a pointer to the groups'
 //!   queues, allocated at the first contended acquisition (one CAS installs it) and freed
