@@ -34,8 +34,9 @@ use spinlab::wait::{Futex, Spin, Wait};
 
 // Loom maps a fresh stack for every thread of every execution; see the module for why the
 // test binary reuses them.
-mod loom_common;
 mod loom_stacks;
+// The lock trait, the count, the bound and the check every model ends with.
+mod loom_common;
 use loom_common::{check, join_and_check, Bound, Lock, Shared};
 
 impl<W: Wait, const BOUND: u32> Lock for Hmcs<W, BOUND> {
