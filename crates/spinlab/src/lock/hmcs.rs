@@ -513,6 +513,53 @@ mod tests {
         assert!(lock.try_lock().is_some(), "the lock works after the time-outs");
     }
 
+    /// Threads of two groups, some with deadlines short enough to give up now and then, each
+    /// take the lock many times: with `BOUND` 2 the hand-overs within a group, the root's
+    /// release at the bound and the time-outs at every level interleave. A read-modify-write
+    /// split across a yield loses updates unless the lock excludes.
+    fn two_groups_exclude<W: Wait>() {
+        const THREADS: u32 = 4;
+        const ROUNDS: usize = 2_000;
+        let lock = Hmcs::<W, 2>::new();
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        let acquired = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for thread in 0..THREADS {
+                let (lock, count, acquired) = (&lock, &count, &acquired);
+                s.spawn(move || {
+                    let _group = crate::testing::declare_cna_group(thread % 2);
+                    for round in 0..ROUNDS {
+                        let timed = thread >= 2 && round % 3 == 0;
+                        let deadline = timed.then(|| Instant::now() + Duration::from_micros(20));
+                        if lock.lock_until(deadline).is_none() {
+                            continue;
+                        }
+                        let seen = count.load(Relaxed);
+                        if round % 16 == 0 {
+                            std::thread::yield_now();
+                        }
+                        count.store(seen + 1, Relaxed);
+                        acquired.fetch_add(1, Relaxed);
+                        // SAFETY: this thread holds the lock.
+                        unsafe { lock.unlock(GuardSend::new()) };
+                    }
+                });
+            }
+        });
+        assert_eq!(count.into_inner(), acquired.into_inner(), "an update was lost: two holders at once");
+        assert!(!lock.is_locked(), "the queues emptied");
+    }
+
+    #[test]
+    fn two_groups_exclude_over_futex() {
+        two_groups_exclude::<Futex>();
+    }
+
+    #[test]
+    fn two_groups_exclude_over_spin_park() {
+        two_groups_exclude::<SpinPark>();
+    }
+
     #[test]
     fn the_groups_queues_are_allocated_at_the_first_contention_only() {
         let lock = Hmcs::<SpinPark>::new();
