@@ -176,7 +176,8 @@ typedef struct {
  * guarantees are those of the lock its name chooses (docs/c.md lists them):
  *
  * - order: `ticket`, `clh` and `hapax` FIFO; `mcs` FIFO in its queue; `reciprocating` each
- *   waiter overtaken at most once by each thread that arrived after it; `fair` round-robin
+ *   waiter overtaken at most once by each thread that arrived after it; `cna` and `hmcs`
+ *   their NUMA node's waiters first, within a bound; `fair` round-robin
  *   over its waiters' slots. Over a policy that sleeps or yields, their waiters keep that order, but a
  *   running thread may take the lock before the head of the queue, for at most 0.5 ms of the
  *   head's wait. `bounded`: a running waiter passed over for at most 0.5 ms. `tas`, `ttas`,
@@ -193,7 +194,8 @@ typedef struct {
  * in order to a thread that may not be running, and their throughput collapses:
  * use them only where threads never outnumber the CPUs they may run on. Over a policy that
  * sleeps or yields, `ticket`, `mcs`, `clh` and `fair` queue in front of a bounded-bypass
- * word, and they and every other lock hold up (docs/c.md, "When threads
+ * word and hold up. `cna` and `hmcs` over any policy hand the lock to a chosen waiter that
+ * may not be running: a convoy. Every other lock holds up (docs/c.md, "When threads
  * outnumber CPUs"; measurements in docs/contention.md).
  */
 typedef struct {

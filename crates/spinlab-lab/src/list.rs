@@ -230,6 +230,7 @@ const FAIRNESS_IN_BRIEF: &[(&str, &str)] = &[
     ("on up to", "bypass bound"),
     ("overtaken at most once", "bypass bound"),
     ("waiters of the holder's NUMA node first", "node first"),
+    ("NUMA nodes take turns", "node turns"),
 ];
 
 /// The longest a bound none of [`FAIRNESS_IN_BRIEF`] recognises is shown, in characters.

@@ -165,8 +165,8 @@ fn list_shows_every_lock_with_availability() {
     assert_eq!(default[0]["lock"], "adaptive:pause-yield-park");
     // The in-order queue locks over a policy whose waiters keep their CPU are listed as
     // collapsing when oversubscribed (over a policy that sleeps or yields they are gated:
-    // lock::Gated), and the in-order locks that are never gated over every policy; CNA, which
-    // hands over out of order and is never gated, convoys.
+    // lock::Gated), and the in-order locks that are never gated over every policy; CNA and
+    // HMCS, which hand over out of order and are never gated, convoy.
     let waits = v["waits"].as_array().unwrap();
     let leaving: Vec<&str> =
         waits.iter().filter(|w| w["leaves_cpu"] == true).filter_map(|w| w["wait"].as_str()).collect();
@@ -182,7 +182,7 @@ fn list_shows_every_lock_with_availability() {
         let keeps_cpu = lock["wait"].as_str().is_some_and(|w| !leaving.contains(&w));
         assert_eq!(collapses, (gated_in_order && keeps_cpu) || alone_in_order, "{lock}");
         let convoys = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("convoys"));
-        assert_eq!(convoys, algorithm == "cna", "{lock}");
+        assert_eq!(convoys, ["cna", "hmcs"].contains(&algorithm), "{lock}");
     }
     assert!(waits.iter().any(|w| w["wait"] == "spin-park"));
     let text = stdout(&spinlab(&["list"]));

@@ -125,7 +125,8 @@ fn the_docs_example_programs_build_and_run_with_and_without_the_library() {
 #[test]
 fn mutual_exclusion_trylock_and_timed_locks_with_static_and_initialised_mutexes() {
     let program_name = "p_exclusion";
-    for (lock, ran) in everywhere_and(program_name, &[SPINNING_CLH]) {
+    // HMCS too: its queues are allocated behind a pointer in the mutex at the first contention.
+    for (lock, ran) in everywhere_and(program_name, &[SPINNING_CLH, "hmcs:spin-park"]) {
         let expected = if lock == Some("pthread") { "glibc's" } else { "replaced" };
         assert!(ran.stdout.contains(&format!("normal mutexes are {expected}\n")), "{lock:?}: {}", ran.stdout);
     }
@@ -176,7 +177,15 @@ fn a_child_forked_while_threads_queue_releases_what_it_held_and_uses_every_lock_
     // which a fork copies with the parent's threads in it, and an unlock in the child can
     // wake one of those instead of the child's own (docs/preload.md;
     // https://github.com/Amanieu/parking_lot/issues/515).
-    let more = ["mcs:pause", "clh:pause", "ticket:spin-park", "clh:futex", "fair:futex", "bounded:spin-yield-park"];
+    let more = [
+        "mcs:pause",
+        "clh:pause",
+        "ticket:spin-park",
+        "clh:futex",
+        "fair:futex",
+        "bounded:spin-yield-park",
+        "hmcs:futex",
+    ];
     let locks = LOCKS.iter().copied().filter(|&lock| lock != Some("parking_lot")).chain(more.map(Some));
     for lock in locks {
         // Fewer rounds in the child under a lock that hands over in order, which the registry

@@ -2,13 +2,15 @@
 
 use crate::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
-use spinlab::lock::{Adaptive, Bounded, Clh, Cna, Fair, Gated, Hapax, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas};
+use spinlab::lock::{
+    Adaptive, Bounded, Clh, Cna, Fair, Gated, Hapax, Hmcs, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas,
+};
 use spinlab::wait::Wait;
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
-pub const ALGORITHMS: [&str; 11] =
-    ["tas", "ttas", "ticket", "mcs", "clh", "cna", "reciprocating", "hapax", "fair", "bounded", "adaptive"];
+pub const ALGORITHMS: [&str; 12] =
+    ["tas", "ttas", "ticket", "mcs", "clh", "cna", "hmcs", "reciprocating", "hapax", "fair", "bounded", "adaptive"];
 
 /// The reference locks, measured beside spinlab's.
 pub const REFERENCE_LOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
@@ -28,7 +30,7 @@ pub struct LockFacts {
     /// Whether unlocking hands the lock over in order (`RawMutexFair`).
     pub fair: bool,
     /// Whether unlocking hands the lock to a chosen waiter, in order or not (every `fair`
-    /// lock, and `cna`), rather than freeing it for whichever running thread comes first:
+    /// lock, `cna` and `hmcs`), rather than freeing it for whichever running thread comes first:
     /// with more threads than CPUs, such a hand-over waits for its waiter to be scheduled.
     pub hands_over: bool,
     /// The fairness guarantee, in words: how long or how often a waiter can be passed over
@@ -82,6 +84,7 @@ impl Kind for Locks {
         add_algorithm::<Locks, McsAlgorithm>(&mut rows);
         add_algorithm::<Locks, ClhAlgorithm>(&mut rows);
         add_algorithm::<Locks, CnaAlgorithm>(&mut rows);
+        add_algorithm::<Locks, HmcsAlgorithm>(&mut rows);
         add_algorithm::<Locks, ReciprocatingAlgorithm>(&mut rows);
         add_algorithm::<Locks, HapaxAlgorithm>(&mut rows);
         add_algorithm::<Locks, FairAlgorithm>(&mut rows);
@@ -193,7 +196,7 @@ macro_rules! algorithm {
         algorithm!($marker, $lock, $name, fair: $fair, hands over: $fair, bound: $bound);
     };
     // A lock built as it is over every policy, which may hand the lock to a chosen waiter
-    // without keeping an order (`cna`).
+    // without keeping an order (`cna`, `hmcs`).
     ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, hands over: $hands_over:literal, bound: $bound:expr) => {
         struct $marker;
         impl LockAlgorithm for $marker {
@@ -279,6 +282,10 @@ const fn costs_of(name: &str) -> (Costs, Costs) {
 /// ([`spinlab::lock::CNA_BYPASS_BOUND`]; a test checks the number).
 const CNA_BOUND: &str = "waiters of the holder's NUMA node first; at most 64 hand-overs in a row pass over the oldest waiter, which is also passed at most once by each thread that found the queue empty";
 
+/// HMCS's guarantee (`spinlab::lock::Hmcs`), with its bound written out
+/// ([`spinlab::lock::HMCS_PASS_BOUND`]; a test checks the number).
+const HMCS_BOUND: &str = "NUMA nodes take turns in the order they queued, each for at most 64 hand-overs in a row within the node while another node's waiters wait; FIFO within a node; a waiter is also passed at most once by each thread that found the queues empty";
+
 /// What a gated lock adds to its gate's order: who queues, and the bound on the queue's head
 /// at the word.
 macro_rules! head_at_the_word {
@@ -305,6 +312,8 @@ algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when leavi
 // Not gated: a gate of CNA's order in front of the word is the CNA-gated word, a lock of its
 // own. Over policies whose waiters give their CPU away its hand-overs convoy, as `Mcs`'s would.
 algorithm!(CnaAlgorithm, Cna, "cna", fair: false, hands over: true, bound: CNA_BOUND);
+// Not gated, for the reason CNA is not.
+algorithm!(HmcsAlgorithm, Hmcs, "hmcs", fair: false, hands over: true, bound: HMCS_BOUND);
 // Built as they are over every policy, not gated: they hand over in order, convoys included.
 algorithm!(ReciprocatingAlgorithm, Reciprocating, "reciprocating", fair: true,
            bound: "overtaken at most once by each thread that arrived later: arrivals admitted in batches, in order, each newest first");
@@ -498,10 +507,10 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_hands_over_when_it_is_in_order_ungated_or_is_cna() {
+    fn a_lock_hands_over_when_it_is_in_order_ungated_or_is_cna_or_hmcs() {
         for entry in LOCKS.entries() {
-            let cna = entry.facts.algorithm == "cna";
-            assert_eq!(entry.facts.hands_over, entry.facts.fair || cna, "{}", entry.name);
+            let chooses = ["cna", "hmcs"].contains(&entry.facts.algorithm);
+            assert_eq!(entry.facts.hands_over, entry.facts.fair || chooses, "{}", entry.name);
         }
         assert!(LOCKS.info("mcs:spin").unwrap().facts.hands_over);
         assert!(!LOCKS.info("mcs:futex").unwrap().facts.hands_over, "gated: the word is freed");
@@ -515,6 +524,20 @@ mod tests {
         for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "cna") {
             assert!(entry.facts.bound.contains(&bound), "{}: {}", entry.name, entry.facts.bound);
             assert_eq!(entry.facts.ops.size, 8, "{}: the word and the tail, with no guard", entry.name);
+        }
+    }
+
+    #[test]
+    fn hmcss_bound_names_its_constant() {
+        let bound = format!("at most {} hand-overs in a row", spinlab::lock::HMCS_PASS_BOUND);
+        for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "hmcs") {
+            assert!(entry.facts.bound.contains(&bound), "{}: {}", entry.name, entry.facts.bound);
+            assert_eq!(
+                (entry.facts.ops.size, entry.facts.ops.align),
+                (16, 8),
+                "{}: the word, the root's tail and the groups' queues' pointer, with no guard",
+                entry.name
+            );
         }
     }
 

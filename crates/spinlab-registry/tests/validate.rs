@@ -8,7 +8,7 @@
 //! a watchdog then fails it, naming the lock and the step, instead of stalling CI.
 
 use lock_api::RawMutex;
-use spinlab::lock::{Clh, Cna, Fair, Hapax, Mcs, McsQueue, Reciprocating, Ticket};
+use spinlab::lock::{Clh, Cna, Fair, Hapax, Hmcs, Mcs, McsQueue, Reciprocating, Ticket};
 use spinlab::wait::{Futex, Spin, SpinPark};
 use spinlab_registry::{self as registry, DynMutex, LockEntry};
 use std::cell::UnsafeCell;
@@ -72,7 +72,8 @@ impl Unprotected {
 /// Spinning queue locks (and ticket) hand the lock to waiters in order, so with more threads
 /// than CPUs a preempted waiter stalls everyone behind it for a time slice; oversubscribed
 /// runs use fewer acquisitions for them to keep the suite short. Every waiter still waits.
-/// `cna` is not FIFO, but it hands the lock to a chosen waiter just as they do (`hands_over`).
+/// `cna` and `hmcs` are not FIFO, but they hand the lock to a chosen waiter just as those do
+/// (`hands_over`).
 fn iterations_per_thread(entry: &LockEntry, threads: usize) -> u64 {
     let oversubscribed = threads > cpus();
     match (oversubscribed, entry.facts.hands_over && !entry.may_sleep) {
@@ -391,6 +392,8 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<Clh<Futex>>("clh:futex");
     nested::<Cna<Spin>>("cna:spin");
     nested::<Cna<Futex>>("cna:futex");
+    nested::<Hmcs<Spin>>("hmcs:spin");
+    nested::<Hmcs<Futex>>("hmcs:futex");
     nested::<Ticket<SpinPark>>("ticket:spin-park");
     nested::<Fair<SpinPark>>("fair:spin-park");
     nested::<Reciprocating<Spin>>("reciprocating:spin");

@@ -52,13 +52,14 @@ std::thread_local! {
     static CNA_GROUP: Cell<Option<u32>> = const { Cell::new(None) };
 }
 
-/// In the unit tests, the CNA group this thread queues in, whatever CPU it runs on.
+/// In the unit tests, the CNA (and HMCS) group this thread queues in, whatever CPU it runs on.
 #[cfg(all(test, not(loom)))]
 pub(crate) fn declare_cna_group(group: u32) -> Setting<Option<u32>> {
     set(&CNA_GROUP, Some(group))
 }
 
-/// The CNA group this thread declared ([`declare_cna_group`]); never outside the unit tests.
+/// The CNA (and HMCS) group this thread declared ([`declare_cna_group`]); never outside the
+/// unit tests.
 #[cfg(not(loom))]
 #[inline(always)]
 pub(crate) fn declared_cna_group() -> Option<u32> {
@@ -66,6 +67,17 @@ pub(crate) fn declared_cna_group() -> Option<u32> {
     return get(&CNA_GROUP);
     #[cfg(not(test))]
     None
+}
+
+/// How many groups a lock that keeps a queue per group gives room for at least: in the unit
+/// tests, the groups they declare, whatever the machine has; 1 outside them.
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) fn declarable_groups() -> usize {
+    #[cfg(test)]
+    return 4;
+    #[cfg(not(test))]
+    1
 }
 
 /// In the unit tests, keeps this thread's bounded-bypass waits from ever claiming the lock,
@@ -209,7 +221,7 @@ crate::sync::thread_local! {
     static CNA_GROUP: Cell<u32> = Cell::new(0);
 }
 
-/// The CNA group of the calling model thread from now on (0 until set): under loom
+/// The CNA (and HMCS) group of the calling model thread from now on (0 until set): under loom
 /// `sched_getcpu` means nothing. Called by a model's own threads, unlike the settings above.
 #[cfg(loom)]
 pub fn cna_group(group: u32) {
@@ -238,4 +250,56 @@ pub fn cna_secondary_moves() -> usize {
 #[cfg(loom)]
 pub(crate) fn count_cna_secondary_move() {
     CNA_SECONDARY_MOVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How many times an HMCS head handed the lock to the next waiter of its own group while
+/// its group's node stayed at the root's head, in every model execution so far.
+#[cfg(loom)]
+static HMCS_LOCAL_PASSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many times an HMCS head that had a waiter of its own group behind it let the root go
+/// to another group instead (the pass bound), in every model execution so far.
+#[cfg(loom)]
+static HMCS_ROOT_RELEASES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many times an HMCS group's head that timed out at the root left its group's node there
+/// to the next waiter of its group, in every model execution so far.
+#[cfg(loom)]
+static HMCS_PLACES_LEFT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Places at the root left to the group so far ([`HMCS_PLACES_LEFT`]).
+#[cfg(loom)]
+pub fn hmcs_places_left() -> usize {
+    HMCS_PLACES_LEFT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts one place at the root left to the group ([`hmcs_places_left`]).
+#[cfg(loom)]
+pub(crate) fn count_hmcs_place_left() {
+    HMCS_PLACES_LEFT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Hand-overs within a group so far ([`HMCS_LOCAL_PASSES`]), over all executions of every
+/// model in this process.
+#[cfg(loom)]
+pub fn hmcs_local_passes() -> usize {
+    HMCS_LOCAL_PASSES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Releases of the root past a waiting member of the group so far ([`HMCS_ROOT_RELEASES`]).
+#[cfg(loom)]
+pub fn hmcs_root_releases() -> usize {
+    HMCS_ROOT_RELEASES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts one hand-over within a group ([`hmcs_local_passes`]).
+#[cfg(loom)]
+pub(crate) fn count_hmcs_local_pass() {
+    HMCS_LOCAL_PASSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Counts one release of the root past a waiting member of the group ([`hmcs_root_releases`]).
+#[cfg(loom)]
+pub(crate) fn count_hmcs_root_release() {
+    HMCS_ROOT_RELEASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }

@@ -197,33 +197,50 @@ impl<W: Wait> McsQueue<W> {
     /// the tail swap publishes).
     #[inline]
     pub(super) fn lead_with(&self, node: &'static Node, deadline: Option<Instant>) -> Option<&'static Node> {
-        node.next.store(null_mut(), Relaxed);
-        node.state.store(WAITING, Relaxed);
-        // AcqRel: Release publishes the node's initialised fields to the predecessor's
-        // waiter, which reads our node through its `next`; Acquire makes the predecessor's
-        // node visible to us.
-        let pred = self.tail.swap(node.index, AcqRel);
-        if pred == EMPTY || Self::wait_behind(node, pred, deadline) {
+        if self.join(node) || Self::wait_to_lead(node, deadline) {
             Some(node)
         } else {
             None
         }
     }
 
-    /// Links `node` behind `pred` and waits to lead. On time-out, abandons the node and
-    /// returns `false`.
+    /// Swaps `node` into the tail and links it behind its predecessor, without waiting.
+    /// Returns whether it is the head already (the queue was empty). Any thread may queue a
+    /// node this way for another to wait on (`Hmcs` queues its group's node at the root).
+    #[inline]
+    pub(super) fn join(&self, node: &'static Node) -> bool {
+        node.next.store(null_mut(), Relaxed);
+        node.state.store(WAITING, Relaxed);
+        // AcqRel: Release publishes the node's initialised fields to the predecessor's
+        // waiter, which reads our node through its `next`; Acquire makes the predecessor's
+        // node visible to us.
+        let pred = self.tail.swap(node.index, AcqRel);
+        if pred == EMPTY {
+            return true;
+        }
+        Self::link_behind(node, pred);
+        false
+    }
+
     #[cold]
-    fn wait_behind(node: &'static Node, pred: u32, deadline: Option<Instant>) -> bool {
+    fn link_behind(node: &'static Node, pred: u32) {
         // SAFETY: the tail holds only nodes' own numbers.
         let pred = unsafe { queue_node::index::node(pred) };
         // Release: our node's fields are visible to whoever reads `next` with Acquire.
         pred.next.store(queue_node::as_ptr(node), Release);
-        Self::wait_to_lead(node, deadline)
     }
 
     /// Waits until `node` is the queue's head. On time-out, abandons the node (which then
     /// belongs to the queue) and returns `false`; a waiter made head in that race stays.
+    #[cold]
     fn wait_to_lead(node: &'static Node, deadline: Option<Instant>) -> bool {
+        Self::wait_for_head(node, deadline) || !Self::abandon(node)
+    }
+
+    /// Waits until `node` is the queue's head; `false` if `deadline` passed first, with the
+    /// node still queued (its state `WAITING` or `ASLEEP`), for the caller to abandon or to
+    /// leave to another waiter, who may wait on it in turn.
+    pub(super) fn wait_for_head(node: &'static Node, deadline: Option<Instant>) -> bool {
         let mut episode = Episode::new(deadline);
         loop {
             // Acquire: where the head holds the lock (`McsQueue`), the previous holder's
@@ -234,14 +251,14 @@ impl<W: Wait> McsQueue<W> {
             }
             match W::spin(&node.state, seen, &mut episode) {
                 Spun::Changed => {}
-                Spun::TimedOut => return !Self::abandon(node),
+                Spun::TimedOut => return false,
                 Spun::Exhausted => {
                     // Acquire on both outcomes: a failure that reads HEAD is our acquisition.
                     if node.state.compare_exchange(WAITING, ASLEEP, Acquire, Acquire) == Err(HEAD) {
                         return true;
                     }
                     if W::sleep(&node.state, ASLEEP, deadline) == FutexWait::TimedOut {
-                        return !Self::abandon(node);
+                        return false;
                     }
                     episode.restart_spinning();
                 }
@@ -250,7 +267,7 @@ impl<W: Wait> McsQueue<W> {
     }
 
     /// Tries to leave the queue. Returns `false` if the node was made head first.
-    fn abandon(node: &'static Node) -> bool {
+    pub(super) fn abandon(node: &'static Node) -> bool {
         // Acquire: a HEAD read here is an acquisition, as in `wait_to_lead`.
         let mut seen = node.state.load(Acquire);
         loop {
@@ -290,7 +307,7 @@ impl<W: Wait> McsQueue<W> {
     /// empties the queue if there is none, and gives the node back. Returns the new head's
     /// state word if it may be asleep there: the caller wakes it (`W::wake_one`), when it
     /// chooses. Nothing else here makes a system call.
-    fn pass_headship(&self, mut node: &'static Node) -> Option<&'static AtomicU32> {
+    pub(super) fn pass_headship(&self, mut node: &'static Node) -> Option<&'static AtomicU32> {
         loop {
             // Acquire: the successor's node fields, published by its Release store of `next`,
             // are visible before we write its state.

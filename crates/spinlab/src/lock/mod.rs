@@ -10,6 +10,7 @@
 //! | [`Mcs`]      |          | swap + store                     | FIFO in the queue, each waiter on its own line; each passed at most once by each thread that found the queue empty |
 //! | [`Clh`]      |          | swap + store                     | FIFO, each waiter on its predecessor's line          |
 //! | [`Cna`]      |          | swap + store                     | its group's waiters first; at most [`CNA_BYPASS_BOUND`] hand-overs in a row pass the oldest waiter |
+//! | [`Hmcs`]     |          | swap + store                     | FIFO in each group; a group keeps the lock for at most [`HMCS_PASS_BOUND`] hand-overs in a row while another waits, and groups take turns in order |
 //! | [`Reciprocating`] |     | swap + CAS                       | segments in order, each newest first: overtaken at most once by each later thread |
 //! | [`Hapax`]    |          | swap + CAS                       | FIFO among untimed waiters, no pointer shared        |
 //! | [`Fair`]     | seed 003 | bit-set + CAS                    | round-robin: one turn of the slot holders; past 62 waiters, none |
@@ -18,14 +19,14 @@
 //! | [`Adaptive`] |          | CAS + CAS                        | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //!
 //! Costs are for pure spin policies. With a policy that may sleep, the unlocks of `Tas`,
-//! `Ttas`, `Mcs` and `Cna` are a swap, so they can see whether to wake anyone; `Ticket`'s store
+//! `Ttas`, `Mcs`, `Cna` and `Hmcs` are a swap, so they can see whether to wake anyone; `Ticket`'s store
 //! is followed by the bump of the next ticket's waiting-array slot and a read of its sleepers.
 //! `Gated`'s unlock is the word's CAS until a waiter takes the gate and marks the word.
 //!
 //! The guarantees in full, where the table is short:
 //! - In-order locks: a timed waiter that gives up leaves the order; `Ticket`'s and `Hapax`'s
-//!   timed acquisitions take no place and are not served in order. `Mcs`'s and `Cna`'s lock
-//!   is a word of its own (as in Linux's queued spinlock), taken with one atomic while none queue.
+//!   timed acquisitions take no place and are not served in order. `Mcs`'s, `Cna`'s and `Hmcs`'s
+//!   lock is a word of its own (as in Linux's queued spinlock), taken with one atomic while none queue.
 //! - `Fair`: a slot holder gets the lock after at most one acquisition by each other slot
 //!   holder (seed 003); past 62 waiters, no bound. As a [`Gated`] lock's gate, threads move to
 //!   a random free slot every 8th wait, so another slot holder passes a waiter at most twice.
@@ -37,7 +38,8 @@
 //! The in-order locks hand the lock to the next waiter whether or not it runs, so with more
 //! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. The
 //! registry builds `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose
-//! waiters give their CPU away (`cna`, `reciprocating` and `hapax` are built alone).
+//! waiters give their CPU away (`cna`, `hmcs`, `reciprocating` and `hapax` are
+//! built alone).
 
 mod adaptive;
 mod bounded;
@@ -47,6 +49,7 @@ mod fair;
 mod fair_slots;
 mod gated;
 mod hapax;
+mod hmcs;
 mod mcs;
 mod queue_node;
 mod reciprocating;
@@ -63,6 +66,7 @@ pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use hapax::{Hapax, HapaxGuard};
+pub use hmcs::{Hmcs, HMCS_PASS_BOUND};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use reciprocating::{Reciprocating, ReciprocatingGuard};
 pub use tas::{Tas, TestAndSet};

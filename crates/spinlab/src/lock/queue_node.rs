@@ -39,6 +39,11 @@ pub(crate) struct QueueNode {
     pub secondary_first: AtomicU32,
     pub secondary_last: AtomicU32,
     pub bypasses: AtomicU32,
+    /// HMCS: what local headship carries to the next head of a group's queue (`hmcs.rs`'s
+    /// `Headship`): the number of the node its group holds in the root queue (0: none), and
+    /// the hand-overs within the group since that node became the root's head.
+    pub root_node: AtomicU32,
+    pub passes: AtomicU32,
     /// The link of the global pool of free nodes; used only while the node is free.
     #[cfg_attr(loom, allow(dead_code))]
     pub pool_next: AtomicPtr<Node>,
@@ -59,6 +64,8 @@ fn fresh() -> &'static Node {
         secondary_first: AtomicU32::new(0),
         secondary_last: AtomicU32::new(0),
         bypasses: AtomicU32::new(0),
+        root_node: AtomicU32::new(0),
+        passes: AtomicU32::new(0),
         pool_next: AtomicPtr::new(core::ptr::null_mut()),
     })));
     index::publish(node);
