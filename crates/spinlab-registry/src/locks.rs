@@ -262,13 +262,14 @@ const fn costs_of(name: &str) -> (Costs, Costs) {
         (Costs { uncontended, per_waiter }, Costs { uncontended, per_waiter })
     }
     const QUEUE_NODE: &str = "one queue node (a 128-byte line, pooled per thread) per waiting thread";
-    const SWAP_STORE: &str = "swap + store; swap + swap where waiters may sleep";
+    const SWAP_STORE: &str = "swap + store; CAS + swap where waiters may sleep";
     match name.as_bytes() {
         b"tas" | b"ttas" => both(SWAP_STORE, "none"),
         b"ticket" => both("fetch-add + store", "none"),
         b"mcs" => both("swap + store", QUEUE_NODE),
         b"clh" => both("swap + store", "one queue node (a 128-byte line) per waiting thread, passed from thread to thread, and one per lock"),
         b"cna" => both(SWAP_STORE, QUEUE_NODE),
+        b"hmcs" => both(SWAP_STORE, "one queue node (a 128-byte line, pooled per thread) per waiting thread and per group queued at the root; once contended, a 128-byte line per NUMA node and a 16-byte header per lock"),
         b"reciprocating" => both("swap + CAS", "one queue node (a 128-byte line, pooled per thread) per waiting thread and per holder that found the lock free"),
         b"hapax" => both("swap + CAS", "16 bytes per thread, and an 8 KiB waiting array shared by all hapax locks"),
         b"fair" => both("bit-set + CAS", "one of 62 process-wide thread slots, with its own padded line, kept by each thread that has waited until it exits"),
