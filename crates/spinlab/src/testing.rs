@@ -239,3 +239,42 @@ pub fn cna_secondary_moves() -> usize {
 pub(crate) fn count_cna_secondary_move() {
     CNA_SECONDARY_MOVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
+
+/// How many times, over all executions so far, a Malthusian holder admitted a passive
+/// thread, a Malthusian waiter that gave up admitted one in its place, and an admitter
+/// skipped an abandoned node: a model reads them to check that its schedules reached each path.
+#[cfg(loom)]
+static MALTHUSIAN_PATHS: [std::sync::atomic::AtomicUsize; 3] = [const { std::sync::atomic::AtomicUsize::new(0) }; 3];
+
+/// Malthusian admissions by a holder so far, over all executions of every model in this process.
+#[cfg(loom)]
+pub fn malthusian_admissions_by_holder() -> usize {
+    MALTHUSIAN_PATHS[0].load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Malthusian admissions by an active waiter that gave up, so far.
+#[cfg(loom)]
+pub fn malthusian_admissions_by_quitter() -> usize {
+    MALTHUSIAN_PATHS[1].load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Abandoned Malthusian passive nodes skipped by an admitter, so far.
+#[cfg(loom)]
+pub fn malthusian_abandoned_skips() -> usize {
+    MALTHUSIAN_PATHS[2].load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(loom)]
+pub(crate) fn count_malthusian_admission_by_holder() {
+    MALTHUSIAN_PATHS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[cfg(loom)]
+pub(crate) fn count_malthusian_admission_by_quitter() {
+    MALTHUSIAN_PATHS[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[cfg(loom)]
+pub(crate) fn count_malthusian_abandoned_skip() {
+    MALTHUSIAN_PATHS[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}

@@ -16,6 +16,7 @@
 //! | [`Bounded`]  |          | CAS + CAS                        | a bypass bound in time ([`STARVATION_NS`])           |
 //! | [`Gated`]    |          | CAS + CAS                        | the gate's order for queued waiters; the head's bypass bounded in time |
 //! | [`Adaptive`] |          | CAS + CAS                        | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
+//! | [`Malthusian`] |        | its inner lock's, and a load each way | the inner lock's among about one thread per CPU; a passive thread with `k` ahead let in within `(k + 1)` × [`MALTHUSIAN_ROTATION`] acquisitions |
 //!
 //! Costs are for pure spin policies. With a policy that may sleep, the unlocks of `Tas`,
 //! `Ttas`, `Mcs` and `Cna` are a swap, so they can see whether to wake anyone; `Ticket`'s store
@@ -38,6 +39,8 @@
 //! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. The
 //! registry builds `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose
 //! waiters give their CPU away (`cna`, `reciprocating` and `hapax` are built alone).
+//! `malthusian` keeps `Mcs` ungated and restricts instead: about one thread per CPU waits in
+//! it, the others sleep passive ([`Malthusian`]).
 
 mod adaptive;
 mod bounded;
@@ -47,6 +50,7 @@ mod fair;
 mod fair_slots;
 mod gated;
 mod hapax;
+mod malthusian;
 mod mcs;
 mod queue_node;
 mod reciprocating;
@@ -63,6 +67,7 @@ pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use hapax::{Hapax, HapaxGuard};
+pub use malthusian::{Malthusian, MALTHUSIAN_ROTATION};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use reciprocating::{Reciprocating, ReciprocatingGuard};
 pub use tas::{Tas, TestAndSet};
