@@ -240,41 +240,53 @@ pub(crate) fn count_cna_secondary_move() {
     CNA_SECONDARY_MOVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// How many times, over all executions so far, a Malthusian holder admitted a passive
-/// thread, a Malthusian waiter that gave up admitted one in its place, and an admitter
-/// skipped an abandoned node: a model reads them to check that its schedules reached each path.
+/// How many times, over all executions so far, a Malthusian holder admitted a passive thread
+/// because the rotation was due, or because nobody waited in the inner lock; a Malthusian
+/// waiter that gave up admitted one in its place; and an admitter skipped an abandoned node:
+/// a model reads them to check that its schedules reached each path.
 #[cfg(loom)]
-static MALTHUSIAN_PATHS: [std::sync::atomic::AtomicUsize; 3] = [const { std::sync::atomic::AtomicUsize::new(0) }; 3];
+static MALTHUSIAN_PATHS: [std::sync::atomic::AtomicUsize; 4] = [const { std::sync::atomic::AtomicUsize::new(0) }; 4];
 
-/// Malthusian admissions by a holder so far, over all executions of every model in this process.
+/// The paths [`MALTHUSIAN_PATHS`] counts.
 #[cfg(loom)]
-pub fn malthusian_admissions_by_holder() -> usize {
-    MALTHUSIAN_PATHS[0].load(std::sync::atomic::Ordering::Relaxed)
+#[derive(Clone, Copy, Debug)]
+pub enum MalthusianPath {
+    /// A holder admitted a passive thread because the rotation was due.
+    Rotation,
+    /// A holder admitted one because nobody waited in the inner lock.
+    Idle,
+    /// An active waiter that gave up, the last one, admitted one in its place.
+    Quitter,
+    /// An admitter skipped an abandoned node.
+    AbandonedSkipped,
 }
 
-/// Malthusian admissions by an active waiter that gave up, so far.
+/// How many times `path` was taken so far, over all executions of every model in this process.
 #[cfg(loom)]
-pub fn malthusian_admissions_by_quitter() -> usize {
-    MALTHUSIAN_PATHS[1].load(std::sync::atomic::Ordering::Relaxed)
+pub fn malthusian_path_taken(path: MalthusianPath) -> usize {
+    MALTHUSIAN_PATHS[path as usize].load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Abandoned Malthusian passive nodes skipped by an admitter, so far.
+/// Counts one `path` ([`malthusian_path_taken`]).
 #[cfg(loom)]
-pub fn malthusian_abandoned_skips() -> usize {
-    MALTHUSIAN_PATHS[2].load(std::sync::atomic::Ordering::Relaxed)
-}
-
-#[cfg(loom)]
-pub(crate) fn count_malthusian_admission_by_holder() {
-    MALTHUSIAN_PATHS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+pub(crate) fn count_malthusian_path(path: MalthusianPath) {
+    MALTHUSIAN_PATHS[path as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(loom)]
-pub(crate) fn count_malthusian_admission_by_quitter() {
-    MALTHUSIAN_PATHS[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+std::thread_local! {
+    static MALTHUSIAN_START: Cell<u64> = const { Cell::new(0) };
 }
 
+/// Makes every Malthusian lock built from now on start with `acquisitions` counted instead of
+/// 0: with 1, the rotation is not due until 64, so a model sees only the other admissions.
 #[cfg(loom)]
-pub(crate) fn count_malthusian_abandoned_skip() {
-    MALTHUSIAN_PATHS[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+pub fn malthusian_acquisitions_at_start(acquisitions: u64) -> Setting<u64> {
+    set(&MALTHUSIAN_START, acquisitions)
+}
+
+/// The count a new Malthusian lock starts at ([`malthusian_acquisitions_at_start`]).
+#[cfg(loom)]
+pub(crate) fn malthusian_start() -> u64 {
+    get(&MALTHUSIAN_START)
 }

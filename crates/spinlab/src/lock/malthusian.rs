@@ -56,7 +56,7 @@ use std::time::{Duration, Instant};
 /// trade as [`CNA_BYPASS_BOUND`](super::CNA_BYPASS_BOUND)).
 ///
 /// ```
-/// assert!(2048 % spinlab::lock::MALTHUSIAN_ROTATION == 0, "the word counts acquisitions mod 2048");
+/// assert!(2048u32.is_multiple_of(spinlab::lock::MALTHUSIAN_ROTATION), "the word counts acquisitions mod 2048");
 /// ```
 pub const MALTHUSIAN_ROTATION: u32 = 64;
 
@@ -74,7 +74,7 @@ const WAITING: u64 = ((1 << 20) - 1) * WAITING_ONE;
 const ADMITTING: u64 = 1 << 52;
 const ACQUIRED_SHIFT: u32 = 53;
 const ACQUIRED_ONE: u64 = 1 << ACQUIRED_SHIFT;
-const _: () = assert!((1 << (64 - ACQUIRED_SHIFT)) % MALTHUSIAN_ROTATION == 0);
+const _: () = assert!((1u32 << (64 - ACQUIRED_SHIFT)).is_multiple_of(MALTHUSIAN_ROTATION));
 
 /// The limit on active waiters never comes near `WAITING`'s 20 bits: the count exceeds it
 /// only by threads admitted at once, one per admission.
@@ -88,6 +88,17 @@ const PASSIVE: u32 = 1;
 const ASLEEP: u32 = 2;
 /// The waiter timed out and left; the node now belongs to the stack.
 const ABANDONED: u32 = 3;
+
+/// Why a thread admits a passive one.
+#[derive(Clone, Copy)]
+enum Why {
+    /// A holder: the rotation is due.
+    Rotation,
+    /// A holder: nobody waits in `L`.
+    Idle,
+    /// The last active waiter, giving up: it leaves the count as it releases the bit.
+    Quitter,
+}
 
 /// The number of no node.
 const NONE: u32 = 0;
@@ -145,7 +156,11 @@ impl Pause {
 impl<L: RawMutex, W: Wait, const CPUS: usize> Malthusian<L, W, CPUS> {
     /// A new, unlocked lock around `inner` (unlocked).
     pub fn with_inner(inner: L) -> Self {
-        Malthusian { inner, crowd: AtomicU64::new(0), policy: PhantomData }
+        #[cfg(loom)]
+        let crowd = crate::testing::malthusian_start() << ACQUIRED_SHIFT;
+        #[cfg(not(loom))]
+        let crowd = 0;
+        Malthusian { inner, crowd: AtomicU64::new(crowd), policy: PhantomData }
     }
 
     /// A new, unlocked lock.
@@ -254,7 +269,7 @@ impl<L: RawMutex, W: Wait, const CPUS: usize> Malthusian<L, W, CPUS> {
                 // Acquire: the pushed nodes' fields and the last admitter's links.
                 match self.crowd.compare_exchange_weak(seen, seen | ADMITTING, Acquire, Relaxed) {
                     Ok(_) => {
-                        wake::<W>(self.admit(true));
+                        wake::<W>(self.admit(Why::Quitter));
                         return;
                     }
                     Err(now) => seen = now,
@@ -278,8 +293,12 @@ impl<L: RawMutex, W: Wait, const CPUS: usize> Malthusian<L, W, CPUS> {
     /// As `unlock`.
     #[cold]
     unsafe fn unlock_crowded(&self, seen: u64, guard: L::Guard) {
-        let rotation_due = (seen >> ACQUIRED_SHIFT) % u64::from(MALTHUSIAN_ROTATION) == 0;
-        let due = if rotation_due || seen & WAITING == 0 { self.admit_as_holder() } else { None };
+        let rotation_due = (seen >> ACQUIRED_SHIFT).is_multiple_of(u64::from(MALTHUSIAN_ROTATION));
+        let due = match (rotation_due, seen & WAITING == 0) {
+            (true, _) => self.admit_as_holder(Why::Rotation),
+            (false, true) => self.admit_as_holder(Why::Idle),
+            (false, false) => None,
+        };
         // SAFETY: forwarded from the caller.
         unsafe { self.inner.unlock(guard) };
         wake::<W>(due);
@@ -287,7 +306,7 @@ impl<L: RawMutex, W: Wait, const CPUS: usize> Malthusian<L, W, CPUS> {
 
     /// Takes the `ADMITTING` bit, waiting for another admitter to finish, and admits.
     /// Returns the word to wake the admitted thread on, if it may be asleep.
-    fn admit_as_holder(&self) -> Option<&'static AtomicU32> {
+    fn admit_as_holder(&self, why: Why) -> Option<&'static AtomicU32> {
         let mut seen = self.crowd.load(Relaxed);
         let mut pause = Pause(0);
         loop {
@@ -306,27 +325,27 @@ impl<L: RawMutex, W: Wait, const CPUS: usize> Malthusian<L, W, CPUS> {
                 Err(now) => seen = now,
             }
         }
-        self.admit(false)
+        self.admit(why)
     }
 
     /// With the `ADMITTING` bit held: admits the oldest live passive thread and releases the
-    /// bit, leaving the count too if `leaving`. While nobody was admitted, nobody is counted and
+    /// bit, leaving the count too for a quitter. While nobody was admitted, nobody is counted and
     /// threads have pushed since, it looks again: they count on this admitter.
-    fn admit(&self, leaving: bool) -> Option<&'static AtomicU32> {
+    fn admit(&self, why: Why) -> Option<&'static AtomicU32> {
         loop {
             let admitted = self.take_oldest();
             #[cfg(loom)]
             if !matches!(admitted, Admitted::Nobody) {
-                if leaving {
-                    crate::testing::count_malthusian_admission_by_quitter();
-                } else {
-                    crate::testing::count_malthusian_admission_by_holder();
-                }
+                crate::testing::count_malthusian_path(match why {
+                    Why::Rotation => crate::testing::MalthusianPath::Rotation,
+                    Why::Idle => crate::testing::MalthusianPath::Idle,
+                    Why::Quitter => crate::testing::MalthusianPath::Quitter,
+                });
             }
             let mut seen = self.crowd.load(Relaxed);
             loop {
                 let mut released = seen & !ADMITTING;
-                if leaving {
+                if matches!(why, Why::Quitter) {
                     released -= WAITING_ONE;
                 }
                 if matches!(admitted, Admitted::Nobody) && released & WAITING == 0 && released & TOP != 0 {
@@ -375,7 +394,7 @@ impl<L: RawMutex, W: Wait, const CPUS: usize> Malthusian<L, W, CPUS> {
             match oldest.state.swap(ADMITTED, AcqRel) {
                 ABANDONED => {
                     #[cfg(loom)]
-                    crate::testing::count_malthusian_abandoned_skip();
+                    crate::testing::count_malthusian_path(crate::testing::MalthusianPath::AbandonedSkipped);
                     queue_node::give(oldest);
                 }
                 ASLEEP => return Admitted::Asleep(&oldest.state),
@@ -640,7 +659,7 @@ mod tests {
             .collect();
         lock.crowd.fetch_sub(2 * WAITING_ONE, SeqCst);
         while done.load(SeqCst) < PASSIVE_THREADS {
-            let admits = lock.acquisitions() % rotation == 0;
+            let admits = lock.acquisitions().is_multiple_of(rotation);
             let before = done.load(SeqCst);
             // SAFETY: locked by this thread.
             unsafe { lock.unlock(guard) };
