@@ -16,21 +16,19 @@
 //! - **Admission** takes the bottom node of the stack (a walk over the passive nodes) while
 //!   holding the word's `ADMITTING` bit, the stack's one consumer; arrivals push with a CAS.
 //!   A passive waiter that times out marks its node `ABANDONED`; the admitter skips it and
-//!   gives the node back. An active waiter that times out as the last one waiting while
-//!   threads are passive admits the oldest in its place.
+//!   gives the node back.
 //!
 //! No passive thread stays parked while the lock is free: a thread goes passive only if it
 //! sees an active waiter, and each active waiter leaves the count by an atomic on the word,
-//! which sees every push made before it. One that leaves by taking `L` is a holder that knows
-//! of the passive threads, and admits at its release if nobody else waits; one that leaves by
-//! timing out as the last waiter admits. Holders that found the word empty hold no such duty.
+//! which sees every push before it: leaving by taking `L`, it admits at its release if nobody
+//! else waits; leaving by timing out as the last waiter, it admits at once.
 //!
 //! - **Fairness**: none among the active set beyond `L`'s own (FIFO for `Mcs`), and arrivals
 //!   that find fewer than the limit waiting pass passive threads. Each multiple of the
 //!   rotation admits the oldest live passive thread, so one with `k` live passive threads
 //!   ahead of it is admitted within `(k + 1) * MALTHUSIAN_ROTATION` counted acquisitions
-//!   after it pushed, then gets `L`'s order. Only acquisitions by counted threads count; a
-//!   thread that found the word empty just before a push takes `L` uncounted, once.
+//!   after it pushed, then gets `L`'s order. Not counted: `try_lock`s, and acquisitions by
+//!   threads that found the word empty, which a push ends (but for a racing one per thread).
 //! - **Memory**: `L`'s bytes and the 8-byte word (16 with `Mcs`); one queue node from the
 //!   pool (`queue_node`) per passive thread; what `L` needs per active waiter.
 //! - **Uncontended cost**: `L`'s, plus one plain load of the word to lock and one to unlock:
