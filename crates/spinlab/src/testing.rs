@@ -247,7 +247,7 @@ pub(crate) fn count_cna_secondary_move() {
 #[cfg(loom)]
 static MALTHUSIAN_PATHS: [std::sync::atomic::AtomicUsize; 4] = [const { std::sync::atomic::AtomicUsize::new(0) }; 4];
 
-/// The paths [`MALTHUSIAN_PATHS`] counts.
+/// The paths `MALTHUSIAN_PATHS` counts.
 #[cfg(loom)]
 #[derive(Clone, Copy, Debug)]
 pub enum MalthusianPath {
