@@ -51,7 +51,9 @@ pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 ///   their NUMA node's waiters first, within a bound; `fair` round-robin
 ///   over its waiters' slots. Over a policy that sleeps or yields, their waiters keep that order, but a
 ///   running thread may take the lock before the head of the queue, for at most 0.5 ms of the
-///   head's wait. `bounded`: a running waiter passed over for at most 0.5 ms. `tas`, `ttas`,
+///   head's wait. `bounded`: a running waiter passed over for at most 0.5 ms. `malthusian`:
+///   MCS order among about one thread per CPU, the others passive, the oldest let in every
+///   64 acquisitions. `tas`, `ttas`,
 ///   `std`, `pthread`: none. `parking_lot`: a fair hand-off about every 0.5 ms. The default is
 ///   `bounded` where the process may run on at most 4 CPUs, and `mcs` over a sleeping policy
 ///   on more.
@@ -66,8 +68,10 @@ pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 /// use them only where threads never outnumber the CPUs they may run on. Over a policy that
 /// sleeps or yields, `ticket`, `mcs`, `clh` and `fair` queue in front of a bounded-bypass
 /// word and hold up. `cna` and `hmcs` over any policy hand the lock to a chosen waiter that
-/// may not be running: a convoy. Every other lock holds up (docs/c.md, "When threads
-/// outnumber CPUs"; measurements in docs/contention.md).
+/// may not be running: a convoy. `malthusian` restricts instead: about one thread per CPU waits
+/// in its MCS queue and the others wait passive, asleep over a sleeping policy; over a policy
+/// that never sleeps they spin, and its hand-overs convoy. Every other lock holds up (docs/c.md,
+/// "When threads outnumber CPUs"; measurements in docs/contention.md).
 #[repr(C)]
 pub struct spinlab_mutex_t {
     opaque: [u64; 8],

@@ -57,7 +57,7 @@ fn rows() -> Vec<(String, String)> {
 #[test]
 fn the_c_guide_names_exactly_the_locks_that_collapse_and_every_lock_once() {
     let rows = rows();
-    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows.len(), 5, "{rows:?}");
     let locks = spinlab_registry::LOCKS.entries();
     let collapsing: BTreeSet<String> = locks.iter().filter(|e| e.facts.fair).map(|e| e.name.clone()).collect();
     assert!(!collapsing.is_empty());
@@ -93,6 +93,7 @@ fn the_gated_row_holds_the_in_order_locks_over_policies_that_leave_the_cpu() {
     assert!(names_in(&rows[1].0).contains("fair:yield"), "yield's waiters offer their CPU: gated too");
     assert!(names_in(&rows[2].0).contains("cna:futex"), "cna is not gated: it convoys over every policy");
     assert!(names_in(&rows[3].0).contains("adaptive:pause-yield-park"), "the default barges");
+    assert!(names_in(&rows[4].0).contains("malthusian:futex"), "malthusian restricts, ungated");
 }
 
 /// The header's word on `spinlab_mutex_t` names the same locks as the guide's collapse row,

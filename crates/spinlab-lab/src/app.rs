@@ -71,8 +71,8 @@ fn refused(lock: &LockChoice) -> Option<String> {
     };
     if let Some(why) = why {
         return Some(format!(
-            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, cna, hmcs, reciprocating, fair, bounded or \
-             adaptive with a wait policy, parking_lot or pthread"
+            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, cna, hmcs, reciprocating, fair, bounded, adaptive or malthusian \
+             with a wait policy, parking_lot or pthread"
         ));
     }
     lock.unavailable().map(|why| format!("`{name}` cannot run on this CPU: {why}"))
@@ -93,7 +93,7 @@ pub const TIMEOUT: TimeBounds = TimeBounds { min: Duration::from_millis(1), max:
 )]
 pub struct AppOptions {
     /// Locks to run the program under, comma-separated: ALGORITHM:POLICY (tas, ttas, ticket,
-    /// mcs, clh, cna, hmcs, reciprocating, fair, bounded, adaptive), parking_lot, pthread (glibc's
+    /// mcs, clh, cna, hmcs, reciprocating, fair, bounded, adaptive, malthusian), parking_lot, pthread (glibc's
     /// own, through the library), or `default`; `spinlab list` shows every lock name
     #[arg(long, value_name = "LIST", value_parser = parse_locks)]
     pub locks: AppLocks,

@@ -209,6 +209,8 @@ fn available_in_brief(availability: Result<(), Unavailable>) -> String {
 fn oversubscribed_behaviour(e: &registry::LockEntry) -> (&'static str, &'static str) {
     if e.facts.fair {
         ("collapses", "collapses: hands over in order, to threads that may not be running")
+    } else if e.facts.restricts {
+        ("restricts", "restricts: about one thread per CPU waits in the queue, the others sleep, so hand-overs go to running threads")
     } else if e.facts.hands_over {
         ("convoys", "convoys: hands over to a chosen waiter, which may not be running")
     } else {
@@ -231,6 +233,7 @@ const FAIRNESS_IN_BRIEF: &[(&str, &str)] = &[
     ("overtaken at most once", "bypass bound"),
     ("waiters of the holder's NUMA node first", "node first"),
     ("NUMA nodes take turns", "node turns"),
+    ("MCS queue order among about one thread per CPU", "restricted"),
 ];
 
 /// The longest a bound none of [`FAIRNESS_IN_BRIEF`] recognises is shown, in characters.

@@ -182,7 +182,9 @@ fn list_shows_every_lock_with_availability() {
         let keeps_cpu = lock["wait"].as_str().is_some_and(|w| !leaving.contains(&w));
         assert_eq!(collapses, (gated_in_order && keeps_cpu) || alone_in_order, "{lock}");
         let convoys = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("convoys"));
-        assert_eq!(convoys, ["cna", "hmcs"].contains(&algorithm), "{lock}");
+        let restricts = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("restricts"));
+        assert_eq!(convoys, ["cna", "hmcs"].contains(&algorithm) || (algorithm == "malthusian" && keeps_cpu), "{lock}");
+        assert_eq!(restricts, algorithm == "malthusian" && !keeps_cpu, "{lock}");
     }
     assert!(waits.iter().any(|w| w["wait"] == "spin-park"));
     let text = stdout(&spinlab(&["list"]));

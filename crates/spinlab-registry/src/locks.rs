@@ -3,14 +3,27 @@
 use crate::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
 use spinlab::lock::{
-    Adaptive, Bounded, Clh, Cna, Fair, Gated, Hapax, Hmcs, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas,
+    Adaptive, Bounded, Clh, Cna, Fair, Gated, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas,
 };
 use spinlab::wait::Wait;
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
-pub const ALGORITHMS: [&str; 12] =
-    ["tas", "ttas", "ticket", "mcs", "clh", "cna", "hmcs", "reciprocating", "hapax", "fair", "bounded", "adaptive"];
+pub const ALGORITHMS: [&str; 13] = [
+    "tas",
+    "ttas",
+    "ticket",
+    "mcs",
+    "clh",
+    "cna",
+    "hmcs",
+    "reciprocating",
+    "hapax",
+    "fair",
+    "bounded",
+    "adaptive",
+    "malthusian",
+];
 
 /// The reference locks, measured beside spinlab's.
 pub const REFERENCE_LOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
@@ -30,9 +43,13 @@ pub struct LockFacts {
     /// Whether unlocking hands the lock over in order (`RawMutexFair`).
     pub fair: bool,
     /// Whether unlocking hands the lock to a chosen waiter, in order or not (every `fair`
-    /// lock, `cna` and `hmcs`), rather than freeing it for whichever running thread comes first:
+    /// lock, `cna`, `hmcs`, and `malthusian`'s MCS queue), rather than freeing it for whichever running thread comes first:
     /// with more threads than CPUs, such a hand-over waits for its waiter to be scheduled.
     pub hands_over: bool,
+    /// Whether at most about one thread per CPU waits in the lock while the surplus sleep
+    /// (`malthusian` over a policy whose waiters give their CPU away): its hand-overs then go
+    /// to threads that run.
+    pub restricts: bool,
     /// The fairness guarantee, in words: how long or how often a waiter can be passed over
     /// (`spinlab::lock`'s module docs give each precisely).
     pub bound: &'static str,
@@ -90,6 +107,7 @@ impl Kind for Locks {
         add_algorithm::<Locks, FairAlgorithm>(&mut rows);
         add_algorithm::<Locks, BoundedAlgorithm>(&mut rows);
         add_algorithm::<Locks, AdaptiveAlgorithm>(&mut rows);
+        add_algorithm::<Locks, MalthusianAlgorithm>(&mut rows);
         rows.push(reference::<StdMutex>("std", false, "none", Costs { uncontended: "CAS + swap", per_waiter: "none" }));
         rows.push(reference::<Stored<parking_lot::RawMutex>>(
             "parking_lot",
@@ -134,6 +152,8 @@ trait LockAlgorithm {
     /// policy: an in-order lock does, unless it is gated.
     const HANDS_OVER: bool = Self::FAIR;
     const LEAVING_HANDS_OVER: bool = Self::LEAVING_FAIR;
+    /// Whether it keeps all but about one thread per CPU out of the lock, passive.
+    const RESTRICTS: bool = false;
     /// The fairness guarantee with a policy whose waiters keep their CPU, and with one whose
     /// waiters give it away.
     const BOUND: &'static str;
@@ -173,6 +193,8 @@ impl<A: LockAlgorithm> Algorithm<Locks> for A {
             // its waiters keep the algorithm's order.
             fair: if W::LEAVES_CPU { A::LEAVING_FAIR } else { A::FAIR },
             hands_over: if W::LEAVES_CPU { A::LEAVING_HANDS_OVER } else { A::HANDS_OVER },
+            // Passive threads that keep their CPU take it from the active ones.
+            restricts: A::RESTRICTS && W::LEAVES_CPU,
             bound: if W::LEAVES_CPU { A::LEAVING_BOUND } else { A::BOUND },
             timed_native,
             uncontended: costs.uncontended,
@@ -186,8 +208,17 @@ impl<A: LockAlgorithm> Algorithm<Locks> for A {
 fn reference<T: Named>(name: &'static str, fair: bool, bound: &'static str, costs: Costs) -> LockEntry {
     let Built { timed_native, ops, make } = Built::of::<T>();
     let Costs { uncontended, per_waiter } = costs;
-    let facts =
-        LockFacts { algorithm: name, fair, hands_over: fair, bound, timed_native, uncontended, per_waiter, ops };
+    let facts = LockFacts {
+        algorithm: name,
+        fair,
+        hands_over: fair,
+        restricts: false,
+        bound,
+        timed_native,
+        uncontended,
+        per_waiter,
+        ops,
+    };
     Entry::reference(name, facts, make)
 }
 
@@ -274,6 +305,10 @@ const fn costs_of(name: &str) -> (Costs, Costs) {
         b"hapax" => both("swap + CAS", "16 bytes per thread, and an 8 KiB waiting array shared by all hapax locks"),
         b"fair" => both("bit-set + CAS", "one of 62 process-wide thread slots, with its own padded line, kept by each thread that has waited until it exits"),
         b"bounded" => both("CAS + CAS", "none"),
+        b"malthusian" => both(
+            "MCS's swap + store, and a load of the wrapper's word each way; CAS + swap where waiters may sleep",
+            "MCS's queue node per waiting thread, which passive threads keep too, linked in a stack",
+        ),
         b"adaptive" => both("CAS + CAS", "on more than 4 CPUs, one MCS queue node (a 128-byte line) per queued waiter"),
         _ => panic!("an algorithm without its costs in `costs_of`"),
     }
@@ -286,6 +321,31 @@ const CNA_BOUND: &str = "waiters of the holder's NUMA node first; at most 64 han
 /// HMCS's guarantee (`spinlab::lock::Hmcs`), with its bound written out
 /// ([`spinlab::lock::HMCS_PASS_BOUND`]; a test checks the number).
 const HMCS_BOUND: &str = "NUMA nodes take turns in the order they queued, each for at most 64 hand-overs in a row within the node while another node's waiters wait; FIFO within a node; a waiter is also passed at most once by each thread that found the queues empty";
+
+/// The Malthusian lock's guarantee (`spinlab::lock::Malthusian`), with its rotation written
+/// out ([`spinlab::lock::MALTHUSIAN_ROTATION`]; a test checks the number).
+const MALTHUSIAN_BOUND: &str = "MCS queue order among about one thread per CPU, the others passive; the oldest passive thread is let in every 64 counted acquisitions and whenever none waits in the queue, so one with k passive threads ahead of it is let in within (k + 1) × 64";
+
+/// The Malthusian wrapper over an ungated MCS lock, over every policy: restriction, not a
+/// gate, keeps its FIFO hand-overs from convoying when threads outnumber CPUs. It hands the
+/// lock to a chosen waiter (MCS's next) without being fair (passive threads are passed).
+struct MalthusianAlgorithm;
+
+impl LockAlgorithm for MalthusianAlgorithm {
+    const NAME: &'static str = "malthusian";
+    const COSTS: Costs = costs_of("malthusian").0;
+    const FAIR: bool = false;
+    const LEAVING_FAIR: bool = false;
+    const HANDS_OVER: bool = true;
+    const LEAVING_HANDS_OVER: bool = true;
+    const RESTRICTS: bool = true;
+    const BOUND: &'static str = MALTHUSIAN_BOUND;
+    const LEAVING_BOUND: &'static str = MALTHUSIAN_BOUND;
+
+    fn built<W: Wait>() -> Built {
+        Built::of::<Stored<Malthusian<Mcs<W>, W>>>()
+    }
+}
 
 /// What a gated lock adds to its gate's order: who queues, and the bound on the queue's head
 /// at the word.
@@ -508,11 +568,14 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_hands_over_when_it_is_in_order_ungated_or_is_cna_or_hmcs() {
+    fn a_lock_hands_over_when_it_is_in_order_ungated_or_chooses_its_waiter() {
         for entry in LOCKS.entries() {
-            let chooses = ["cna", "hmcs"].contains(&entry.facts.algorithm);
+            let chooses = ["cna", "hmcs", "malthusian"].contains(&entry.facts.algorithm);
             assert_eq!(entry.facts.hands_over, entry.facts.fair || chooses, "{}", entry.name);
         }
+        let (sleeping, spinning) = (LOCKS.info("malthusian:futex").unwrap(), LOCKS.info("malthusian:spin").unwrap());
+        assert!(sleeping.facts.hands_over && sleeping.facts.restricts && !spinning.facts.restricts);
+        assert!(LOCKS.entries().iter().all(|e| !e.facts.restricts || e.facts.algorithm == "malthusian"));
         assert!(LOCKS.info("mcs:spin").unwrap().facts.hands_over);
         assert!(!LOCKS.info("mcs:futex").unwrap().facts.hands_over, "gated: the word is freed");
         assert!(LOCKS.info("cna:futex").unwrap().facts.hands_over && !LOCKS.info("cna:futex").unwrap().facts.fair);
@@ -539,6 +602,18 @@ mod tests {
                 "{}: the word, the root's tail and the groups' queues' pointer, with no guard",
                 entry.name
             );
+        }
+    }
+
+    #[test]
+    fn the_malthusian_bound_names_its_rotation_and_the_lock_fits_16_bytes() {
+        let rotation = format!("every {} counted acquisitions", spinlab::lock::MALTHUSIAN_ROTATION);
+        let within = format!("within (k + 1) × {}", spinlab::lock::MALTHUSIAN_ROTATION);
+        for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "malthusian") {
+            assert!(entry.facts.bound.contains(&rotation) && entry.facts.bound.contains(&within), "{}", entry.name);
+            assert!(!entry.facts.fair, "{}", entry.name);
+            let ops = &entry.facts.ops;
+            assert_eq!((ops.size, ops.align), (16, 8), "{}: MCS's 8 bytes and the word, no guard", entry.name);
         }
     }
 

@@ -8,7 +8,7 @@
 //! a watchdog then fails it, naming the lock and the step, instead of stalling CI.
 
 use lock_api::RawMutex;
-use spinlab::lock::{Clh, Cna, Fair, Hapax, Hmcs, Mcs, McsQueue, Reciprocating, Ticket};
+use spinlab::lock::{Clh, Cna, Fair, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Ticket};
 use spinlab::wait::{Futex, Spin, SpinPark};
 use spinlab_registry::{self as registry, DynMutex, LockEntry};
 use std::cell::UnsafeCell;
@@ -399,6 +399,7 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<Reciprocating<Spin>>("reciprocating:spin");
     nested::<Reciprocating<Futex>>("reciprocating:futex");
     nested::<Hapax<SpinPark>>("hapax:spin-park");
+    nested::<Malthusian<Mcs<Futex>, Futex>>("malthusian:futex");
 }
 
 /// Locks `lock`, notes `who` in `order` while holding it, and releases.

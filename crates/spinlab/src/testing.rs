@@ -303,3 +303,54 @@ pub(crate) fn count_hmcs_local_pass() {
 pub(crate) fn count_hmcs_root_release() {
     HMCS_ROOT_RELEASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
+
+/// How many times, over all executions so far, a Malthusian holder admitted a passive thread
+/// because the rotation was due, or because nobody waited in the inner lock; a Malthusian
+/// waiter that gave up admitted one in its place; and an admitter skipped an abandoned node:
+/// a model reads them to check that its schedules reached each path.
+#[cfg(loom)]
+static MALTHUSIAN_PATHS: [std::sync::atomic::AtomicUsize; 4] = [const { std::sync::atomic::AtomicUsize::new(0) }; 4];
+
+/// The paths `MALTHUSIAN_PATHS` counts.
+#[cfg(loom)]
+#[derive(Clone, Copy, Debug)]
+pub enum MalthusianPath {
+    /// A holder admitted a passive thread because the rotation was due.
+    Rotation,
+    /// A holder admitted one because nobody waited in the inner lock.
+    Idle,
+    /// An active waiter that gave up, the last one, admitted one in its place.
+    Quitter,
+    /// An admitter skipped an abandoned node.
+    AbandonedSkipped,
+}
+
+/// How many times `path` was taken so far, over all executions of every model in this process.
+#[cfg(loom)]
+pub fn malthusian_path_taken(path: MalthusianPath) -> usize {
+    MALTHUSIAN_PATHS[path as usize].load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts one `path` ([`malthusian_path_taken`]).
+#[cfg(loom)]
+pub(crate) fn count_malthusian_path(path: MalthusianPath) {
+    MALTHUSIAN_PATHS[path as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[cfg(loom)]
+std::thread_local! {
+    static MALTHUSIAN_START: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Makes every Malthusian lock built from now on start with `acquisitions` counted instead of
+/// 0: with 1, the rotation is not due until 64, so a model sees only the other admissions.
+#[cfg(loom)]
+pub fn malthusian_acquisitions_at_start(acquisitions: u64) -> Setting<u64> {
+    set(&MALTHUSIAN_START, acquisitions)
+}
+
+/// The count a new Malthusian lock starts at ([`malthusian_acquisitions_at_start`]).
+#[cfg(loom)]
+pub(crate) fn malthusian_start() -> u64 {
+    get(&MALTHUSIAN_START)
+}

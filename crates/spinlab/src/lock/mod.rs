@@ -17,16 +17,18 @@
 //! | [`Bounded`]  |          | CAS + CAS                        | a bypass bound in time ([`STARVATION_NS`])           |
 //! | [`Gated`]    |          | CAS + CAS                        | the gate's order for queued waiters; the head's bypass bounded in time |
 //! | [`Adaptive`] |          | CAS + CAS                        | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
+//! | [`Malthusian`] |        | its inner lock's, and a load each way | the inner lock's among about one thread per CPU; a passive thread with `k` ahead let in within `(k + 1)` × [`MALTHUSIAN_ROTATION`] acquisitions |
 //!
-//! Costs are for pure spin policies. With a policy that may sleep, the unlocks of `Tas`,
-//! `Ttas`, `Mcs`, `Cna` and `Hmcs` are a swap, so they can see whether to wake anyone; `Ticket`'s store
-//! is followed by the bump of the next ticket's waiting-array slot and a read of its sleepers.
-//! `Gated`'s unlock is the word's CAS until a waiter takes the gate and marks the word.
+//! Costs are for pure spin policies. With one that may sleep, the unlocks of `Tas`, `Ttas`,
+//! `Mcs`, `Cna` and `Hmcs` are a swap (to see whether to wake anyone); `Ticket`'s store is
+//! followed by a bump of its next slot and a read of its sleepers; `Gated`'s unlock is the
+//! word's CAS until marked.
 //!
 //! The guarantees in full, where the table is short:
 //! - In-order locks: a timed waiter that gives up leaves the order; `Ticket`'s and `Hapax`'s
-//!   timed acquisitions take no place and are not served in order. `Mcs`'s, `Cna`'s and `Hmcs`'s
-//!   lock is a word of its own (as in Linux's queued spinlock), taken with one atomic while none queue.
+//!   timed acquisitions take no place and are not served in order. `Mcs`'s, `Cna`'s and
+//!   `Hmcs`'s lock is a word of its own (as in Linux's qspinlock), taken with one atomic while
+//!   none queue.
 //! - `Fair`: a slot holder gets the lock after at most one acquisition by each other slot
 //!   holder (seed 003); past 62 waiters, no bound. As a [`Gated`] lock's gate, threads move to
 //!   a random free slot every 8th wait, so another slot holder passes a waiter at most twice.
@@ -35,11 +37,11 @@
 //!   passed by running threads for at most [`STARVATION_NS`] of its waiting and, while it is
 //!   not running, for at most [`HEAD_STALL_NS`] of each holder's releases.
 //!
-//! The in-order locks hand the lock to the next waiter whether or not it runs, so with more
-//! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. The
-//! registry builds `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose
-//! waiters give their CPU away (`cna`, `hmcs`, `reciprocating` and `hapax` are
-//! built alone).
+//! The in-order locks hand the lock to the next waiter whether or not it runs: with more
+//! threads than CPUs, a convoy. The registry gates `ticket`, `mcs`, `clh` and `fair` over the
+//! policies whose waiters give their CPU away; `cna`, `hmcs`, `reciprocating` and `hapax` are
+//! built alone; `malthusian` keeps about one thread per CPU in an ungated `Mcs`, the others
+//! passive.
 
 mod adaptive;
 mod bounded;
@@ -50,6 +52,7 @@ mod fair_slots;
 mod gated;
 mod hapax;
 mod hmcs;
+mod malthusian;
 mod mcs;
 mod queue_node;
 mod reciprocating;
@@ -67,6 +70,7 @@ pub use fair_slots::FAIR_SLOTS;
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use hapax::{Hapax, HapaxGuard};
 pub use hmcs::{Hmcs, HMCS_PASS_BOUND};
+pub use malthusian::{Malthusian, MALTHUSIAN_ROTATION};
 pub use mcs::{Mcs, McsGuard, McsQueue};
 pub use reciprocating::{Reciprocating, ReciprocatingGuard};
 pub use tas::{Tas, TestAndSet};

@@ -1,4 +1,4 @@
-//! The queue nodes of MCS, CLH and Reciprocating, and where they come from without allocating per acquisition.
+//! The queue nodes of MCS, CLH, Reciprocating and Malthusian, and where they come from without allocating per acquisition.
 //!
 //! Nodes are allocated once and never freed: a node may still be read by another thread
 //! after its last owner is done with it (a CLH successor spins on its predecessor's node; an
@@ -29,7 +29,8 @@ pub(crate) struct QueueNode {
     /// the thread that admits it before it changes `state`.
     pub segment_end: AtomicU32,
     /// Reciprocating: the arrival below this one in the stack, published by a waiter that
-    /// timed out, so that the thread admitting its node can skip to that arrival.
+    /// timed out, so that the thread admitting its node can skip to that arrival. Malthusian:
+    /// the next older node on the passive stack (0: none).
     pub below: AtomicU32,
     /// CNA: the group (NUMA node) its waiter ran in when it queued. Written before the node
     /// is published, read only by heads choosing whom to pass to. Others: unused.
