@@ -90,9 +90,17 @@ pub struct McsQueue<W: Wait> {
     policy: PhantomData<fn() -> W>,
 }
 
-/// What a holder of an [`McsQueue`] keeps while it holds the lock: its queue node.
+/// What a holder of an [`McsQueue`] or a [`CnaQueue`](super::CnaQueue) keeps while it holds
+/// the lock: its queue node.
 pub struct McsGuard {
-    node: &'static Node,
+    pub(super) node: &'static Node,
+}
+
+impl McsGuard {
+    #[inline]
+    pub(super) fn of(node: &'static Node) -> McsGuard {
+        McsGuard { node }
+    }
 }
 
 impl<W: Wait> Mcs<W> {
@@ -207,6 +215,22 @@ impl<W: Wait> McsQueue<W> {
             Some(node)
         } else {
             None
+        }
+    }
+
+    /// Makes `node` (taken by the caller, its fields written) the head if the queue is empty;
+    /// otherwise gives it back.
+    #[inline]
+    pub(super) fn try_lead_with(&self, node: &'static Node) -> Option<&'static Node> {
+        node.next.store(null_mut(), Relaxed);
+        // AcqRel: as the swap in `lead_with`; the previous holder's release is a Release CAS
+        // of the tail to EMPTY.
+        match self.tail.compare_exchange(EMPTY, node.index, AcqRel, Relaxed) {
+            Ok(_) => Some(node),
+            Err(_) => {
+                queue_node::give(node);
+                None
+            }
         }
     }
 
@@ -415,15 +439,7 @@ unsafe impl<W: Wait> RawMutex for McsQueue<W> {
         if self.is_locked() {
             return None;
         }
-        let node = queue_node::take();
-        node.next.store(null_mut(), Relaxed);
-        match self.tail.compare_exchange(EMPTY, node.index, AcqRel, Relaxed) {
-            Ok(_) => Some(McsGuard { node }),
-            Err(_) => {
-                queue_node::give(node);
-                None
-            }
-        }
+        self.try_lead_with(queue_node::take()).map(McsGuard::of)
     }
 
     #[inline]
