@@ -2,13 +2,27 @@
 
 use crate::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
-use spinlab::lock::{Adaptive, Bounded, Clh, Cna, Fair, Gated, Hapax, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas};
+use spinlab::lock::{
+    Adaptive, Bounded, Clh, Cna, CnaGated, Fair, Gated, Hapax, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas,
+};
 use spinlab::wait::Wait;
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
-pub const ALGORITHMS: [&str; 11] =
-    ["tas", "ttas", "ticket", "mcs", "clh", "cna", "reciprocating", "hapax", "fair", "bounded", "adaptive"];
+pub const ALGORITHMS: [&str; 12] = [
+    "tas",
+    "ttas",
+    "ticket",
+    "mcs",
+    "clh",
+    "cna",
+    "cna-gated",
+    "reciprocating",
+    "hapax",
+    "fair",
+    "bounded",
+    "adaptive",
+];
 
 /// The reference locks, measured beside spinlab's.
 pub const REFERENCE_LOCKS: [&str; 3] = ["std", "parking_lot", "pthread"];
@@ -69,6 +83,7 @@ impl Kind for Locks {
         add_algorithm::<Locks, McsAlgorithm>(&mut rows);
         add_algorithm::<Locks, ClhAlgorithm>(&mut rows);
         add_algorithm::<Locks, CnaAlgorithm>(&mut rows);
+        add_algorithm::<Locks, CnaGatedAlgorithm>(&mut rows);
         add_algorithm::<Locks, ReciprocatingAlgorithm>(&mut rows);
         add_algorithm::<Locks, HapaxAlgorithm>(&mut rows);
         add_algorithm::<Locks, FairAlgorithm>(&mut rows);
@@ -219,6 +234,13 @@ macro_rules! head_at_the_word {
     };
 }
 
+/// The CNA-gated word's guarantee (`spinlab::lock::CnaGated`): CNA's order at the gate, with
+/// its bound written out as in [`CNA_BOUND`], and the gated head's.
+const CNA_GATED_BOUND: &str = concat!(
+    "none for running threads, which take the word whenever it is free; queued waiters of the gate's head's NUMA node first, at most 64 hand-overs in a row of the gate passing over the oldest queued waiter; ",
+    head_at_the_word!()
+);
+
 /// The guarantee of an in-order lock built as the gate of a bounded-bypass word.
 const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!());
 
@@ -237,6 +259,9 @@ algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when leavi
 // Not gated: a gate of CNA's order in front of the word is the CNA-gated word, a lock of its
 // own. Over policies whose waiters give their CPU away its hand-overs convoy, as `Mcs`'s would.
 algorithm!(CnaAlgorithm, Cna, "cna", fair: false, hands over: true, bound: CNA_BOUND);
+// The gated word with CNA's queue as the gate, over every policy (as Fissile locks, which
+// put a test-and-set word in front of CNA): running threads barge, so no hand-over convoys.
+algorithm!(CnaGatedAlgorithm, CnaGated, "cna-gated", fair: false, hands over: false, bound: CNA_GATED_BOUND);
 // Built as they are over every policy, not gated: they hand over in order, convoys included.
 algorithm!(ReciprocatingAlgorithm, Reciprocating, "reciprocating", fair: true,
            bound: "overtaken at most once by each thread that arrived later: arrivals admitted in batches, in order, each newest first");
@@ -446,6 +471,12 @@ mod tests {
         for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "cna") {
             assert!(entry.facts.bound.contains(&bound), "{}: {}", entry.name, entry.facts.bound);
             assert_eq!(entry.facts.ops.size, 8, "{}: the word and the tail, with no guard", entry.name);
+        }
+        for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "cna-gated") {
+            assert!(entry.facts.bound.contains(&bound), "{}: {}", entry.name, entry.facts.bound);
+            assert!(entry.facts.bound.contains("0.2 ms of a holder's releases"), "{}", entry.facts.bound);
+            assert!(!entry.facts.fair && !entry.facts.hands_over, "{}: the word is freed, not handed over", entry.name);
+            assert_eq!(entry.facts.ops.size, 16, "{}: the word, the tail and the owed wake-up", entry.name);
         }
     }
 
