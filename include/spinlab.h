@@ -177,9 +177,10 @@ typedef struct {
  *
  * - order: `ticket`, `clh` and `hapax` FIFO; `mcs` FIFO in its queue; `reciprocating` each
  *   waiter overtaken at most once by each thread that arrived after it; `fair` round-robin
- *   over its waiters' slots. Over a policy that sleeps or yields, their waiters keep that order, but a
- *   running thread may take the lock before the head of the queue, for at most 0.5 ms of the
- *   head's wait. `bounded`: a running waiter passed over for at most 0.5 ms. `tas`, `ttas`,
+ *   over its waiters' slots; `cna` the holder's NUMA node first, at most 64 hand-overs in a
+ *   row past the oldest waiter. Over a policy that sleeps or yields, their waiters keep that
+ *   order, but a running thread may take the lock before the head of the queue, for at most
+ *   0.5 ms of the head's wait; `cna-gated` is `cna`'s order kept so over every policy. `bounded`: a running waiter passed over for at most 0.5 ms. `tas`, `ttas`,
  *   `std`, `pthread`: none. `parking_lot`: a fair hand-off about every 0.5 ms. The default is
  *   `bounded` where the process may run on at most 4 CPUs, and `mcs` over a sleeping policy
  *   on more.
@@ -193,7 +194,8 @@ typedef struct {
  * in order to a thread that may not be running, and their throughput collapses:
  * use them only where threads never outnumber the CPUs they may run on. Over a policy that
  * sleeps or yields, `ticket`, `mcs`, `clh` and `fair` queue in front of a bounded-bypass
- * word, and they and every other lock hold up (docs/c.md, "When threads
+ * word, as `cna-gated` does over every policy, and they and every other lock but `cna`
+ * (which hands over to a chosen waiter, a convoy) hold up (docs/c.md, "When threads
  * outnumber CPUs"; measurements in docs/contention.md).
  */
 typedef struct {

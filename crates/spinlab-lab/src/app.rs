@@ -71,7 +71,7 @@ fn refused(lock: &LockChoice) -> Option<String> {
     };
     if let Some(why) = why {
         return Some(format!(
-            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, cna, reciprocating, fair, bounded or adaptive \
+            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, cna, cna-gated, reciprocating, fair, bounded or adaptive \
              with a wait policy, parking_lot or pthread"
         ));
     }
@@ -93,8 +93,8 @@ pub const TIMEOUT: TimeBounds = TimeBounds { min: Duration::from_millis(1), max:
 )]
 pub struct AppOptions {
     /// Locks to run the program under, comma-separated: ALGORITHM:POLICY (tas, ttas, ticket,
-    /// mcs, clh, cna, reciprocating, fair, bounded, adaptive), parking_lot, pthread (glibc's
-    /// own, through the library), or `default`; `spinlab list` shows every lock name
+    /// mcs, clh, cna, cna-gated, reciprocating, fair, bounded, adaptive), parking_lot, pthread
+    /// (glibc's own, through the library), or `default`; `spinlab list` shows every lock name
     #[arg(long, value_name = "LIST", value_parser = parse_locks)]
     pub locks: AppLocks,
     /// Exactly N runs per lock and of the baseline (instead of the FAME rule), within

@@ -8,7 +8,7 @@
 //! a watchdog then fails it, naming the lock and the step, instead of stalling CI.
 
 use lock_api::RawMutex;
-use spinlab::lock::{Clh, Cna, Fair, Hapax, Mcs, McsQueue, Reciprocating, Ticket};
+use spinlab::lock::{Clh, Cna, CnaGated, CnaQueue, Fair, Hapax, Mcs, McsQueue, Reciprocating, Ticket};
 use spinlab::wait::{Futex, Spin, SpinPark};
 use spinlab_registry::{self as registry, DynMutex, LockEntry};
 use std::cell::UnsafeCell;
@@ -391,6 +391,9 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<Clh<Futex>>("clh:futex");
     nested::<Cna<Spin>>("cna:spin");
     nested::<Cna<Futex>>("cna:futex");
+    nested::<CnaQueue<Futex>>("the CNA queue over futex");
+    nested::<CnaGated<Spin>>("cna-gated:spin");
+    nested::<CnaGated<Futex>>("cna-gated:futex");
     nested::<Ticket<SpinPark>>("ticket:spin-park");
     nested::<Fair<SpinPark>>("fair:spin-park");
     nested::<Reciprocating<Spin>>("reciprocating:spin");
