@@ -10,7 +10,7 @@
 //! | [`Mcs`]      |          | swap + store                     | FIFO in the queue, each waiter on its own line; each passed at most once by each thread that found the queue empty |
 //! | [`Clh`]      |          | swap + store                     | FIFO, each waiter on its predecessor's line          |
 //! | [`Cna`]      |          | swap + store                     | its group's waiters first; at most [`CNA_BYPASS_BOUND`] hand-overs in a row pass the oldest waiter |
-//! | [`CnaGated`] |          | CAS + CAS                        | none for running threads; at the gate [`Cna`]'s order, the head's bypass bounded in time |
+//! | [`CnaGated`] |          | CAS + CAS                        | none for running threads; [`Gated`] over a [`CnaQueue`]: `Cna`'s order at the gate, the head's bypass bounded in time |
 //! | [`Reciprocating`] |     | swap + CAS                       | segments in order, each newest first: overtaken at most once by each later thread |
 //! | [`Hapax`]    |          | swap + CAS                       | FIFO among untimed waiters, no pointer shared        |
 //! | [`Fair`]     | seed 003 | bit-set + CAS                    | round-robin: one turn of the slot holders; past 62 waiters, none |
@@ -33,15 +33,11 @@
 //! - `Bounded`: a running waiter that has waited [`STARVATION_NS`] gets the lock after at most
 //!   the holder and one other claimant. `Gated<L, W>`: queued waiters in `L`'s order; the head
 //!   passed by running threads for at most [`STARVATION_NS`] of its waiting and, while it is
-//!   not running, for at most [`HEAD_STALL_NS`] of each holder's releases. `CnaGated` is
-//!   `Gated` over a [`CnaQueue`]: waiters of the gate's head's group first, at most
-//!   [`CNA_BYPASS_BOUND`] passes of the gate in a row over the oldest queued waiter.
+//!   not running, for at most [`HEAD_STALL_NS`] of each holder's releases.
 //!
-//! The in-order locks hand the lock to the next waiter whether or not it runs, so with more
-//! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. The
-//! registry builds `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose
-//! waiters give their CPU away (`cna`, `reciprocating` and `hapax` are built alone), and
-//! `cna-gated` as the gated word over every policy.
+//! In-order locks hand the lock to the next waiter whether or not it runs: with more threads than
+//! CPUs, a convoy. The registry gates `ticket`, `mcs`, `clh` and `fair` over the policies whose
+//! waiters give their CPU away, `cna-gated` over all; `cna`, `reciprocating`, `hapax` stand alone.
 
 mod adaptive;
 mod bounded;
