@@ -31,13 +31,13 @@
 //! secondary queue with the main one empty: a head that finds nobody behind it makes the
 //! secondary queue the queue (one CAS of the tail).
 
-use super::mcs::{head_waits_for_word, McsGuard, McsQueue, ABANDONED, ASLEEP, EMPTY, HEAD};
+use super::mcs::{McsGuard, McsQueue, QueuedWord, ABANDONED, ASLEEP, EMPTY, HEAD};
 use super::queue_node::{self, Node};
-use super::word::{LockWord, LOCKED};
+use super::word::LockWord;
 use crate::sync::{AtomicU32, Ordering::*};
 use crate::wait::Wait;
 use core::ptr::null_mut;
-use lock_api::{GuardSend, RawMutex};
+use lock_api::RawMutex;
 use std::time::Instant;
 
 /// How many hand-overs in a row may pass over the oldest waiter before the next goes to it.
@@ -55,10 +55,7 @@ pub const CNA_BYPASS_BOUND: u32 = 64;
 /// assert_eq!(*m.lock(), 1);
 /// assert_eq!(size_of::<Cna<SpinPark>>(), 8);
 /// ```
-pub struct Cna<W: Wait, const BOUND: u32 = CNA_BYPASS_BOUND> {
-    word: LockWord<W>,
-    queue: CnaQueue<W, BOUND>,
-}
+pub type Cna<W, const BOUND: u32 = CNA_BYPASS_BOUND> = QueuedWord<CnaQueue<W, BOUND>, W>;
 
 /// The CNA queue on its own, whose head holds the lock: [`McsQueue`] with CNA's choice of the
 /// next head at each hand-over (the module docs give it). One 4-byte word, the queue's tail.
@@ -129,33 +126,8 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
     crate::sync::loom_const_fn! {
         /// A new, unlocked lock.
         pub fn new() -> Self {
-            Cna { word: LockWord::new(), queue: CnaQueue::new() }
+            QueuedWord { word: LockWord::new(), queue: CnaQueue::new() }
         }
-    }
-
-    /// Acquires the lock, giving up at `deadline` (`None`: never).
-    #[inline]
-    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
-        let acquired = self.try_unqueued() || self.lock_queued(deadline);
-        acquired.then(GuardSend::new)
-    }
-
-    /// The uncontended path: one attempt at the word, made only while nobody is queued.
-    #[inline(always)]
-    fn try_unqueued(&self) -> bool {
-        !self.queue.is_locked() && self.word.try_acquire(LOCKED).is_ok()
-    }
-
-    /// Queues with this thread's group, waits to be the head, waits for the word, then
-    /// chooses the next head. Returns `false` if `deadline` passed first.
-    #[cold]
-    fn lock_queued(&self, deadline: Option<Instant>) -> bool {
-        let Some(node) = self.queue.lead_until(deadline) else { return false };
-        let acquired = head_waits_for_word(&self.word, deadline);
-        if let Some(asleep) = self.queue.pass_headship(node) {
-            W::wake_one(asleep);
-        }
-        acquired
     }
 }
 
@@ -305,41 +277,6 @@ impl<W: Wait, const BOUND: u32> Default for Cna<W, BOUND> {
     }
 }
 
-// SAFETY: mutual exclusion is the word's, as for `Mcs`: every acquisition is a successful
-// `try_acquire` from UNLOCKED with Acquire ordering, made on the uncontended path or by the
-// queue's head, and only the holder releases the word, with Release ordering. The queues
-// only decide which waiter may try.
-unsafe impl<W: Wait, const BOUND: u32> RawMutex for Cna<W, BOUND> {
-    crate::sync::raw_init!();
-    type Guard = GuardSend;
-
-    #[inline]
-    fn lock(&self) -> GuardSend {
-        if !self.try_unqueued() {
-            let acquired = self.lock_queued(None);
-            debug_assert!(acquired, "an acquisition without a deadline cannot time out");
-        }
-        GuardSend::new()
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<GuardSend> {
-        self.try_unqueued().then(GuardSend::new)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, _: GuardSend) {
-        self.word.unlock();
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.word.is_locked() || self.queue.is_locked()
-    }
-}
-
-super::timed_via_lock_until!(Cna, const BOUND: u32);
-
 impl<W: Wait, const BOUND: u32> Default for CnaQueue<W, BOUND> {
     fn default() -> Self {
         Self::new()
@@ -387,6 +324,7 @@ super::timed_via_lock_until!(CnaQueue, const BOUND: u32);
 pub(super) mod tests {
     use super::*;
     use crate::wait::{Futex, SpinPark};
+    use lock_api::GuardSend;
     use std::sync::Mutex;
 
     /// The order in which `groups.len()` waiters, queued one by one in that order behind a

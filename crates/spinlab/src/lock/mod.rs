@@ -65,7 +65,7 @@ pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use hapax::{Hapax, HapaxGuard};
-pub use mcs::{Mcs, McsGuard, McsQueue};
+pub use mcs::{Mcs, McsGuard, McsQueue, QueuedWord};
 pub use reciprocating::{Reciprocating, ReciprocatingGuard};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;
