@@ -6,8 +6,8 @@
 //! its own group (the NUMA node level of [`topology`](crate::sys::topology), or the groups
 //! `SPINLAB_TOPOLOGY` declares), moving the waiters it skips to the secondary queue, which
 //! goes back in front when the group has no waiter queued or after [`CNA_BYPASS_BOUND`]
-//! passes in a row over the oldest one. So the queued hand-overs of the word stay in one
-//! group's caches, and the word itself is never handed to anybody.
+//! passes in a row over the oldest one. So queued waiters take the word in runs of one
+//! group, whose caches keep its line, and the word itself is never handed to anybody.
 //!
 //! - **Fairness**: none among running threads beyond the word's: a thread that comes while
 //!   the word is free takes it, whoever is queued. Queued waiters get the gate in CNA's order:
