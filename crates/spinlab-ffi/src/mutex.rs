@@ -47,13 +47,14 @@ pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 /// guarantees are those of the lock its name chooses (docs/c.md lists them):
 ///
 /// - order: `ticket`, `clh` and `hapax` FIFO; `mcs` FIFO in its queue; `reciprocating` each
-///   waiter overtaken at most once by each thread that arrived after it; `cna` and `hmcs`
-///   their NUMA node's waiters first, within a bound; `fair` round-robin
-///   over its waiters' slots. Over a policy that sleeps or yields, their waiters keep that order, but a
-///   running thread may take the lock before the head of the queue, for at most 0.5 ms of the
-///   head's wait. `bounded`: a running waiter passed over for at most 0.5 ms. `malthusian`:
-///   MCS order among about one thread per CPU, the others passive, the oldest let in every
-///   64 acquisitions. `tas`, `ttas`,
+///   waiter overtaken at most once by each thread that arrived after it; `fair` round-robin
+///   over its waiters' slots; `cna` and `hmcs` the holder's NUMA node first, within a bound
+///   (`cna`: at most 64 hand-overs in a row past the oldest waiter). Over a policy that sleeps
+///   or yields, their waiters keep that order, but a running thread may take the lock before
+///   the head of the queue, for at most 0.5 ms of the head's wait; `cna-gated` is `cna`'s order
+///   kept so over every policy. `bounded`: a running waiter passed over for at most 0.5 ms.
+///   `malthusian`: MCS order among about one thread per CPU, the others passive, the oldest
+///   let in every 64 acquisitions. `tas`, `ttas`,
 ///   `std`, `pthread`: none. `parking_lot`: a fair hand-off about every 0.5 ms. The default is
 ///   `bounded` where the process may run on at most 4 CPUs, and `mcs` over a sleeping policy
 ///   on more.
@@ -67,11 +68,12 @@ pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 /// in order to a thread that may not be running, and their throughput collapses:
 /// use them only where threads never outnumber the CPUs they may run on. Over a policy that
 /// sleeps or yields, `ticket`, `mcs`, `clh` and `fair` queue in front of a bounded-bypass
-/// word and hold up. `cna` and `hmcs` over any policy hand the lock to a chosen waiter that
-/// may not be running: a convoy. `malthusian` restricts instead: about one thread per CPU waits
-/// in its MCS queue and the others wait passive, asleep over a sleeping policy; over a policy
-/// that never sleeps they spin, and its hand-overs convoy. Every other lock holds up (docs/c.md,
-/// "When threads outnumber CPUs"; measurements in docs/contention.md).
+/// word and hold up, as `cna-gated` does over every policy. `cna` and `hmcs` over any policy
+/// hand the lock to a chosen waiter that may not be running: a convoy. `malthusian` restricts
+/// instead: about one thread per CPU waits in its MCS queue and the others wait passive,
+/// asleep over a sleeping policy; over a policy that never sleeps they spin, and its
+/// hand-overs convoy. Every other lock holds up (docs/c.md, "When threads outnumber CPUs";
+/// measurements in docs/contention.md).
 #[repr(C)]
 pub struct spinlab_mutex_t {
     opaque: [u64; 8],

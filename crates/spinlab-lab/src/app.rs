@@ -71,7 +71,7 @@ fn refused(lock: &LockChoice) -> Option<String> {
     };
     if let Some(why) = why {
         return Some(format!(
-            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, cna, hmcs, reciprocating, fair, bounded, adaptive or malthusian \
+            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, cna, cna-gated, hmcs, reciprocating, fair, bounded, adaptive or malthusian \
              with a wait policy, parking_lot or pthread"
         ));
     }
@@ -93,7 +93,7 @@ pub const TIMEOUT: TimeBounds = TimeBounds { min: Duration::from_millis(1), max:
 )]
 pub struct AppOptions {
     /// Locks to run the program under, comma-separated: ALGORITHM:POLICY (tas, ttas, ticket,
-    /// mcs, clh, cna, hmcs, reciprocating, fair, bounded, adaptive, malthusian), parking_lot, pthread (glibc's
+    /// mcs, clh, cna, cna-gated, hmcs, reciprocating, fair, bounded, adaptive, malthusian), parking_lot, pthread (glibc's
     /// own, through the library), or `default`; `spinlab list` shows every lock name
     #[arg(long, value_name = "LIST", value_parser = parse_locks)]
     pub locks: AppLocks,

@@ -471,7 +471,7 @@ mod tests {
         // Every algorithm but Hapax (24 bytes) fits with every policy: CLH over a spinning
         // policy too (its tail and a one-pointer guard), not only as the gate of a bounded word.
         assert!(
-            accepted.starts_with("ALGORITHM:POLICY with ALGORITHM one of tas, ttas, ticket, mcs, clh, cna, hmcs, reciprocating, fair, bounded, adaptive, malthusian and POLICY one of spin, pause, "),
+            accepted.starts_with("ALGORITHM:POLICY with ALGORITHM one of tas, ttas, ticket, mcs, clh, cna, cna-gated, hmcs, reciprocating, fair, bounded, adaptive, malthusian and POLICY one of spin, pause, "),
             "{accepted}"
         );
         assert!(

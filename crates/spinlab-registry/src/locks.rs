@@ -3,19 +3,21 @@
 use crate::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
 use spinlab::lock::{
-    Adaptive, Bounded, Clh, Cna, Fair, Gated, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Tas, Ticket, Ttas,
+    Adaptive, Bounded, Clh, Cna, CnaGated, Fair, Gated, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Tas,
+    Ticket, Ttas,
 };
 use spinlab::wait::Wait;
 use std::time::Instant;
 
 /// The lock algorithms, in registry order.
-pub const ALGORITHMS: [&str; 13] = [
+pub const ALGORITHMS: [&str; 14] = [
     "tas",
     "ttas",
     "ticket",
     "mcs",
     "clh",
     "cna",
+    "cna-gated",
     "hmcs",
     "reciprocating",
     "hapax",
@@ -101,6 +103,7 @@ impl Kind for Locks {
         add_algorithm::<Locks, McsAlgorithm>(&mut rows);
         add_algorithm::<Locks, ClhAlgorithm>(&mut rows);
         add_algorithm::<Locks, CnaAlgorithm>(&mut rows);
+        add_algorithm::<Locks, CnaGatedAlgorithm>(&mut rows);
         add_algorithm::<Locks, HmcsAlgorithm>(&mut rows);
         add_algorithm::<Locks, ReciprocatingAlgorithm>(&mut rows);
         add_algorithm::<Locks, HapaxAlgorithm>(&mut rows);
@@ -300,6 +303,7 @@ const fn costs_of(name: &str) -> (Costs, Costs) {
         b"mcs" => both("swap + store", QUEUE_NODE),
         b"clh" => both("swap + store", "one queue node (a 128-byte line) per waiting thread, passed from thread to thread, and one per lock"),
         b"cna" => both(SWAP_STORE, QUEUE_NODE),
+        b"cna-gated" => both("CAS + CAS (the word's)", QUEUE_NODE),
         b"hmcs" => both(SWAP_STORE, "one queue node (a 128-byte line, pooled per thread) per waiting thread and per group queued at the root; once contended, a 128-byte line per NUMA node and a 16-byte header per lock"),
         b"reciprocating" => both("swap + CAS", "one queue node (a 128-byte line, pooled per thread) per waiting thread and per holder that found the lock free"),
         b"hapax" => both("swap + CAS", "16 bytes per thread, and an 8 KiB waiting array shared by all hapax locks"),
@@ -355,6 +359,13 @@ macro_rules! head_at_the_word {
     };
 }
 
+/// The CNA-gated word's guarantee (`spinlab::lock::CnaGated`): CNA's order at the gate, with
+/// its bound written out as in [`CNA_BOUND`], and the gated head's.
+const CNA_GATED_BOUND: &str = concat!(
+    "none for running threads, which take the word whenever it is free; queued waiters of the gate's head's NUMA node first, at most 64 hand-overs in a row of the gate passing over the oldest queued waiter; ",
+    head_at_the_word!()
+);
+
 /// The guarantee of an in-order lock built as the gate of a bounded-bypass word.
 const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!());
 
@@ -373,6 +384,9 @@ algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when leavi
 // Not gated: a gate of CNA's order in front of the word is the CNA-gated word, a lock of its
 // own. Over policies whose waiters give their CPU away its hand-overs convoy, as `Mcs`'s would.
 algorithm!(CnaAlgorithm, Cna, "cna", fair: false, hands over: true, bound: CNA_BOUND);
+// The gated word with CNA's queue as the gate, over every policy (as Fissile locks, which
+// put a test-and-set word in front of CNA): running threads barge, so no hand-over convoys.
+algorithm!(CnaGatedAlgorithm, CnaGated, "cna-gated", fair: false, hands over: false, bound: CNA_GATED_BOUND);
 // Not gated, for the reason CNA is not.
 algorithm!(HmcsAlgorithm, Hmcs, "hmcs", fair: false, hands over: true, bound: HMCS_BOUND);
 // Built as they are over every policy, not gated: they hand over in order, convoys included.
@@ -588,6 +602,12 @@ mod tests {
         for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "cna") {
             assert!(entry.facts.bound.contains(&bound), "{}: {}", entry.name, entry.facts.bound);
             assert_eq!(entry.facts.ops.size, 8, "{}: the word and the tail, with no guard", entry.name);
+        }
+        for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "cna-gated") {
+            assert!(entry.facts.bound.contains(&bound), "{}: {}", entry.name, entry.facts.bound);
+            assert!(entry.facts.bound.contains("0.2 ms of a holder's releases"), "{}", entry.facts.bound);
+            assert!(!entry.facts.fair && !entry.facts.hands_over, "{}: the word is freed, not handed over", entry.name);
+            assert_eq!(entry.facts.ops.size, 16, "{}: the word, the tail and the owed wake-up", entry.name);
         }
     }
 

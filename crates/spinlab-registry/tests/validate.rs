@@ -8,7 +8,9 @@
 //! a watchdog then fails it, naming the lock and the step, instead of stalling CI.
 
 use lock_api::RawMutex;
-use spinlab::lock::{Clh, Cna, Fair, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Ticket};
+use spinlab::lock::{
+    Clh, Cna, CnaGated, CnaQueue, Fair, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Ticket,
+};
 use spinlab::wait::{Futex, Spin, SpinPark};
 use spinlab_registry::{self as registry, DynMutex, LockEntry};
 use std::cell::UnsafeCell;
@@ -394,6 +396,9 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<Cna<Futex>>("cna:futex");
     nested::<Hmcs<Spin>>("hmcs:spin");
     nested::<Hmcs<Futex>>("hmcs:futex");
+    nested::<CnaQueue<Futex>>("the CNA queue over futex");
+    nested::<CnaGated<Spin>>("cna-gated:spin");
+    nested::<CnaGated<Futex>>("cna-gated:futex");
     nested::<Ticket<SpinPark>>("ticket:spin-park");
     nested::<Fair<SpinPark>>("fair:spin-park");
     nested::<Reciprocating<Spin>>("reciprocating:spin");

@@ -5,7 +5,8 @@
 //! waiters of other groups it skips to a secondary queue. That queue goes back in front of the
 //! main one (the splice) when no waiter of the group is queued, or when [`CNA_BYPASS_BOUND`]
 //! hand-overs in a row have passed over the oldest waiter. The lock stays in one node's
-//! caches for a run of critical sections instead of crossing the interconnect at each.
+//! caches for a run of critical sections instead of crossing the interconnect at each. The
+//! queue and its choice are [`CnaQueue`], which is also the gate of [`CnaGated`](super::CnaGated).
 //!
 //! - **Fairness**: the secondary queue holds the oldest waiters, in their order, so every
 //!   hand-over goes either to the oldest waiter or past it, and at most `BOUND` in a row go
@@ -30,13 +31,13 @@
 //! secondary queue with the main one empty: a head that finds nobody behind it makes the
 //! secondary queue the queue (one CAS of the tail).
 
-use super::mcs::{head_waits_for_word, McsQueue, ABANDONED, ASLEEP, EMPTY, HEAD};
+use super::mcs::{McsGuard, McsQueue, QueuedWord, ABANDONED, ASLEEP, EMPTY, HEAD};
 use super::queue_node::{self, Node};
-use super::word::{LockWord, LOCKED};
+use super::word::LockWord;
 use crate::sync::{AtomicU32, Ordering::*};
 use crate::wait::Wait;
 use core::ptr::null_mut;
-use lock_api::{GuardSend, RawMutex};
+use lock_api::RawMutex;
 use std::time::Instant;
 
 /// How many hand-overs in a row may pass over the oldest waiter before the next goes to it.
@@ -54,9 +55,22 @@ pub const CNA_BYPASS_BOUND: u32 = 64;
 /// assert_eq!(*m.lock(), 1);
 /// assert_eq!(size_of::<Cna<SpinPark>>(), 8);
 /// ```
-pub struct Cna<W: Wait, const BOUND: u32 = CNA_BYPASS_BOUND> {
-    word: LockWord<W>,
-    queue: McsQueue<W>,
+pub type Cna<W, const BOUND: u32 = CNA_BYPASS_BOUND> = QueuedWord<CnaQueue<W, BOUND>, W>;
+
+/// The CNA queue on its own, whose head holds the lock: [`McsQueue`] with CNA's choice of the
+/// next head at each hand-over (the module docs give it). One 4-byte word, the queue's tail.
+/// [`Cna`] keeps the lock in a word of its own beside it; [`CnaGated`](super::CnaGated) uses it
+/// as the gate in front of a bounded-bypass word.
+///
+/// ```
+/// use spinlab::{lock::CnaQueue, wait::Futex};
+/// let m = lock_api::Mutex::<CnaQueue<Futex>, _>::new(0u32);
+/// *m.lock() += 1;
+/// assert_eq!(*m.lock(), 1);
+/// assert_eq!(size_of::<CnaQueue<Futex>>(), 4);
+/// ```
+pub struct CnaQueue<W: Wait, const BOUND: u32 = CNA_BYPASS_BOUND> {
+    pub(super) mcs: McsQueue<W>,
 }
 
 /// What headship carries from head to head, in the head's node (`QueueNode::secondary_first`,
@@ -112,36 +126,51 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
     crate::sync::loom_const_fn! {
         /// A new, unlocked lock.
         pub fn new() -> Self {
-            Cna { word: LockWord::new(), queue: McsQueue::new() }
+            QueuedWord { word: LockWord::new(), queue: CnaQueue::new() }
+        }
+    }
+}
+
+impl<W: Wait, const BOUND: u32> CnaQueue<W, BOUND> {
+    crate::sync::loom_const_fn! {
+        /// A new, empty queue (an unlocked lock).
+        pub fn new() -> Self {
+            CnaQueue { mcs: McsQueue::new() }
         }
     }
 
-    /// Acquires the lock, giving up at `deadline` (`None`: never).
+    /// Acquires the lock (leads the queue), giving up at `deadline` (`None`: never).
     #[inline]
-    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
-        let acquired = self.try_unqueued() || self.lock_queued(deadline);
-        acquired.then(GuardSend::new)
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<McsGuard> {
+        self.lead_until(deadline).map(McsGuard::of)
     }
 
-    /// The uncontended path: one attempt at the word, made only while nobody is queued.
-    #[inline(always)]
-    fn try_unqueued(&self) -> bool {
-        !self.queue.is_locked() && self.word.try_acquire(LOCKED).is_ok()
-    }
-
-    /// Queues with this thread's group, waits to be the head, waits for the word, then
-    /// chooses the next head. Returns `false` if `deadline` passed first.
-    #[cold]
-    fn lock_queued(&self, deadline: Option<Instant>) -> bool {
+    /// A node of this thread's group, with nothing carried in it: a head that found the queue
+    /// empty has no secondary queue.
+    fn node_of_this_thread() -> &'static Node {
         let node = queue_node::take();
         node.group.store(this_thread_group(), Relaxed);
         Secondary { first: EMPTY, last: EMPTY, bypasses: 0 }.hand_to(node);
-        let Some(node) = self.queue.lead_with(node, deadline) else { return false };
-        let acquired = head_waits_for_word(&self.word, deadline);
-        if let Some(asleep) = self.pass_headship(node) {
-            W::wake_one(asleep);
-        }
-        acquired
+        node
+    }
+
+    /// Queues with this thread's group and waits to be the head, as [`McsQueue`] does.
+    /// Returns the node, or `None` if `deadline` passed first (the node was then abandoned to
+    /// the queue).
+    #[inline]
+    fn lead_until(&self, deadline: Option<Instant>) -> Option<&'static Node> {
+        self.mcs.lead_with(Self::node_of_this_thread(), deadline)
+    }
+
+    /// Releases the lock as `unlock` does, except the futex wake-up of a new head that may be
+    /// asleep: returns the word to wake it on, a queue node, which is never freed.
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: `guard` is this lock's, from the acquisition being released.
+    #[inline]
+    pub(crate) unsafe fn pass_on(&self, guard: McsGuard) -> Option<&'static AtomicU32> {
+        self.pass_headship(guard.node)
     }
 
     /// Makes the chosen waiter the head, or empties the queue, and gives `node` back. Returns
@@ -156,14 +185,14 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
                 // Nobody behind us in the main queue: the secondary queue becomes the queue.
                 // Release: our writes to its links (its last's null `next` above all)
                 // happen-before the next arrival links itself behind it.
-                if self.queue.tail.compare_exchange(node.index, secondary.last, Release, Relaxed).is_ok() {
+                if self.mcs.tail.compare_exchange(node.index, secondary.last, Release, Relaxed).is_ok() {
                     queue_node::give(node);
                     if secondary.last == EMPTY {
                         return None;
                     }
                     secondary.bypasses = 0;
                     let oldest = secondary.take();
-                    match self.make_head(oldest, &secondary) {
+                    match Self::make_head(oldest, &secondary) {
                         Ok(asleep) => return asleep,
                         Err(abandoned) => node = abandoned,
                     }
@@ -175,7 +204,7 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
             queue_node::give(node);
             // SAFETY: queue pointers always come from `queue_node::as_ptr`.
             let chosen = Self::choose(&mut secondary, unsafe { queue_node::from_ptr(next) }, group);
-            match self.make_head(chosen, &secondary) {
+            match Self::make_head(chosen, &secondary) {
                 Ok(asleep) => return asleep,
                 Err(abandoned) => node = abandoned,
             }
@@ -184,11 +213,7 @@ impl<W: Wait, const BOUND: u32> Cna<W, BOUND> {
 
     /// Hands headship, with `secondary`, to `chosen`: `Ok` with its state word if it may be
     /// asleep there, or `Err` with its node if its waiter left (the node is ours then).
-    fn make_head(
-        &self,
-        chosen: &'static Node,
-        secondary: &Secondary,
-    ) -> Result<Option<&'static AtomicU32>, &'static Node> {
+    fn make_head(chosen: &'static Node, secondary: &Secondary) -> Result<Option<&'static AtomicU32>, &'static Node> {
         secondary.hand_to(chosen);
         // AcqRel: Release publishes `secondary` to the new head's Acquire load of HEAD;
         // Acquire, on an abandoned node, orders its waiter's last use of it before ours.
@@ -252,45 +277,54 @@ impl<W: Wait, const BOUND: u32> Default for Cna<W, BOUND> {
     }
 }
 
-// SAFETY: mutual exclusion is the word's, as for `Mcs`: every acquisition is a successful
-// `try_acquire` from UNLOCKED with Acquire ordering, made on the uncontended path or by the
-// queue's head, and only the holder releases the word, with Release ordering. The queues
-// only decide which waiter may try.
-unsafe impl<W: Wait, const BOUND: u32> RawMutex for Cna<W, BOUND> {
+impl<W: Wait, const BOUND: u32> Default for CnaQueue<W, BOUND> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: the lock is held by the queue's head, as for `McsQueue`: the first node swapped
+// into an empty tail, then each node made head by its predecessor's holder (`make_head`'s
+// AcqRel swap, which the waiter observes with an Acquire load). A head that finds nobody
+// behind it hands the tail to the secondary queue with a Release CAS.
+unsafe impl<W: Wait, const BOUND: u32> RawMutex for CnaQueue<W, BOUND> {
     crate::sync::raw_init!();
-    type Guard = GuardSend;
+    type Guard = McsGuard;
 
     #[inline]
-    fn lock(&self) -> GuardSend {
-        if !self.try_unqueued() {
-            let acquired = self.lock_queued(None);
-            debug_assert!(acquired, "an acquisition without a deadline cannot time out");
+    fn lock(&self) -> McsGuard {
+        McsGuard::of(self.lead_until(None).expect("an acquisition without a deadline cannot time out"))
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<McsGuard> {
+        if self.is_locked() {
+            return None;
         }
-        GuardSend::new()
+        self.mcs.try_lead_with(Self::node_of_this_thread()).map(McsGuard::of)
     }
 
     #[inline]
-    fn try_lock(&self) -> Option<GuardSend> {
-        self.try_unqueued().then(GuardSend::new)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, _: GuardSend) {
-        self.word.unlock();
+    unsafe fn unlock(&self, guard: McsGuard) {
+        // SAFETY: forwarded from the caller.
+        if let Some(asleep) = unsafe { self.pass_on(guard) } {
+            W::wake_one(asleep);
+        }
     }
 
     #[inline]
     fn is_locked(&self) -> bool {
-        self.word.is_locked() || self.queue.is_locked()
+        self.mcs.is_locked()
     }
 }
 
-super::timed_via_lock_until!(Cna, const BOUND: u32);
+super::timed_via_lock_until!(CnaQueue, const BOUND: u32);
 
 #[cfg(all(test, not(loom)))]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::wait::{Futex, SpinPark};
+    use lock_api::GuardSend;
     use std::sync::Mutex;
 
     /// The order in which `groups.len()` waiters, queued one by one in that order behind a
@@ -301,7 +335,7 @@ mod tests {
         lock.lock();
         std::thread::scope(|s| {
             for (waiter, &group) in groups.iter().enumerate() {
-                let before = lock.queue.tail.load(Relaxed);
+                let before = lock.queue.mcs.tail.load(Relaxed);
                 let (lock, order) = (&lock, &order);
                 s.spawn(move || {
                     let _group = crate::testing::declare_cna_group(group);
@@ -311,7 +345,7 @@ mod tests {
                     unsafe { lock.unlock(GuardSend::new()) };
                 });
                 // Queued once its node is the tail: the order of the queue is the spawn order.
-                while lock.queue.tail.load(Relaxed) == before {
+                while lock.queue.mcs.tail.load(Relaxed) == before {
                     std::thread::yield_now();
                 }
             }
@@ -323,7 +357,7 @@ mod tests {
 
     /// The longest run of acquisitions that passed over the oldest waiter still queued, and
     /// the number of hand-overs that stayed in their group.
-    fn longest_bypass_and_in_group(order: &[usize], groups: &[u32]) -> (usize, usize) {
+    pub(in crate::lock) fn longest_bypass_and_in_group(order: &[usize], groups: &[u32]) -> (usize, usize) {
         let (mut served, mut run, mut longest) = (vec![false; order.len()], 0, 0);
         for &waiter in order {
             let oldest = served.iter().position(|s| !s).unwrap();
@@ -335,7 +369,7 @@ mod tests {
         (longest, in_group)
     }
 
-    fn alternating(n: usize) -> Vec<u32> {
+    pub(in crate::lock) fn alternating(n: usize) -> Vec<u32> {
         (0..n).map(|i| (i % 2) as u32).collect()
     }
 
@@ -381,7 +415,7 @@ mod tests {
         lock.lock();
         std::thread::scope(|s| {
             for (waiter, group) in [(0usize, 0u32), (1, 1), (2, 0), (3, 0)] {
-                let before = lock.queue.tail.load(Relaxed);
+                let before = lock.queue.mcs.tail.load(Relaxed);
                 let (lock, served) = (&lock, &served);
                 s.spawn(move || {
                     let _group = crate::testing::declare_cna_group(group);
@@ -395,7 +429,7 @@ mod tests {
                         unsafe { lock.unlock(GuardSend::new()) };
                     }
                 });
-                while lock.queue.tail.load(Relaxed) == before {
+                while lock.queue.mcs.tail.load(Relaxed) == before {
                     std::thread::yield_now();
                 }
             }

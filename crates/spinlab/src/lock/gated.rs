@@ -133,7 +133,7 @@ fn put_in(room: &AtomicU32, owed: NonZeroU32) {
 
 /// Wakes the one waiter asleep on the futex word `due`, if there is one.
 #[inline]
-fn wake_one<W: Wait>(due: Option<&'static AtomicU32>) {
+pub(super) fn wake_one<W: Wait>(due: Option<&'static AtomicU32>) {
     if let Some(asleep) = due {
         W::wake_one(asleep);
     }
@@ -266,6 +266,12 @@ impl<L: Gate, W: Wait> Gated<L, W> {
     #[cfg(loom)]
     pub fn with_gate(gate: L) -> Self {
         Gated { word: Bounded::new(), room: L::Room::empty(), gate }
+    }
+
+    /// The gate, for tests.
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn gate(&self) -> &L {
+        &self.gate
     }
 
     /// Whether a waiter holds the gate (a snapshot, for tests).

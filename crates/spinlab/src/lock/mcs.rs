@@ -38,6 +38,7 @@
 //! successor, or empties the queue if there is none. A head that times out while waiting on
 //! the word is running, and passes headship on itself before it leaves.
 
+use super::gated::Gate;
 use super::queue_node::{self, Node};
 use super::word::{LockWord, LOCKED, LOCKED_SLEEPERS, UNLOCKED};
 use crate::sync::{AtomicU32, Ordering::*};
@@ -65,9 +66,15 @@ pub(super) const EMPTY: u32 = 0;
 /// *m.lock() += 1;
 /// assert_eq!(*m.lock(), 1);
 /// ```
-pub struct Mcs<W: Wait> {
-    word: LockWord<W>,
-    queue: McsQueue<W>,
+pub type Mcs<W> = QueuedWord<McsQueue<W>, W>;
+
+/// A lock word of its own, and a queue `Q` whose head alone waits for it (the module docs give
+/// the design): [`Mcs`] over an [`McsQueue`], [`Cna`](super::Cna) over a
+/// [`CnaQueue`](super::CnaQueue). The queue is a [`Gate`] whose hand-over leaves nothing in a
+/// room: the head passes it on as soon as it has the word, and wakes the new head at once.
+pub struct QueuedWord<Q, W: Wait> {
+    pub(super) word: LockWord<W>,
+    pub(super) queue: Q,
 }
 
 /// The MCS queue on its own, which is the classic MCS lock: the queue's head holds the lock,
@@ -90,19 +97,29 @@ pub struct McsQueue<W: Wait> {
     policy: PhantomData<fn() -> W>,
 }
 
-/// What a holder of an [`McsQueue`] keeps while it holds the lock: its queue node.
+/// What a holder of an [`McsQueue`] or a [`CnaQueue`](super::CnaQueue) keeps while it holds
+/// the lock: its queue node.
 pub struct McsGuard {
-    node: &'static Node,
+    pub(super) node: &'static Node,
+}
+
+impl McsGuard {
+    #[inline]
+    pub(super) fn of(node: &'static Node) -> McsGuard {
+        McsGuard { node }
+    }
 }
 
 impl<W: Wait> Mcs<W> {
     crate::sync::loom_const_fn! {
         /// A new, unlocked lock.
         pub fn new() -> Self {
-            Mcs { word: LockWord::new(), queue: McsQueue::<W>::new() }
+            QueuedWord { word: LockWord::new(), queue: McsQueue::<W>::new() }
         }
     }
+}
 
+impl<Q: Gate<Room = ()>, W: Wait> QueuedWord<Q, W> {
     /// Whether any thread waits in the queue (a snapshot). While one does, every new attempt
     /// to lock joins the queue behind it.
     ///
@@ -128,15 +145,22 @@ impl<W: Wait> Mcs<W> {
         !self.has_queue() && self.word.try_acquire(LOCKED).is_ok()
     }
 
-    /// Joins the queue, waits to become its head, then waits for the word. Returns `false`
-    /// if `deadline` passed first, having left the queue consistent.
+    /// Joins the queue, waits to become its head, then waits for the word, and passes
+    /// headship on. Returns `false` if `deadline` passed first, having left the queue
+    /// consistent.
     #[cold]
     fn lock_queued(&self, deadline: Option<Instant>) -> bool {
-        let Some(node) = self.queue.lead_until(deadline) else { return false };
+        let head = match deadline {
+            None => self.queue.lock(),
+            Some(deadline) => match self.queue.try_lock_until(deadline) {
+                Some(head) => head,
+                None => return false,
+            },
+        };
         let acquired = head_waits_for_word(&self.word, deadline);
-        if let Some(asleep) = self.queue.pass_headship(node) {
-            W::wake_one(asleep);
-        }
+        // SAFETY: `head` is the queue's guard from the acquisition above, released once here.
+        let owed = unsafe { self.queue.pass_on(head, &()) };
+        Q::settle(self.queue.due(owed, &()));
         acquired
     }
 }
@@ -220,6 +244,22 @@ impl<W: Wait> McsQueue<W> {
         }
         Self::link_behind(node, pred);
         false
+    }
+
+    /// Makes `node` (taken by the caller, its fields written) the head if the queue is empty;
+    /// otherwise gives it back.
+    #[inline]
+    pub(super) fn try_lead_with(&self, node: &'static Node) -> Option<&'static Node> {
+        node.next.store(null_mut(), Relaxed);
+        // AcqRel: as the swap in `lead_with`; the previous holder's release is a Release CAS
+        // of the tail to EMPTY.
+        match self.tail.compare_exchange(EMPTY, node.index, AcqRel, Relaxed) {
+            Ok(_) => Some(node),
+            Err(_) => {
+                queue_node::give(node);
+                None
+            }
+        }
     }
 
     #[cold]
@@ -367,8 +407,12 @@ impl<W: Wait> Default for Mcs<W> {
 // `try_acquire` from UNLOCKED with Acquire ordering, made either on the uncontended path or
 // by the queue's head, and only the holder releases the word, with Release ordering. The
 // queue only decides which waiter may try.
-unsafe impl<W: Wait> RawMutex for Mcs<W> {
-    crate::sync::raw_init!();
+unsafe impl<Q: Gate<Room = ()>, W: Wait> RawMutex for QueuedWord<Q, W> {
+    #[cfg(not(loom))]
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = QueuedWord { word: LockWord::new(), queue: Q::INIT };
+    #[cfg(loom)]
+    const INIT: Self = panic!("under loom, construct locks with new()");
     type Guard = GuardSend;
 
     #[inline]
@@ -406,7 +450,22 @@ unsafe impl<W: Wait> RawMutexFair for Mcs<W> {
     }
 }
 
-super::timed_via_lock_until!(Mcs);
+// SAFETY: `lock_until` acquires exactly as `lock` does, or returns `None` having left the
+// queue as a timed-out waiter of it leaves it, and the word untouched.
+unsafe impl<Q: Gate<Room = ()>, W: Wait> lock_api::RawMutexTimed for QueuedWord<Q, W> {
+    type Duration = std::time::Duration;
+    type Instant = Instant;
+
+    #[inline]
+    fn try_lock_for(&self, timeout: std::time::Duration) -> Option<GuardSend> {
+        self.lock_until(super::deadline_after(timeout))
+    }
+
+    #[inline]
+    fn try_lock_until(&self, deadline: Instant) -> Option<GuardSend> {
+        self.lock_until(Some(deadline))
+    }
+}
 
 impl<W: Wait> Default for McsQueue<W> {
     fn default() -> Self {
@@ -432,15 +491,7 @@ unsafe impl<W: Wait> RawMutex for McsQueue<W> {
         if self.is_locked() {
             return None;
         }
-        let node = queue_node::take();
-        node.next.store(null_mut(), Relaxed);
-        match self.tail.compare_exchange(EMPTY, node.index, AcqRel, Relaxed) {
-            Ok(_) => Some(McsGuard { node }),
-            Err(_) => {
-                queue_node::give(node);
-                None
-            }
-        }
+        self.try_lead_with(queue_node::take()).map(McsGuard::of)
     }
 
     #[inline]

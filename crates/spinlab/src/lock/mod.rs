@@ -11,6 +11,7 @@
 //! | [`Clh`]      |          | swap + store                     | FIFO, each waiter on its predecessor's line          |
 //! | [`Cna`]      |          | swap + store                     | its group's waiters first; at most [`CNA_BYPASS_BOUND`] hand-overs in a row pass the oldest waiter |
 //! | [`Hmcs`]     |          | swap + store                     | FIFO in each group; a group keeps the lock for at most [`HMCS_PASS_BOUND`] hand-overs in a row while another waits, and groups take turns in order |
+//! | [`CnaGated`] |          | CAS + CAS                        | none for running threads; [`Gated`] over a [`CnaQueue`]: `Cna`'s order at the gate, the head's bypass bounded in time |
 //! | [`Reciprocating`] |     | swap + CAS                       | segments in order, each newest first: overtaken at most once by each later thread |
 //! | [`Hapax`]    |          | swap + CAS                       | FIFO among untimed waiters, no pointer shared        |
 //! | [`Fair`]     | seed 003 | bit-set + CAS                    | round-robin: one turn of the slot holders; past 62 waiters, none |
@@ -37,16 +38,16 @@
 //!   passed by running threads for at most [`STARVATION_NS`] of its waiting and, while it is
 //!   not running, for at most [`HEAD_STALL_NS`] of each holder's releases.
 //!
-//! The in-order locks hand the lock to the next waiter whether or not it runs: with more
-//! threads than CPUs, a convoy. The registry gates `ticket`, `mcs`, `clh` and `fair` over the
-//! policies whose waiters give their CPU away; `cna`, `hmcs`, `reciprocating` and `hapax` are
-//! built alone; `malthusian` keeps about one thread per CPU in an ungated `Mcs`, the others
-//! passive.
+//! In-order locks hand the lock to the next waiter whether or not it runs: with more threads than
+//! CPUs, a convoy. The registry gates `ticket`, `mcs`, `clh` and `fair` over the policies whose
+//! waiters give their CPU away, `cna-gated` over all; `cna`, `hmcs`, `reciprocating` and
+//! `hapax` stand alone; `malthusian` keeps about one thread per CPU in an ungated `Mcs`.
 
 mod adaptive;
 mod bounded;
 mod clh;
 mod cna;
+mod cna_gated;
 mod fair;
 mod fair_slots;
 mod gated;
@@ -64,14 +65,15 @@ mod word;
 pub use adaptive::{Adaptive, Owed, DEFAULT_CROWD_CPUS};
 pub use bounded::{Bounded, STARVATION_NS};
 pub use clh::{Clh, ClhGuard};
-pub use cna::{Cna, CNA_BYPASS_BOUND};
+pub use cna::{Cna, CnaQueue, CNA_BYPASS_BOUND};
+pub use cna_gated::CnaGated;
 pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use hapax::{Hapax, HapaxGuard};
 pub use hmcs::{Hmcs, HMCS_PASS_BOUND};
 pub use malthusian::{Malthusian, MALTHUSIAN_ROTATION};
-pub use mcs::{Mcs, McsGuard, McsQueue};
+pub use mcs::{Mcs, McsGuard, McsQueue, QueuedWord};
 pub use reciprocating::{Reciprocating, ReciprocatingGuard};
 pub use tas::{Tas, TestAndSet};
 pub use ticket::Ticket;
