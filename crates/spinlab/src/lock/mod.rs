@@ -45,6 +45,8 @@ mod clh;
 mod cna;
 mod fair;
 mod fair_slots;
+#[cfg(all(test, not(loom)))]
+mod gate_tests;
 mod gated;
 mod hapax;
 mod mcs;
