@@ -36,8 +36,8 @@
 //!
 //! The in-order locks hand the lock to the next waiter whether or not it runs, so with more
 //! threads than CPUs every hand-over waits for that thread to be scheduled: a convoy. The
-//! registry builds `ticket`, `mcs`, `clh` and `fair` as [`Gated`] locks over the policies whose
-//! waiters give their CPU away (`cna`, `reciprocating` and `hapax` are built alone).
+//! registry builds `ticket`, `mcs`, `clh`, `fair`, `reciprocating` and `hapax` as [`Gated`]
+//! locks over the policies whose waiters give their CPU away (`cna` is built alone).
 
 mod adaptive;
 mod bounded;
