@@ -228,6 +228,27 @@ macro_rules! gated_models {
                 );
             }
 
+            /// The same with a holder that does not yield: two preemptions let both waiters
+            /// sleep before its release, and cut the head between its release of the word and
+            /// the wake-up it owes while the others run.
+            #[test]
+            fn release_wakes_two_waiters_past_a_preempted_holder() {
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
+                let owed_before = spinlab::testing::gate_wake_ups_owed();
+                release_wakes_every_waiter::<L>(2, Bound::Default(2), 0);
+                assert!(
+                    spinlab::testing::gate_wake_ups_owed() > owed_before,
+                    "no execution left a wake-up owed in the room"
+                );
+            }
+
+            /// Three threads, none starving, so that both waiters queue at the gate.
+            #[test]
+            fn mutual_exclusion_3_threads_at_the_gate() {
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
+                mutual_exclusion::<L>(3, Bound::Default(2));
+            }
+
             /// A timed waiter and a plain one, neither starving, so that both reach the gate:
             /// the timed one may give up there (Reciprocating abandons its node, Hapax's timed
             /// acquisition waits unqueued) or as the head on the word, releasing the gate and
