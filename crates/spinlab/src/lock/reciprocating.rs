@@ -28,11 +28,10 @@
 //! Fairness: segments are served in the order they were detached, each newest first (LIFO),
 //! so a waiter is overtaken by at most one acquisition of each thread that arrived after it,
 //! and admitted before any other thread acquires a third time. With more threads than CPUs a
-//! waiter is admitted whether or not it runs: every hand-over to a preempted or sleeping
-//! waiter waits for it to be scheduled (a convoy, as for every in-order lock). So over the
+//! waiter is admitted whether or not it runs, a convoy as for every in-order lock; so over the
 //! policies whose waiters give their CPU away the registry makes it a [`Gated`](super::Gated)
-//! lock's gate: it orders the queued waiters, and the wake-up of the one it admits waits in
-//! the gated lock's room until the word's release.
+//! lock's gate, which orders only the queued waiters and owes the admitted one's wake-up to
+//! the word's release.
 //!
 //! Memory: 4 bytes per lock and an 8-byte guard (the successor and the segment's end), or 12
 //! bytes as a gate with the word and its room, and no guard; one queue node (a 128-byte line,
