@@ -34,9 +34,9 @@
 //!
 //! Memory: 16 bytes per lock and an 8-byte guard (the holder's value), 24 in place, or 24 as a
 //! gate with the word and its room, and no guard; 16 bytes per thread; the waiting array
-//! (8 KiB) once per process. Uncontended: a swap to lock, a CAS
-//! to unlock; a release to a waiter adds a store to `depart` and a bump of the slot (and a
-//! read-modify-write of its sleeper count, with a policy that may sleep).
+//! (8 KiB) once per process. Uncontended: a swap to lock, a CAS to unlock; a release to a
+//! waiter adds a store to `depart` and a bump of the slot (and a read-modify-write of its
+//! sleeper count, with a policy that may sleep).
 
 use super::Gate;
 use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
