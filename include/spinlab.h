@@ -191,18 +191,17 @@ typedef struct {
  *   and `pause-yield-park` (the default's policy) and under the references; under every
  *   other policy it spins (`yield` gives its CPU away between looks).
  *
- * When threads outnumber CPUs: `ticket`, `mcs`, `clh` and `fair` over a policy whose waiters
- * keep their CPU (`spin`, `pause`, `idiv`, `fdiv`, `cas`, `miss`, `backoff`, `umwait`,
- * `tpause`, `mwaitx`, `wfe`); `reciprocating` and `hapax` over any policy hand the lock over
- * in order to a thread that may not be running, and their throughput collapses:
- * use them only where threads never outnumber the CPUs they may run on. Over a policy that
- * sleeps or yields, `ticket`, `mcs`, `clh` and `fair` queue in front of a bounded-bypass
- * word and hold up, as `cna-gated` does over every policy. `cna` and `hmcs` over any policy
- * hand the lock to a chosen waiter that may not be running: a convoy. `malthusian` restricts
- * instead: about one thread per CPU waits in its MCS queue and the others wait passive,
- * asleep over a sleeping policy; over a policy that never sleeps they spin, and its
- * hand-overs convoy. Every other lock holds up (docs/c.md, "When threads outnumber CPUs";
- * measurements in docs/contention.md).
+ * When threads outnumber CPUs: `ticket`, `mcs`, `clh`, `fair`, `reciprocating` and `hapax`
+ * over a policy whose waiters keep their CPU (`spin`, `pause`, `idiv`, `fdiv`, `cas`, `miss`,
+ * `backoff`, `umwait`, `tpause`, `mwaitx`, `wfe`) hand the lock over in order to a thread
+ * that may not be running, and their throughput collapses: use them only where threads
+ * never outnumber the CPUs they may run on. Over a policy that sleeps or yields, those six
+ * queue in front of a bounded-bypass word and hold up, as `cna-gated` does over every
+ * policy. `cna` and `hmcs` over any policy hand the lock to a chosen waiter that may not be
+ * running: a convoy. `malthusian` restricts instead: about one thread per CPU waits in its
+ * MCS queue and the others wait passive, asleep over a sleeping policy; over a policy that
+ * never sleeps they spin, and its hand-overs convoy. Every other lock holds up (docs/c.md,
+ * "When threads outnumber CPUs"; measurements in docs/contention.md).
  */
 typedef struct {
   uint64_t opaque[8];

@@ -84,13 +84,14 @@ fn the_gated_row_holds_the_in_order_locks_over_policies_that_leave_the_cpu() {
     let rows = rows();
     for name in names_in(&rows[1].0) {
         let entry = spinlab_registry::LOCKS.info(&name).unwrap();
-        assert!(["ticket", "mcs", "clh", "fair"].contains(&entry.facts.algorithm), "{name}");
+        assert!(["ticket", "mcs", "clh", "fair", "reciprocating", "hapax"].contains(&entry.facts.algorithm), "{name}");
         // An in-order algorithm that does not hand over in order is the registry's gated lock,
         // whose guarantee names the queue's head at the word.
         assert!(!entry.facts.fair && entry.facts.bound.contains("the head passed over"), "{name} is not a gated lock");
     }
     assert!(names_in(&rows[1].0).contains("mcs:pause-yield-park"), "every sleeping policy is in the row");
     assert!(names_in(&rows[1].0).contains("fair:yield"), "yield's waiters offer their CPU: gated too");
+    assert!(names_in(&rows[1].0).contains("hapax:futex") && names_in(&rows[1].0).contains("reciprocating:spin-park"));
     assert!(names_in(&rows[2].0).contains("cna:futex"), "cna is not gated: it convoys over every policy");
     assert!(names_in(&rows[3].0).contains("adaptive:pause-yield-park"), "the default barges");
     assert!(names_in(&rows[4].0).contains("malthusian:futex"), "malthusian restricts, ungated");

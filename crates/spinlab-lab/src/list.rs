@@ -226,6 +226,7 @@ const FAIRNESS_IN_BRIEF: &[(&str, &str)] = &[
     ("none", "none"),
     ("FIFO", "FIFO"),
     ("waiters in queue order", "queue order"),
+    ("waiters in the gate's order", "queue order"),
     ("round-robin", "round-robin"),
     ("eventual fairness", "eventual"),
     ("a running waiter passed over for at most", "bypass bound"),

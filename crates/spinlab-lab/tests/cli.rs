@@ -163,10 +163,9 @@ fn list_shows_every_lock_with_availability() {
     let default: Vec<&Value> = locks.iter().filter(|l| l["default"] == true).collect();
     assert_eq!(default.len(), 1);
     assert_eq!(default[0]["lock"], "adaptive:pause-yield-park");
-    // The in-order queue locks over a policy whose waiters keep their CPU are listed as
-    // collapsing when oversubscribed (over a policy that sleeps or yields they are gated:
-    // lock::Gated), and the in-order locks that are never gated over every policy; CNA and
-    // HMCS, which hand over out of order and are never gated, convoy.
+    // The in-order locks over a policy whose waiters keep their CPU are listed as collapsing
+    // when oversubscribed (over a policy that sleeps or yields they are gated, lock::Gated,
+    // and hold up); CNA and HMCS, which hand over out of order and are never gated, convoy.
     let waits = v["waits"].as_array().unwrap();
     let leaving: Vec<&str> =
         waits.iter().filter(|w| w["leaves_cpu"] == true).filter_map(|w| w["wait"].as_str()).collect();
@@ -177,10 +176,9 @@ fn list_shows_every_lock_with_availability() {
     for lock in locks {
         let collapses = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("collapses"));
         let algorithm = lock["algorithm"].as_str().unwrap_or("");
-        let gated_in_order = ["ticket", "mcs", "clh", "fair"].contains(&algorithm);
-        let alone_in_order = ["reciprocating", "hapax"].contains(&algorithm);
+        let gated_in_order = ["ticket", "mcs", "clh", "fair", "reciprocating", "hapax"].contains(&algorithm);
         let keeps_cpu = lock["wait"].as_str().is_some_and(|w| !leaving.contains(&w));
-        assert_eq!(collapses, (gated_in_order && keeps_cpu) || alone_in_order, "{lock}");
+        assert_eq!(collapses, gated_in_order && keeps_cpu, "{lock}");
         let convoys = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("convoys"));
         let restricts = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("restricts"));
         assert_eq!(convoys, ["cna", "hmcs"].contains(&algorithm) || (algorithm == "malthusian" && keeps_cpu), "{lock}");
@@ -325,6 +323,12 @@ fn list_fits_in_100_columns_and_names_every_registered_name() {
     assert_eq!(row("mcs:spin")[2], "8");
     assert_eq!(row("mcs:futex")[2], "16", "gated: the word, and the queue's tail beside it");
     assert_eq!(row("hapax:spin")[2], "24");
+    assert_eq!(row("hapax:futex")[2], "24", "gated: the word and its room before Hapax's two words");
+    assert_eq!(row("reciprocating:futex")[2], "12", "gated: the word, its room and the arrivals");
+    for gated in ["hapax:futex", "reciprocating:yield"] {
+        assert_eq!(row(gated)[1], "queue order", "{gated}");
+        assert_eq!(row(gated)[4], "holds up", "{gated}");
+    }
     for r in &locks.rows {
         assert!(r[5] == "yes" || r[5].starts_with("needs "), "{r:?}");
         assert!(!r[5].contains("CPUID"), "the brief reason leaves the CPUID bit to --wide: {r:?}");

@@ -284,7 +284,7 @@ macro_rules! algorithm {
 /// per queued waiter.
 const GATED_COSTS: Costs = Costs {
     uncontended: "CAS + CAS (the word's)",
-    per_waiter: "the gate's, for each queued waiter: an MCS or CLH queue node (a 128-byte line), a slot of the ticket locks' waiting array, or a fair-lock slot",
+    per_waiter: "the gate's, for each queued waiter: an MCS, CLH or reciprocating queue node (a 128-byte line), a slot of the ticket or hapax locks' waiting array (hapax: and 16 bytes per thread), or a fair-lock slot",
 };
 
 /// Each algorithm's costs with a policy whose waiters keep their CPU, and with one whose
@@ -369,6 +369,16 @@ const CNA_GATED_BOUND: &str = concat!(
 /// The guarantee of an in-order lock built as the gate of a bounded-bypass word.
 const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!());
 
+/// The same for the reciprocating lock, whose gate admits its waiters in batches.
+const RECIPROCATING_GATED_BOUND: &str = concat!(
+    "waiters in the gate's order (batches in order, each newest first: overtaken at most once by each thread that queued later); ",
+    head_at_the_word!()
+);
+
+/// The same for the hapax lock, whose gate orders only its untimed waiters.
+const HAPAX_GATED_BOUND: &str =
+    concat!("waiters in the gate's order (FIFO among untimed acquisitions); ", head_at_the_word!());
+
 /// The same for the fair lock, whose gate orders only the threads holding one of its slots
 /// ([`spinlab::lock::FAIR_SLOTS`]).
 const FAIR_GATED_BOUND: &str = concat!(
@@ -389,10 +399,11 @@ algorithm!(CnaAlgorithm, Cna, "cna", fair: false, hands over: true, bound: CNA_B
 algorithm!(CnaGatedAlgorithm, CnaGated, "cna-gated", fair: false, hands over: false, bound: CNA_GATED_BOUND);
 // Not gated, for the reason CNA is not.
 algorithm!(HmcsAlgorithm, Hmcs, "hmcs", fair: false, hands over: true, bound: HMCS_BOUND);
-// Built as they are over every policy, not gated: they hand over in order, convoys included.
 algorithm!(ReciprocatingAlgorithm, Reciprocating, "reciprocating", fair: true,
-           bound: "overtaken at most once by each thread that arrived later: arrivals admitted in batches, in order, each newest first");
-algorithm!(HapaxAlgorithm, Hapax, "hapax", fair: true, bound: "FIFO among untimed acquisitions");
+           bound: "overtaken at most once by each thread that arrived later: arrivals admitted in batches, in order, each newest first",
+           gated on Reciprocating when leaving, bound: RECIPROCATING_GATED_BOUND);
+algorithm!(HapaxAlgorithm, Hapax, "hapax", fair: true, bound: "FIFO among untimed acquisitions",
+           gated on Hapax when leaving, bound: HAPAX_GATED_BOUND);
 algorithm!(FairAlgorithm, Fair, "fair", fair: true,
            bound: "round-robin among the threads holding one of its 62 slots; past 62 waiters, slots pass to the others as waits end, to sleepers in the order they slept but first to any still spinning: no bound",
            gated on Fair when leaving, bound: FAIR_GATED_BOUND);
@@ -592,6 +603,13 @@ mod tests {
         assert!(LOCKS.entries().iter().all(|e| !e.facts.restricts || e.facts.algorithm == "malthusian"));
         assert!(LOCKS.info("mcs:spin").unwrap().facts.hands_over);
         assert!(!LOCKS.info("mcs:futex").unwrap().facts.hands_over, "gated: the word is freed");
+        for gated in ["reciprocating:futex", "reciprocating:spin-park", "hapax:futex", "hapax:yield"] {
+            let facts = &LOCKS.info(gated).unwrap().facts;
+            assert!(!facts.hands_over && !facts.fair, "{gated}: gated, the word is freed");
+            assert!(facts.bound.starts_with("waiters in the gate's order ("), "{gated}: {}", facts.bound);
+        }
+        assert!(LOCKS.info("reciprocating:spin").unwrap().facts.hands_over);
+        assert!(LOCKS.info("hapax:pause").unwrap().facts.hands_over);
         assert!(LOCKS.info("cna:futex").unwrap().facts.hands_over && !LOCKS.info("cna:futex").unwrap().facts.fair);
         assert!(!LOCKS.info("parking_lot").unwrap().facts.hands_over);
     }
@@ -649,10 +667,12 @@ mod tests {
 
     /// The C ABI and the preload library keep a lock in place, the preload library in the 16
     /// bytes of a `pthread_mutex_t` before the type field glibc reads: every algorithm over
-    /// every policy fits there, guard included, but Hapax, whose two 64-bit words and 64-bit
-    /// guard take 24 and are refused there in one line that names the size. CLH's guard is
-    /// one pointer, so the spinning CLH is its tail and that pointer, and the sleeping one a
-    /// bounded word and its gate.
+    /// every policy fits there, guard included, but Hapax, refused there in one line that
+    /// names its 24 bytes: alone, two 64-bit words and a 64-bit guard; gated, the bounded word
+    /// and the room for the owed wake-up before those two words, with no guard. CLH's guard
+    /// is one pointer, so the spinning CLH is its tail and that pointer, and the sleeping one
+    /// a bounded word and its gate. Reciprocating takes 12 either way: alone, its word and a
+    /// guard of two node numbers; gated, the bounded word, the room and its word.
     #[test]
     fn every_algorithm_over_every_policy_but_hapax_takes_at_most_16_bytes_in_place() {
         let pthread_room = core::alloc::Layout::new::<[u64; 2]>();
@@ -671,7 +691,7 @@ mod tests {
                 assert_eq!(ops.size, 16, "{}", entry.name);
             }
             if entry.facts.algorithm == "reciprocating" {
-                assert_eq!((ops.size, ops.align), (12, 4), "{}: the word and a guard of two node numbers", entry.name);
+                assert_eq!((ops.size, ops.align), (12, 4), "{}: three 4-byte words", entry.name);
             }
         }
     }

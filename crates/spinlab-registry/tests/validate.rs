@@ -9,7 +9,7 @@
 
 use lock_api::RawMutex;
 use spinlab::lock::{
-    Clh, Cna, CnaGated, CnaQueue, Fair, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Ticket,
+    Clh, Cna, CnaGated, CnaQueue, Fair, Gated, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Ticket,
 };
 use spinlab::wait::{Futex, Spin, SpinPark};
 use spinlab_registry::{self as registry, DynMutex, LockEntry};
@@ -402,8 +402,10 @@ fn one_thread_holds_64_queue_locks_and_goes_hand_over_hand() {
     nested::<Ticket<SpinPark>>("ticket:spin-park");
     nested::<Fair<SpinPark>>("fair:spin-park");
     nested::<Reciprocating<Spin>>("reciprocating:spin");
-    nested::<Reciprocating<Futex>>("reciprocating:futex");
-    nested::<Hapax<SpinPark>>("hapax:spin-park");
+    nested::<Reciprocating<Futex>>("the reciprocating lock alone over futex");
+    nested::<Gated<Reciprocating<Futex>, Futex>>("reciprocating:futex");
+    nested::<Hapax<SpinPark>>("the hapax lock alone over spin-park");
+    nested::<Gated<Hapax<SpinPark>, SpinPark>>("hapax:spin-park");
     nested::<Malthusian<Mcs<Futex>, Futex>>("malthusian:futex");
 }
 
@@ -519,11 +521,13 @@ fn clh_serves_in_queue_order<W: spinlab::wait::Wait>() {
 }
 
 /// Hapax's queue is the order of its swaps: a thread has queued once the last arrival's value
-/// has changed.
+/// has changed. The lock alone, over every policy: the registry builds it so over the spin
+/// policies, and as the gate of a bounded word (whose queued waiters keep this order) over
+/// the others.
 fn hapax_serves_in_arrival_order<W: spinlab::wait::Wait>() {
     let lock = Hapax::<W>::new();
     let last = |l: &Hapax<W>| l.last_arrival() as usize;
-    served_in_queue_order(&format!("hapax:{}", W::NAME), &lock, last, |l, seen| last(l) != seen);
+    served_in_queue_order(&format!("the hapax lock alone over {}", W::NAME), &lock, last, |l, seen| last(l) != seen);
 }
 
 #[test]
@@ -538,11 +542,13 @@ fn hapax_lock_serves_waiters_in_arrival_order() {
 /// and admitted newest first. The holder, which found the lock free, lets three threads push
 /// onto the stack one after another and then releases: they must get the lock in the reverse
 /// of their arrival, every round. A FIFO hand-over, or one that admitted only the newest and
-/// let the others wait for a later detach behind a newcomer, fails.
+/// let the others wait for a later detach behind a newcomer, fails. The lock alone, as for
+/// Hapax: over the policies whose waiters give their CPU away this is its gate's order.
 fn reciprocating_admits_newest_first<W: spinlab::wait::Wait>() {
     let lock = Reciprocating::<W>::new();
     let last = |l: &Reciprocating<W>| l.last_arrival() as usize;
-    served_in_order(&format!("reciprocating:{}", W::NAME), &lock, last, |l, seen| last(l) != seen, [2, 1, 0]);
+    let name = format!("the reciprocating lock alone over {}", W::NAME);
+    served_in_order(&name, &lock, last, |l, seen| last(l) != seen, [2, 1, 0]);
 }
 
 #[test]

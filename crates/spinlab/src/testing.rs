@@ -354,3 +354,22 @@ pub fn malthusian_acquisitions_at_start(acquisitions: u64) -> Setting<u64> {
 pub(crate) fn malthusian_start() -> u64 {
     get(&MALTHUSIAN_START)
 }
+
+/// How many times a reciprocating or hapax gate left the wake-up of the waiter it passed the
+/// gate to owed in its gated lock's room, in every model execution so far: a model reads it to
+/// check that its schedules reached that path.
+#[cfg(loom)]
+static GATE_WAKE_UPS_OWED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many wake-ups reciprocating and hapax gates have left owed so far, over all executions
+/// of every model in this process.
+#[cfg(loom)]
+pub fn gate_wake_ups_owed() -> usize {
+    GATE_WAKE_UPS_OWED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts one wake-up a gate left owed ([`gate_wake_ups_owed`]).
+#[cfg(loom)]
+pub(crate) fn count_gate_wake_up_owed() {
+    GATE_WAKE_UPS_OWED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}

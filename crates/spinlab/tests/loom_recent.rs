@@ -1,6 +1,7 @@
 #![cfg(loom)]
 //! Model checks of the Reciprocating and Hapax locks under loom, each over a spinning policy
-//! ([`Spin`]) and a sleeping one ([`Futex`]).
+//! ([`Spin`]) and a sleeping one ([`Futex`]), and each as the gate of a bounded word over
+//! [`Futex`], as the registry builds them over the policies whose waiters give their CPU away.
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spinlab --release --test loom_recent`.
@@ -28,7 +29,7 @@
 //! since it runs whenever the other two yield or sleep. Over `spin`, two waiters without a
 //! deadline get one ([`TWO_SPINNERS`] says why).
 
-use spinlab::lock::{Hapax, Reciprocating};
+use spinlab::lock::{Gate, Gated, Hapax, Reciprocating};
 use spinlab::wait::{Futex, Spin, Wait};
 
 // Loom maps a fresh stack for every thread of every execution; see the module for why the
@@ -47,6 +48,12 @@ impl<W: Wait> Lock for Reciprocating<W> {
 impl<W: Wait> Lock for Hapax<W> {
     fn new_unlocked() -> Self {
         Hapax::new()
+    }
+}
+
+impl<L: Lock + Gate, W: Wait> Lock for Gated<L, W> {
+    fn new_unlocked() -> Self {
+        Gated::with_gate(L::new_unlocked())
     }
 }
 
@@ -180,4 +187,82 @@ models! {
     reciprocating_futex: Reciprocating<Futex>, TWO_SLEEPERS;
     hapax_spin: Hapax<Spin>, TWO_SPINNERS;
     hapax_futex: Hapax<Futex>, TWO_SLEEPERS;
+}
+
+/// Instantiates the models of a gated lock, for one gate over `futex`. Every waiter sleeps at
+/// once, at the gate or on the word, so a waiter that passes the gate on to a sleeper leaves
+/// its wake-up owed in the room beside the word, made after its release of the word. Threads
+/// switch without a preemption wherever one blocks or yields (as in `tests/loom.rs`'s gated
+/// models), so one or two preemptions cut a releaser between its release and the wake-up it
+/// owes while the others run.
+macro_rules! gated_models {
+    ($($name:ident: $lock:ty;)*) => {$(
+        mod $name {
+            use super::*;
+            type L = $lock;
+
+            #[test]
+            fn mutual_exclusion_2_threads() {
+                mutual_exclusion::<L>(2, Bound::Default(2));
+            }
+
+            /// Three threads: one holds the word, one heads the gate, one sleeps at it.
+            #[test]
+            fn mutual_exclusion_3_threads() {
+                mutual_exclusion::<L>(3, Bound::Default(1));
+            }
+
+            /// The lost wake-up model: the head, woken by the holder's release, takes the word
+            /// and passes the gate on to the sleeper behind it, whose wake-up it owes until its
+            /// own release; some execution must leave that wake-up owed. No waiter starves:
+            /// one that did would claim the word instead of queueing, and the gate would never
+            /// hold a waiter behind its head.
+            #[test]
+            fn release_wakes_two_waiters() {
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
+                let owed_before = spinlab::testing::gate_wake_ups_owed();
+                release_wakes_every_waiter::<L>(2, Bound::Default(1), HOLDER_YIELDS_TWO_WAITERS);
+                assert!(
+                    spinlab::testing::gate_wake_ups_owed() > owed_before,
+                    "no execution left a wake-up owed in the room"
+                );
+            }
+
+            /// The same with a holder that does not yield: two preemptions let both waiters
+            /// sleep before its release, and cut the head between its release of the word and
+            /// the wake-up it owes while the others run.
+            #[test]
+            fn release_wakes_two_waiters_past_a_preempted_holder() {
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
+                let owed_before = spinlab::testing::gate_wake_ups_owed();
+                release_wakes_every_waiter::<L>(2, Bound::Default(2), 0);
+                assert!(
+                    spinlab::testing::gate_wake_ups_owed() > owed_before,
+                    "no execution left a wake-up owed in the room"
+                );
+            }
+
+            /// Three threads, none starving, so that both waiters queue at the gate.
+            #[test]
+            fn mutual_exclusion_3_threads_at_the_gate() {
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
+                mutual_exclusion::<L>(3, Bound::Default(2));
+            }
+
+            /// A timed waiter and a plain one, neither starving, so that both reach the gate:
+            /// the timed one may give up there (Reciprocating abandons its node, Hapax's timed
+            /// acquisition waits unqueued) or as the head on the word, releasing the gate and
+            /// waking the plain one at once; or it gets the lock and passes the gate on.
+            #[test]
+            fn timed_waiter_at_the_gate_with_plain_waiter() {
+                let _never = spinlab::testing::starve_at_look(u32::MAX);
+                timed_waiters_race_holder::<L>(1, 1, Bound::Default(1), HOLDER_YIELDS_TWO_WAITERS);
+            }
+        }
+    )*};
+}
+
+gated_models! {
+    gated_reciprocating_futex: Gated<Reciprocating<Futex>, Futex>;
+    gated_hapax_futex: Gated<Hapax<Futex>, Futex>;
 }

@@ -26,14 +26,19 @@
 //!
 //! Fairness: strict FIFO among untimed acquisitions, in the order of their swaps; timed ones
 //! are not ordered. With more threads than CPUs the lock goes to the next in line whether or
-//! not it runs: a convoy at every hand-over to a preempted or sleeping waiter. Waiters whose
-//! values share a slot wake with each other's releases and look again.
+//! not it runs: a convoy at every hand-over to a preempted or sleeping waiter. So over the
+//! policies whose waiters give their CPU away the registry makes it a [`Gated`](super::Gated)
+//! lock's gate, which orders the queued waiters and leaves the wake-up of the slot's sleepers
+//! in the gated lock's room until the word's release. Waiters whose values share a slot wake
+//! with each other's releases and look again.
 //!
-//! Memory: 16 bytes per lock and an 8-byte guard (the holder's value), 24 in place; 16 bytes
-//! per thread; the waiting array (8 KiB) once per process. Uncontended: a swap to lock, a CAS
-//! to unlock; a release to a waiter adds a store to `depart` and a bump of the slot (and a
-//! read-modify-write of its sleeper count, with a policy that may sleep).
+//! Memory: 16 bytes per lock and an 8-byte guard (the holder's value), 24 in place, or 24 as a
+//! gate with the word and its room, and no guard; 16 bytes per thread; the waiting array
+//! (8 KiB) once per process. Uncontended: a swap to lock, a CAS to unlock; a release to a
+//! waiter adds a store to `depart` and a bump of the slot (and a read-modify-write of its
+//! sleeper count, with a policy that may sleep).
 
+use super::Gate;
 use crate::sync::{AtomicU32, AtomicU64, Ordering::*};
 use crate::wait::{Episode, Spun, Wait};
 use core::marker::PhantomData;
@@ -170,6 +175,35 @@ impl<W: Wait> Hapax<W> {
         }
     }
 
+    /// Releases as `unlock` does, except the wake-up of the sleepers on the released value's
+    /// slot: returns that slot's number if any are counted there. Slots are never freed, so the
+    /// caller may wake them (`W::wake_all` of its bumps) after the lock is gone.
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: `guard` is from the acquisition being released.
+    #[inline]
+    unsafe fn pass_on(&self, guard: HapaxGuard) -> Option<usize> {
+        let value = guard.value;
+        // The lock may be gone once it is free or its successor has it: only the slot, which
+        // is never freed, is touched after that.
+        let slot = slot_number(self, value);
+        let mut seen = value | LIVE;
+        loop {
+            // Release: our critical section happens-before the next acquisition's Acquire
+            // swap or CAS.
+            match self.arrive.compare_exchange(seen, value, Release, Relaxed) {
+                Ok(_) if seen & TIMED != 0 => return bump::<W>(slot),
+                Ok(_) => return None,
+                Err(now) if now == value | LIVE | TIMED => seen = now,
+                Err(_) => break,
+            }
+        }
+        // A successor swapped in after us: it waits for our value in `depart`.
+        self.depart.store(value, Release);
+        bump::<W>(slot)
+    }
+
     /// Counts this thread in as a sleeper on `slot` and sleeps there while `still_waiting`.
     /// Returns `false` if the deadline passed.
     ///
@@ -191,16 +225,17 @@ impl<W: Wait> Hapax<W> {
     }
 }
 
-/// Bumps `slot`, ending its spinners' spin, and wakes its sleepers if any are counted.
+/// Bumps the slot numbered `slot`, ending its spinners' spin. Returns the slot's number if
+/// sleepers are counted there: the caller wakes them (`W::wake_all` of its bumps) when it
+/// chooses. Nothing here makes a system call.
 #[inline]
-fn bump<W: Wait>(slot: &'static Slot) {
+fn bump<W: Wait>(slot: usize) -> Option<usize> {
+    let at = &WAITING_ARRAY[slot];
     // An RMW, so that every bump continues the release sequence of the ones before it: a
     // waiter that reads a later bump (another lock's, sharing the slot) still sees ours.
-    slot.bumps.fetch_add(1, Release);
+    at.bumps.fetch_add(1, Release);
     // An RMW, not a load: see `sleep_on`.
-    if W::MAY_SLEEP && slot.sleepers.fetch_add(0, Release) != 0 {
-        W::wake_all(&slot.bumps);
-    }
+    (W::MAY_SLEEP && at.sleepers.fetch_add(0, Release) != 0).then_some(slot)
 }
 
 impl<W: Wait> Default for Hapax<W> {
@@ -242,24 +277,10 @@ unsafe impl<W: Wait> RawMutex for Hapax<W> {
 
     #[inline]
     unsafe fn unlock(&self, guard: HapaxGuard) {
-        let value = guard.value;
-        // The lock may be gone once it is free or its successor has it: only the slot, which
-        // is never freed, is touched after that.
-        let slot = waiting_slot(self, value);
-        let mut seen = value | LIVE;
-        loop {
-            // Release: our critical section happens-before the next acquisition's Acquire
-            // swap or CAS.
-            match self.arrive.compare_exchange(seen, value, Release, Relaxed) {
-                Ok(_) if seen & TIMED != 0 => return bump::<W>(slot),
-                Ok(_) => return,
-                Err(now) if now == value | LIVE | TIMED => seen = now,
-                Err(_) => break,
-            }
+        // SAFETY: forwarded from the caller.
+        if let Some(slot) = unsafe { self.pass_on(guard) } {
+            W::wake_all(&WAITING_ARRAY[slot].bumps);
         }
-        // A successor swapped in after us: it waits for our value in `depart`.
-        self.depart.store(value, Release);
-        bump::<W>(slot);
     }
 
     #[inline]
@@ -278,6 +299,43 @@ unsafe impl<W: Wait> RawMutexFair for Hapax<W> {
 }
 
 super::timed_via_lock_until!(Hapax);
+
+/// A hapax gate owes the wake-up of the sleepers on the released value's slot of the waiting
+/// array, and keeps the slot's number plus one in the room (0: nothing owed): `Gated<Hapax>`
+/// is 24 bytes (word, room and the two 64-bit words), with no guard. Only the word's holder
+/// touches the room, so the word orders it.
+impl<W: Wait> Gate for Hapax<W> {
+    type Owed = ();
+    type Room = AtomicU32;
+    #[inline]
+    unsafe fn pass_on(&self, guard: HapaxGuard, room: &AtomicU32) {
+        // SAFETY: forwarded from the caller.
+        if let Some(slot) = unsafe { Hapax::pass_on(self, guard) } {
+            // Relaxed: only the word's holder reads or writes the room.
+            room.store(slot as u32 + 1, Relaxed);
+            #[cfg(loom)]
+            crate::testing::count_gate_wake_up_owed();
+        }
+    }
+    #[inline]
+    fn due(&self, _: (), room: &AtomicU32) -> Option<&'static AtomicU32> {
+        // Relaxed: as in `pass_on`.
+        let owed = room.load(Relaxed);
+        if owed == 0 {
+            return None;
+        }
+        room.store(0, Relaxed);
+        Some(&WAITING_ARRAY[owed as usize - 1].bumps)
+    }
+    #[inline]
+    fn settle(due: Option<&'static AtomicU32>) {
+        if let Some(bumps) = due {
+            // Every sleeper on the slot: the one awaiting this release cannot be told apart
+            // from those whose values share the slot.
+            W::wake_all(bumps);
+        }
+    }
+}
 
 /// One slot of the waiting array: a sequence number that releases bump, and the count of
 /// sleepers that may be on it.
@@ -306,9 +364,14 @@ loom::lazy_static! {
     ];
 }
 
-/// The slot where waiters for `value`'s release on `lock` wait: a Fibonacci hash of the two,
-/// so that the consecutive values of one thread fall on different slots.
+/// The slot where waiters for `value`'s release on `lock` wait.
 fn waiting_slot<T>(lock: &T, value: u64) -> &'static Slot {
+    &WAITING_ARRAY[slot_number(lock, value)]
+}
+
+/// The number of the slot where waiters for `value`'s release on `lock` wait: a Fibonacci hash
+/// of the two, so that the consecutive values of one thread fall on different slots.
+fn slot_number<T>(lock: &T, value: u64) -> usize {
     #[cfg(not(loom))]
     let address = lock as *const T as usize as u64 >> 3;
     // Loom replays each execution and needs the same slots every time; addresses differ.
@@ -318,7 +381,7 @@ fn waiting_slot<T>(lock: &T, value: u64) -> &'static Slot {
         0u64
     };
     let hash = (address ^ (value >> 2)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    &WAITING_ARRAY[(hash >> (64 - SLOT_BITS)) as usize]
+    (hash >> (64 - SLOT_BITS)) as usize
 }
 
 mod values {

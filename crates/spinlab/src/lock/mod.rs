@@ -39,9 +39,9 @@
 //!   not running, for at most [`HEAD_STALL_NS`] of each holder's releases.
 //!
 //! In-order locks hand the lock to the next waiter whether or not it runs: with more threads than
-//! CPUs, a convoy. The registry gates `ticket`, `mcs`, `clh` and `fair` over the policies whose
-//! waiters give their CPU away, `cna-gated` over all; `cna`, `hmcs`, `reciprocating` and
-//! `hapax` stand alone; `malthusian` keeps about one thread per CPU in an ungated `Mcs`.
+//! CPUs, a convoy. The registry gates `ticket`, `mcs`, `clh`, `fair`, `reciprocating` and
+//! `hapax` over the policies whose waiters give their CPU away, `cna-gated` over all; `cna`
+//! and `hmcs` stand alone; `malthusian` keeps about one thread per CPU in an ungated `Mcs`.
 
 mod adaptive;
 mod bounded;
@@ -50,6 +50,8 @@ mod cna;
 mod cna_gated;
 mod fair;
 mod fair_slots;
+#[cfg(all(test, not(loom)))]
+mod gate_tests;
 mod gated;
 mod hapax;
 mod hmcs;

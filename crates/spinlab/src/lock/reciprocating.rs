@@ -28,15 +28,19 @@
 //! Fairness: segments are served in the order they were detached, each newest first (LIFO),
 //! so a waiter is overtaken by at most one acquisition of each thread that arrived after it,
 //! and admitted before any other thread acquires a third time. With more threads than CPUs a
-//! waiter is admitted whether or not it runs: every hand-over to a preempted or sleeping
-//! waiter waits for it to be scheduled (a convoy, as for every in-order lock).
+//! waiter is admitted whether or not it runs, a convoy as for every in-order lock; so over the
+//! policies whose waiters give their CPU away the registry makes it a [`Gated`](super::Gated)
+//! lock's gate, which orders only the queued waiters and owes the admitted one's wake-up to
+//! the word's release.
 //!
-//! Memory: 4 bytes per lock and an 8-byte guard (the successor and the segment's end); one
-//! queue node (a 128-byte line, pooled as MCS's are) per waiting thread and per holder that
-//! found the lock free. Uncontended: a swap to lock, a CAS to unlock. Contended, arrival and
-//! release are a constant number of atomics, plus one per abandoned node skipped.
+//! Memory: 4 bytes per lock and an 8-byte guard (the successor and the segment's end), or 12
+//! bytes as a gate with the word and its room, and no guard; one queue node (a 128-byte line,
+//! pooled as MCS's are) per waiting thread and per holder that found the lock free.
+//! Uncontended: a swap to lock, a CAS to unlock. Contended, arrival and release are a
+//! constant number of atomics, plus one per abandoned node skipped.
 
 use super::queue_node::{self, index::RESERVED, Node};
+use super::Gate;
 use crate::sync::{AtomicU32, Ordering::*};
 use crate::sys::futex::FutexWait;
 use crate::wait::{Episode, Spun, Wait};
@@ -187,9 +191,11 @@ impl<W: Wait> Reciprocating<W> {
     }
 
     /// Admits the waiter numbered `next`, telling it that its segment ends at `segment_end`;
-    /// skips abandoned nodes (which become ours to give back). Returns `false` if every
-    /// arrival down to the segment's end had abandoned its node.
-    fn admit(mut next: u32, segment_end: u32) -> bool {
+    /// skips abandoned nodes (which become ours to give back). Returns `None` if every
+    /// arrival down to the segment's end had abandoned its node, and otherwise the admitted
+    /// waiter's node if it sleeps on it: the caller wakes it (`W::wake_one` of its state)
+    /// when it chooses. Nothing here makes a system call.
+    fn admit(mut next: u32, segment_end: u32) -> Option<Option<&'static Node>> {
         loop {
             // SAFETY: the word and the nodes hold only nodes' own numbers, besides
             // LOCKED_EMPTY and UNLOCKED, which end every chain before this is reached.
@@ -198,40 +204,65 @@ impl<W: Wait> Reciprocating<W> {
             // Release: our critical section and the segment's end happen-before the waiter's
             // Acquire load of its state. Acquire: an abandoned node's `below` is visible.
             match node.state.swap(ADMITTED, AcqRel) {
-                ASLEEP => {
-                    W::wake_one(&node.state);
-                    return true;
-                }
+                ASLEEP => return Some(Some(node)),
                 ABANDONED => {
                     next = node.below.load(Relaxed);
                     queue_node::give(node);
                     if next == segment_end {
-                        return false;
+                        return None;
                     }
                 }
-                _ => return true,
+                _ => return Some(None),
             }
         }
     }
 
     /// The segment is exhausted: frees the word if it still holds `segment_end` (nobody
     /// arrived since the segment began), or detaches every arrival and admits the newest.
+    /// Returns the admitted waiter's node if it sleeps on it, as `admit` does.
     #[inline]
-    fn end_segment(&self, mut segment_end: u32) {
+    fn end_segment(&self, mut segment_end: u32) -> Option<&'static Node> {
         loop {
             // Release: the critical section happens-before the Acquire swap of the next
             // thread to find the word free.
             if self.arrivals.compare_exchange(segment_end, UNLOCKED, Release, Relaxed).is_ok() {
-                return;
+                return None;
             }
             // Acquire: the arrivals' nodes are visible (their swaps form one release sequence).
             let top = self.arrivals.swap(LOCKED_EMPTY, Acquire);
-            if Self::admit(top, segment_end) {
-                return;
+            if let Some(asleep) = Self::admit(top, segment_end) {
+                return asleep;
             }
             // Every arrival detached had timed out; the word has held LOCKED_EMPTY since.
             segment_end = LOCKED_EMPTY;
         }
+    }
+
+    /// Releases as `unlock` does, except the wake-up of the waiter it admits: returns that
+    /// waiter's node if it sleeps on it. Nodes are never freed, so the caller may wake it
+    /// (`W::wake_one` of its state) after the lock is gone.
+    ///
+    /// # Safety
+    ///
+    /// As `unlock`: `guard` is from the acquisition being released.
+    #[inline]
+    unsafe fn pass_on(&self, guard: ReciprocatingGuard) -> Option<&'static Node> {
+        let ReciprocatingGuard { successor, segment_end } = guard;
+        if successor != NONE {
+            return match Self::admit(successor, segment_end) {
+                Some(asleep) => asleep,
+                // Every waiter left in the segment timed out.
+                None => self.end_segment(LOCKED_EMPTY),
+            };
+        }
+        let asleep = self.end_segment(segment_end);
+        if segment_end != LOCKED_EMPTY {
+            // We found the lock free and kept our node as the first segment's end. The word
+            // no longer holds it; waiters only compare its number.
+            // SAFETY: our own node's number.
+            queue_node::give(unsafe { queue_node::index::node(segment_end) });
+        }
+        asleep
     }
 }
 
@@ -265,21 +296,9 @@ unsafe impl<W: Wait> RawMutex for Reciprocating<W> {
 
     #[inline]
     unsafe fn unlock(&self, guard: ReciprocatingGuard) {
-        let ReciprocatingGuard { successor, segment_end } = guard;
-        if successor != NONE {
-            if Self::admit(successor, segment_end) {
-                return;
-            }
-            // Every waiter left in the segment timed out.
-            self.end_segment(LOCKED_EMPTY);
-            return;
-        }
-        self.end_segment(segment_end);
-        if segment_end != LOCKED_EMPTY {
-            // We found the lock free and kept our node as the first segment's end. The word
-            // no longer holds it; waiters only compare its number.
-            // SAFETY: our own node's number.
-            queue_node::give(unsafe { queue_node::index::node(segment_end) });
+        // SAFETY: forwarded from the caller.
+        if let Some(asleep) = unsafe { self.pass_on(guard) } {
+            W::wake_one(&asleep.state);
         }
     }
 
@@ -299,3 +318,39 @@ unsafe impl<W: Wait> RawMutexFair for Reciprocating<W> {
 }
 
 super::timed_via_lock_until!(Reciprocating);
+
+/// A reciprocating gate owes the wake-up of the waiter it admits, asleep on its queue node, and
+/// keeps the node's number in the room: `Gated<Reciprocating>` is 12 bytes (word, room and
+/// arrivals), with no guard. Only the word's holder touches the room, so the word orders it.
+impl<W: Wait> Gate for Reciprocating<W> {
+    type Owed = ();
+    type Room = AtomicU32;
+    #[inline]
+    unsafe fn pass_on(&self, guard: ReciprocatingGuard, room: &AtomicU32) {
+        // SAFETY: forwarded from the caller.
+        if let Some(asleep) = unsafe { Reciprocating::pass_on(self, guard) } {
+            // The node's number, never 0 (`queue_node::index`), rather than its address: the
+            // room is 4 bytes. Relaxed: only the word's holder reads or writes the room.
+            room.store(asleep.index, Relaxed);
+            #[cfg(loom)]
+            crate::testing::count_gate_wake_up_owed();
+        }
+    }
+    #[inline]
+    fn due(&self, _: (), room: &AtomicU32) -> Option<&'static AtomicU32> {
+        // Relaxed: as in `pass_on`.
+        let owed = room.load(Relaxed);
+        if owed == NONE {
+            return None;
+        }
+        room.store(NONE, Relaxed);
+        // SAFETY: the room holds only numbers read from nodes' `index` fields (`pass_on`).
+        Some(&unsafe { queue_node::index::node(owed) }.state)
+    }
+    #[inline]
+    fn settle(due: Option<&'static AtomicU32>) {
+        if let Some(asleep) = due {
+            W::wake_one(asleep);
+        }
+    }
+}
