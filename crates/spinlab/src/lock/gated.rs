@@ -32,9 +32,10 @@
 //! release, and, while it is not running, for at most [`HEAD_STALL_NS`] of each holder's
 //! releases before that holder yields to it (a request to the scheduler, not a hand-over).
 //!
-//! The registry gates `ticket`, `mcs`, `clh` and `fair` over the policies whose waiters give
-//! their CPU away ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)); over the pure spin
-//! policies it keeps seeds 000 and 003's locks as they are. The measured reasons for the look,
+//! The registry gates `ticket`, `mcs`, `clh`, `fair`, `reciprocating` and `hapax` over the
+//! policies whose waiters give their CPU away
+//! ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)), and CNA's queue over every policy
+//! (`cna-gated`); over the pure spin policies it keeps the in-order locks as they are. The measured reasons for the look,
 //! the owed wake-up and the yield: docs/design.md, "The gate".
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
@@ -60,8 +61,8 @@ pub trait Gate: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>
     /// `pthread_mutex_t` has 16 bytes for lock and guard together.
     type Owed: Default;
     /// What the gated lock keeps beside its word for a wake-up owed in the lock itself: four
-    /// bytes that fit in the padding an 8-aligned gate leaves after the 4-byte word, or
-    /// nothing. Written and read only by the word's holder, so the word orders its accesses.
+    /// bytes, which fit in the padding an 8-aligned gate leaves after the 4-byte word (a
+    /// 4-aligned gate, `Reciprocating`, grows by them), or nothing. Written and read only by the word's holder, so the word orders its accesses.
     type Room: Room;
     /// Releases the gate as `unlock` does, except any wake-up of the new head, which it
     /// leaves owed in the guard it returns or in `room`.

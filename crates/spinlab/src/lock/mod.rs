@@ -20,16 +20,12 @@
 //! | [`Adaptive`] |          | CAS + CAS                        | `Bounded`'s on up to 4 CPUs, `Gated` over an MCS queue on more |
 //! | [`Malthusian`] |        | its inner lock's, and a load each way | the inner lock's among about one thread per CPU; a passive thread with `k` ahead let in within `(k + 1)` × [`MALTHUSIAN_ROTATION`] acquisitions |
 //!
-//! Costs are for pure spin policies. With one that may sleep, the unlocks of `Tas`, `Ttas`,
-//! `Mcs`, `Cna` and `Hmcs` are a swap (to see whether to wake anyone); `Ticket`'s store is
-//! followed by a bump of its next slot and a read of its sleepers; `Gated`'s unlock is the
-//! word's CAS until marked.
+//! Costs are for pure spin policies; with one that may sleep, a word's lock is a CAS and its
+//! unlock a swap (`Tas`, `Ttas`, `Mcs`, `Cna`, `Hmcs`), and `spinlab list --wide` gives each.
 //!
 //! The guarantees in full, where the table is short:
 //! - In-order locks: a timed waiter that gives up leaves the order; `Ticket`'s and `Hapax`'s
-//!   timed acquisitions take no place and are not served in order. `Mcs`'s, `Cna`'s and
-//!   `Hmcs`'s lock is a word of its own (as in Linux's qspinlock), taken with one atomic while
-//!   none queue.
+//!   timed acquisitions take no place and are not served in order.
 //! - `Fair`: a slot holder gets the lock after at most one acquisition by each other slot
 //!   holder (seed 003); past 62 waiters, no bound. As a [`Gated`] lock's gate, threads move to
 //!   a random free slot every 8th wait, so another slot holder passes a waiter at most twice.
