@@ -67,12 +67,12 @@ pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 /// `backoff`, `umwait`, `tpause`, `mwaitx`, `wfe`) hand the lock over in order to a thread
 /// that may not be running, and their throughput collapses: use them only where threads
 /// never outnumber the CPUs they may run on. Over a policy that sleeps or yields, those six
-/// queue in front of a bounded-bypass word and hold up, as `cna-gated` does over every
-/// policy. `cna` and `hmcs` over any policy hand the lock to a chosen waiter that may not be
-/// running: a convoy. `malthusian` restricts instead: about one thread per CPU waits in its
-/// MCS queue and the others wait passive, asleep over a sleeping policy; over a policy that
-/// never sleeps they spin, and its hand-overs convoy. Every other lock holds up (docs/c.md,
-/// "When threads outnumber CPUs"; measurements in docs/contention.md).
+/// and `cna` queue in front of a bounded-bypass word and hold up, as `cna-gated` does over
+/// every policy. `cna` over the other policies and `hmcs` over any hand the lock to a chosen
+/// waiter that may not be running: a convoy. `malthusian` restricts instead: about one thread
+/// per CPU waits in its MCS queue and the others wait passive, asleep over a sleeping policy;
+/// over a policy that never sleeps they spin, and its hand-overs convoy. Every other lock
+/// holds up (docs/c.md, "When threads outnumber CPUs"; measurements in docs/contention.md).
 #[repr(C)]
 pub struct spinlab_mutex_t {
     opaque: [u64; 8],

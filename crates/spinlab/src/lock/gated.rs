@@ -32,10 +32,8 @@
 //! release, and, while it is not running, for at most [`HEAD_STALL_NS`] of each holder's
 //! releases before that holder yields to it (a request to the scheduler, not a hand-over).
 //!
-//! The registry gates `ticket`, `mcs`, `clh`, `fair`, `reciprocating` and `hapax` over the
-//! policies whose waiters give their CPU away
-//! ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)), and CNA's queue over every policy
-//! (`cna-gated`); over the pure spin policies it keeps the in-order locks as they are. The measured reasons for the look,
+//! The registry gates the in-order locks and `cna` over the policies whose waiters give their
+//! CPU away ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)), `cna-gated` over all. The measured reasons for the look,
 //! the owed wake-up and the yield: docs/design.md, "The gate".
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS

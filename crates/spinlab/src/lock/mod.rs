@@ -34,10 +34,10 @@
 //!   passed by running threads for at most [`STARVATION_NS`] of its waiting and, while it is
 //!   not running, for at most [`HEAD_STALL_NS`] of each holder's releases.
 //!
-//! In-order locks hand the lock to the next waiter whether or not it runs: with more threads than
-//! CPUs, a convoy. The registry gates `ticket`, `mcs`, `clh`, `fair`, `reciprocating` and
-//! `hapax` over the policies whose waiters give their CPU away, `cna-gated` over all; `cna`
-//! and `hmcs` stand alone; `malthusian` keeps about one thread per CPU in an ungated `Mcs`.
+//! In-order locks hand the lock to the next waiter whether or not it runs: with more threads
+//! than CPUs, a convoy. Over the policies whose waiters give their CPU away the registry gates
+//! `ticket`, `mcs`, `clh`, `fair`, `reciprocating`, `hapax` and `cna` (as `cna-gated`, gated
+//! over all); `hmcs` stands alone; `malthusian` keeps about one thread per CPU in an `Mcs`.
 
 mod adaptive;
 mod bounded;
