@@ -259,9 +259,10 @@ impl<W: Wait, const BOUND: u32> CnaQueue<W, BOUND> {
     }
 }
 
-/// The group this thread queues in: its NUMA node group now, or a model's or test's choice.
+/// The group this thread queues in: its NUMA node group now, or a model's or test's choice
+/// (`Cna`'s and `Hmcs`'s).
 #[inline]
-fn this_thread_group() -> u32 {
+pub(super) fn this_thread_group() -> u32 {
     #[cfg(loom)]
     return crate::testing::cna_group_of_this_thread();
     #[cfg(not(loom))]

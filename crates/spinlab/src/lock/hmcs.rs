@@ -39,6 +39,7 @@
 //! queue abandons its node, as in `Mcs`. A group's head that times out at the root leaves its
 //! group's node queued there to the next waiter of the group, or abandons it if there is none.
 
+use super::cna::this_thread_group;
 use super::mcs::{head_waits_for_word, McsQueue, ABANDONED, ASLEEP, EMPTY, HEAD};
 use super::queue_node::{self, Node};
 use super::word::{LockWord, LOCKED};
@@ -320,18 +321,6 @@ fn group_count() -> usize {
         .groups
         .len()
         .max(crate::testing::declarable_groups())
-}
-
-/// The group this thread queues in: its NUMA node group now, or a model's or test's choice.
-#[inline]
-fn this_thread_group() -> u32 {
-    #[cfg(loom)]
-    return crate::testing::cna_group_of_this_thread();
-    #[cfg(not(loom))]
-    match crate::testing::declared_cna_group() {
-        Some(group) => group,
-        None => crate::sys::topology::current_group(crate::sys::topology::Level::Node) as u32,
-    }
 }
 
 impl<W: Wait, const BOUND: u32> Default for Hmcs<W, BOUND> {
