@@ -605,6 +605,7 @@ mod tests {
             source: "Table 1",
             claim: "a claim",
             paper: "a figure",
+            needs: &[],
         };
         let still = Finding::without(&claim, "rows", Verdict::Reproduced);
         let mut moved_under = still.clone();
@@ -624,6 +625,7 @@ mod tests {
             source: "Table 3",
             claim: "a claim",
             paper: "a figure",
+            needs: &[],
         };
         let floor = |value, ci95| MachineState {
             name: "uncontended floor",

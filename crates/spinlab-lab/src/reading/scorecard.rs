@@ -28,6 +28,30 @@ pub struct Claim {
     pub claim: &'static str,
     /// The seed's own figure, with its unit and conditions.
     pub paper: &'static str,
+    /// What a machine must have for the claim to be tested on it, where a machine can lack it
+    /// ([`needs`]); empty where every machine can test it. A `cannot test here` line names it.
+    pub needs: &'static [&'static str],
+}
+
+impl Claim {
+    /// [`Claim::needs`] in words (`two SMT siblings of one core and WAITPKG (Intel) or
+    /// MONITORX (AMD)`); `None` where every machine can test the claim.
+    pub fn needs_words(&self) -> Option<String> {
+        (!self.needs.is_empty()).then(|| self.needs.join(" and "))
+    }
+}
+
+/// What a claim can need of a machine, in the words a `cannot test here` line says.
+pub mod needs {
+    /// A core with two hardware threads, both usable.
+    pub const SMT: &str = "two SMT siblings of one core";
+    /// Two physical cores, seen as such (bare metal, or virtual CPUs the host keeps on
+    /// distinct cores).
+    pub const TWO_CORES: &str = "two CPUs on distinct physical cores";
+    /// Two NUMA nodes, each with usable CPUs (or two groups declared by `SPINLAB_TOPOLOGY`).
+    pub const NUMA: &str = "two NUMA nodes";
+    /// A user-mode monitor wait.
+    pub const MONITOR_WAIT: &str = "WAITPKG (Intel) or MONITORX (AMD)";
 }
 
 /// A figure measured here and its 95% interval: none (the figure is exact, or came from one
@@ -471,6 +495,8 @@ impl Finding {
             rows: self.rows.clone(),
             under_load: self.under_load.clone(),
             machine_moved: self.machine_moved.clone(),
+            needs: self.claim.needs_words(),
+            tested_in: Vec::new(),
         }
     }
 }

@@ -114,7 +114,10 @@ pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> 
         crate::results::load_together(&options.from)?
     };
     let ctx = crate::reading::Context::new(&results);
-    let card = Scorecard::new(&ctx, beside);
+    // Without `--beside`, the machines committed in the repository (when run from its root)
+    // say where the claims this machine cannot test were tested.
+    let committed = if options.beside.is_empty() { scorecard::committed(Path::new(".")) } else { Vec::new() };
+    let card = Scorecard::new(&ctx, beside).with_committed(committed);
     // Drawn from the runs every time, as the scorecard is: a document written before these
     // lines existed renders the same as a new one.
     let advice = recommend::recommend(&ctx);

@@ -3,16 +3,21 @@
 //! and `scorecard[]` in results.json. Every experiment checks its own claims
 //! ([`Experiment::scorecard`](crate::experiments::Experiment::scorecard)); this module only
 //! collects and lays them out. docs/scorecard.md explains each line.
+//!
+//! A claim this machine cannot test says what hardware would ([`Claim::needs`]) and which
+//! other documents tested it: the `--beside` ones, or without them the machines committed
+//! under [`MACHINES`] when the report runs from the repository's root. Those documents are
+//! read from the tree, never built into the binary.
 
 use super::escape::escape;
-use super::lines::{columns, cut};
+use super::lines::{columns, cut, wrap};
 use super::verdict;
 use crate::error::LabError;
 use crate::experiments;
 use crate::reading::caveat::{self, Caveat};
-use crate::reading::scorecard::{Finding, Verdict};
+use crate::reading::scorecard::{Claim, Finding, Verdict};
 use crate::reading::Context;
-use crate::results::{Results, ScorecardLine};
+use crate::results::{Results, ScorecardLine, TestedIn};
 use std::path::{Path, PathBuf};
 
 /// Every claim checked against the document behind `ctx`, seed by seed (within a seed, in the
@@ -32,22 +37,152 @@ pub struct Scorecard {
     /// Every caveat of a whole pass of this run ([`caveat::pass_caveats`]): a claim read from
     /// such a pass carries its number.
     pub all_caveats: Vec<Caveat>,
+    /// The machines committed under [`MACHINES`], read where no `--beside` was given: what a
+    /// claim that cannot be tested here says about them.
+    pub committed: Vec<Beside>,
 }
 
 impl Scorecard {
     /// The claims checked against `ctx`, beside `beside`.
     pub fn new(ctx: &Context<'_>, beside: Vec<Beside>) -> Scorecard {
-        Scorecard { findings: findings(ctx), beside, all_caveats: caveat::pass_caveats(ctx.results) }
+        Scorecard {
+            findings: findings(ctx),
+            beside,
+            all_caveats: caveat::pass_caveats(ctx.results),
+            committed: Vec::new(),
+        }
+    }
+
+    /// The committed machines' documents, which the lines of claims that cannot be tested
+    /// here name.
+    pub fn with_committed(mut self, committed: Vec<Beside>) -> Scorecard {
+        self.committed = committed;
+        self
     }
 
     /// The lines for results.json.
     pub fn lines(&self) -> Vec<ScorecardLine> {
-        self.findings.iter().map(Finding::entry).collect()
+        self.findings
+            .iter()
+            .map(|f| {
+                let mut line = f.entry();
+                if matches!(f.verdict, Verdict::CannotTest(_)) {
+                    line.tested_in = self
+                        .tested_elsewhere(f)
+                        .iter()
+                        .map(|(b, o)| TestedIn { document: b.path.clone(), verdict: o.verdict.name().to_string() })
+                        .collect();
+                }
+                line
+            })
+            .collect()
     }
+
+    /// The other documents this report reads a claim in: the `--beside` ones, or the
+    /// committed machines where none was given.
+    fn others(&self) -> &[Beside] {
+        if self.beside.is_empty() {
+            &self.committed
+        } else {
+            &self.beside
+        }
+    }
+
+    /// The other documents that judged `f`'s claim (reproduced, differs or unsettled), with
+    /// their findings.
+    pub fn tested_elsewhere(&self, f: &Finding) -> Vec<(&Beside, &Finding)> {
+        self.others().iter().filter_map(|b| other(b, f).filter(|o| judged(o)).map(|o| (b, o))).collect()
+    }
+
+    /// What a claim this machine cannot test needs, and where it was tested: `needs two SMT
+    /// siblings of one core; docs/machines/big/results.json: reproduced (--beside it shows the
+    /// figure)`. `None` for a claim judged here, or one with no need a machine can lack.
+    pub fn cannot_test_words(&self, f: &Finding) -> Option<String> {
+        if !matches!(f.verdict, Verdict::CannotTest(_)) {
+            return None;
+        }
+        let needs = f.claim.needs_words()?;
+        Some(format!("needs {needs}; {}", self.where_tested(&[f.claim])))
+    }
+
+    /// Where the other documents tested `claims`, in words.
+    fn where_tested(&self, claims: &[Claim]) -> String {
+        let others = self.others();
+        if others.is_empty() {
+            return format!(
+                "no other machine's document was read (run from the repository's root to read {MACHINES}, or give \
+                 --beside)"
+            );
+        }
+        let mut tested = Vec::new();
+        for b in others {
+            let judged: Vec<&Finding> = claims
+                .iter()
+                .filter_map(|c| b.findings.iter().find(|o| o.claim.id == c.id))
+                .filter(|o| judged(o))
+                .collect();
+            if judged.is_empty() {
+                continue;
+            }
+            let shown = if self.beside.is_empty() { " (--beside shows it)" } else { "" };
+            let how = match judged.as_slice() {
+                [one] if claims.len() == 1 => format!("{}: {}", b.path, one.verdict.name()),
+                _ => {
+                    let counts = tally(&judged.iter().map(|o| (*o).clone()).collect::<Vec<_>>());
+                    let counts = counts.split_once(": ").map_or(counts.clone(), |(_, c)| c.to_string());
+                    format!("{} judged {} of them ({counts})", b.path, judged.len())
+                }
+            };
+            tested.push(format!("{how}{shown}"));
+        }
+        if tested.is_empty() {
+            let whose = if self.beside.is_empty() {
+                format!("committed under {MACHINES}")
+            } else {
+                "given --beside".to_string()
+            };
+            format!("none of the {} document(s) {whose} tests it either", others.len())
+        } else {
+            format!("tested in {}", tested.join("; "))
+        }
+    }
+}
+
+/// Where the committed machines' documents lie in the repository: one folder per machine,
+/// each with its `results.json`.
+pub const MACHINES: &str = "docs/machines";
+
+/// The committed machines' documents under `root`'s [`MACHINES`], in the order of their
+/// folders' names: none where the folder is missing (a report run outside the repository).
+/// A document that does not load is left out, and said in one line on stderr: it stands for
+/// another machine and is no reason to fail this one's report.
+pub fn committed(root: &Path) -> Vec<Beside> {
+    let Ok(entries) = std::fs::read_dir(root.join(MACHINES)) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok()).map(|e| e.path().join("results.json")).filter(|p| p.is_file()).collect();
+    paths.sort();
+    paths
+        .iter()
+        .filter_map(|path| match read_beside(path) {
+            Ok(mut b) => {
+                // Named as from the repository's root, whatever `root` is.
+                b.path = path.strip_prefix(root).unwrap_or(path).display().to_string();
+                Some(b)
+            }
+            Err(e) => {
+                eprintln!("warning: {}: not read as a committed machine: {e}", path.display());
+                None
+            }
+        })
+        .collect()
 }
 
 /// Another machine's results, shown as a column beside this run's.
 pub struct Beside {
+    /// The document's path, as given or as from the repository's root.
+    pub path: String,
     /// The column's heading: the folder the document lies in (`docs/machines/NAME/results.json`
     /// gives `NAME`), with its CPU.
     pub label: String,
@@ -66,14 +201,13 @@ pub fn beside(paths: &[PathBuf]) -> Result<Vec<Beside>, LabError> {
             paths.len()
         )));
     }
-    paths
-        .iter()
-        .map(|path| {
-            let results = crate::results::load(path)?;
-            let ctx = Context::new(&results);
-            Ok(Beside { label: label(path, &results), findings: findings(&ctx) })
-        })
-        .collect()
+    paths.iter().map(|path| read_beside(path)).collect()
+}
+
+fn read_beside(path: &Path) -> Result<Beside, LabError> {
+    let results = crate::results::load(path)?;
+    let ctx = Context::new(&results);
+    Ok(Beside { path: path.display().to_string(), label: label(path, &results), findings: findings(&ctx) })
 }
 
 fn label(path: &Path, results: &Results) -> String {
@@ -91,11 +225,15 @@ fn label(path: &Path, results: &Results) -> String {
 
 /// A finding's verdict with its reason, its caveats' marks (`[1]`: a caveat of a whole pass,
 /// said under the verdict) and, in full, any caveat of its own rows.
-fn verdict_html(f: &Finding, all: &[Caveat]) -> String {
+fn verdict_html(card: &Scorecard, f: &Finding) -> String {
+    let all = &card.all_caveats;
     let why = f.verdict.why();
     let mut text = escape(f.verdict.name());
     if !why.is_empty() {
         text.push_str(&format!(": {}", escape(why)));
+    }
+    if let Some(words) = card.cannot_test_words(f) {
+        text.push_str(&format!("; {}", escape(&words)));
     }
     let (numbers, _) = verdict::marks(all, &f.caveats);
     text.push_str(&verdict::html_marks(&numbers));
@@ -131,6 +269,7 @@ pub fn terminal(card: &Scorecard, room: usize) -> Vec<String> {
     for (b, letter) in beside.iter().zip(BESIDE_COLUMNS) {
         out.push(cut(&format!("machine {letter}: {}", b.label)));
     }
+    out.extend(cannot_test_lines(card));
     let shown: Vec<&Finding> =
         findings.iter().filter(|f| judged(f) || beside.iter().any(|b| other(b, f).is_some_and(judged))).collect();
     // The header and the closing line take two.
@@ -161,6 +300,27 @@ pub fn terminal(card: &Scorecard, room: usize) -> Vec<String> {
         "  ({left} more claims{more}; every claim's figure, reason and rows: index.html, docs/scorecard.md)"
     )));
     out
+}
+
+/// One line per need of the claims this machine cannot test: what would test them, and where
+/// they were tested (`cannot test 6 claims, they need two SMT siblings of one core: none of
+/// the 1 document(s) committed under docs/machines tests it either`).
+fn cannot_test_lines(card: &Scorecard) -> Vec<String> {
+    let mut groups: Vec<(String, Vec<Claim>)> = Vec::new();
+    for f in card.findings.iter().filter(|f| matches!(f.verdict, Verdict::CannotTest(_))) {
+        let Some(needs) = f.claim.needs_words() else { continue };
+        match groups.iter_mut().find(|(n, _)| *n == needs) {
+            Some((_, claims)) => claims.push(f.claim),
+            None => groups.push((needs, vec![f.claim])),
+        }
+    }
+    groups
+        .iter()
+        .flat_map(|(needs, claims)| {
+            let which = if claims.len() == 1 { claims[0].id.to_string() } else { format!("{} claims", claims.len()) };
+            wrap(&format!("cannot test {which} here, for want of {needs}: {}", card.where_tested(claims)), "", "  ")
+        })
+        .collect()
 }
 
 /// The terminal's columns for `--beside` documents (named in a legend above the table).
@@ -212,7 +372,7 @@ pub fn html(card: &Scorecard) -> String {
             escape(f.claim.paper),
             escape(&f.figure_text()),
             f.verdict.name().replace(' ', "-"),
-            verdict_html(f, &card.all_caveats),
+            verdict_html(card, f),
         ));
         for b in beside {
             let cell = other(b, f).map_or("-".to_string(), |o| format!("{}; {}", o.figure_text(), beside_text(o)));
@@ -548,7 +708,11 @@ mod tests {
         let mut run = Run::new("interference");
         run.rows = vec![slowdown("spin", "add", "single", "core", 0.5, 1.0)];
         let other = document(vec![run]);
-        let beside = vec![Beside { label: "big (EPYC)".to_string(), findings: findings(&Context::new(&other)) }];
+        let beside = vec![Beside {
+            path: "big/results.json".to_string(),
+            label: "big (EPYC)".to_string(),
+            findings: findings(&Context::new(&other)),
+        }];
         let card = Scorecard::new(&ctx, beside);
         let text = terminal(&card, 40);
         let n = card.findings.len();
@@ -568,5 +732,103 @@ mod tests {
         }
         assert!(page.contains("<th>big (EPYC)</th>"));
         assert_eq!(card.lines().len(), card.findings.len());
+    }
+
+    /// A document whose interference run could not place waiters on SMT siblings, and one
+    /// whose run did: the second reproduces the sibling claim (42% over the multiple-behaviour
+    /// workloads).
+    fn smt_documents() -> (Results, Results) {
+        let mut none = Run::new("interference");
+        none.rows = vec![
+            Row::new().with("placement", "smt").skipped("no SMT: every core has one logical CPU"),
+            slowdown("spin", "add", "single", "core", 0.5, 1.0),
+        ];
+        let mut smt = Run::new("interference");
+        smt.rows = vec![slowdown("spin", "mbv-int", "multiple", "smt", 42.0, 1.0)];
+        (document(vec![none]), document(vec![smt]))
+    }
+
+    #[test]
+    fn a_claim_this_machine_cannot_test_names_the_hardware_and_the_committed_machine_that_tested_it() {
+        let (none, smt) = smt_documents();
+        let root = std::env::temp_dir().join(format!("spinlab-committed-{}", std::process::id()));
+        for (name, doc) in [("big", &smt), ("small", &none)] {
+            let folder = root.join(MACHINES).join(name);
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join("results.json"), serde_json::to_string(doc).unwrap()).unwrap();
+        }
+        let committed = committed(&root);
+        std::fs::remove_dir_all(&root).unwrap();
+        let paths: Vec<&str> = committed.iter().map(|b| b.path.as_str()).collect();
+        assert_eq!(paths, ["docs/machines/big/results.json", "docs/machines/small/results.json"]);
+
+        let card = Scorecard::new(&Context::new(&none), Vec::new()).with_committed(committed);
+        let claim = "002-linux-loop-smt";
+        let f = finding(&card.findings, claim);
+        assert_eq!(f.verdict.name(), "cannot test here");
+        let words = card.cannot_test_words(f).unwrap();
+        assert!(
+            words.starts_with(
+                "needs two SMT siblings of one core; tested in docs/machines/big/results.json: reproduced"
+            ),
+            "{words}"
+        );
+        assert!(words.ends_with("(--beside shows it)"), "{words}");
+        assert!(!words.contains("small"), "the other committed machine cannot test it either: {words}");
+
+        let line = card.lines().into_iter().find(|l| l.id == claim).unwrap();
+        assert_eq!(line.needs.as_deref(), Some("two SMT siblings of one core"));
+        let tested = vec![TestedIn {
+            document: "docs/machines/big/results.json".to_string(),
+            verdict: "reproduced".to_string(),
+        }];
+        assert_eq!(line.tested_in, tested);
+        // A claim judged here names no other document; one every machine can test needs nothing.
+        let judged_here = card.lines().into_iter().find(|l| l.id == "000-linux-loop-other-core").unwrap();
+        assert!(judged_here.tested_in.is_empty() && judged_here.needs.is_some());
+        assert!(card.lines().into_iter().find(|l| l.id == "004-backoff-gain").unwrap().needs.is_none());
+
+        let text = terminal(&card, 40).join(" ");
+        assert!(
+            text.contains("cannot test 3 claims here, for want of two SMT siblings of one core: tested in")
+                && text.contains("docs/machines/big/results.json judged 2 of them (1 differs, 1 reproduced)"),
+            "{text}"
+        );
+        let page = html(&card);
+        let row = page.split(&format!("id=\"claim-{claim}\"")).nth(1).unwrap().split("</tr>").next().unwrap();
+        assert!(row.contains("needs two SMT siblings of one core; tested in docs/machines/big/results.json"), "{row}");
+        // The monitor-wait claim was not measured here at all, so it names nothing.
+        assert!(card.cannot_test_words(finding(&card.findings, "001-twakeup-mwait-vs-spin")).is_none());
+    }
+
+    #[test]
+    fn without_other_documents_a_claim_that_cannot_be_tested_says_how_to_read_them() {
+        let (none, smt) = smt_documents();
+        let alone = Scorecard::new(&Context::new(&none), Vec::new());
+        let f = finding(&alone.findings, "002-miss-loop-smt");
+        assert!(alone.cannot_test_words(f).unwrap().contains("run from the repository's root"));
+        // With --beside, the columns are the documents read; the committed ones are not.
+        let beside =
+            vec![Beside { path: "b.json".into(), label: "b".into(), findings: findings(&Context::new(&none)) }];
+        let card = Scorecard::new(&Context::new(&none), beside).with_committed(vec![Beside {
+            path: "docs/machines/big/results.json".into(),
+            label: "big".into(),
+            findings: findings(&Context::new(&smt)),
+        }]);
+        let words = card.cannot_test_words(finding(&card.findings, "002-miss-loop-smt")).unwrap();
+        assert_eq!(
+            words,
+            "needs two SMT siblings of one core; none of the 1 document(s) given --beside tests it either"
+        );
+        assert!(card.lines().iter().all(|l| l.tested_in.is_empty()));
+    }
+
+    #[test]
+    fn a_scorecard_line_written_before_needs_existed_still_reads() {
+        let old = json!({"id": "x", "seed": "000", "source": "s", "claim": "c", "paper": "p", "value": null,
+                         "ci95": null, "unit": "", "here": "-", "verdict": "cannot test here", "why": "no SMT",
+                         "rows": "r"});
+        let line: ScorecardLine = serde_json::from_value(old).unwrap();
+        assert!(line.needs.is_none() && line.tested_in.is_empty());
     }
 }

@@ -146,6 +146,22 @@ pub struct ScorecardLine {
     /// the figure: the two costs, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_moved: Option<String>,
+    /// What a machine must have to test the claim, in words, where a machine can lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
+    /// For a claim this document cannot test: the other documents the report read (`--beside`,
+    /// or the committed machines) that tested it, each with its verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tested_in: Vec<TestedIn>,
+}
+
+/// Another document that tested a claim this one cannot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestedIn {
+    /// Its path (`docs/machines/NAME/results.json`).
+    pub document: String,
+    /// Its verdict: `reproduced`, `differs` or `unsettled`.
+    pub verdict: String,
 }
 
 /// One experiment's results.

@@ -2,7 +2,7 @@
 //! lock, uncontended and contended, by node, and its waits against its holds.
 
 use super::figures::{cs_ns, sections, Sections};
-use crate::reading::scorecard::{words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
+use crate::reading::scorecard::{needs, words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
 use crate::reading::Context;
 use crate::results::format::{duration_words, section_words};
 use crate::results::rows::ContentionRow;
@@ -14,6 +14,7 @@ pub(super) const FAIR_UNCONTENDED: Claim = Claim {
     source: "§6.2, Table 3",
     claim: "uncontended, the fairlock costs about twice a spinlock",
     paper: "5 910 851 µs against 2 937 928 µs for 10^8 lock/unlock pairs by one thread (2.01x)",
+    needs: &[],
 };
 
 pub(super) const FAIR_THROUGHPUT: Claim = Claim {
@@ -22,6 +23,7 @@ pub(super) const FAIR_THROUGHPUT: Claim = Claim {
     source: "§6.2, Fig. 8",
     claim: "under contention the fairlock keeps most of a spinlock's throughput",
     paper: "64% of the spinlock's throughput on average, 2 to 8 threads pinned one per CPU (2-quad 8-way NUMA-Q)",
+    needs: &[],
 };
 
 pub(super) const SPINLOCK_FAVOURS_NODE: Claim = Claim {
@@ -30,6 +32,7 @@ pub(super) const SPINLOCK_FAVOURS_NODE: Claim = Claim {
     source: "§6.1, Table 1",
     claim: "a spinlock favours the CPUs of one node",
     paper: "quad 0's two threads acquired it 30 times as often as quad 1's (4 threads, two per quad; 4x with 8)",
+    needs: &[needs::NUMA],
 };
 
 pub(super) const MAX_WAIT_RATIO: Claim = Claim {
@@ -38,6 +41,7 @@ pub(super) const MAX_WAIT_RATIO: Claim = Claim {
     source: "§6.3, Table 4",
     claim: "a spinlock's longest wait is far longer than the fairlock's",
     paper: "two thousand times longer (the kernel's runqueue_lock under the Reflex benchmark, lockmeter)",
+    needs: &[],
 };
 
 pub(super) const FAIR_WAIT_VS_HOLD: Claim = Claim {
@@ -46,6 +50,7 @@ pub(super) const FAIR_WAIT_VS_HOLD: Claim = Claim {
     source: "§6.3",
     claim: "the fairlock's longest wait stays a small multiple of its longest hold",
     paper: "a little more than three times the longest hold (runqueue_lock, Reflex)",
+    needs: &[],
 };
 
 /// The spinlock seed 003 measured against (Linux's spinlock: test and test-and-set).

@@ -11,6 +11,7 @@ pub(super) const BACKOFF_GAIN: Claim = Claim {
     source: "the post's two tables",
     claim: "exponential backoff in the spin loop gains a little wall time on a highly contended lock",
     paper: "about 2.5% of wall time (71.78 to 69.84 s at 64 CPUs, 2.7%; 6.3% at 8), ia64, one inode lock",
+    needs: &[],
 };
 
 pub(super) const SLEEPING_WINS: Claim = Claim {
@@ -19,6 +20,7 @@ pub(super) const SLEEPING_WINS: Claim = Claim {
     source: "the post's closing paragraph",
     claim: "with many threads on one lock, sleeping waiters beat spinning ones",
     paper: "the rw-semaphore cut wall and system time (no figure given)",
+    needs: &[],
 };
 
 /// How much longer the spinning herd (`ttas:spin`) takes than the herd under `lock`, at the

@@ -3,7 +3,9 @@
 
 use super::CORE_SHARED;
 use crate::machine::Placement;
-use crate::reading::scorecard::{mean_of, why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged};
+use crate::reading::scorecard::{
+    mean_of, needs, why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged,
+};
 use crate::reading::Context;
 use crate::results::format::number;
 use crate::results::rows::InterferenceRow;
@@ -14,6 +16,7 @@ pub(super) const ONE_LINUX_LOOP_ON_SIBLING: Claim = Claim {
     source: "§IV.B",
     claim: "one thread in the Linux spin loop on the same core slows the active thread",
     paper: "9.5% on average over the workloads on UltraSPARC T1, 8.6% on T2 (one spinning strand)",
+    needs: &[needs::SMT],
 };
 
 pub(super) const LINUX_LOOP_ON_SIBLING: Claim = Claim {
@@ -23,6 +26,7 @@ pub(super) const LINUX_LOOP_ON_SIBLING: Claim = Claim {
     claim: "the Linux spin loop on the same core slows the active thread's real work heavily",
     paper: "42% on average over the multiple-behaviour workloads (61% worst case), UltraSPARC T2, spinning \
             strands on the active thread's core (seed 000 Fig. 7: three in its pipe)",
+    needs: &[needs::SMT],
 };
 
 pub(super) const MISS_LOOP_ON_SIBLING: Claim = Claim {
@@ -31,6 +35,7 @@ pub(super) const MISS_LOOP_ON_SIBLING: Claim = Claim {
     source: "slide \"Results\"",
     claim: "a spin loop that waits on a load that always misses nearly removes that slowdown",
     paper: "1.5% on average over the multiple-behaviour workloads (2% worst case), UltraSPARC T2",
+    needs: &[needs::SMT],
 };
 
 pub(super) const LINUX_LOOP_OTHER_CORE: Claim = Claim {
@@ -39,6 +44,7 @@ pub(super) const LINUX_LOOP_OTHER_CORE: Claim = Claim {
     source: "§V.B.2",
     claim: "a spinning thread on another core does not slow the active thread",
     paper: "negligible (not charted); under 3% from another pipe of the same T2 core",
+    needs: &[needs::TWO_CORES],
 };
 
 pub(super) const RESPONSIVENESS: Claim = Claim {
@@ -47,6 +53,7 @@ pub(super) const RESPONSIVENESS: Claim = Claim {
     source: "slide \"Results\"; seed 000 §V.D",
     claim: "the cache-miss loop pays for it in responsiveness: it reads the lock far less often",
     paper: "about 220 cycles between two reads of the lock instead of 10 (22x); 170 ns on T2",
+    needs: &[needs::TWO_CORES],
 };
 
 /// Which active workloads a claim averages over (seed 000 §III.D's two groups).

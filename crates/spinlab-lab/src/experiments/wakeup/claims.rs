@@ -4,7 +4,9 @@
 use super::tradeoff::long_computation;
 use super::PTHREAD_COND;
 use crate::machine::Placement;
-use crate::reading::scorecard::{why_missing, words, Claim, Estimate, Finding, Need, Observed, Verdict as Judged};
+use crate::reading::scorecard::{
+    needs, why_missing, words, Claim, Estimate, Finding, Need, Observed, Verdict as Judged,
+};
 use crate::reading::Context;
 use crate::results::format::number;
 use crate::results::rows::WakeupRow;
@@ -15,6 +17,7 @@ pub(super) const PTHREADS_WAKEUP: Claim = Claim {
     source: "Table 1",
     claim: "a waiter blocked in a pthread condition variable wakes far later than a spinning one",
     paper: "Twakeup 116989 cycles for pthreads against 584 for spin with PAUSE (200x), Xeon with HT",
+    needs: &[],
 };
 
 pub(super) const PTHREADS_CALL: Claim = Claim {
@@ -23,6 +26,7 @@ pub(super) const PTHREADS_CALL: Claim = Claim {
     source: "Table 1",
     claim: "notifying a pthread condition variable costs the notifier far more than setting a flag",
     paper: "Tcall 70042 cycles for pthreads against 785 for spin (89x)",
+    needs: &[],
 };
 
 pub(super) const MWAIT_WAKEUP: Claim = Claim {
@@ -31,6 +35,7 @@ pub(super) const MWAIT_WAKEUP: Claim = Claim {
     source: "Table 1",
     claim: "a waiter in MWAIT wakes between a spinner and a sleeping thread",
     paper: "Twakeup 25381 cycles for mwait against 584 for spin (43x) and 116989 for pthreads",
+    needs: &[needs::MONITOR_WAIT],
 };
 
 pub(super) const SPINNER_ON_SIBLING: Claim = Claim {
@@ -40,6 +45,7 @@ pub(super) const SPINNER_ON_SIBLING: Claim = Claim {
     claim: "a spinning waiter on the sibling hardware thread slows the worker more than the other primitives",
     paper: "Twork 4.2446 s beside spin against 3.566 s on average beside halt, pthreads and mwait (19% \
             longer), 2.8 GHz Netburst Xeon with HT",
+    needs: &[needs::SMT],
 };
 
 /// Seed 001's spinning waiter: a spin loop with PAUSE.
