@@ -606,6 +606,7 @@ mod tests {
             claim: "a claim",
             paper: "a figure",
             needs: &[],
+            remeasure: None,
         };
         let still = Finding::without(&claim, "rows", Verdict::Reproduced);
         let mut moved_under = still.clone();
@@ -626,6 +627,7 @@ mod tests {
             claim: "a claim",
             paper: "a figure",
             needs: &[],
+            remeasure: None,
         };
         let floor = |value, ci95| MachineState {
             name: "uncontended floor",

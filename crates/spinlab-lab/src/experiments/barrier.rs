@@ -29,7 +29,7 @@ use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Progress, Rep, StoppingRule};
 use crate::reading::advice::{lowest_tie, total_order, Advice, Contribution, Figure, Topic, Unit};
 use crate::reading::plot::{self, Axis, Scale};
-use crate::reading::scorecard::{mean_of, needs, why_missing, Claim, Estimate, Finding, Need, Observed};
+use crate::reading::scorecard::{mean_of, needs, why_missing, Claim, Estimate, Finding, Need, Observed, Remeasure};
 use crate::reading::{measured_as, series_by, Context, Panel};
 use crate::results::format::number;
 use crate::results::keys::{BARRIER, PLACEMENT};
@@ -476,6 +476,7 @@ const SPIN_VS_PTHREADS: Claim = Claim {
     paper: "spin-loops 26% and pthreads 12% below mwmon's throughput on average over light loads 0 to 10: \
             spin-loops take about 1.125x pthreads' time",
     needs: &[needs::SMT],
+    remeasure: Some(Remeasure { experiment: "barrier", options: &[("placement", "smt")] }),
 };
 
 const MWAIT_VS_PTHREADS: Claim = Claim {
@@ -485,6 +486,7 @@ const MWAIT_VS_PTHREADS: Claim = Claim {
     claim: "a barrier whose waiter sleeps in MWAIT beats the pthread barrier",
     paper: "12% better throughput than pthreads on average (1.22x at light load 0, 1.09x at 10)",
     needs: &[needs::SMT, needs::MONITOR_WAIT],
+    remeasure: Some(Remeasure { experiment: "barrier", options: &[("placement", "smt")] }),
 };
 
 /// The mean over light loads of `numerator`'s completion time over `denominator`'s (the

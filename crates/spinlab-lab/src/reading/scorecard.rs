@@ -31,6 +31,21 @@ pub struct Claim {
     /// What a machine must have for the claim to be tested on it, where a machine can lack it
     /// ([`needs`]); empty where every machine can test it. A `cannot test here` line names it.
     pub needs: &'static [&'static str],
+    /// What re-measurement settles the claim when this document leaves it `unsettled`;
+    /// `None` for a figure without an interval, which more repetitions cannot narrow.
+    pub remeasure: Option<Remeasure>,
+}
+
+/// A claim's re-measurement: its experiment, run again at the report's settings restricted
+/// to the rows the claim reads, with more repetitions (`spinlab report`'s settling,
+/// docs/scorecard.md). The restriction is in the common options' own words, as the command
+/// line takes them: `[("locks", "ttas:spin,fair:spin"), ("threads", "cpus")]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Remeasure {
+    /// The experiment's name.
+    pub experiment: &'static str,
+    /// Common options (long names without dashes) and their values.
+    pub options: &'static [(&'static str, &'static str)],
 }
 
 impl Claim {
@@ -337,6 +352,11 @@ pub struct Finding {
     pub claim: Claim,
     /// The figure compared with the claim's range, when there is one.
     pub here: Option<Estimate>,
+    /// The claim's range `[low, high]` the figure was judged against.
+    pub range: Option<(f64, f64)>,
+    /// The repetitions behind the figure, where the document says: a re-measurement's, or
+    /// the most its experiment's runs allowed (`max_reps`).
+    pub repetitions: Option<usize>,
     /// The unit of `here` in words (`%`, `x`, `ns`).
     pub unit: &'static str,
     /// The figures behind `here`, in words (`spin 45 ± 3 ns, pthread-cond 40 ± 5 µs`).
@@ -392,6 +412,8 @@ impl Finding {
         Finding {
             claim: *claim,
             here: None,
+            range: None,
+            repetitions: None,
             unit: "",
             detail: String::new(),
             rows: rows.to_string(),
@@ -418,6 +440,8 @@ impl Finding {
         Finding {
             claim: *claim,
             here: Some(measured.here),
+            range: Some(range),
+            repetitions: None,
             unit: measured.unit,
             verdict: Verdict::judge(&measured.here, range.0, range.1, reason),
             detail: measured.detail,
@@ -462,6 +486,32 @@ impl Finding {
         self
     }
 
+    /// About how many more repetitions would settle an `unsettled` figure. Its interval's
+    /// half-width shrinks as 1/√n, so the side that overlaps an end of the range, h from the
+    /// figure at d from that end, needs n·(h/d)² repetitions to clear it. `None` when the
+    /// figure is settled, its interval unbounded, the repetitions unknown, or the figure sits
+    /// on the end itself (no count of repetitions would tell).
+    pub fn more_repetitions(&self) -> Option<usize> {
+        if !matches!(self.verdict, Verdict::Unsettled(_)) {
+            return None;
+        }
+        let (here, (low, high), n) = (self.here?, self.range?, self.repetitions?);
+        if !here.bounded() {
+            return None;
+        }
+        let end = [low, high]
+            .into_iter()
+            .filter(|e| e.is_finite() && here.low() <= *e && *e <= here.high())
+            .min_by(|a, b| (a - here.value).abs().total_cmp(&(b - here.value).abs()))?;
+        let distance = (here.value - end).abs();
+        let half = if end > here.value { here.high() - here.value } else { here.value - here.low() };
+        if distance <= 0.0 || !half.is_finite() {
+            return None;
+        }
+        let needed = (n as f64 * (half / distance).powi(2)).ceil();
+        Some((needed as usize).saturating_sub(n).max(1))
+    }
+
     /// This machine's figure with its interval: `0.52 ± 0.04x`.
     pub fn value_text(&self) -> String {
         self.here.map_or("-".to_string(), |e| words(&e, self.unit))
@@ -496,6 +546,8 @@ impl Finding {
             under_load: self.under_load.clone(),
             machine_moved: self.machine_moved.clone(),
             needs: self.claim.needs_words(),
+            repetitions: self.repetitions,
+            more_repetitions: self.more_repetitions(),
             tested_in: Vec::new(),
         }
     }

@@ -8,6 +8,7 @@
 //! - [`figures`] and [`plot`](crate::reading::plot): the charts, from the rows' keys.
 //! - [`recommend`]: the recommendation, from the numbers; [`verdict`] lays it out.
 //! - [`scorecard`]: the seeds' claims against this run (and other machines' committed runs).
+//! - [`settle`]: more repetitions, within a budget, for the claims the runs left unsettled.
 //! - [`html`]: the page; [`terminal`]: the summary; [`lines`] and [`escape`]: the text
 //!   helpers both use.
 
@@ -18,6 +19,7 @@ pub mod lines;
 pub mod recommend;
 pub mod scorecard;
 pub mod settings;
+pub mod settle;
 pub mod terminal;
 pub mod transfer;
 pub mod verdict;
@@ -27,6 +29,7 @@ use crate::experiments::settings::{Length, Step};
 use crate::experiments::{self, check_options, Lab};
 use crate::measure::load::Meter;
 use crate::measure::pin::allowed_cpus;
+use crate::reading::scorecard::Remeasure;
 use crate::results::output::Outputs;
 use crate::results::{Results, Row, Run, TRANSFER_AFTER_NS, TRANSFER_BEFORE_NS};
 use clap::Args;
@@ -80,9 +83,39 @@ pub struct ReportOptions {
           help = format!("Another machine's results.json (e.g. docs/machines/NAME/results.json), shown as a column \
                           of the scorecard; repeatable, at most {}", scorecard::MAX_BESIDE))]
     pub beside: Vec<PathBuf>,
+    /// Seconds all re-measurements of unsettled claims may take, 0 for none (default: 90,
+    /// none with --smoke)
+    #[arg(long, value_name = "S", value_parser = parse_settle_total, conflicts_with = "from",
+          help = format!("Seconds all re-measurements of unsettled claims may take, 0 for none (default: {}, \
+                          none with --smoke); accepted: {}", settle::TOTAL_BUDGET_S, settle::TOTAL_BOUNDS.accepted()))]
+    pub settle_s: Option<u64>,
+    /// Seconds the re-measurements of one unsettled claim may take (default: 20)
+    #[arg(long, value_name = "S", value_parser = parse_settle_claim, conflicts_with = "from",
+          help = format!("Seconds the re-measurements of one unsettled claim may take (default: {}); accepted: {}",
+                         settle::CLAIM_BUDGET_S, settle::CLAIM_BOUNDS.accepted()))]
+    pub settle_claim_s: Option<u64>,
     /// No progress bars
     #[arg(long)]
     pub quiet: bool,
+}
+
+fn parse_settle_total(text: &str) -> Result<u64, String> {
+    settle::TOTAL_BOUNDS.parse(text)
+}
+
+fn parse_settle_claim(text: &str) -> Result<u64, String> {
+    settle::CLAIM_BOUNDS.parse(text)
+}
+
+impl ReportOptions {
+    /// The settling budget: the options', else the defaults (none for a smoke report).
+    fn budget(&self) -> settle::Budget {
+        let default = if self.smoke { 0 } else { settle::TOTAL_BUDGET_S };
+        settle::Budget {
+            claim_s: self.settle_claim_s.unwrap_or(settle::CLAIM_BUDGET_S) as f64,
+            total_s: self.settle_s.unwrap_or(default) as f64,
+        }
+    }
 }
 
 /// The three files of a report.
@@ -108,16 +141,17 @@ pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> 
     // Read before anything runs, so a bad path fails at once rather than after the run.
     let beside = scorecard::beside(&options.beside)?;
 
-    let mut results = if options.from.is_empty() {
+    let (mut results, attempts) = if options.from.is_empty() {
         measure(sys_root, options)?
     } else {
-        crate::results::load_together(&options.from)?
+        (crate::results::load_together(&options.from)?, Vec::new())
     };
     let ctx = crate::reading::Context::new(&results);
     // Without `--beside`, the machines committed in the repository (when run from its root)
     // say where the claims this machine cannot test were tested.
     let committed = if options.beside.is_empty() { scorecard::committed(Path::new(".")) } else { Vec::new() };
-    let card = Scorecard::new(&ctx, beside).with_committed(committed);
+    let mut card = Scorecard::new(&ctx, beside).with_committed(committed);
+    card.attempts = attempts;
     // Drawn from the runs every time, as the scorecard is: a document written before these
     // lines existed renders the same as a new one.
     let advice = recommend::recommend(&ctx);
@@ -130,7 +164,7 @@ pub fn report(sys_root: &Path, options: &ReportOptions) -> Result<(), LabError> 
     Ok(())
 }
 
-fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError> {
+fn measure(sys_root: &Path, options: &ReportOptions) -> Result<(Results, Vec<settle::Attempt>), LabError> {
     let length = if options.smoke {
         Length::Smoke
     } else if options.full {
@@ -175,7 +209,42 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
         }
         results.runs.extend(runs);
     }
-    Ok(results)
+    let budget = options.budget();
+    let attempts = if budget.total_s > 0.0 {
+        let mut again = |remeasure: &Remeasure, repetitions: usize| {
+            if !options.quiet {
+                eprintln!(
+                    "re-measuring {} with {repetitions} repetitions ({:.0} s so far)",
+                    remeasure.experiment,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            measure_again(&lab, length, remeasure, repetitions)
+        };
+        settle::settle(&mut results, budget, &mut again)
+    } else {
+        Vec::new()
+    };
+    Ok((results, attempts))
+}
+
+/// Every report step of `remeasure`'s experiment at `length`, restricted as it declares, with
+/// `repetitions` of each configuration.
+fn measure_again(lab: &Lab, length: Length, remeasure: &Remeasure, repetitions: usize) -> Result<Vec<Run>, LabError> {
+    let mut runs = Vec::new();
+    for step in settings::plan(length, lab.cpus()).into_iter().filter(|s| s.experiment.name() == remeasure.experiment) {
+        let common = settle::restricted(&step.common, remeasure, repetitions)?;
+        check_options(step.experiment.as_ref(), &common)?;
+        let meter = Meter::start(&allowed_cpus());
+        let mut these = crate::experiments::measure(step.experiment.as_ref(), lab, &common)?;
+        let load = meter.finish();
+        for run in these.iter_mut() {
+            run.stamp_load(&load);
+            run.param("report_length", length.name());
+        }
+        runs.extend(these);
+    }
+    Ok(runs)
 }
 
 /// One repetition of the floor's ping-pong between the first two usable CPUs (a few
@@ -185,4 +254,35 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<Results, LabError
 fn line_transfer_ns(lab: &Lab) -> Option<f64> {
     let probe = experiments::floor::first_pair_transfer(&allowed_cpus(), &lab.clock);
     probe.ok().flatten().map(|t| t.ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settling_budgets_are_checked_and_a_smoke_report_settles_nothing_unless_asked() {
+        assert_eq!(parse_settle_total("0"), Ok(0));
+        let too_long = parse_settle_total("3601").unwrap_err();
+        assert!(too_long.contains("3601") && too_long.contains("3600"), "{too_long}");
+        assert!(parse_settle_claim("0").unwrap_err().contains("1"), "a claim's budget of 0 is refused");
+        assert!(parse_settle_claim("ten").is_err());
+        let mut options = ReportOptions {
+            out: PathBuf::from("r"),
+            full: false,
+            only: None,
+            from: Vec::new(),
+            smoke: false,
+            beside: Vec::new(),
+            settle_s: None,
+            settle_claim_s: None,
+            quiet: true,
+        };
+        assert_eq!(options.budget(), settle::Budget::DEFAULT);
+        options.smoke = true;
+        assert_eq!(options.budget().total_s, 0.0);
+        options.settle_s = Some(30);
+        options.settle_claim_s = Some(5);
+        assert_eq!(options.budget(), settle::Budget { claim_s: 5.0, total_s: 30.0 });
+    }
 }

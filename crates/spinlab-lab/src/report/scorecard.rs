@@ -17,15 +17,54 @@ use crate::experiments;
 use crate::reading::caveat::{self, Caveat};
 use crate::reading::scorecard::{Claim, Finding, Verdict};
 use crate::reading::Context;
-use crate::results::{Results, ScorecardLine, TestedIn};
+use crate::results::{Remeasured, Results, ScorecardLine, TestedIn};
 use std::path::{Path, PathBuf};
 
 /// Every claim checked against the document behind `ctx`, seed by seed (within a seed, in the
 /// order of the experiments that check them).
+///
+/// A claim the document re-measured (`remeasured[]`) is judged on a copy of the document whose
+/// runs of its experiment are the re-measurement's; every other claim, figure and line of the
+/// report reads the runs as they are.
 pub fn findings(ctx: &Context<'_>) -> Vec<Finding> {
     let mut all: Vec<Finding> = experiments::all().iter().flat_map(|e| e.scorecard(ctx)).collect();
+    for f in all.iter_mut() {
+        f.repetitions = f.claim.remeasure.and_then(|r| most_repetitions(ctx.results, r.experiment));
+    }
+    for again in &ctx.results.remeasured {
+        let Some(at) = all.iter().position(|f| f.claim.id == again.claim) else { continue };
+        if let Some(f) = remeasured_finding(ctx.results, &all[at].claim, again) {
+            all[at] = f;
+        }
+    }
     all.sort_by(|a, b| a.claim.seed.cmp(b.claim.seed));
     all
+}
+
+/// The most repetitions a run of `experiment` allowed (its `max_reps`).
+fn most_repetitions(results: &Results, experiment: &str) -> Option<usize> {
+    results
+        .runs
+        .iter()
+        .filter(|r| r.experiment == experiment)
+        .filter_map(|r| r.params.get("max_reps").and_then(serde_json::Value::as_u64))
+        .max()
+        .map(|n| n as usize)
+}
+
+/// `claim` judged on `results` with its experiment's runs replaced by `again`'s.
+fn remeasured_finding(results: &Results, claim: &Claim, again: &Remeasured) -> Option<Finding> {
+    let experiment = claim.remeasure?.experiment;
+    let mut doc = results.clone();
+    doc.remeasured.clear();
+    doc.runs.retain(|r| r.experiment != experiment);
+    doc.runs.extend(again.runs.iter().cloned());
+    let ctx = Context::new(&doc);
+    let owner = experiments::all().into_iter().find(|e| e.name() == experiment)?;
+    let mut f = owner.scorecard(&ctx).into_iter().find(|f| f.claim.id == claim.id)?;
+    f.rows.push_str(&format!(" (re-measured with {} repetitions, docs/scorecard.md)", again.repetitions));
+    f.repetitions = Some(again.repetitions);
+    Some(f)
 }
 
 /// The findings of this run and of the `--beside` documents.
@@ -40,6 +79,9 @@ pub struct Scorecard {
     /// The machines committed under [`MACHINES`], read where no `--beside` was given: what a
     /// claim that cannot be tested here says about them.
     pub committed: Vec<Beside>,
+    /// What settling did in this run ([`super::settle`]): empty when the report measured
+    /// nothing or settled nothing.
+    pub attempts: Vec<super::settle::Attempt>,
 }
 
 impl Scorecard {
@@ -50,6 +92,7 @@ impl Scorecard {
             beside,
             all_caveats: caveat::pass_caveats(ctx.results),
             committed: Vec::new(),
+            attempts: Vec::new(),
         }
     }
 
@@ -235,6 +278,9 @@ fn verdict_html(card: &Scorecard, f: &Finding) -> String {
     if let Some(words) = card.cannot_test_words(f) {
         text.push_str(&format!("; {}", escape(&words)));
     }
+    if let (Some(n), Some(more)) = (f.repetitions, f.more_repetitions()) {
+        text.push_str(&format!("; {n} repetitions, about {more} more would settle it"));
+    }
     let (numbers, _) = verdict::marks(all, &f.caveats);
     text.push_str(&verdict::html_marks(&numbers));
     for c in f.caveats.iter().filter(|c| c.pass.is_none()) {
@@ -270,6 +316,7 @@ pub fn terminal(card: &Scorecard, room: usize) -> Vec<String> {
         out.push(cut(&format!("machine {letter}: {}", b.label)));
     }
     out.extend(cannot_test_lines(card));
+    out.extend(unsettled_lines(card));
     let shown: Vec<&Finding> =
         findings.iter().filter(|f| judged(f) || beside.iter().any(|b| other(b, f).is_some_and(judged))).collect();
     // The header and the closing line take two.
@@ -321,6 +368,36 @@ fn cannot_test_lines(card: &Scorecard) -> Vec<String> {
             wrap(&format!("cannot test {which} here, for want of {needs}: {}", card.where_tested(claims)), "", "  ")
         })
         .collect()
+}
+
+/// What settling did, and the claims still unsettled with about how many more repetitions
+/// each would need: `still unsettled: 004-backoff-gain (32 repetitions, about 44 more)`.
+fn unsettled_lines(card: &Scorecard) -> Vec<String> {
+    let mut text = String::new();
+    if !card.attempts.is_empty() {
+        let spent: f64 = card.attempts.iter().map(|a| a.spent_s).sum();
+        let settled = card.attempts.iter().filter(|a| a.verdict != "unsettled").count();
+        text = format!(
+            "settling re-measured {} unsettled claim(s) in {spent:.0} s: {settled} settled.",
+            card.attempts.len()
+        );
+    }
+    let still: Vec<String> = card
+        .findings
+        .iter()
+        .filter(|f| matches!(f.verdict, Verdict::Unsettled(_)))
+        .map(|f| match (f.repetitions, f.more_repetitions()) {
+            (Some(n), Some(more)) => format!("{} ({n} repetitions, about {more} more)", f.claim.id),
+            _ => f.claim.id.to_string(),
+        })
+        .collect();
+    if !still.is_empty() {
+        text.push_str(&format!("{}still unsettled: {}", if text.is_empty() { "" } else { " " }, still.join(", ")));
+    }
+    if text.is_empty() {
+        return Vec::new();
+    }
+    wrap(&text, "", "  ")
 }
 
 /// The terminal's columns for `--beside` documents (named in a legend above the table).

@@ -78,6 +78,7 @@ pub fn load_together(paths: &[PathBuf]) -> Result<Results, LabError> {
         stamp_command(&mut next);
         joined.created_unix_s = joined.created_unix_s.max(next.created_unix_s);
         joined.runs.append(&mut next.runs);
+        joined.remeasured.append(&mut next.remeasured);
     }
     joined.command = std::env::args().collect();
     Ok(joined)

@@ -86,6 +86,21 @@ pub struct Results {
     /// recomputed from the runs whenever a report is drawn).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recommendation: Vec<RecommendationLine>,
+    /// `spinlab report` only: the re-measurements of claims its runs left unsettled, each
+    /// read by its claim alone in place of its experiment's runs (docs/scorecard.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remeasured: Vec<Remeasured>,
+}
+
+/// A claim's re-measurement (`remeasured[]`, docs/results.md).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Remeasured {
+    /// The claim's key.
+    pub claim: String,
+    /// The repetitions each configuration was given (`--min-reps` and `--max-reps` both).
+    pub repetitions: usize,
+    /// The runs, which this claim reads instead of its experiment's.
+    pub runs: Vec<Run>,
 }
 
 impl Results {
@@ -102,6 +117,7 @@ impl Results {
             runs: Vec::new(),
             scorecard: Vec::new(),
             recommendation: Vec::new(),
+            remeasured: Vec::new(),
         }
     }
 }
@@ -149,6 +165,12 @@ pub struct ScorecardLine {
     /// What a machine must have to test the claim, in words, where a machine can lack it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needs: Option<String>,
+    /// The repetitions behind the figure, where the document says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<usize>,
+    /// For an `unsettled` claim: about how many more repetitions would settle it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_repetitions: Option<usize>,
     /// For a claim this document cannot test: the other documents the report read (`--beside`,
     /// or the committed machines) that tested it, each with its verdict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

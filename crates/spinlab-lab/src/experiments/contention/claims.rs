@@ -2,7 +2,9 @@
 //! lock, uncontended and contended, by node, and its waits against its holds.
 
 use super::figures::{cs_ns, sections, Sections};
-use crate::reading::scorecard::{needs, words, Claim, Estimate, Finding, MachineState, Observed, Verdict as Judged};
+use crate::reading::scorecard::{
+    needs, words, Claim, Estimate, Finding, MachineState, Observed, Remeasure, Verdict as Judged,
+};
 use crate::reading::Context;
 use crate::results::format::{duration_words, section_words};
 use crate::results::rows::ContentionRow;
@@ -15,6 +17,10 @@ pub(super) const FAIR_UNCONTENDED: Claim = Claim {
     claim: "uncontended, the fairlock costs about twice a spinlock",
     paper: "5 910 851 µs against 2 937 928 µs for 10^8 lock/unlock pairs by one thread (2.01x)",
     needs: &[],
+    remeasure: Some(Remeasure {
+        experiment: "contention",
+        options: &[("locks", "ttas:spin,fair:spin"), ("threads", "cpus")],
+    }),
 };
 
 pub(super) const FAIR_THROUGHPUT: Claim = Claim {
@@ -24,6 +30,10 @@ pub(super) const FAIR_THROUGHPUT: Claim = Claim {
     claim: "under contention the fairlock keeps most of a spinlock's throughput",
     paper: "64% of the spinlock's throughput on average, 2 to 8 threads pinned one per CPU (2-quad 8-way NUMA-Q)",
     needs: &[],
+    remeasure: Some(Remeasure {
+        experiment: "contention",
+        options: &[("locks", "ttas:spin,fair:spin"), ("threads", "cpus")],
+    }),
 };
 
 pub(super) const SPINLOCK_FAVOURS_NODE: Claim = Claim {
@@ -33,6 +43,7 @@ pub(super) const SPINLOCK_FAVOURS_NODE: Claim = Claim {
     claim: "a spinlock favours the CPUs of one node",
     paper: "quad 0's two threads acquired it 30 times as often as quad 1's (4 threads, two per quad; 4x with 8)",
     needs: &[needs::NUMA],
+    remeasure: None,
 };
 
 pub(super) const MAX_WAIT_RATIO: Claim = Claim {
@@ -42,6 +53,10 @@ pub(super) const MAX_WAIT_RATIO: Claim = Claim {
     claim: "a spinlock's longest wait is far longer than the fairlock's",
     paper: "two thousand times longer (the kernel's runqueue_lock under the Reflex benchmark, lockmeter)",
     needs: &[],
+    remeasure: Some(Remeasure {
+        experiment: "contention",
+        options: &[("locks", "ttas:spin,fair:spin"), ("threads", "cpus")],
+    }),
 };
 
 pub(super) const FAIR_WAIT_VS_HOLD: Claim = Claim {
@@ -51,6 +66,10 @@ pub(super) const FAIR_WAIT_VS_HOLD: Claim = Claim {
     claim: "the fairlock's longest wait stays a small multiple of its longest hold",
     paper: "a little more than three times the longest hold (runqueue_lock, Reflex)",
     needs: &[],
+    remeasure: Some(Remeasure {
+        experiment: "contention",
+        options: &[("locks", "ttas:spin,fair:spin"), ("threads", "cpus")],
+    }),
 };
 
 /// The spinlock seed 003 measured against (Linux's spinlock: test and test-and-set).

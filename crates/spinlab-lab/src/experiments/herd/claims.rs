@@ -1,7 +1,7 @@
 //! The seed's claims the herd rows speak to: seed 004's backoff gain and sleeping waiters.
 
 use super::FLOOR_LOCK;
-use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Verdict as Judged};
+use crate::reading::scorecard::{words, Claim, Estimate, Finding, Observed, Remeasure, Verdict as Judged};
 use crate::reading::Context;
 use crate::results::rows::HerdRow;
 
@@ -12,6 +12,7 @@ pub(super) const BACKOFF_GAIN: Claim = Claim {
     claim: "exponential backoff in the spin loop gains a little wall time on a highly contended lock",
     paper: "about 2.5% of wall time (71.78 to 69.84 s at 64 CPUs, 2.7%; 6.3% at 8), ia64, one inode lock",
     needs: &[],
+    remeasure: Some(Remeasure { experiment: "herd", options: &[("locks", "ttas:spin,ttas:backoff")] }),
 };
 
 pub(super) const SLEEPING_WINS: Claim = Claim {
@@ -21,6 +22,7 @@ pub(super) const SLEEPING_WINS: Claim = Claim {
     claim: "with many threads on one lock, sleeping waiters beat spinning ones",
     paper: "the rw-semaphore cut wall and system time (no figure given)",
     needs: &[],
+    remeasure: Some(Remeasure { experiment: "herd", options: &[("locks", "ttas:spin,ttas:futex")] }),
 };
 
 /// How much longer the spinning herd (`ttas:spin`) takes than the herd under `lock`, at the

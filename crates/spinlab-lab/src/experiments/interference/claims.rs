@@ -4,7 +4,7 @@
 use super::CORE_SHARED;
 use crate::machine::Placement;
 use crate::reading::scorecard::{
-    mean_of, needs, why_missing, words, Claim, Estimate, Finding, Observed, Verdict as Judged,
+    mean_of, needs, why_missing, words, Claim, Estimate, Finding, Observed, Remeasure, Verdict as Judged,
 };
 use crate::reading::Context;
 use crate::results::format::number;
@@ -17,6 +17,7 @@ pub(super) const ONE_LINUX_LOOP_ON_SIBLING: Claim = Claim {
     claim: "one thread in the Linux spin loop on the same core slows the active thread",
     paper: "9.5% on average over the workloads on UltraSPARC T1, 8.6% on T2 (one spinning strand)",
     needs: &[needs::SMT],
+    remeasure: Some(Remeasure { experiment: "interference", options: &[("waits", "spin"), ("placement", "smt")] }),
 };
 
 pub(super) const LINUX_LOOP_ON_SIBLING: Claim = Claim {
@@ -27,6 +28,7 @@ pub(super) const LINUX_LOOP_ON_SIBLING: Claim = Claim {
     paper: "42% on average over the multiple-behaviour workloads (61% worst case), UltraSPARC T2, spinning \
             strands on the active thread's core (seed 000 Fig. 7: three in its pipe)",
     needs: &[needs::SMT],
+    remeasure: Some(Remeasure { experiment: "interference", options: &[("waits", "spin"), ("placement", "smt")] }),
 };
 
 pub(super) const MISS_LOOP_ON_SIBLING: Claim = Claim {
@@ -36,6 +38,7 @@ pub(super) const MISS_LOOP_ON_SIBLING: Claim = Claim {
     claim: "a spin loop that waits on a load that always misses nearly removes that slowdown",
     paper: "1.5% on average over the multiple-behaviour workloads (2% worst case), UltraSPARC T2",
     needs: &[needs::SMT],
+    remeasure: Some(Remeasure { experiment: "interference", options: &[("waits", "miss"), ("placement", "smt")] }),
 };
 
 pub(super) const LINUX_LOOP_OTHER_CORE: Claim = Claim {
@@ -45,6 +48,7 @@ pub(super) const LINUX_LOOP_OTHER_CORE: Claim = Claim {
     claim: "a spinning thread on another core does not slow the active thread",
     paper: "negligible (not charted); under 3% from another pipe of the same T2 core",
     needs: &[needs::TWO_CORES],
+    remeasure: Some(Remeasure { experiment: "interference", options: &[("waits", "spin"), ("placement", "core")] }),
 };
 
 pub(super) const RESPONSIVENESS: Claim = Claim {
@@ -54,6 +58,10 @@ pub(super) const RESPONSIVENESS: Claim = Claim {
     claim: "the cache-miss loop pays for it in responsiveness: it reads the lock far less often",
     paper: "about 220 cycles between two reads of the lock instead of 10 (22x); 170 ns on T2",
     needs: &[needs::TWO_CORES],
+    remeasure: Some(Remeasure {
+        experiment: "interference",
+        options: &[("waits", "miss,spin"), ("placement", "core")],
+    }),
 };
 
 /// Which active workloads a claim averages over (seed 000 §III.D's two groups).

@@ -29,7 +29,7 @@ use crate::measure::partner::with_partner;
 use crate::measure::pin::with_pinned;
 use crate::measure::{interleave, Clock, Rep};
 use crate::reading::plot::{self, Axis, Scale};
-use crate::reading::scorecard::{needs, why_missing, Claim, Estimate, Finding, Observed};
+use crate::reading::scorecard::{needs, why_missing, Claim, Estimate, Finding, Observed, Remeasure};
 use crate::reading::{distinct_by, measured_as, Context, Panel};
 use crate::results::rows::SprRow;
 use crate::results::table::{col, Column};
@@ -464,6 +464,7 @@ const TC_SPEEDUP: Claim = Claim {
     paper: "1.35x over serial for TC with mwmon (1.07x to 1.35x over four applications, 1.17x on average); \
             pthreads 3.6% and spin-loops 15% behind mwmon on average",
     needs: &[needs::SMT],
+    remeasure: Some(Remeasure { experiment: "spr", options: &[("placement", "smt")] }),
 };
 
 /// The barriers seed 001 throttled its helper with, best first: MONITOR/MWAIT's successors,

@@ -5,7 +5,7 @@ use super::tradeoff::long_computation;
 use super::PTHREAD_COND;
 use crate::machine::Placement;
 use crate::reading::scorecard::{
-    needs, why_missing, words, Claim, Estimate, Finding, Need, Observed, Verdict as Judged,
+    needs, why_missing, words, Claim, Estimate, Finding, Need, Observed, Remeasure, Verdict as Judged,
 };
 use crate::reading::Context;
 use crate::results::format::number;
@@ -18,6 +18,7 @@ pub(super) const PTHREADS_WAKEUP: Claim = Claim {
     claim: "a waiter blocked in a pthread condition variable wakes far later than a spinning one",
     paper: "Twakeup 116989 cycles for pthreads against 584 for spin with PAUSE (200x), Xeon with HT",
     needs: &[],
+    remeasure: Some(Remeasure { experiment: "wakeup", options: &[("waits", "pause")] }),
 };
 
 pub(super) const PTHREADS_CALL: Claim = Claim {
@@ -27,6 +28,7 @@ pub(super) const PTHREADS_CALL: Claim = Claim {
     claim: "notifying a pthread condition variable costs the notifier far more than setting a flag",
     paper: "Tcall 70042 cycles for pthreads against 785 for spin (89x)",
     needs: &[],
+    remeasure: Some(Remeasure { experiment: "wakeup", options: &[("waits", "pause")] }),
 };
 
 pub(super) const MWAIT_WAKEUP: Claim = Claim {
@@ -36,6 +38,7 @@ pub(super) const MWAIT_WAKEUP: Claim = Claim {
     claim: "a waiter in MWAIT wakes between a spinner and a sleeping thread",
     paper: "Twakeup 25381 cycles for mwait against 584 for spin (43x) and 116989 for pthreads",
     needs: &[needs::MONITOR_WAIT],
+    remeasure: Some(Remeasure { experiment: "wakeup", options: &[("waits", "pause,umwait,mwaitx")] }),
 };
 
 pub(super) const SPINNER_ON_SIBLING: Claim = Claim {
@@ -46,6 +49,7 @@ pub(super) const SPINNER_ON_SIBLING: Claim = Claim {
     paper: "Twork 4.2446 s beside spin against 3.566 s on average beside halt, pthreads and mwait (19% \
             longer), 2.8 GHz Netburst Xeon with HT",
     needs: &[needs::SMT],
+    remeasure: Some(Remeasure { experiment: "wakeup", options: &[("waits", "pause,futex"), ("placement", "smt")] }),
 };
 
 /// Seed 001's spinning waiter: a spin loop with PAUSE.
