@@ -40,7 +40,7 @@ pub struct Claim {
 /// to the rows the claim reads, with more repetitions (`spinlab report`'s settling,
 /// docs/scorecard.md). The restriction is in the common options' own words, as the command
 /// line takes them: `[("locks", "ttas:spin,fair:spin"), ("threads", "cpus")]`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Remeasure {
     /// The experiment's name.
     pub experiment: &'static str,

@@ -168,13 +168,10 @@ impl Scorecard {
                 continue;
             }
             let shown = if self.beside.is_empty() { " (--beside shows it)" } else { "" };
-            let how = match judged.as_slice() {
-                [one] if claims.len() == 1 => format!("{}: {}", b.path, one.verdict.name()),
-                _ => {
-                    let counts = tally(&judged.iter().map(|o| (*o).clone()).collect::<Vec<_>>());
-                    let counts = counts.split_once(": ").map_or(counts.clone(), |(_, c)| c.to_string());
-                    format!("{} judged {} of them ({counts})", b.path, judged.len())
-                }
+            let how = if claims.len() == 1 {
+                format!("tested in {}: {}", b.path, judged[0].verdict.name())
+            } else {
+                format!("{} judged {} of them ({})", b.path, judged.len(), counts(judged.into_iter()))
             };
             tested.push(format!("{how}{shown}"));
         }
@@ -184,9 +181,10 @@ impl Scorecard {
             } else {
                 "given --beside".to_string()
             };
-            format!("none of the {} document(s) {whose} tests it either", others.len())
+            let them = if claims.len() == 1 { "it" } else { "them" };
+            format!("none of the {} document(s) {whose} tests {them} either", others.len())
         } else {
-            format!("tested in {}", tested.join("; "))
+            tested.join("; ")
         }
     }
 }
@@ -350,8 +348,8 @@ pub fn terminal(card: &Scorecard, room: usize) -> Vec<String> {
 }
 
 /// One line per need of the claims this machine cannot test: what would test them, and where
-/// they were tested (`cannot test 6 claims, they need two SMT siblings of one core: none of
-/// the 1 document(s) committed under docs/machines tests it either`).
+/// they were tested (`cannot test 6 claims here, for want of two SMT siblings of one core:
+/// none of the 1 document(s) committed under docs/machines tests them either`).
 fn cannot_test_lines(card: &Scorecard) -> Vec<String> {
     let mut groups: Vec<(String, Vec<Claim>)> = Vec::new();
     for f in card.findings.iter().filter(|f| matches!(f.verdict, Verdict::CannotTest(_))) {
@@ -405,6 +403,11 @@ const BESIDE_COLUMNS: [&str; MAX_BESIDE] = ["B", "C", "D", "E"];
 
 /// `4 reproduced, 2 differ, …`.
 pub fn tally(findings: &[Finding]) -> String {
+    format!("{} claims: {}", findings.len(), counts(findings.iter()))
+}
+
+/// `4 reproduced, 2 differs`: the findings' verdicts, counted in first-seen order.
+fn counts<'a>(findings: impl Iterator<Item = &'a Finding>) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for f in findings {
         match counts.iter_mut().find(|(n, _)| *n == f.verdict.name()) {
@@ -412,8 +415,7 @@ pub fn tally(findings: &[Finding]) -> String {
             None => counts.push((f.verdict.name(), 1)),
         }
     }
-    let parts: Vec<String> = counts.iter().map(|(n, c)| format!("{c} {n}")).collect();
-    format!("{} claims: {}", findings.len(), parts.join(", "))
+    counts.iter().map(|(n, c)| format!("{c} {n}")).collect::<Vec<_>>().join(", ")
 }
 
 fn other<'a>(b: &'a Beside, f: &Finding) -> Option<&'a Finding> {
@@ -865,9 +867,9 @@ mod tests {
         assert!(judged_here.tested_in.is_empty() && judged_here.needs.is_some());
         assert!(card.lines().into_iter().find(|l| l.id == "004-backoff-gain").unwrap().needs.is_none());
 
-        let text = terminal(&card, 40).join(" ");
+        let text = terminal(&card, 40).join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
-            text.contains("cannot test 3 claims here, for want of two SMT siblings of one core: tested in")
+            text.contains("cannot test 3 claims here, for want of two SMT siblings of one core: docs/machines")
                 && text.contains("docs/machines/big/results.json judged 2 of them (1 differs, 1 reproduced)"),
             "{text}"
         );
