@@ -236,8 +236,15 @@ fn measure_again(lab: &Lab, length: Length, remeasure: &Remeasure, repetitions: 
         let common = settle::restricted(&step.common, remeasure, repetitions)?;
         check_options(step.experiment.as_ref(), &common)?;
         let meter = Meter::start(&allowed_cpus());
+        let started = Instant::now();
         let mut these = crate::experiments::measure(step.experiment.as_ref(), lab, &common)?;
         let load = meter.finish();
+        // Settling charges a round the runs' `elapsed_s`: the wall time not in them yet goes
+        // on the last, so the budget sees every second the round took.
+        let unrecorded = started.elapsed().as_secs_f64() - these.iter().map(|r| r.elapsed_s).sum::<f64>();
+        if let Some(last) = these.last_mut().filter(|_| unrecorded > 0.0) {
+            last.elapsed_s += unrecorded;
+        }
         for run in these.iter_mut() {
             run.stamp_load(&load);
             run.param("report_length", length.name());
