@@ -29,9 +29,9 @@ use clap::{Args, FromArgMatches};
 /// to the two treatments a claim compares takes a few seconds at the short report's
 /// repetitions, so this leaves room for about two doublings.
 pub const CLAIM_BUDGET_S: u64 = 20;
-/// Seconds all re-measurements of one report may take: half the short report's own time of
-/// about three minutes, so settling never more than makes it half again as long.
-pub const TOTAL_BUDGET_S: u64 = 90;
+/// Seconds all re-measurements of one report may take: under half the short report's own
+/// time (about 130 s on a 2-CPU machine), so that settling keeps it within 1.5 times that.
+pub const TOTAL_BUDGET_S: u64 = 60;
 /// `--settle-s`: the whole budget; 0 turns settling off.
 pub const TOTAL_BOUNDS: Bounds = Bounds::new(0, 3600).unit(" s");
 /// `--settle-claim-s`: one claim's budget.
