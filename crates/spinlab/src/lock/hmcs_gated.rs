@@ -35,7 +35,7 @@
 //! [`STARVATION_NS`]: super::STARVATION_NS
 //! [`HEAD_STALL_NS`]: super::HEAD_STALL_NS
 
-#[cfg(any(doc, test))]
+#[cfg(doc)]
 use super::HMCS_PASS_BOUND;
 use super::{Gate, Gated, HmcsGuard, HmcsQueue};
 use crate::sync::AtomicU32;
@@ -81,6 +81,7 @@ impl<W: Wait, const BOUND: u32> Gate for HmcsQueue<W, BOUND> {
 mod tests {
     use super::super::hmcs::tests::of_group;
     use super::*;
+    use crate::lock::HMCS_PASS_BOUND;
     use crate::wait::{Futex, SpinPark};
     use lock_api::RawMutex;
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
