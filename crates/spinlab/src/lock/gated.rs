@@ -526,12 +526,19 @@ mod tests {
     /// While the head holds the lock, the second must stay asleep, at the gate: its wake-up is
     /// the head's release's to make.
     fn a_sleeping_waiter_passed_the_gate_is_woken_after_the_release<L: Gate + Sync>() {
+        a_sleeping_waiter_in_a_group_passed_the_gate_is_woken_after_the_release::<L>([0, 0]);
+    }
+
+    /// The same with the head and the second waiter in the groups `groups` declares, which
+    /// only the topology-aware gates read: in two groups, an HMCS gate passes the root.
+    fn a_sleeping_waiter_in_a_group_passed_the_gate_is_woken_after_the_release<L: Gate + Sync>(groups: [u32; 2]) {
         let lock = Gated::<L, Futex>::default();
         let (in_section, release, next_done) = (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
         let (head, next) = (AtomicI32::new(0), AtomicI32::new(0));
         let barged = lock.lock();
         let waiting_in_section = std::thread::scope(|s| {
             s.spawn(|| {
+                let _group = crate::testing::declare_cna_group(groups[0]);
                 // SAFETY: gettid has no preconditions.
                 head.store(unsafe { libc::gettid() }, SeqCst);
                 let guard = lock.lock();
@@ -544,6 +551,7 @@ mod tests {
             wait_until(|| lock.word.waiting().1 == 1);
             wait_until_asleep(&head);
             s.spawn(|| {
+                let _group = crate::testing::declare_cna_group(groups[1]);
                 // SAFETY: as above.
                 next.store(unsafe { libc::gettid() }, SeqCst);
                 let guard = lock.lock();
@@ -575,6 +583,15 @@ mod tests {
     #[test]
     fn a_sleeping_waiter_passed_an_hmcs_gate_is_woken_after_the_release_not_inside_it() {
         a_sleeping_waiter_passed_the_gate_is_woken_after_the_release::<crate::lock::HmcsQueue<Futex>>();
+    }
+
+    /// The second waiter in another group: the head's group leaves the root, whose headship
+    /// goes to the second waiter's group node, on which it sleeps.
+    #[test]
+    fn a_sleeping_waiter_passed_the_root_of_an_hmcs_gate_is_woken_after_the_release_not_inside_it() {
+        a_sleeping_waiter_in_a_group_passed_the_gate_is_woken_after_the_release::<crate::lock::HmcsQueue<Futex>>([
+            0, 1,
+        ]);
     }
 
     #[test]
