@@ -50,7 +50,7 @@ pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 ///   waiter overtaken at most once by each thread that arrived after it; `fair` round-robin
 ///   over its waiters' slots; `cna` and `hmcs` the holder's NUMA node first, within a bound
 ///   (`cna`: at most 64 hand-overs in a row past the oldest waiter). Over a policy that sleeps
-///   or yields, their waiters keep that order, but a running thread may take the lock before
+///   or yields, their waiters (and those of `cna` and `hmcs`) keep that order, but a running thread may take the lock before
 ///   the head of the queue, for at most 0.5 ms of the head's wait; `cna-gated` is `cna`'s order
 ///   kept so over every policy. `bounded`: a running waiter passed over for at most 0.5 ms.
 ///   `malthusian`: MCS order among about one thread per CPU, the others passive, the oldest
@@ -66,10 +66,10 @@ pub const SPINLAB_MUTEX_ALIGN: usize = 8;
 /// over a policy whose waiters keep their CPU (`spin`, `pause`, `idiv`, `fdiv`, `cas`, `miss`,
 /// `backoff`, `umwait`, `tpause`, `mwaitx`, `wfe`) hand the lock over in order to a thread
 /// that may not be running, and their throughput collapses: use them only where threads
-/// never outnumber the CPUs they may run on. Over a policy that sleeps or yields, those six
-/// and `cna` queue in front of a bounded-bypass word and hold up, as `cna-gated` does over
-/// every policy. `cna` over the other policies and `hmcs` over any hand the lock to a chosen
-/// waiter that may not be running: a convoy. `malthusian` restricts instead: about one thread
+/// never outnumber the CPUs they may run on. Over a policy that sleeps or yields, those six,
+/// `cna` and `hmcs` queue in front of a bounded-bypass word and hold up, as `cna-gated` does
+/// over every policy (gated, `hmcs` takes 40 bytes with its guard). `cna` and `hmcs` over the
+/// other policies hand the lock to a chosen waiter that may not be running: a convoy. `malthusian` restricts instead: about one thread
 /// per CPU waits in its MCS queue and the others wait passive, asleep over a sleeping policy;
 /// over a policy that never sleeps they spin, and its hand-overs convoy. Every other lock
 /// holds up (docs/c.md, "When threads outnumber CPUs"; measurements in docs/contention.md).

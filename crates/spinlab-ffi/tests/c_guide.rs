@@ -92,8 +92,9 @@ fn the_gated_row_holds_the_in_order_locks_over_policies_that_leave_the_cpu() {
     assert!(names_in(&rows[1].0).contains("mcs:pause-yield-park"), "every sleeping policy is in the row");
     assert!(names_in(&rows[1].0).contains("fair:yield"), "yield's waiters offer their CPU: gated too");
     assert!(names_in(&rows[1].0).contains("hapax:futex") && names_in(&rows[1].0).contains("reciprocating:spin-park"));
-    assert!(names_in(&rows[2].0).contains("cna:spin") && names_in(&rows[2].0).contains("hmcs:futex"), "convoys");
+    assert!(names_in(&rows[2].0).contains("cna:spin") && names_in(&rows[2].0).contains("hmcs:pause"), "convoys");
     assert!(names_in(&rows[3].0).contains("cna:futex"), "cna over a sleeping policy is the CNA-gated word");
+    assert!(names_in(&rows[3].0).contains("hmcs:futex"), "hmcs over a sleeping policy is the HMCS-gated word");
     // The convoy row hands over to chosen waiters; the barging row frees the word.
     for name in names_in(&rows[2].0) {
         let facts = &spinlab_registry::LOCKS.info(&name).unwrap().facts;

@@ -71,8 +71,8 @@ fn refused(lock: &LockChoice) -> Option<String> {
     };
     if let Some(why) = why {
         return Some(format!(
-            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, cna, cna-gated, hmcs, reciprocating, fair, bounded, adaptive or malthusian \
-             with a wait policy, parking_lot or pthread"
+            "`{name}` cannot be preloaded: {why}; use tas, ttas, ticket, mcs, clh, cna, cna-gated, reciprocating, fair, bounded, adaptive or malthusian \
+             with a wait policy, hmcs with one whose waiters keep their CPU, parking_lot or pthread"
         ));
     }
     lock.unavailable().map(|why| format!("`{name}` cannot run on this CPU: {why}"))

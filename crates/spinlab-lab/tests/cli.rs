@@ -182,8 +182,8 @@ fn list_shows_every_lock_with_availability() {
         assert_eq!(collapses, gated_in_order && keeps_cpu, "{lock}");
         let convoys = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("convoys"));
         let restricts = lock["oversubscribed"].as_str().is_some_and(|o| o.starts_with("restricts"));
-        // CNA is gated as the in-order locks are; HMCS has no gate.
-        let chooses = algorithm == "hmcs" || (["cna", "malthusian"].contains(&algorithm) && keeps_cpu);
+        // CNA and HMCS are gated as the in-order locks are.
+        let chooses = ["cna", "hmcs", "malthusian"].contains(&algorithm) && keeps_cpu;
         assert_eq!(convoys, chooses, "{lock}");
         assert_eq!(restricts, algorithm == "malthusian" && !keeps_cpu, "{lock}");
     }
@@ -328,6 +328,8 @@ fn list_fits_in_100_columns_and_names_every_registered_name() {
     assert_eq!(row("hapax:spin")[2], "24");
     assert_eq!(row("hapax:futex")[2], "24", "gated: the word and its room before Hapax's two words");
     assert_eq!(row("reciprocating:futex")[2], "12", "gated: the word, its room and the arrivals");
+    assert_eq!(row("hmcs:spin")[2], "16");
+    assert_eq!(row("hmcs:futex")[2], "40", "gated: the word before HMCS's queues, and two owed wake-ups");
     for gated in ["hapax:futex", "reciprocating:yield"] {
         assert_eq!(row(gated)[1], "queue order", "{gated}");
         assert_eq!(row(gated)[4], "holds up", "{gated}");

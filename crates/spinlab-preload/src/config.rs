@@ -468,12 +468,17 @@ mod tests {
         assert!(!text.contains('\n'));
         // Every usable name is described (by the grammar or by name), and no refused one.
         let accepted = accepted();
-        // Every algorithm but Hapax (24 bytes) fits with every policy: CLH over a spinning
-        // policy too (its tail and a one-pointer guard), not only as the gate of a bounded word.
+        // Every algorithm but Hapax (24 bytes) and HMCS fits with every policy: CLH over a
+        // spinning policy too (its tail and a one-pointer guard), not only as the gate of a
+        // bounded word. HMCS fits only ungated, over the policies whose waiters keep their
+        // CPU: gated, it takes 40 bytes.
         assert!(
-            accepted.starts_with("ALGORITHM:POLICY with ALGORITHM one of tas, ttas, ticket, mcs, clh, cna, cna-gated, hmcs, reciprocating, fair, bounded, adaptive, malthusian and POLICY one of spin, pause, "),
+            accepted.starts_with("ALGORITHM:POLICY with ALGORITHM one of tas, ttas, ticket, mcs, clh, cna, cna-gated, reciprocating, fair, bounded, adaptive, malthusian and POLICY one of spin, pause, "),
             "{accepted}"
         );
+        let hmcs =
+            accepted.split("; or ").find(|clause| clause.starts_with("hmcs:POLICY with POLICY one of spin, pause, "));
+        assert!(hmcs.is_some_and(|clause| !clause.contains("futex") && !clause.contains("yield")), "{accepted}");
         assert!(
             accepted.contains("; or parking_lot, pthread (`default`, or unset: adaptive:pause-yield-park)"),
             "{accepted}"
@@ -495,6 +500,10 @@ mod tests {
         for clh in ["clh:spin", "clh:pause", "clh:backoff", "clh:futex"] {
             assert!(parse(Some(clh), None, None, None).is_ok(), "{clh} fits in a pthread_mutex_t");
         }
+        // HMCS gated, over a policy whose waiters leave the CPU, takes 40 bytes with its guard.
+        let why = "cannot replace pthread mutexes: `hmcs:futex` takes 40 bytes aligned to 8, and the room is 16 bytes aligned to 8; valid values: ";
+        assert!(error("hmcs:futex").starts_with(&format!("SPINLAB_LOCK=hmcs:futex {why}")), "{}", error("hmcs:futex"));
+        assert!(parse(Some("hmcs:pause"), None, None, None).is_ok(), "ungated, HMCS fits in a pthread_mutex_t");
         for entry in LOCKS.entries().iter().filter(|e| e.availability.is_err()) {
             assert!(error(&entry.name).contains("is unavailable here"), "{}", entry.name);
         }

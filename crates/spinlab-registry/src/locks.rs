@@ -3,8 +3,8 @@
 use crate::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
 use spinlab::lock::{
-    Adaptive, Bounded, Clh, Cna, CnaGated, Fair, Gated, Hapax, Hmcs, Malthusian, Mcs, McsQueue, Reciprocating, Tas,
-    Ticket, Ttas,
+    Adaptive, Bounded, Clh, Cna, CnaGated, Fair, Gated, Hapax, Hmcs, HmcsGated, Malthusian, Mcs, McsQueue,
+    Reciprocating, Tas, Ticket, Ttas,
 };
 use spinlab::wait::Wait;
 use std::time::Instant;
@@ -45,7 +45,7 @@ pub struct LockFacts {
     /// Whether unlocking hands the lock over in order (`RawMutexFair`).
     pub fair: bool,
     /// Whether unlocking hands the lock to a chosen waiter, in order or not (every `fair`
-    /// lock, `cna`, `hmcs`, and `malthusian`'s MCS queue), rather than freeing it for whichever running thread comes first:
+    /// lock, `cna` and `hmcs` ungated, and `malthusian`'s MCS queue), rather than freeing it for whichever running thread comes first:
     /// with more threads than CPUs, such a hand-over waits for its waiter to be scheduled.
     pub hands_over: bool,
     /// Whether at most about one thread per CPU waits in the lock while the surplus sleep
@@ -284,7 +284,7 @@ macro_rules! algorithm {
 /// per queued waiter.
 const GATED_COSTS: Costs = Costs {
     uncontended: "CAS + CAS (the word's)",
-    per_waiter: "the gate's, for each queued waiter: an MCS, CNA, CLH or reciprocating queue node (a 128-byte line), a slot of the ticket or hapax locks' waiting array (hapax: and 16 bytes per thread), or a fair-lock slot",
+    per_waiter: "the gate's, for each queued waiter: an MCS, CNA, HMCS, CLH or reciprocating queue node (a 128-byte line; HMCS: one more per node group queued at the root and, once contended, a 128-byte line per NUMA node), a slot of the ticket or hapax locks' waiting array (hapax: and 16 bytes per thread), or a fair-lock slot",
 };
 
 /// Each algorithm's costs with a policy whose waiters keep their CPU, and with one whose
@@ -366,6 +366,13 @@ const CNA_GATED_BOUND: &str = concat!(
     head_at_the_word!()
 );
 
+/// The HMCS-gated word's guarantee (`spinlab::lock::HmcsGated`): HMCS's order at the gate,
+/// with its bound written out as in [`HMCS_BOUND`], and the gated head's.
+const HMCS_GATED_BOUND: &str = concat!(
+    "none for running threads, which take the word whenever it is free; queued waiters' NUMA nodes take turns at the gate in the order they queued, each for at most 64 hand-overs in a row within the node while another node's waiters wait; FIFO within a node; ",
+    head_at_the_word!()
+);
+
 /// The guarantee of an in-order lock built as the gate of a bounded-bypass word.
 const GATED_BOUND: &str = concat!("waiters in queue order; ", head_at_the_word!());
 
@@ -419,9 +426,30 @@ impl LockAlgorithm for CnaAlgorithm {
 // The gated word with CNA's queue as the gate, over every policy (as Fissile locks, which
 // put a test-and-set word in front of CNA): running threads barge, so no hand-over convoys.
 algorithm!(CnaGatedAlgorithm, CnaGated, "cna-gated", fair: false, hands over: false, bound: CNA_GATED_BOUND);
-// Not gated over any policy: there is no gate of HMCS's two queues. Over policies whose
-// waiters give their CPU away its hand-overs convoy.
-algorithm!(HmcsAlgorithm, Hmcs, "hmcs", fair: false, hands over: true, bound: HMCS_BOUND);
+/// HMCS as CNA is built: the lock as it is over a policy whose waiters keep their CPU; over
+/// one whose waiters give their CPU away, its two levels of queues gate the word (the
+/// HMCS-gated word), since handing the lock to a waiter that is not running is a convoy.
+struct HmcsAlgorithm;
+
+impl LockAlgorithm for HmcsAlgorithm {
+    const NAME: &'static str = "hmcs";
+    const COSTS: Costs = costs_of("hmcs").0;
+    const LEAVING_COSTS: Costs = GATED_COSTS;
+    const FAIR: bool = false;
+    const LEAVING_FAIR: bool = false;
+    const HANDS_OVER: bool = true;
+    const LEAVING_HANDS_OVER: bool = false;
+    const BOUND: &'static str = HMCS_BOUND;
+    const LEAVING_BOUND: &'static str = HMCS_GATED_BOUND;
+
+    fn built<W: Wait>() -> Built {
+        if W::LEAVES_CPU {
+            Built::of::<Stored<HmcsGated<W>>>()
+        } else {
+            Built::of::<Stored<Hmcs<W>>>()
+        }
+    }
+}
 algorithm!(ReciprocatingAlgorithm, Reciprocating, "reciprocating", fair: true,
            bound: "overtaken at most once by each thread that arrived later: arrivals admitted in batches, in order, each newest first",
            gated on Reciprocating when leaving, bound: RECIPROCATING_GATED_BOUND);
@@ -621,7 +649,7 @@ mod tests {
             // A gated lock's bound names its head's wait at the word: its word is freed.
             let gated = entry.facts.bound.contains("0.2 ms of a holder's releases");
             let chooses =
-                ["hmcs", "malthusian"].contains(&entry.facts.algorithm) || (entry.facts.algorithm == "cna" && !gated);
+                entry.facts.algorithm == "malthusian" || (["cna", "hmcs"].contains(&entry.facts.algorithm) && !gated);
             assert_eq!(entry.facts.hands_over, entry.facts.fair || chooses, "{}", entry.name);
         }
         let (sleeping, spinning) = (LOCKS.info("malthusian:futex").unwrap(), LOCKS.info("malthusian:spin").unwrap());
@@ -638,6 +666,11 @@ mod tests {
         assert!(LOCKS.info("hapax:pause").unwrap().facts.hands_over);
         assert!(LOCKS.info("cna:spin").unwrap().facts.hands_over && !LOCKS.info("cna:spin").unwrap().facts.fair);
         assert!(!LOCKS.info("cna:futex").unwrap().facts.hands_over, "gated: the word is freed");
+        assert!(LOCKS.info("hmcs:spin").unwrap().facts.hands_over && !LOCKS.info("hmcs:spin").unwrap().facts.fair);
+        for gated in ["hmcs:futex", "hmcs:spin-park", "hmcs:yield"] {
+            let facts = &LOCKS.info(gated).unwrap().facts;
+            assert!(!facts.hands_over && !facts.fair, "{gated}: gated, the word is freed");
+        }
         assert!(!LOCKS.info("parking_lot").unwrap().facts.hands_over);
     }
 
@@ -664,10 +697,14 @@ mod tests {
         let bound = format!("at most {} hand-overs in a row", spinlab::lock::HMCS_PASS_BOUND);
         for entry in LOCKS.entries().iter().filter(|e| e.facts.algorithm == "hmcs") {
             assert!(entry.facts.bound.contains(&bound), "{}: {}", entry.name, entry.facts.bound);
+            // Gated where its waiters leave the CPU: the bounded word before the queues, and
+            // the two owed wake-ups for guard.
+            let gated = entry.facts.bound.contains("0.2 ms of a holder's releases");
+            assert_eq!(gated, !entry.facts.hands_over, "{}", entry.name);
             assert_eq!(
                 (entry.facts.ops.size, entry.facts.ops.align),
-                (16, 8),
-                "{}: the word, the root's tail and the groups' queues' pointer, with no guard",
+                (if gated { 40 } else { 16 }, 8),
+                "{}: the word, the root's tail and the groups' queues' pointer, and gated the guard",
                 entry.name
             );
         }
@@ -697,22 +734,27 @@ mod tests {
 
     /// The C ABI and the preload library keep a lock in place, the preload library in the 16
     /// bytes of a `pthread_mutex_t` before the type field glibc reads: every algorithm over
-    /// every policy fits there, guard included, but Hapax, refused there in one line that
-    /// names its 24 bytes: alone, two 64-bit words and a 64-bit guard; gated, the bounded word
-    /// and the room for the owed wake-up before those two words, with no guard. CLH's guard
+    /// every policy fits there, guard included, but Hapax and gated HMCS, refused there in one
+    /// line that names their size. Hapax takes 24 bytes: alone, two 64-bit words and a 64-bit
+    /// guard; gated, the bounded word and the room for the owed wake-up before those two
+    /// words, with no guard. Gated HMCS takes 40: the bounded word (and 4 bytes of padding)
+    /// before HMCS's root tail and pointer, and a guard of the two wake-ups a pass may owe;
+    /// ungated, HMCS keeps its word in that padding and has no guard, 16 bytes. CLH's guard
     /// is one pointer, so the spinning CLH is its tail and that pointer, and the sleeping one
     /// a bounded word and its gate. Reciprocating takes 12 either way: alone, its word and a
     /// guard of two node numbers; gated, the bounded word, the room and its word.
     #[test]
-    fn every_algorithm_over_every_policy_but_hapax_takes_at_most_16_bytes_in_place() {
+    fn every_algorithm_over_every_policy_but_hapax_and_gated_hmcs_takes_at_most_16_bytes_in_place() {
         let pthread_room = core::alloc::Layout::new::<[u64; 2]>();
         for entry in LOCKS.entries().iter().filter(|e| e.origin == Origin::Spinlab) {
             let ops = &entry.facts.ops;
-            if entry.facts.algorithm == "hapax" {
-                assert_eq!((ops.size, ops.align), (24, 8), "{}", entry.name);
+            let gated_hmcs = entry.facts.algorithm == "hmcs" && !entry.facts.hands_over;
+            if entry.facts.algorithm == "hapax" || gated_hmcs {
+                let size = if gated_hmcs { 40 } else { 24 };
+                assert_eq!((ops.size, ops.align), (size, 8), "{}", entry.name);
                 let refused = entry.fits(pthread_room).err().unwrap().to_string();
                 let expected =
-                    format!("`{}` takes 24 bytes aligned to 8, and the room is 16 bytes aligned to 8", entry.name);
+                    format!("`{}` takes {size} bytes aligned to 8, and the room is 16 bytes aligned to 8", entry.name);
                 assert_eq!(refused, expected);
                 continue;
             }

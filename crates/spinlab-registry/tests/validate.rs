@@ -74,8 +74,8 @@ impl Unprotected {
 /// Spinning queue locks (and ticket) hand the lock to waiters in order, so with more threads
 /// than CPUs a preempted waiter stalls everyone behind it for a time slice; oversubscribed
 /// runs use fewer acquisitions for them to keep the suite short. Every waiter still waits.
-/// `cna` and `hmcs` are not FIFO, but they hand the lock to a chosen waiter just as those do
-/// (`hands_over`).
+/// `cna` and `hmcs` are not FIFO, but ungated they hand the lock to a chosen waiter just as
+/// those do (`hands_over`).
 fn iterations_per_thread(entry: &LockEntry, threads: usize) -> u64 {
     let oversubscribed = threads > cpus();
     match (oversubscribed, entry.facts.hands_over && !entry.may_sleep) {

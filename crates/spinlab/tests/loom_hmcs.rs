@@ -2,7 +2,8 @@
 //! Model checks of the hierarchical MCS lock (`Hmcs`) under loom, over a policy that never
 //! sleeps (`spin`) and one that sleeps at once (`futex`), the two kinds `Hmcs`, like `Mcs`,
 //! tells apart (tests/loom.rs explains which policies each stands for); the models in which
-//! the holder locks again, over `futex` alone.
+//! the holder locks again, and those of the HMCS-gated word (`HmcsGated`, which the registry
+//! builds over the policies that leave the CPU), over `futex` alone.
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p spinlab --release --test loom_hmcs`.
@@ -12,23 +13,25 @@
 //! section is a loom `UnsafeCell`, so two holders without a happens-before edge fail the
 //! model. Each model thread declares its group with `testing::cna_group` (under loom
 //! `sched_getcpu` means nothing, and the lock keeps two groups). The models of the two
-//! hand-overs check that some execution took them: a hand-over within a group
-//! (`testing::hmcs_local_passes`) and the root let go past a waiting member of the group
-//! (`testing::hmcs_root_releases`), as the model of a group's head that times out at the root
-//! checks that it left its group's place there to the next waiter of the group
-//! (`testing::hmcs_places_left`).
+//! hand-overs, alone and through the gate, check that some execution took them: a hand-over
+//! within a group (`testing::hmcs_local_passes`) and the root let go past a waiting member
+//! of the group (`testing::hmcs_root_releases`), as the model of a group's head that times
+//! out at the root checks that it left its group's place there (`testing::hmcs_places_left`).
 //!
 //! Preemption bounds: as in tests/loom_cna.rs, a waiter reaches its queues while the holder
 //! holds if the holder yields or is preempted once; the models without a relocking holder get
 //! one or two preemptions more (bound 2, and 3 for two threads). The models in which the
 //! holder locks again run over `futex` at bound 1, where every thread that blocks hands the
 //! CPU over without a preemption (tests/loom_cna.rs says why spinning ones cannot run there).
-//! Together the file takes about 10 s on two idle CPUs with `--test-threads=1`.
+//! The gated models take tests/loom_cna_gated.rs's bounds; the gated lost wake-up gets one,
+//! and the root let go through the gate, with four threads, none (at one it runs for minutes).
+//! Together the file takes about 27 s on two busy CPUs with `--test-threads=1`, the gated
+//! models 8 s of it.
 
 use lock_api::RawMutex;
 use loom::sync::Arc;
 use loom::thread;
-use spinlab::lock::Hmcs;
+use spinlab::lock::{Gated, Hmcs, HmcsGated, HmcsQueue};
 use spinlab::testing::{cna_group, hmcs_local_passes, hmcs_places_left, hmcs_root_releases};
 use spinlab::wait::{Futex, Spin, Wait};
 
@@ -37,11 +40,17 @@ use spinlab::wait::{Futex, Spin, Wait};
 mod loom_stacks;
 // The lock trait, the count, the bound and the check every model ends with.
 mod loom_common;
-use loom_common::{check, join_and_check, Bound, Lock, Shared};
+use loom_common::{check, join_and_check, Bound, Lock, Shared, HOLDER_YIELDS_TWO_WAITERS};
 
 impl<W: Wait, const BOUND: u32> Lock for Hmcs<W, BOUND> {
     fn new_unlocked() -> Self {
         Hmcs::new()
+    }
+}
+
+impl<W: Wait, const BOUND: u32> Lock for Gated<HmcsQueue<W, BOUND>, W> {
+    fn new_unlocked() -> Self {
+        Gated::with_gate(HmcsQueue::new())
     }
 }
 
@@ -59,9 +68,9 @@ fn spawn_in<L: Lock, R: 'static>(
 }
 
 /// `groups.len()` threads (this one first, in group `groups[0]`) each take the lock once.
-fn mutual_exclusion<W: Wait>(groups: &'static [u32], bound: usize) {
+fn mutual_exclusion<L: Lock>(groups: &'static [u32], bound: usize) {
     check(Bound::Default(bound), move || {
-        let shared = Shared::<Hmcs<W>>::new();
+        let shared = Shared::<L>::new();
         cna_group(groups[0]);
         let others: Vec<_> = groups[1..].iter().map(|&g| spawn_in(&shared, g, Shared::locked_bump)).collect();
         shared.locked_bump();
@@ -71,14 +80,15 @@ fn mutual_exclusion<W: Wait>(groups: &'static [u32], bound: usize) {
 
 /// The lost wake-up model: this thread holds the lock while two waiters of `groups` block
 /// (with a sleeping policy: sleep), then releases it; the first woken must wake the other,
-/// within its group's queue or at the root.
-fn release_wakes_two_waiters<W: Wait>(groups: [u32; 2], bound: usize) {
+/// within its group's queue or at the root (gated, by the release of the word after its pass
+/// of the gate, which left that wake-up owed).
+fn release_wakes_two_waiters<L: Lock>(groups: [u32; 2], bound: usize) {
     check(Bound::Default(bound), move || {
-        let shared = Shared::<Hmcs<W>>::new();
+        let shared = Shared::<L>::new();
         cna_group(0);
         let guard = shared.lock.lock();
         let waiters = groups.iter().map(|&g| spawn_in(&shared, g, Shared::locked_bump)).collect();
-        shared.bump_slowly_and_unlock(guard, 1);
+        shared.bump_slowly_and_unlock(guard, HOLDER_YIELDS_TWO_WAITERS);
         join_and_check(&shared, Vec::new(), waiters, 3);
     });
 }
@@ -88,11 +98,12 @@ fn release_wakes_two_waiters<W: Wait>(groups: [u32; 2], bound: usize) {
 /// waiter's hand-over chooses between the two levels: with `BOUND` 1 it passes within the
 /// group (the root stays with it), with `BOUND` 0 it queues the group at the root again
 /// behind group 1 and lets the root go. `count` is the counter of the path that some
-/// execution must take; every waiter must get the lock and every sleeper be woken.
-fn holder_queues_behind_its_group<const BOUND: u32>(count: fn() -> usize, path: &str) {
+/// execution must take; every waiter must get the lock and every sleeper be woken. Gated, the
+/// same passes are the gate's, made by the head once it has the word.
+fn holder_queues_behind_its_group<L: Lock>(count: fn() -> usize, path: &str) {
     let before = count();
     check(Bound::Fixed(1), || {
-        let shared = Shared::<Hmcs<Futex, BOUND>>::new();
+        let shared = Shared::<L>::new();
         cna_group(0);
         let guard = shared.lock.lock();
         let waiters = vec![spawn_in(&shared, 0, Shared::locked_bump), spawn_in(&shared, 1, Shared::locked_bump)];
@@ -148,22 +159,22 @@ macro_rules! models {
 
             #[test]
             fn mutual_exclusion_two_groups_two_threads() {
-                mutual_exclusion::<$policy>(&[0, 1], 3);
+                mutual_exclusion::<Hmcs<$policy>>(&[0, 1], 3);
             }
 
             #[test]
             fn mutual_exclusion_two_groups_three_threads() {
-                mutual_exclusion::<$policy>(&[0, 1, 0], 2);
+                mutual_exclusion::<Hmcs<$policy>>(&[0, 1, 0], 2);
             }
 
             #[test]
             fn release_wakes_two_waiters_of_two_groups() {
-                release_wakes_two_waiters::<$policy>([1, 0], 2);
+                release_wakes_two_waiters::<Hmcs<$policy>>([1, 0], 2);
             }
 
             #[test]
             fn release_wakes_two_waiters_of_one_group() {
-                release_wakes_two_waiters::<$policy>([1, 1], 2);
+                release_wakes_two_waiters::<Hmcs<$policy>>([1, 1], 2);
             }
         }
     )*};
@@ -176,12 +187,12 @@ models! {
 
 #[test]
 fn hmcs_futex_hands_over_within_the_group() {
-    holder_queues_behind_its_group::<1>(hmcs_local_passes, "hand-over within the group");
+    holder_queues_behind_its_group::<Hmcs<Futex, 1>>(hmcs_local_passes, "hand-over within the group");
 }
 
 #[test]
 fn hmcs_futex_lets_the_root_go_past_a_waiting_member_of_the_group() {
-    holder_queues_behind_its_group::<0>(hmcs_root_releases, "release of the root past the group's waiter");
+    holder_queues_behind_its_group::<Hmcs<Futex, 0>>(hmcs_root_releases, "release of the root past the group's waiter");
 }
 
 #[test]
@@ -197,4 +208,51 @@ fn hmcs_futex_a_timed_waiter_behind_a_local_hand_over_is_skipped() {
 #[test]
 fn hmcs_futex_a_timed_waiter_behind_a_root_release_is_skipped() {
     timed_holder_queues_behind_its_group::<0>();
+}
+
+// The gated form (`HmcsGated`), as the registry builds `hmcs` over the policies whose waiters
+// give their CPU away, over `futex`, which stands for them all (tests/loom.rs).
+
+#[test]
+fn hmcs_gated_futex_mutual_exclusion_two_groups_two_threads() {
+    mutual_exclusion::<HmcsGated<Futex>>(&[0, 1], 3);
+}
+
+#[test]
+fn hmcs_gated_futex_mutual_exclusion_two_groups_three_threads() {
+    mutual_exclusion::<HmcsGated<Futex>>(&[0, 1, 0], 2);
+}
+
+#[test]
+fn hmcs_gated_futex_release_wakes_two_waiters_of_two_groups() {
+    release_wakes_two_waiters::<HmcsGated<Futex>>([1, 0], 1);
+}
+
+#[test]
+fn hmcs_gated_futex_passes_the_gate_within_the_group() {
+    // No claims: the first waiter would claim the word at its second look under loom, and
+    // take it as the one spinner without queueing at the gate.
+    let _no_claims = spinlab::testing::starve_at_look(u32::MAX);
+    holder_queues_behind_its_group::<HmcsGated<Futex, 1>>(hmcs_local_passes, "pass of the gate within the group");
+}
+
+/// The root let go through the gate. Gated, the holder cannot queue behind the head it
+/// released to (it barges the word instead), so here this thread (group 0) holds the word
+/// while two waiters of group 0 and one of group 1 queue, then releases it. Where the first
+/// of group 0 heads the gate with the second behind it and group 1's node at the root, its
+/// pass at `BOUND` 0 queues its group again behind group 1, lets the root go to group 1 and
+/// makes the second its group's head: two wake-ups owed to its release, which must make both.
+#[test]
+fn hmcs_gated_futex_lets_the_root_go_past_a_waiting_member_of_the_group() {
+    let before = hmcs_root_releases();
+    let _no_claims = spinlab::testing::starve_at_look(u32::MAX);
+    check(Bound::Fixed(0), || {
+        let shared = Shared::<HmcsGated<Futex, 0>>::new();
+        cna_group(0);
+        let guard = shared.lock.lock();
+        let waiters = [0, 0, 1].into_iter().map(|g| spawn_in(&shared, g, Shared::locked_bump)).collect();
+        shared.bump_slowly_and_unlock(guard, 1);
+        join_and_check(&shared, Vec::new(), waiters, 4);
+    });
+    assert!(hmcs_root_releases() > before, "no execution let the root go past the group's waiter");
 }

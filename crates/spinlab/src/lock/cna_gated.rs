@@ -62,6 +62,7 @@ pub type CnaGated<W, const BOUND: u32 = { super::CNA_BYPASS_BOUND }> = Gated<Cna
 impl<W: Wait, const BOUND: u32> Gate for CnaQueue<W, BOUND> {
     type Owed = Option<&'static AtomicU32>;
     type Room = ();
+    type Due = Option<&'static AtomicU32>;
     #[inline]
     unsafe fn pass_on(&self, guard: McsGuard, _: &()) -> Self::Owed {
         // SAFETY: forwarded from the caller.

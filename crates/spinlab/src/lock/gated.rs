@@ -32,9 +32,9 @@
 //! release, and, while it is not running, for at most [`HEAD_STALL_NS`] of each holder's
 //! releases before that holder yields to it (a request to the scheduler, not a hand-over).
 //!
-//! The registry gates the in-order locks and `cna` over the policies whose waiters give their
-//! CPU away ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)), `cna-gated` over all. The measured reasons for the look,
-//! the owed wake-up and the yield: docs/design.md, "The gate".
+//! The registry gates the in-order locks, `cna` and `hmcs` over the policies whose waiters give
+//! their CPU away ([`Wait::LEAVES_CPU`](crate::wait::Wait::LEAVES_CPU)), `cna-gated` over all.
+//! The measured reasons for the look, the owed wake-up and the yield: docs/design.md, "The gate".
 //!
 //! [`STARVATION_NS`]: super::STARVATION_NS
 
@@ -70,12 +70,15 @@ pub trait Gate: RawMutex + RawMutexTimed<Instant = Instant, Duration = Duration>
     /// As `unlock`: `guard` is this gate's, from the acquisition being released. The caller
     /// also holds the gated lock's word, whose release collects the wake-up ([`Gate::due`]).
     unsafe fn pass_on(&self, guard: Self::Guard, room: &Self::Room) -> Self::Owed;
+    /// The futex words a wake-up owed names: one that is never freed (`Option<&'static
+    /// AtomicU32>`), or two for a gate of two levels (`HmcsQueue`).
+    type Due;
     /// The wake-up now owed, from the guard or from `room` (which this empties). Called by the
     /// word's holder just before it releases the word, while the lock is still its to read.
-    fn due(&self, owed: Self::Owed, room: &Self::Room) -> Option<&'static AtomicU32>;
+    fn due(&self, owed: Self::Owed, room: &Self::Room) -> Self::Due;
     /// Makes a wake-up [`Gate::due`] returned. Called after the word's release, when the lock
-    /// may be gone: it touches no memory of the lock, only a futex word that is never freed.
-    fn settle(due: Option<&'static AtomicU32>);
+    /// may be gone: it touches no memory of the lock, only futex words that are never freed.
+    fn settle(due: Self::Due);
     /// Called just before a waiter takes the gate, while it holds nothing of it. The fair gate
     /// moves the thread to a new slot every 8th wait (`fair_slots::move_now_and_then`, whose
     /// docs say why); the other gates do nothing.
@@ -145,6 +148,7 @@ pub(super) fn wake_one<W: Wait>(due: Option<&'static AtomicU32>) {
 impl<W: Wait> Gate for McsQueue<W> {
     type Owed = Option<&'static AtomicU32>;
     type Room = ();
+    type Due = Option<&'static AtomicU32>;
     #[inline]
     unsafe fn pass_on(&self, guard: Self::Guard, _: &()) -> Self::Owed {
         // SAFETY: forwarded from the caller.
@@ -167,6 +171,7 @@ impl<W: Wait> Gate for McsQueue<W> {
 impl<W: Wait> Gate for Ticket<W> {
     type Owed = ();
     type Room = ();
+    type Due = Option<&'static AtomicU32>;
     #[inline]
     unsafe fn pass_on(&self, _: Self::Guard, _: &()) {
         // SAFETY: forwarded from the caller.
@@ -191,6 +196,7 @@ impl<W: Wait> Gate for Ticket<W> {
 impl<W: Wait> Gate for Clh<W> {
     type Owed = ();
     type Room = AtomicU32;
+    type Due = Option<&'static AtomicU32>;
     #[inline]
     unsafe fn pass_on(&self, guard: Self::Guard, room: &AtomicU32) {
         // SAFETY: forwarded from the caller.
@@ -215,6 +221,7 @@ impl<W: Wait> Gate for Clh<W> {
 impl<W: Wait> Gate for Fair<W> {
     type Owed = ();
     type Room = AtomicU32;
+    type Due = Option<&'static AtomicU32>;
     #[inline]
     unsafe fn pass_on(&self, _: Self::Guard, room: &AtomicU32) {
         // SAFETY: forwarded from the caller.
@@ -519,12 +526,19 @@ mod tests {
     /// While the head holds the lock, the second must stay asleep, at the gate: its wake-up is
     /// the head's release's to make.
     fn a_sleeping_waiter_passed_the_gate_is_woken_after_the_release<L: Gate + Sync>() {
+        a_sleeping_waiter_in_a_group_passed_the_gate_is_woken_after_the_release::<L>([0, 0]);
+    }
+
+    /// The same with the head and the second waiter in the groups `groups` declares, which
+    /// only the topology-aware gates read: in two groups, an HMCS gate passes the root.
+    fn a_sleeping_waiter_in_a_group_passed_the_gate_is_woken_after_the_release<L: Gate + Sync>(groups: [u32; 2]) {
         let lock = Gated::<L, Futex>::default();
         let (in_section, release, next_done) = (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
         let (head, next) = (AtomicI32::new(0), AtomicI32::new(0));
         let barged = lock.lock();
         let waiting_in_section = std::thread::scope(|s| {
             s.spawn(|| {
+                let _group = crate::testing::declare_cna_group(groups[0]);
                 // SAFETY: gettid has no preconditions.
                 head.store(unsafe { libc::gettid() }, SeqCst);
                 let guard = lock.lock();
@@ -537,6 +551,7 @@ mod tests {
             wait_until(|| lock.word.waiting().1 == 1);
             wait_until_asleep(&head);
             s.spawn(|| {
+                let _group = crate::testing::declare_cna_group(groups[1]);
                 // SAFETY: as above.
                 next.store(unsafe { libc::gettid() }, SeqCst);
                 let guard = lock.lock();
@@ -563,6 +578,20 @@ mod tests {
     #[test]
     fn a_sleeping_waiter_passed_an_mcs_gate_is_woken_after_the_release_not_inside_it() {
         a_sleeping_waiter_passed_the_gate_is_woken_after_the_release::<McsQueue<Futex>>();
+    }
+
+    #[test]
+    fn a_sleeping_waiter_passed_an_hmcs_gate_is_woken_after_the_release_not_inside_it() {
+        a_sleeping_waiter_passed_the_gate_is_woken_after_the_release::<crate::lock::HmcsQueue<Futex>>();
+    }
+
+    /// The second waiter in another group: the head's group leaves the root, whose headship
+    /// goes to the second waiter's group node, on which it sleeps.
+    #[test]
+    fn a_sleeping_waiter_passed_the_root_of_an_hmcs_gate_is_woken_after_the_release_not_inside_it() {
+        a_sleeping_waiter_in_a_group_passed_the_gate_is_woken_after_the_release::<crate::lock::HmcsQueue<Futex>>([
+            0, 1,
+        ]);
     }
 
     #[test]

@@ -307,6 +307,7 @@ super::timed_via_lock_until!(Hapax);
 impl<W: Wait> Gate for Hapax<W> {
     type Owed = ();
     type Room = AtomicU32;
+    type Due = Option<&'static AtomicU32>;
     #[inline]
     unsafe fn pass_on(&self, guard: HapaxGuard, room: &AtomicU32) {
         // SAFETY: forwarded from the caller.

@@ -7,7 +7,8 @@
 //! critical section: to the next waiter of its group while the group's node stays at the
 //! root's head, at most [`HMCS_PASS_BOUND`] times in a row; then, if a waiter of its group
 //! is behind it, it queues a new node for the group at the root's tail, passes the root to
-//! the next group, and makes that waiter its group's head, to wait on the new node.
+//! the next group, and makes that waiter its group's head, to wait on the new node. The two
+//! levels are [`HmcsQueue`], also the gate of [`HmcsGated`](super::HmcsGated).
 //!
 //! - **Levels**: two, the root and the node groups. An LLC level between them would carry a
 //!   node and a bound per level with every hand-over; where a node is one LLC, as on most
@@ -20,19 +21,18 @@
 //!   waiter is passed at most once by each such thread, as in `Mcs`, except while its
 //!   group's first waiter is preempted between its swaps into the group's queue and into the
 //!   root's, when the root queue looks empty to any number of acquisitions.
-//! - **Memory**: 16 bytes per lock: the word, the root's tail and a pointer to the groups'
-//!   queues, allocated at the first contended acquisition (one CAS installs it) and freed
-//!   when the lock is dropped (a pthread mutex never destroyed keeps them): one tail per node
-//!   group on a line of its own ([`CachePadded`]: 128 bytes on x86_64 and aarch64) and a
-//!   16-byte header. One queue node per waiter from `Mcs`'s pool, and one more per group
-//!   queued at the root, taken by whoever queues it.
+//! - **Memory**: 16 bytes per lock: the root's tail, the word in the 4 bytes its alignment
+//!   leaves, and a pointer to the groups' queues, allocated at the first contended
+//!   acquisition (one CAS installs it) and freed with the lock (a pthread mutex never
+//!   destroyed keeps them): one tail per node group on a line of its own ([`CachePadded`]:
+//!   128 bytes on x86_64 and aarch64) and a 16-byte header. One queue node per waiter from
+//!   `Mcs`'s pool, and one more per group queued at the root, taken by whoever queues it.
 //! - **Uncontended cost**: `Mcs`'s: a read of the root's tail and one atomic on the word (a
 //!   swap; a CAS with a policy that may sleep) to lock, a store to unlock (a swap with a
-//!   policy that may sleep). The group is asked and
-//!   the groups' queues are touched only on the contended path.
+//!   policy that may sleep). The group and its queue are touched only when contended.
 //! - **More threads than CPUs**: as `Cna`, headship goes to a chosen waiter whether or not
-//!   it runs, so each hand-over to a descheduled waiter waits for it: a convoy. Waiters
-//!   sleep as their policy says, on their own node or on their group's node at the root.
+//!   it runs, so each hand-over to a descheduled waiter waits for it: a convoy, which is why
+//!   the registry builds `HmcsGated` over the policies whose waiters give their CPU away.
 //!
 //! Headship of a group's queue carries [`Headship`] in the new head's node, written before
 //! the AcqRel swap of its state that makes it the head. A waiter that times out in a group's
@@ -56,7 +56,8 @@ use std::time::Instant;
 pub const HMCS_PASS_BOUND: u32 = 64;
 
 /// Hierarchical MCS lock waiting with policy `W`, handing over within a group at most `BOUND`
-/// times in a row while another group waits (the module docs give the design): 16 bytes.
+/// times in a row while another group waits (the module docs give the design): 16 bytes, an
+/// [`HmcsQueue`] with the word in the 4 bytes its alignment leaves.
 ///
 /// ```
 /// use spinlab::{lock::Hmcs, wait::SpinPark};
@@ -66,11 +67,37 @@ pub const HMCS_PASS_BOUND: u32 = 64;
 /// assert_eq!(size_of::<Hmcs<SpinPark>>(), 16);
 /// ```
 pub struct Hmcs<W: Wait, const BOUND: u32 = HMCS_PASS_BOUND> {
-    word: LockWord<W>,
-    /// The groups' nodes, in the order the groups take the word.
+    queue: HmcsQueue<W, BOUND, LockWord<W>>,
+}
+
+/// HMCS's two levels of queues on their own, whose head (the head of the root's head group)
+/// holds the lock; `S` is what a lock keeps in the 4 bytes beside the root's tail (`Hmcs`:
+/// its word). [`HmcsGated`](super::HmcsGated) uses it, with nothing there, as the gate in
+/// front of a bounded-bypass word. 16 bytes: the root's tail and the groups' queues' pointer.
+///
+/// ```
+/// use spinlab::{lock::HmcsQueue, wait::Futex};
+/// let m = lock_api::Mutex::<HmcsQueue<Futex>, _>::new(0u32);
+/// *m.lock() += 1;
+/// assert_eq!(*m.lock(), 1);
+/// assert_eq!(size_of::<HmcsQueue<Futex>>(), 16);
+/// ```
+pub struct HmcsQueue<W: Wait, const BOUND: u32 = HMCS_PASS_BOUND, S = ()> {
+    /// The groups' nodes, in the order the groups take the lock.
     root: McsQueue<W>,
+    /// What the lock keeps in the 4 bytes after the root's tail: `Hmcs`'s word, or nothing.
+    spare: S,
     /// Null until the first contended acquisition.
     groups: AtomicPtr<GroupQueues<W>>,
+}
+
+/// What the head of an [`HmcsQueue`] keeps while it holds the lock: its group, its node in
+/// the group's queue, the group's node at the root, and the hand-overs within the group so far.
+pub struct HmcsGuard {
+    group: usize,
+    node: &'static Node,
+    at_root: &'static Node,
+    passes: u32,
 }
 
 /// One MCS queue per node group, each tail on its own line.
@@ -131,9 +158,9 @@ impl<W: Wait> GroupQueues<W> {
         GroupQueues { queues: (0..group_count()).map(|_| CachePadded::new(McsQueue::new())).collect() }
     }
 
-    /// The queue of the group this thread runs in now.
-    fn of_this_thread(&self) -> &McsQueue<W> {
-        &self.queues[this_thread_group() as usize % self.queues.len()]
+    /// The group this thread runs in now: the index of its queue.
+    fn of_this_thread(&self) -> usize {
+        this_thread_group() as usize % self.queues.len()
     }
 }
 
@@ -141,7 +168,7 @@ impl<W: Wait, const BOUND: u32> Hmcs<W, BOUND> {
     crate::sync::loom_const_fn! {
         /// A new, unlocked lock.
         pub fn new() -> Self {
-            Hmcs { word: LockWord::new(), root: McsQueue::new(), groups: AtomicPtr::new(null_mut()) }
+            Hmcs { queue: HmcsQueue { root: McsQueue::new(), spare: LockWord::new(), groups: AtomicPtr::new(null_mut()) } }
         }
     }
 
@@ -155,9 +182,36 @@ impl<W: Wait, const BOUND: u32> Hmcs<W, BOUND> {
     /// The uncontended path: one attempt at the word, made only while no group is queued.
     #[inline(always)]
     fn try_unqueued(&self) -> bool {
-        !self.root.is_locked() && self.word.try_acquire(LOCKED).is_ok()
+        !self.queue.root.is_locked() && self.queue.spare.try_acquire(LOCKED).is_ok()
     }
 
+    /// Leads the queues, waits for the word, then hands headship on. Returns `false` if
+    /// `deadline` passed first.
+    #[cold]
+    fn lock_queued(&self, deadline: Option<Instant>) -> bool {
+        let Some(head) = self.queue.lead(deadline) else { return false };
+        let acquired = head_waits_for_word(&self.queue.spare, deadline);
+        wake::<W>(self.queue.pass_on(head));
+        acquired
+    }
+}
+
+impl<W: Wait, const BOUND: u32> HmcsQueue<W, BOUND> {
+    crate::sync::loom_const_fn! {
+        /// New, empty queues (an unlocked lock).
+        pub fn new() -> Self {
+            HmcsQueue { root: McsQueue::new(), spare: (), groups: AtomicPtr::new(null_mut()) }
+        }
+    }
+
+    /// Acquires the lock (leads the queues), giving up at `deadline` (`None`: never).
+    #[inline]
+    pub fn lock_until(&self, deadline: Option<Instant>) -> Option<HmcsGuard> {
+        self.lead(deadline)
+    }
+}
+
+impl<W: Wait, const BOUND: u32, S> HmcsQueue<W, BOUND, S> {
     /// The groups' queues, allocated by the first thread to need them.
     fn group_queues(&self) -> &GroupQueues<W> {
         // Acquire: the queues' initialised memory, published by the installing CAS.
@@ -179,14 +233,15 @@ impl<W: Wait, const BOUND: u32> Hmcs<W, BOUND> {
     }
 
     /// Queues in this thread's group, waits to be its head, then for the group's node to be
-    /// the root's head, then for the word; then hands headship on. Returns `false` if
-    /// `deadline` passed first.
+    /// the root's head. Returns `None` if `deadline` passed first.
     #[cold]
-    fn lock_queued(&self, deadline: Option<Instant>) -> bool {
-        let local = self.group_queues().of_this_thread();
+    fn lead(&self, deadline: Option<Instant>) -> Option<HmcsGuard> {
+        let queues = self.group_queues();
+        let group = queues.of_this_thread();
+        let local = &*queues.queues[group];
         let node = queue_node::take();
         Headship::Join.hand_to(node);
-        let Some(node) = local.lead_with(node, deadline) else { return false };
+        let node = local.lead_with(node, deadline)?;
         let (at_root, passes) = match Headship::of(node) {
             Headship::Hold(at_root, passes) => (at_root, passes),
             Headship::Join => {
@@ -203,17 +258,14 @@ impl<W: Wait, const BOUND: u32> Hmcs<W, BOUND> {
                 (at_root, 0)
             }
         };
-        let acquired = head_waits_for_word(&self.word, deadline);
-        for asleep in self.pass_on(local, node, at_root, passes).into_iter().flatten() {
-            W::wake_one(asleep);
-        }
-        acquired
+        Some(HmcsGuard { group, node, at_root, passes })
     }
 
     /// The group's head `node` timed out while `at_root` waited at the root: the group's next
     /// waiter, if any, waits on `at_root` in its place; otherwise `at_root` leaves the root.
+    /// The lock is nobody's here, so a sleeper is woken at once.
     #[cold]
-    fn give_up_at_root(&self, local: &McsQueue<W>, node: &'static Node, at_root: &'static Node) -> bool {
+    fn give_up_at_root(&self, local: &McsQueue<W>, node: &'static Node, at_root: &'static Node) -> Option<HmcsGuard> {
         let asleep = match Self::hand_within(local, node, Headship::Wait(at_root)) {
             Handed::To(asleep) => {
                 #[cfg(loom)]
@@ -222,22 +274,15 @@ impl<W: Wait, const BOUND: u32> Hmcs<W, BOUND> {
             }
             Handed::Emptied => self.leave_root(at_root),
         };
-        if let Some(asleep) = asleep {
-            W::wake_one(asleep);
-        }
-        false
+        wake::<W>([asleep, None]);
+        None
     }
 
-    /// Hands headship on from `node`, head of the group queue `local`, whose node `at_root`
-    /// is the root's head after `passes` hand-overs within the group. Returns the state
-    /// words of the new heads that may be asleep there, for the caller to wake.
-    fn pass_on(
-        &self,
-        local: &McsQueue<W>,
-        node: &'static Node,
-        at_root: &'static Node,
-        passes: u32,
-    ) -> [Option<&'static AtomicU32>; 2] {
+    /// Hands headship on from the head `guard` describes. Returns the state words of the new
+    /// heads that may be asleep there, for the caller to wake.
+    pub(super) fn pass_on(&self, guard: HmcsGuard) -> Wakes {
+        let HmcsGuard { group, node, at_root, passes } = guard;
+        let local = &*self.group_queues().queues[group];
         // Acquire: the successor's fields, published by its Release store of `next`.
         // Release on the CAS: our node goes back to the pool only after nobody can reach it.
         if node.next.load(Acquire).is_null() && local.tail.compare_exchange(node.index, EMPTY, Release, Relaxed).is_ok()
@@ -311,6 +356,18 @@ impl<W: Wait, const BOUND: u32> Hmcs<W, BOUND> {
     }
 }
 
+/// The state words of up to two new heads that may be asleep there, one at the root and one
+/// in a group's queue: queue nodes, never freed.
+type Wakes = [Option<&'static AtomicU32>; 2];
+
+/// Wakes the new heads that may be asleep.
+#[inline]
+fn wake<W: Wait>(wakes: Wakes) {
+    for asleep in wakes.into_iter().flatten() {
+        W::wake_one(asleep);
+    }
+}
+
 /// How many node groups the lock keeps a queue for.
 fn group_count() -> usize {
     #[cfg(loom)]
@@ -323,13 +380,29 @@ fn group_count() -> usize {
         .max(crate::testing::declarable_groups())
 }
 
+#[cfg(all(test, not(loom)))]
+impl<W: Wait, const BOUND: u32, S> HmcsQueue<W, BOUND, S> {
+    /// The tails that change when a waiter of `group` queues: its group's queue's, and the
+    /// root's, which changes too when the group's queue was empty (a snapshot, for tests).
+    pub(super) fn tails(&self, group: u32) -> (u32, u32) {
+        let local = &self.group_queues().queues[group as usize];
+        (local.tail.load(Relaxed), self.root.tail.load(Relaxed))
+    }
+}
+
 impl<W: Wait, const BOUND: u32> Default for Hmcs<W, BOUND> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<W: Wait, const BOUND: u32> Drop for Hmcs<W, BOUND> {
+impl<W: Wait, const BOUND: u32> Default for HmcsQueue<W, BOUND> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<W: Wait, const BOUND: u32, S> Drop for HmcsQueue<W, BOUND, S> {
     fn drop(&mut self) {
         // Relaxed: `&mut self` orders every other use of the lock before this.
         let queues = self.groups.load(Relaxed);
@@ -364,29 +437,62 @@ unsafe impl<W: Wait, const BOUND: u32> RawMutex for Hmcs<W, BOUND> {
 
     #[inline]
     unsafe fn unlock(&self, _: GuardSend) {
-        self.word.unlock();
+        self.queue.spare.unlock();
     }
 
     #[inline]
     fn is_locked(&self) -> bool {
-        self.word.is_locked() || self.root.is_locked()
+        self.queue.spare.is_locked() || self.queue.root.is_locked()
     }
 }
 
 super::timed_via_lock_until!(Hmcs, const BOUND: u32);
 
+// SAFETY: the lock is held by the root's head group's head, as for `McsQueue` at each level:
+// the group's node is made the root's head by its predecessor's holder (an AcqRel swap of its
+// state, which the waiter observes with Acquire), and so is the group's head within its group.
+// A hand-over within the group keeps the group's node at the root's head.
+unsafe impl<W: Wait, const BOUND: u32> RawMutex for HmcsQueue<W, BOUND> {
+    crate::sync::raw_init!();
+    type Guard = HmcsGuard;
+
+    #[inline]
+    fn lock(&self) -> HmcsGuard {
+        self.lead(None).expect("an acquisition without a deadline cannot time out")
+    }
+
+    /// Leads the queues if nobody is queued at the root, with a deadline already passed: a
+    /// waiter that finds a queue in its way gives up at once, leaving it consistent.
+    #[inline]
+    fn try_lock(&self) -> Option<HmcsGuard> {
+        if self.is_locked() {
+            return None;
+        }
+        self.lead(Some(Instant::now()))
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: HmcsGuard) {
+        wake::<W>(self.pass_on(guard));
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.root.is_locked()
+    }
+}
+
+super::timed_via_lock_until!(HmcsQueue, const BOUND: u32);
+
 #[cfg(all(test, not(loom)))]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::wait::{Futex, SpinPark};
     use std::sync::Mutex;
     use std::time::Duration;
 
-    /// The tails that change when a waiter of `group` queues: its group's queue's, and the
-    /// root's, which changes too when the group's queue was empty.
     fn tails<W: Wait, const BOUND: u32>(lock: &Hmcs<W, BOUND>, group: u32) -> (u32, u32) {
-        let local = &lock.group_queues().queues[group as usize];
-        (local.tail.load(Relaxed), lock.root.tail.load(Relaxed))
+        lock.queue.tails(group)
     }
 
     /// Spawns a thread of `group` running `body` on `s`, and returns once it has queued: its
@@ -435,7 +541,7 @@ mod tests {
     }
 
     /// Waiters of group `group` in `groups`, in queue order.
-    fn of_group(groups: &[u32], group: u32) -> impl Iterator<Item = usize> + '_ {
+    pub(in crate::lock) fn of_group(groups: &[u32], group: u32) -> impl Iterator<Item = usize> + '_ {
         groups.iter().enumerate().filter(move |(_, &g)| g == group).map(|(waiter, _)| waiter)
     }
 
@@ -553,7 +659,7 @@ mod tests {
     fn the_groups_queues_are_allocated_at_the_first_contention_only() {
         let lock = Hmcs::<SpinPark>::new();
         lock.lock();
-        assert!(lock.groups.load(Relaxed).is_null(), "an uncontended acquisition allocates nothing");
+        assert!(lock.queue.groups.load(Relaxed).is_null(), "an uncontended acquisition allocates nothing");
         assert!(lock.try_lock().is_none());
         // SAFETY: this thread holds the lock.
         unsafe { lock.unlock(GuardSend::new()) };
@@ -564,12 +670,12 @@ mod tests {
                 // SAFETY: this thread holds the lock.
                 unsafe { lock.unlock(GuardSend::new()) };
             });
-            while !lock.root.is_locked() {
+            while !lock.queue.root.is_locked() {
                 std::thread::yield_now();
             }
             // SAFETY: this thread holds the lock.
             unsafe { lock.unlock(GuardSend::new()) };
         });
-        assert!(!lock.groups.load(Relaxed).is_null());
+        assert!(!lock.queue.groups.load(Relaxed).is_null());
     }
 }

@@ -11,7 +11,7 @@
 //! | [`Clh`]      |          | swap + store                     | FIFO, each waiter on its predecessor's line          |
 //! | [`Cna`]      |          | swap + store                     | its group's waiters first; at most [`CNA_BYPASS_BOUND`] hand-overs in a row pass the oldest waiter |
 //! | [`Hmcs`]     |          | swap + store                     | FIFO in each group; a group keeps the lock for at most [`HMCS_PASS_BOUND`] hand-overs in a row while another waits, and groups take turns in order |
-//! | [`CnaGated`] |          | CAS + CAS                        | none for running threads; [`Gated`] over a [`CnaQueue`]: `Cna`'s order at the gate, the head's bypass bounded in time |
+//! | [`CnaGated`], [`HmcsGated`] | | CAS + CAS                 | none for running threads; [`Gated`] over a [`CnaQueue`] or an [`HmcsQueue`]: `Cna`'s or `Hmcs`'s order at the gate, the head's bypass bounded in time |
 //! | [`Reciprocating`] |     | swap + CAS                       | segments in order, each newest first: overtaken at most once by each later thread |
 //! | [`Hapax`]    |          | swap + CAS                       | FIFO among untimed waiters, no pointer shared        |
 //! | [`Fair`]     | seed 003 | bit-set + CAS                    | round-robin: one turn of the slot holders; past 62 waiters, none |
@@ -36,8 +36,8 @@
 //!
 //! In-order locks hand the lock to the next waiter whether or not it runs: with more threads
 //! than CPUs, a convoy. Over the policies whose waiters give their CPU away the registry gates
-//! `ticket`, `mcs`, `clh`, `fair`, `reciprocating`, `hapax` and `cna` (as `cna-gated`, gated
-//! over all); `hmcs` stands alone; `malthusian` keeps about one thread per CPU in an `Mcs`.
+//! `ticket`, `mcs`, `clh`, `fair`, `reciprocating`, `hapax`, `cna` (as `cna-gated`, gated
+//! over all) and `hmcs` (as `HmcsGated`); `malthusian` keeps about one thread per CPU in an `Mcs`.
 
 mod adaptive;
 mod bounded;
@@ -51,6 +51,7 @@ mod gate_tests;
 mod gated;
 mod hapax;
 mod hmcs;
+mod hmcs_gated;
 mod malthusian;
 mod mcs;
 mod queue_node;
@@ -69,7 +70,8 @@ pub use fair::Fair;
 pub use fair_slots::FAIR_SLOTS;
 pub use gated::{Gate, Gated, Room, HEAD_STALL_NS};
 pub use hapax::{Hapax, HapaxGuard};
-pub use hmcs::{Hmcs, HMCS_PASS_BOUND};
+pub use hmcs::{Hmcs, HmcsGuard, HmcsQueue, HMCS_PASS_BOUND};
+pub use hmcs_gated::HmcsGated;
 pub use malthusian::{Malthusian, MALTHUSIAN_ROTATION};
 pub use mcs::{Mcs, McsGuard, McsQueue, QueuedWord};
 pub use reciprocating::{Reciprocating, ReciprocatingGuard};

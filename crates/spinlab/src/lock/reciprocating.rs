@@ -325,6 +325,7 @@ super::timed_via_lock_until!(Reciprocating);
 impl<W: Wait> Gate for Reciprocating<W> {
     type Owed = ();
     type Room = AtomicU32;
+    type Due = Option<&'static AtomicU32>;
     #[inline]
     unsafe fn pass_on(&self, guard: ReciprocatingGuard, room: &AtomicU32) {
         // SAFETY: forwarded from the caller.
