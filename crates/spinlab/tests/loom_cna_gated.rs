@@ -25,8 +25,6 @@
 //! about 7 s on two CPUs with `--test-threads=1`.
 
 use lock_api::RawMutex;
-use loom::sync::Arc;
-use loom::thread;
 use spinlab::lock::{CnaGated, CnaQueue, Gated};
 use spinlab::testing::{cna_group, cna_secondary_moves};
 use spinlab::wait::{Futex, Spin, Wait};
@@ -42,53 +40,6 @@ impl<W: Wait, const BOUND: u32> Lock for Gated<CnaQueue<W, BOUND>, W> {
     fn new_unlocked() -> Self {
         Gated::with_gate(CnaQueue::new())
     }
-}
-
-/// Spawns a thread of CNA group `group` running `body` on a clone of `shared`.
-fn spawn_in<L: Lock, R: 'static>(
-    shared: &Arc<Shared<L>>,
-    group: u32,
-    body: impl FnOnce(&Shared<L>) -> R + 'static,
-) -> thread::JoinHandle<R> {
-    let shared = shared.clone();
-    thread::spawn(move || {
-        cna_group(group);
-        body(&shared)
-    })
-}
-
-/// `groups.len()` threads (this one first, in group `groups[0]`) each take the lock once.
-fn mutual_exclusion<W: Wait>(groups: &'static [u32], bound: usize) {
-    check(Bound::Default(bound), move || {
-        let shared = Shared::<CnaGated<W>>::new();
-        cna_group(groups[0]);
-        let others: Vec<_> = groups[1..].iter().map(|&g| spawn_in(&shared, g, Shared::locked_bump)).collect();
-        shared.locked_bump();
-        for other in others {
-            other.join().unwrap();
-        }
-        assert_eq!(shared.count(), groups.len());
-        shared.assert_free_and_working();
-    });
-}
-
-/// The lost wake-up model: this thread (group 0) holds the word while a waiter of group 1 and
-/// one of group 0 block (at the gate's head or behind it, or as the one spinner), then
-/// releases it. A head's pass of the gate leaves the other's wake-up owed to its own release,
-/// which must make it.
-fn release_wakes_two_waiters<W: Wait>(bound: usize) {
-    check(Bound::Default(bound), || {
-        let shared = Shared::<CnaGated<W>>::new();
-        cna_group(0);
-        let guard = shared.lock.lock();
-        let waiters = [spawn_in(&shared, 1, Shared::locked_bump), spawn_in(&shared, 0, Shared::locked_bump)];
-        shared.bump_slowly_and_unlock(guard, HOLDER_YIELDS_TWO_WAITERS);
-        for waiter in waiters {
-            waiter.join().unwrap();
-        }
-        assert_eq!(shared.count(), 3);
-        shared.assert_free_and_working();
-    });
 }
 
 /// The secondary queue through the gate. This thread (group 0) holds the word while waiters
@@ -107,11 +58,11 @@ fn secondary_queue<W: Wait>(bound: usize) {
         let shared = Shared::<CnaGated<W, 1>>::new();
         cna_group(0);
         let guard = shared.lock.lock();
-        let twice = spawn_in(&shared, 0, |s| {
+        let twice = spawn_in_group(&shared, 0, |s| {
             s.locked_bump();
             s.locked_bump();
         });
-        let once = [1, 0].map(|group| spawn_in(&shared, group, Shared::locked_bump));
+        let once = [1, 0].map(|group| spawn_in_group(&shared, group, Shared::locked_bump));
         shared.bump_slowly_and_unlock(guard, 1);
         twice.join().unwrap();
         for waiter in once {
@@ -130,17 +81,17 @@ macro_rules! models {
 
             #[test]
             fn mutual_exclusion_two_groups_two_threads() {
-                mutual_exclusion::<$policy>(&[0, 1], 3);
+                mutual_exclusion_in_groups::<CnaGated<$policy>>(&[0, 1], 3);
             }
 
             #[test]
             fn mutual_exclusion_two_groups_three_threads() {
-                mutual_exclusion::<$policy>(&[0, 1, 0], 2);
+                mutual_exclusion_in_groups::<CnaGated<$policy>>(&[0, 1, 0], 2);
             }
 
             #[test]
             fn release_wakes_two_waiters_of_two_groups() {
-                release_wakes_two_waiters::<$policy>(1);
+                release_wakes_waiters_of_groups::<CnaGated<$policy>>([1, 0], 1);
             }
         }
     )*};

@@ -29,8 +29,6 @@
 //! models 8 s of it.
 
 use lock_api::RawMutex;
-use loom::sync::Arc;
-use loom::thread;
 use spinlab::lock::{Gated, Hmcs, HmcsGated, HmcsQueue};
 use spinlab::testing::{cna_group, hmcs_local_passes, hmcs_places_left, hmcs_root_releases};
 use spinlab::wait::{Futex, Spin, Wait};
@@ -40,7 +38,10 @@ use spinlab::wait::{Futex, Spin, Wait};
 mod loom_stacks;
 // The lock trait, the count, the bound and the check every model ends with.
 mod loom_common;
-use loom_common::{check, join_and_check, Bound, Lock, Shared, HOLDER_YIELDS_TWO_WAITERS};
+use loom_common::{
+    check, join_and_check, mutual_exclusion_in_groups, release_wakes_waiters_of_groups, spawn_in_group, Bound, Lock,
+    Shared,
+};
 
 impl<W: Wait, const BOUND: u32> Lock for Hmcs<W, BOUND> {
     fn new_unlocked() -> Self {
@@ -52,45 +53,6 @@ impl<W: Wait, const BOUND: u32> Lock for Gated<HmcsQueue<W, BOUND>, W> {
     fn new_unlocked() -> Self {
         Gated::with_gate(HmcsQueue::new())
     }
-}
-
-/// Spawns a thread of group `group` running `body` on a clone of `shared`.
-fn spawn_in<L: Lock, R: 'static>(
-    shared: &Arc<Shared<L>>,
-    group: u32,
-    body: impl FnOnce(&Shared<L>) -> R + 'static,
-) -> thread::JoinHandle<R> {
-    let shared = shared.clone();
-    thread::spawn(move || {
-        cna_group(group);
-        body(&shared)
-    })
-}
-
-/// `groups.len()` threads (this one first, in group `groups[0]`) each take the lock once.
-fn mutual_exclusion<L: Lock>(groups: &'static [u32], bound: usize) {
-    check(Bound::Default(bound), move || {
-        let shared = Shared::<L>::new();
-        cna_group(groups[0]);
-        let others: Vec<_> = groups[1..].iter().map(|&g| spawn_in(&shared, g, Shared::locked_bump)).collect();
-        shared.locked_bump();
-        join_and_check(&shared, Vec::new(), others, groups.len());
-    });
-}
-
-/// The lost wake-up model: this thread holds the lock while two waiters of `groups` block
-/// (with a sleeping policy: sleep), then releases it; the first woken must wake the other,
-/// within its group's queue or at the root (gated, by the release of the word after its pass
-/// of the gate, which left that wake-up owed).
-fn release_wakes_two_waiters<L: Lock>(groups: [u32; 2], bound: usize) {
-    check(Bound::Default(bound), move || {
-        let shared = Shared::<L>::new();
-        cna_group(0);
-        let guard = shared.lock.lock();
-        let waiters = groups.iter().map(|&g| spawn_in(&shared, g, Shared::locked_bump)).collect();
-        shared.bump_slowly_and_unlock(guard, HOLDER_YIELDS_TWO_WAITERS);
-        join_and_check(&shared, Vec::new(), waiters, 3);
-    });
 }
 
 /// This thread (group 0) holds the lock while a waiter of group 0 and one of group 1 queue,
@@ -106,7 +68,8 @@ fn holder_queues_behind_its_group<L: Lock>(count: fn() -> usize, path: &str) {
         let shared = Shared::<L>::new();
         cna_group(0);
         let guard = shared.lock.lock();
-        let waiters = vec![spawn_in(&shared, 0, Shared::locked_bump), spawn_in(&shared, 1, Shared::locked_bump)];
+        let waiters =
+            vec![spawn_in_group(&shared, 0, Shared::locked_bump), spawn_in_group(&shared, 1, Shared::locked_bump)];
         shared.bump_slowly_and_unlock(guard, 1);
         shared.locked_bump();
         join_and_check(&shared, Vec::new(), waiters, 4);
@@ -127,8 +90,8 @@ fn timed_head_leaves_its_place_to_its_group() {
         let shared = Shared::<Hmcs<Futex>>::new();
         cna_group(0);
         let guard = shared.lock.lock();
-        let plain = vec![spawn_in(&shared, 1, Shared::locked_bump)];
-        let timed = vec![spawn_in(&shared, 0, Shared::timed_bump)];
+        let plain = vec![spawn_in_group(&shared, 1, Shared::locked_bump)];
+        let timed = vec![spawn_in_group(&shared, 0, Shared::timed_bump)];
         shared.bump_slowly_and_unlock(guard, 1);
         shared.locked_bump();
         join_and_check(&shared, timed, plain, 3);
@@ -145,7 +108,8 @@ fn timed_holder_queues_behind_its_group<const BOUND: u32>() {
         let shared = Shared::<Hmcs<Futex, BOUND>>::new();
         cna_group(0);
         let guard = shared.lock.lock();
-        let waiters = vec![spawn_in(&shared, 0, Shared::locked_bump), spawn_in(&shared, 1, Shared::locked_bump)];
+        let waiters =
+            vec![spawn_in_group(&shared, 0, Shared::locked_bump), spawn_in_group(&shared, 1, Shared::locked_bump)];
         shared.bump_slowly_and_unlock(guard, 1);
         let again = usize::from(shared.timed_bump());
         join_and_check(&shared, Vec::new(), waiters, 3 + again);
@@ -159,22 +123,22 @@ macro_rules! models {
 
             #[test]
             fn mutual_exclusion_two_groups_two_threads() {
-                mutual_exclusion::<Hmcs<$policy>>(&[0, 1], 3);
+                mutual_exclusion_in_groups::<Hmcs<$policy>>(&[0, 1], 3);
             }
 
             #[test]
             fn mutual_exclusion_two_groups_three_threads() {
-                mutual_exclusion::<Hmcs<$policy>>(&[0, 1, 0], 2);
+                mutual_exclusion_in_groups::<Hmcs<$policy>>(&[0, 1, 0], 2);
             }
 
             #[test]
             fn release_wakes_two_waiters_of_two_groups() {
-                release_wakes_two_waiters::<Hmcs<$policy>>([1, 0], 2);
+                release_wakes_waiters_of_groups::<Hmcs<$policy>>([1, 0], 2);
             }
 
             #[test]
             fn release_wakes_two_waiters_of_one_group() {
-                release_wakes_two_waiters::<Hmcs<$policy>>([1, 1], 2);
+                release_wakes_waiters_of_groups::<Hmcs<$policy>>([1, 1], 2);
             }
         }
     )*};
@@ -215,17 +179,17 @@ fn hmcs_futex_a_timed_waiter_behind_a_root_release_is_skipped() {
 
 #[test]
 fn hmcs_gated_futex_mutual_exclusion_two_groups_two_threads() {
-    mutual_exclusion::<HmcsGated<Futex>>(&[0, 1], 3);
+    mutual_exclusion_in_groups::<HmcsGated<Futex>>(&[0, 1], 3);
 }
 
 #[test]
 fn hmcs_gated_futex_mutual_exclusion_two_groups_three_threads() {
-    mutual_exclusion::<HmcsGated<Futex>>(&[0, 1, 0], 2);
+    mutual_exclusion_in_groups::<HmcsGated<Futex>>(&[0, 1, 0], 2);
 }
 
 #[test]
 fn hmcs_gated_futex_release_wakes_two_waiters_of_two_groups() {
-    release_wakes_two_waiters::<HmcsGated<Futex>>([1, 0], 1);
+    release_wakes_waiters_of_groups::<HmcsGated<Futex>>([1, 0], 1);
 }
 
 #[test]
@@ -250,7 +214,7 @@ fn hmcs_gated_futex_lets_the_root_go_past_a_waiting_member_of_the_group() {
         let shared = Shared::<HmcsGated<Futex, 0>>::new();
         cna_group(0);
         let guard = shared.lock.lock();
-        let waiters = [0, 0, 1].into_iter().map(|g| spawn_in(&shared, g, Shared::locked_bump)).collect();
+        let waiters = [0, 0, 1].into_iter().map(|g| spawn_in_group(&shared, g, Shared::locked_bump)).collect();
         shared.bump_slowly_and_unlock(guard, 1);
         join_and_check(&shared, Vec::new(), waiters, 4);
     });

@@ -160,6 +160,45 @@ pub fn spawn_each<L: Lock, R: 'static>(
         .collect()
 }
 
+/// Spawns a thread of topology group `group` (declared through `testing::cna_group`, which
+/// the topology-aware locks read under loom) running `body` on a clone of `shared`.
+pub fn spawn_in_group<L: Lock, R: 'static>(
+    shared: &Arc<Shared<L>>,
+    group: u32,
+    body: impl FnOnce(&Shared<L>) -> R + 'static,
+) -> thread::JoinHandle<R> {
+    let shared = shared.clone();
+    thread::spawn(move || {
+        spinlab::testing::cna_group(group);
+        body(&shared)
+    })
+}
+
+/// `groups.len()` threads (this one first, in group `groups[0]`) each take the lock once.
+pub fn mutual_exclusion_in_groups<L: Lock>(groups: &'static [u32], bound: usize) {
+    check(Bound::Default(bound), move || {
+        let shared = Shared::<L>::new();
+        spinlab::testing::cna_group(groups[0]);
+        let others: Vec<_> = groups[1..].iter().map(|&g| spawn_in_group(&shared, g, Shared::locked_bump)).collect();
+        shared.locked_bump();
+        join_and_check(&shared, Vec::new(), others, groups.len());
+    });
+}
+
+/// The lost wake-up across groups: this thread (group 0) holds the lock while a waiter of
+/// each of `groups` blocks, then releases it; the first woken must wake the other, whether
+/// that wake-up is made at a hand-over or owed by a gate to the word's release.
+pub fn release_wakes_waiters_of_groups<L: Lock>(groups: [u32; 2], bound: usize) {
+    check(Bound::Default(bound), move || {
+        let shared = Shared::<L>::new();
+        spinlab::testing::cna_group(0);
+        let guard = shared.lock.lock();
+        let waiters = groups.iter().map(|&g| spawn_in_group(&shared, g, Shared::locked_bump)).collect();
+        shared.bump_slowly_and_unlock(guard, HOLDER_YIELDS_TWO_WAITERS);
+        join_and_check(&shared, Vec::new(), waiters, 3);
+    });
+}
+
 /// `threads` threads (this one included) each take the lock once and increment the count.
 pub fn mutual_exclusion<L: Lock>(threads: usize, bound: Bound) {
     check(bound, move || {
