@@ -427,8 +427,11 @@ mod tests {
     struct FakeSys(PathBuf);
 
     impl FakeSys {
+        /// A fresh tree of its own: tests run in parallel, and several build the same one.
         fn new(name: &str) -> FakeSys {
-            let root = std::env::temp_dir().join(format!("spinlab-topology-{name}-{}", std::process::id()));
+            static TREES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let tree = TREES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let root = std::env::temp_dir().join(format!("spinlab-topology-{name}-{}-{tree}", std::process::id()));
             let _ = std::fs::remove_dir_all(&root);
             FakeSys(root)
         }
