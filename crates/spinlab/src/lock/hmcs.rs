@@ -540,9 +540,16 @@ pub(super) mod tests {
         order.into_inner().unwrap()
     }
 
-    /// Waiters of group `group` in `groups`, in queue order.
-    pub(in crate::lock) fn of_group(groups: &[u32], group: u32) -> impl Iterator<Item = usize> + '_ {
-        groups.iter().enumerate().filter(move |(_, &g)| g == group).map(|(waiter, _)| waiter)
+    /// The order in which the waiters of groups 0 and 1 (`groups[waiter]`, all queued before
+    /// the first release) are served when the groups take turns of `turn` acquisitions each,
+    /// group 0 first, each in its queue order.
+    pub(in crate::lock) fn in_turns(groups: &[u32], turn: usize) -> Vec<usize> {
+        let of = |group| -> Vec<usize> { (0..groups.len()).filter(|&w| groups[w] == group).collect() };
+        let (zeros, ones) = (of(0), of(1));
+        let mut turns = zeros.chunks(turn).zip(ones.chunks(turn)).flat_map(|(z, o)| [z, o]).collect::<Vec<_>>();
+        let longer = if zeros.len() > ones.len() { &zeros } else { &ones };
+        turns.extend(longer.chunks(turn).skip(zeros.len().min(ones.len()).div_ceil(turn)));
+        turns.concat()
     }
 
     /// Alternating groups, both queued in full before the first release: each group's turn is
@@ -552,10 +559,7 @@ pub(super) mod tests {
     fn a_group_keeps_the_lock_for_the_pass_bound_then_the_other_group_has_it() {
         let groups: Vec<u32> = (0..24).map(|i| i % 2).collect();
         let order = acquisition_order::<Futex, 4>(&groups);
-        let (zeros, ones): (Vec<usize>, Vec<usize>) = (of_group(&groups, 0).collect(), of_group(&groups, 1).collect());
-        let expected: Vec<usize> =
-            [&zeros[..5], &ones[..5], &zeros[5..10], &ones[5..10], &zeros[10..], &ones[10..]].concat();
-        assert_eq!(order, expected);
+        assert_eq!(order, in_turns(&groups, 5));
     }
 
     #[test]
@@ -563,9 +567,7 @@ pub(super) mod tests {
         let turn = HMCS_PASS_BOUND as usize + 1;
         let groups: Vec<u32> = (0..2 * turn + 8).map(|i| (i % 2) as u32).collect();
         let order = acquisition_order::<SpinPark, HMCS_PASS_BOUND>(&groups);
-        let (zeros, ones): (Vec<usize>, Vec<usize>) = (of_group(&groups, 0).collect(), of_group(&groups, 1).collect());
-        let expected: Vec<usize> = [&zeros[..turn], &ones[..turn], &zeros[turn..], &ones[turn..]].concat();
-        assert_eq!(order, expected);
+        assert_eq!(order, in_turns(&groups, turn));
     }
 
     /// One group: nothing to choose, and the lock is FIFO.

@@ -79,7 +79,7 @@ impl<W: Wait, const BOUND: u32> Gate for HmcsQueue<W, BOUND> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::super::hmcs::tests::of_group;
+    use super::super::hmcs::tests::in_turns;
     use super::*;
     use crate::lock::HMCS_PASS_BOUND;
     use crate::wait::{Futex, SpinPark};
@@ -130,10 +130,7 @@ mod tests {
     fn the_gate_passes_in_hmcss_order_a_group_for_the_bound_then_the_other() {
         let groups: Vec<u32> = (0..24).map(|i| i % 2).collect();
         let order = acquisition_order::<Futex, 4>(&groups);
-        let (zeros, ones): (Vec<usize>, Vec<usize>) = (of_group(&groups, 0).collect(), of_group(&groups, 1).collect());
-        let expected: Vec<usize> =
-            [&zeros[..5], &ones[..5], &zeros[5..10], &ones[5..10], &zeros[10..], &ones[10..]].concat();
-        assert_eq!(order, expected);
+        assert_eq!(order, in_turns(&groups, 5));
     }
 
     #[test]
@@ -141,9 +138,7 @@ mod tests {
         let turn = HMCS_PASS_BOUND as usize + 1;
         let groups: Vec<u32> = (0..2 * turn + 8).map(|i| (i % 2) as u32).collect();
         let order = acquisition_order::<SpinPark, { HMCS_PASS_BOUND }>(&groups);
-        let (zeros, ones): (Vec<usize>, Vec<usize>) = (of_group(&groups, 0).collect(), of_group(&groups, 1).collect());
-        let expected: Vec<usize> = [&zeros[..turn], &ones[..turn], &zeros[turn..], &ones[turn..]].concat();
-        assert_eq!(order, expected);
+        assert_eq!(order, in_turns(&groups, turn));
     }
 
     /// One group: the gate is FIFO.

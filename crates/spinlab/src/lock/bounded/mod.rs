@@ -111,14 +111,6 @@ impl<W: Wait> Bounded<W> {
         self.state.load(Relaxed) & HANDOFF != 0
     }
 
-    /// Whether a waiter spins on the word, and how many are counted to sleep on it (a
-    /// snapshot, for tests).
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn waiting(&self) -> (bool, u32) {
-        let state = self.state.load(Relaxed);
-        (state & SPINNING != 0, sleepers(state))
-    }
-
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<GuardSend> {
