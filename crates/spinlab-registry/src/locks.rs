@@ -3,7 +3,7 @@
 use crate::in_place::{boxed, ops, poll_until, DynMutex, Named, RawLockOps, Stored};
 use crate::table::{add_algorithm, policy_list, Algorithm, Entry, Kind, Table};
 use spinlab::lock::{
-    Adaptive, Bounded, Clh, Cna, CnaGated, Fair, Gated, Hapax, Hmcs, HmcsGated, Malthusian, Mcs, McsQueue,
+    Adaptive, Bounded, Clh, Cna, CnaGated, CnaQueue, Fair, Gated, Hapax, Hmcs, HmcsQueue, Malthusian, Mcs, McsQueue,
     Reciprocating, Tas, Ticket, Ttas,
 };
 use spinlab::wait::Wait;
@@ -260,6 +260,11 @@ macro_rules! algorithm {
     };
     // The same with the gated lock's guarantee in words of its own.
     ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, bound: $bound:literal, gated on $gate:ident when leaving, bound: $leaving:expr) => {
+        algorithm!($marker, $lock, $name, fair: $fair, hands over: $fair, bound: $bound, gated on $gate when leaving, bound: $leaving);
+    };
+    // The same for a lock that hands over to a chosen waiter without keeping an order (`cna`,
+    // `hmcs`): gated, the word is freed instead.
+    ($marker:ident, $lock:ident, $name:literal, fair: $fair:literal, hands over: $hands_over:literal, bound: $bound:expr, gated on $gate:ident when leaving, bound: $leaving:expr) => {
         struct $marker;
         impl LockAlgorithm for $marker {
             const NAME: &'static str = $name;
@@ -267,6 +272,8 @@ macro_rules! algorithm {
             const LEAVING_COSTS: Costs = GATED_COSTS;
             const FAIR: bool = $fair;
             const LEAVING_FAIR: bool = false;
+            const HANDS_OVER: bool = $hands_over;
+            const LEAVING_HANDS_OVER: bool = false;
             const BOUND: &'static str = $bound;
             const LEAVING_BOUND: &'static str = $leaving;
             fn built<W: Wait>() -> Built {
@@ -398,58 +405,17 @@ algorithm!(TtasAlgorithm, Ttas, "ttas", fair: false, bound: "none");
 algorithm!(TicketAlgorithm, Ticket, "ticket", fair: true, bound: "FIFO", gated when leaving);
 algorithm!(McsAlgorithm, Mcs, "mcs", fair: true, bound: "FIFO in the queue; passed over at most once by each thread that found it empty", gated on McsQueue when leaving);
 algorithm!(ClhAlgorithm, Clh, "clh", fair: true, bound: "FIFO", gated when leaving);
-/// CNA as the in-order locks are built: the lock as it is over a policy whose waiters keep
-/// their CPU, where it hands the lock to a chosen waiter; over one whose waiters give their
-/// CPU away, its queue gates the word (the CNA-gated word), since handing the lock to a
-/// waiter that is not running is a convoy.
-struct CnaAlgorithm;
-
-impl LockAlgorithm for CnaAlgorithm {
-    const NAME: &'static str = "cna";
-    const COSTS: Costs = costs_of("cna").0;
-    const LEAVING_COSTS: Costs = GATED_COSTS;
-    const FAIR: bool = false;
-    const LEAVING_FAIR: bool = false;
-    const HANDS_OVER: bool = true;
-    const LEAVING_HANDS_OVER: bool = false;
-    const BOUND: &'static str = CNA_BOUND;
-    const LEAVING_BOUND: &'static str = CNA_GATED_BOUND;
-
-    fn built<W: Wait>() -> Built {
-        if W::LEAVES_CPU {
-            Built::of::<Stored<CnaGated<W>>>()
-        } else {
-            Built::of::<Stored<Cna<W>>>()
-        }
-    }
-}
+// CNA and HMCS are built as the in-order locks are: as they are over a policy whose waiters
+// keep their CPU, where they hand the lock to a chosen waiter; over one whose waiters give
+// their CPU away their queues gate the word (`CnaGated`, `HmcsGated`), since handing the lock
+// to a waiter that is not running is a convoy.
+algorithm!(CnaAlgorithm, Cna, "cna", fair: false, hands over: true, bound: CNA_BOUND,
+           gated on CnaQueue when leaving, bound: CNA_GATED_BOUND);
 // The gated word with CNA's queue as the gate, over every policy (as Fissile locks, which
 // put a test-and-set word in front of CNA): running threads barge, so no hand-over convoys.
 algorithm!(CnaGatedAlgorithm, CnaGated, "cna-gated", fair: false, hands over: false, bound: CNA_GATED_BOUND);
-/// HMCS as CNA is built: the lock as it is over a policy whose waiters keep their CPU; over
-/// one whose waiters give their CPU away, its two levels of queues gate the word (the
-/// HMCS-gated word), since handing the lock to a waiter that is not running is a convoy.
-struct HmcsAlgorithm;
-
-impl LockAlgorithm for HmcsAlgorithm {
-    const NAME: &'static str = "hmcs";
-    const COSTS: Costs = costs_of("hmcs").0;
-    const LEAVING_COSTS: Costs = GATED_COSTS;
-    const FAIR: bool = false;
-    const LEAVING_FAIR: bool = false;
-    const HANDS_OVER: bool = true;
-    const LEAVING_HANDS_OVER: bool = false;
-    const BOUND: &'static str = HMCS_BOUND;
-    const LEAVING_BOUND: &'static str = HMCS_GATED_BOUND;
-
-    fn built<W: Wait>() -> Built {
-        if W::LEAVES_CPU {
-            Built::of::<Stored<HmcsGated<W>>>()
-        } else {
-            Built::of::<Stored<Hmcs<W>>>()
-        }
-    }
-}
+algorithm!(HmcsAlgorithm, Hmcs, "hmcs", fair: false, hands over: true, bound: HMCS_BOUND,
+           gated on HmcsQueue when leaving, bound: HMCS_GATED_BOUND);
 algorithm!(ReciprocatingAlgorithm, Reciprocating, "reciprocating", fair: true,
            bound: "overtaken at most once by each thread that arrived later: arrivals admitted in batches, in order, each newest first",
            gated on Reciprocating when leaving, bound: RECIPROCATING_GATED_BOUND);
