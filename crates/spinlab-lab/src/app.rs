@@ -39,7 +39,7 @@ pub const PRELOAD: &str = "libspinlab_preload.so";
 #[derive(Clone, Debug)]
 pub struct AppLocks(pub Vec<LockChoice>);
 
-fn parse_locks(text: &str) -> Result<AppLocks, String> {
+pub(crate) fn parse_locks(text: &str) -> Result<AppLocks, String> {
     let locks = select::lock_list(text)?;
     for lock in &locks {
         if let Some(why) = refused(lock) {
@@ -112,6 +112,10 @@ pub struct AppOptions {
           help = TIMEOUT.help("Kill a run that takes longer than this, with everything it started (its process \
                                group); its row says timed_out and that lock is not run again (default: no limit)"))]
     pub timeout: Option<Duration>,
+    /// After the timed runs, run the program once more under each lock with the preload
+    /// library's statistics, and show per lock the wait at each of its top lock sites
+    #[arg(long)]
+    pub profile: bool,
     /// Where the results go.
     #[command(flatten)]
     pub output: Output,
@@ -243,6 +247,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     run_rounds(options, &rule, &preload, &stderr_path, &mut treatments)?;
     let _ = std::fs::remove_file(&stderr_path);
     let load = meter.finish();
+    let profiles = if options.profile { profile_each(options, &treatments)? } else { Vec::new() };
 
     let mut run = Run::new("app");
     run.param("command", &options.command)
@@ -254,6 +259,15 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         .param("warmup_runs", 1)
         .stamp_load(&load);
     run.rows = rows(&treatments, options.timeout);
+    for (row, (_, waits)) in run.rows.iter_mut().skip(1).zip(&profiles) {
+        let top: Vec<serde_json::Value> = waits
+            .iter()
+            .take(PROFILE_SITES)
+            .map(|(site, ns)| serde_json::json!({ "site": site, "wait_s": *ns as f64 * 1e-9 }))
+            .collect();
+        row.set("profile_wait_s", waits.iter().map(|(_, ns)| *ns).sum::<u64>() as f64 * 1e-9);
+        row.set("profile_sites", top);
+    }
     run.elapsed_s = started.elapsed().as_secs_f64();
     for row in &run.rows {
         if let Some(note) = row.text("note") {
@@ -262,7 +276,10 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         }
     }
 
-    let text = format!("app ({:.1} s): {}\n{}\n", run.elapsed_s, options.command.join(" "), render(&run.rows));
+    let mut text = format!("app ({:.1} s): {}\n{}\n", run.elapsed_s, options.command.join(" "), render(&run.rows));
+    if options.profile {
+        text.push_str(&render_waits(&profiles));
+    }
     if outputs.uses_stdout() {
         eprint!("{text}");
     } else {
@@ -275,8 +292,78 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     outputs.write(&results)
 }
 
+/// Sites per lock in `profile_sites`.
+const PROFILE_SITES: usize = 8;
+
+/// `--profile`: one more run under each lock with statistics on, after the timed rounds (so
+/// the profiler's cost is in none of the timed runs). Per lock, its label and the total wait
+/// at each site, most first.
+fn profile_each(options: &AppOptions, treatments: &[Treatment]) -> Result<Vec<(String, Vec<(String, u64)>)>, LabError> {
+    let dir = std::env::temp_dir().join(format!("spinlab-app-profile-{}", std::process::id()));
+    let mut out = Vec::new();
+    for t in treatments.iter().filter(|t| t.lock.is_some()) {
+        let Some(lock) = &t.lock else { continue };
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| LabError::failed(format!("making {}: {e}", dir.display())))?;
+        if !options.output.quiet {
+            eprintln!("profiling under {}", t.label());
+        }
+        let prefix = dir.join("profile");
+        let mut cmd = Command::new(&options.command[0]);
+        cmd.args(&options.command[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        preload_env(&mut cmd, &preload_path()?, lock);
+        cmd.env("SPINLAB_STATS_FILE", &prefix).env_remove("SPINLAB_STATS");
+        cmd.status().map_err(|e| LabError::failed(format!("cannot run `{}`: {e}", options.command[0])))?;
+        let files = crate::profile::files_of(&prefix).map_err(LabError::failed)?;
+        let profiles = files
+            .iter()
+            .map(|f| crate::profile::Profile::read(f))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(LabError::failed)?;
+        out.push((t.label().to_string(), crate::profile::waits_by_site(&profiles)));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(out)
+}
+
+/// The sites with the most wait under any lock, one row each, with their total wait under
+/// every lock: which lock removes which wait. Six locks to a table, to keep within 100
+/// columns.
+fn render_waits(profiles: &[(String, Vec<(String, u64)>)]) -> String {
+    let mut sites: Vec<(String, u64)> = Vec::new();
+    for (site, ns) in profiles.iter().flat_map(|(_, waits)| waits) {
+        match sites.iter_mut().find(|(s, _)| s == site) {
+            Some((_, most)) => *most = (*most).max(*ns),
+            None => sites.push((site.clone(), *ns)),
+        }
+    }
+    sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    sites.truncate(PROFILE_SITES);
+    let mut out = String::from("wait per lock site (one profiled run per lock):\n");
+    if sites.is_empty() {
+        out.push_str("  no lock site under any lock\n");
+        return out;
+    }
+    for chunk in profiles.chunks(6) {
+        out.push_str(&format!("  {:<36}", "site"));
+        for (lock, _) in chunk {
+            out.push_str(&format!(" {:>9}", crate::profile::fit(lock, 9)));
+        }
+        out.push('\n');
+        for (site, _) in &sites {
+            out.push_str(&format!("  {:<36}", crate::profile::fit(site, 36)));
+            for (_, waits) in chunk {
+                let ns = waits.iter().find(|(s, _)| s == site).map_or(0, |w| w.1);
+                out.push_str(&format!(" {:>9}", crate::profile::duration(ns)));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The library next to this executable, or a usage error saying how to build it.
-fn preload_path() -> Result<PathBuf, LabError> {
+pub(crate) fn preload_path() -> Result<PathBuf, LabError> {
     let exe = std::env::current_exe().map_err(|e| LabError::failed(format!("finding the spinlab executable: {e}")))?;
     let path = exe.with_file_name(PRELOAD);
     if path.is_file() {
@@ -288,6 +375,17 @@ fn preload_path() -> Result<PathBuf, LabError> {
             path.display()
         )))
     }
+}
+
+/// Sets `cmd` to run under `lock` through `preload`: spinlab's library first in `LD_PRELOAD`,
+/// any already there kept after it.
+pub(crate) fn preload_env(cmd: &mut Command, preload: &Path, lock: &LockChoice) {
+    let mut value = preload.as_os_str().to_os_string();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        value.push(":");
+        value.push(existing);
+    }
+    cmd.env("LD_PRELOAD", value).env("SPINLAB_LOCK", lock.name());
 }
 
 /// One run of the command.
@@ -315,14 +413,7 @@ fn run_once(
         cmd.process_group(0);
     }
     match lock {
-        Some(lock) => {
-            let mut value = preload.as_os_str().to_os_string();
-            if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-                value.push(":");
-                value.push(existing);
-            }
-            cmd.env("LD_PRELOAD", value).env("SPINLAB_LOCK", lock.name());
-        }
+        Some(lock) => preload_env(&mut cmd, preload, lock),
         None => {
             cmd.env_remove("SPINLAB_LOCK");
         }

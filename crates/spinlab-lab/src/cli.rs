@@ -60,6 +60,9 @@ enum Command {
     /// A program under each lock through the preload library, and once without it (the
     /// baseline): wall, user and system time and exit status per lock
     App(Box<crate::app::AppOptions>),
+    /// Where a program waits: it runs once under one lock with the preload library's
+    /// statistics, then DIR/index.html, DIR/profile.pb.gz (pprof) and the top lock sites
+    Profile(Box<crate::profile::ProfileOptions>),
 }
 
 /// Writes to stdout, ignoring a closed pipe (`spinlab list | head`).
@@ -122,6 +125,7 @@ fn execute(cli: &Cli) -> Result<(), LabError> {
             Ok(())
         }
         Command::App(options) => crate::app::run(&cli.sys_root, options),
+        Command::Profile(options) => crate::profile::run(options),
         Command::Run { experiment } => run(&cli.sys_root, experiment.experiment.as_ref(), &experiment.common),
     }
 }

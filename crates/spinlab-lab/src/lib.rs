@@ -14,6 +14,8 @@
 //! - [`report`]: `spinlab report`, every experiment into an HTML report with a recommendation.
 //! - [`compare`]: `spinlab compare`, two results documents side by side.
 //! - [`app`]: `spinlab app`, a real program under each lock through the preload library.
+//! - [`profile`]: `spinlab profile`, where a program waits: its lock sites, from the preload
+//!   library's statistics, as a page, a pprof file and a table.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
@@ -26,6 +28,7 @@ pub mod list;
 pub mod lockbox;
 pub mod machine;
 pub mod measure;
+pub mod profile;
 pub mod reading;
 pub mod report;
 pub mod results;

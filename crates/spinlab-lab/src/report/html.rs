@@ -11,7 +11,7 @@ use crate::reading::Context;
 use crate::results::read::{MachineCard, PlacementCard};
 use crate::results::Results;
 
-const STYLE: &str = "
+pub(crate) const STYLE: &str = "
 body { font-family: sans-serif; margin: 0 auto; max-width: 960px; padding: 16px 24px; color: #222; }
 h1 { margin-bottom: 0; } .sub { color: #555; margin-top: 4px; }
 h2 { border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 36px; }
