@@ -149,7 +149,7 @@ impl Site {
     pub fn name(&self) -> String {
         match self.place() {
             Some(frame) => frame.describe(),
-            None => "(static initialiser, never contended)".to_string(),
+            None => "(static, never contended)".to_string(),
         }
     }
 
