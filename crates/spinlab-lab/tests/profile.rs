@@ -1,6 +1,6 @@
 //! `spinlab profile`: the page, the pprof file and the table, drawn from a kept profile file
-//! (`--from`), and bad input. The runs under the preload library are in tests/app.rs's
-//! neighbour, tests/profile_run.rs.
+//! (`--from`), and bad input. Runs of a program under the preload library are in
+//! tests/profile_run.rs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -45,16 +45,19 @@ fn a_kept_profile_gives_the_page_the_table_and_a_pprof_file_that_go_reads() {
     assert!(rows.clone().all(|l| l.chars().count() <= 100), "within 100 columns:\n{table}");
     assert!(rows.clone().any(|l| l.contains("mutex (static, never contended)")), "{table}");
     // Most wait first: the condition variable, then the hot mutex, then the array of 1000.
-    let order: Vec<usize> = ["cond make_queue (pool.c:33)", "mutex make_queue (pool.c:31)", "mutex make_buckets (pool.c:52)"]
-        .iter()
-        .map(|site| lines.iter().position(|l| l.contains(site)).unwrap_or_else(|| panic!("{site} in\n{table}")))
-        .collect();
+    let order: Vec<usize> =
+        ["cond make_queue (pool.c:33)", "mutex make_queue (pool.c:31)", "mutex make_buckets (pool.c:52)"]
+            .iter()
+            .map(|site| lines.iter().position(|l| l.contains(site)).unwrap_or_else(|| panic!("{site} in\n{table}")))
+            .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{table}");
     let buckets = lines.iter().find(|l| l.contains("make_buckets")).unwrap();
     assert!(buckets.contains(" 1000 ") && buckets.contains("20000") && buckets.contains("1.5%"), "{buckets}");
 
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
-    for text in ["make_queue (pool.c:31)", "make_buckets (pool.c:52)", "where the program waits", "100 timed, 20 timed out"] {
+    for text in
+        ["make_queue (pool.c:31)", "make_buckets (pool.c:52)", "where the program waits", "100 timed, 20 timed out"]
+    {
         assert!(page.contains(text), "{text} in the page");
     }
     assert_eq!(page.matches("<svg").count(), 1 + 4, "the bars, then a histogram for each of 4 sites");
