@@ -60,6 +60,9 @@ enum Command {
     /// A program under each lock through the preload library, and once without it (the
     /// baseline): wall, user and system time and exit status per lock
     App(Box<crate::app::AppOptions>),
+    /// A suite of real programs from Debian (sysbench, RocksDB, memcached, pigz, CPython),
+    /// each under each lock and under glibc, each by its own metric, with ratios to glibc
+    Apps(Box<crate::apps::AppsOptions>),
 }
 
 /// Writes to stdout, ignoring a closed pipe (`spinlab list | head`).
@@ -122,6 +125,7 @@ fn execute(cli: &Cli) -> Result<(), LabError> {
             Ok(())
         }
         Command::App(options) => crate::app::run(&cli.sys_root, options),
+        Command::Apps(options) => crate::apps::run(&cli.sys_root, options),
         Command::Run { experiment } => run(&cli.sys_root, experiment.experiment.as_ref(), &experiment.common),
     }
 }

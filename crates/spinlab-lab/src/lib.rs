@@ -14,10 +14,12 @@
 //! - [`report`]: `spinlab report`, every experiment into an HTML report with a recommendation.
 //! - [`compare`]: `spinlab compare`, two results documents side by side.
 //! - [`app`]: `spinlab app`, a real program under each lock through the preload library.
+//! - [`apps`]: `spinlab apps`, a suite of real programs, each by its own metric, against glibc.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod apps;
 pub mod cli;
 pub mod compare;
 pub mod error;

@@ -1,0 +1,1 @@
+//! The runner on fake programs: shell one-liners declared as entries.
