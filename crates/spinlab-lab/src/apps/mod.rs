@@ -415,15 +415,15 @@ fn rounds(entry: &Entry, settings: &Settings, ctx: &Context) -> Vec<AppsRow> {
         return rows;
     }
     let mut round = 0;
-    // glibc runs while any lock does, so that every lock's round has glibc's beside it.
-    let going = |ts: &[Treatment]| match ts {
-        [glibc] => !glibc.verdict.stop(),
-        [_, locks @ ..] => locks.iter().any(|t| !t.verdict.stop()),
-        [] => false,
-    };
-    while going(&treatments) {
+    // glibc runs in every round while any lock does, so that every lock's round has glibc's
+    // beside it, and on until its own rule stops it.
+    while treatments.iter().any(|t| !t.verdict.stop()) {
+        let locks_going = treatments[1..].iter().any(|t| !t.verdict.stop());
         round += 1;
-        for t in treatments.iter_mut().filter(|t| t.failed.is_none() && (t.lock.is_none() || !t.verdict.stop())) {
+        for t in treatments
+            .iter_mut()
+            .filter(|t| !t.verdict.stop() || (t.lock.is_none() && t.failed.is_none() && locks_going))
+        {
             match run_one(entry, ctx, t.lock.as_ref(), settings, &files) {
                 Ok((value, wall)) => {
                     t.values.push(value);
