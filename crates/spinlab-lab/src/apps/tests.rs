@@ -210,3 +210,18 @@ fn a_server_is_killed_when_the_suite_is_interrupted() {
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+#[test]
+fn the_default_locks_are_the_default_the_references_and_each_algorithm_over_spin_park_that_fits() {
+    let names: Vec<String> = default_locks()
+        .iter()
+        .map(|l| if l.via_alias { "default".to_string() } else { l.name().to_string() })
+        .collect();
+    assert_eq!(names[..3], ["default", "parking_lot", "pthread"], "{names:?}");
+    assert!(!names.iter().any(|n| n == "std" || n.starts_with("hapax")), "std and hapax do not fit: {names:?}");
+    for lock in default_locks().iter().skip(3) {
+        assert!(lock.name().ends_with(":spin-park") && app::refused(lock).is_none(), "{}", lock.name());
+    }
+    assert!(names.iter().any(|n| n == "mcs:spin-park") && names.iter().any(|n| n == "malthusian:spin-park"));
+    eprintln!("{}", names.join(","));
+}
