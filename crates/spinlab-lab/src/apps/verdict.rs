@@ -65,8 +65,8 @@ pub fn programs(rows: &[AppsRow]) -> Vec<Program<'_>> {
 /// `1.02x [0.98, 1.06]`.
 pub fn ratio_words(row: &AppsRow) -> String {
     match (row.ratio_to_glibc.get(), row.ratio_ci95_to_glibc.get()) {
-        (Some(r), Some(ci)) => format!("{r:.2}x ±{ci:.2}"),
-        (Some(r), None) => format!("{r:.2}x"),
+        (Some(r), Some(ci)) => format!("{r:.3}x ±{ci:.3}"),
+        (Some(r), None) => format!("{r:.3}x"),
         _ => "no ratio".to_string(),
     }
 }
@@ -102,7 +102,8 @@ pub fn default_line(rows: &[AppsRow]) -> String {
         if ratio < DEFAULT_VS_GLIBC {
             said.push(format!("{} glibc", ratio_words(row)));
         }
-        if let Some((lock, best)) = p.best().filter(|(_, b)| ratio < DEFAULT_VS_BEST * b) {
+        // Below glibc when glibc is the best says it all.
+        if let Some((lock, best)) = p.best().filter(|(l, b)| *l != GLIBC && ratio < DEFAULT_VS_BEST * b) {
             said.push(format!("{:.2} of the best, {lock} at {best:.2}x", ratio / best));
         }
         if !said.is_empty() {
@@ -186,7 +187,7 @@ mod tests {
         assert_eq!(best_lines(&rows), ["best on a: mcs:spin-park (1.12x glibc)", "best on b: glibc (1.00x glibc)"]);
         let line = default_line(&rows);
         assert!(line.starts_with("default (adaptive:pause-yield-park): misses"), "{line}");
-        assert!(line.contains("on 1 of 2 programs: b (0.97x glibc)"), "{line}");
+        assert!(line.contains("on 1 of 2 programs: b (0.970x glibc)"), "{line}");
         assert_eq!(
             collapse_line(&rows).as_deref(),
             Some("below 0.5x glibc over a sleeping policy: mcs:spin-park on b (0.40x)")

@@ -164,7 +164,10 @@ mod tests {
         results.runs.push(run);
         let html = html(&results);
         assert!(html.contains("<h2>real programs</h2>"), "{html}");
-        assert!(html.contains("1.05x ±0.02") && html.contains("title=\"run 1: killed by signal 11\">failed"), "{html}");
+        assert!(
+            html.contains("1.050x ±0.020") && html.contains("title=\"run 1: killed by signal 11\">failed"),
+            "{html}"
+        );
         assert!(html.contains("<svg") && html.contains("data-series=\"default\""), "a chart with a series per lock");
         assert!(html.contains("best on a: mcs:spin-park (1.20x glibc)"), "{html}");
         assert!(html.contains("misses &gt;= 1.00x glibc and &gt;= 0.95x the best lock on 1 of 1 programs"), "{html}");
