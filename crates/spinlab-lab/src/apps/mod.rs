@@ -17,6 +17,7 @@
 //! it with a load generator that runs plain; the server is stopped after the load and killed
 //! if spinlab is interrupted. See docs/apps.md.
 
+mod install;
 pub mod metric;
 pub mod server;
 pub mod suite;
@@ -36,6 +37,7 @@ use crate::results::table::{self, col};
 use crate::results::{Results, Run};
 use crate::select::{self, LockChoice, TimeBounds};
 use clap::Args;
+use install::{absent_binary, install};
 use metric::Output;
 use server::Running;
 use std::io::Write;
@@ -262,68 +264,6 @@ fn declared(entry: &Entry) -> serde_json::Value {
         "better": entry.metric.better.name(),
         "time_limit_s": entry.time_limit.as_secs_f64(),
     })
-}
-
-/// The first of `entry`'s executables not found in `PATH`.
-fn absent_binary(entry: &Entry) -> Option<&'static str> {
-    entry.binaries.iter().copied().find(|b| find_in_path(b).is_none())
-}
-
-/// Where `PATH` has `name`, if anywhere.
-pub fn find_in_path(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        return Some(PathBuf::from(name)).filter(|p| p.is_file());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(name)).find(|p| p.is_file())
-}
-
-/// Installs the packages of the entries whose executables are missing, through apt-get (as
-/// root, or through `sudo -n`, as scripts/test does); why not, when it could not.
-fn install(entries: &[&Entry], quiet: bool) -> Option<String> {
-    let mut packages: Vec<&str> = Vec::new();
-    for entry in entries.iter().filter(|e| absent_binary(e).is_some()) {
-        for p in entry.packages {
-            if !packages.contains(p) {
-                packages.push(p);
-            }
-        }
-    }
-    if packages.is_empty() {
-        return None;
-    }
-    if find_in_path("apt-get").is_none() {
-        return Some(format!("no apt-get to install {} with", packages.join(" ")));
-    }
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root && find_in_path("sudo").is_none() {
-        return Some(format!("installing {} needs root or sudo", packages.join(" ")));
-    }
-    if !quiet {
-        eprintln!("installing {}", packages.join(" "));
-    }
-    let apt = |args: &[&str]| -> Result<(), String> {
-        let mut cmd = if root { std::process::Command::new("apt-get") } else { std::process::Command::new("sudo") };
-        if !root {
-            cmd.args(["-n", "apt-get"]);
-        }
-        let status = cmd
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .status()
-            .map_err(|e| format!("cannot run apt-get: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("`apt-get {}` failed ({status})", args.join(" ")))
-        }
-    };
-    let mut install_args = vec!["install", "-y", "-qq"];
-    install_args.extend(packages.iter().copied());
-    // The package lists may be stale or absent (a fresh container): update once and retry.
-    apt(&install_args).or_else(|_| apt(&["update", "-qq"]).and_then(|()| apt(&install_args))).err()
 }
 
 /// A program's row that says why it did not run.

@@ -225,3 +225,13 @@ fn the_default_locks_are_the_default_the_references_and_each_algorithm_over_spin
     assert!(names.iter().any(|n| n == "mcs:spin-park") && names.iter().any(|n| n == "malthusian:spin-park"));
     eprintln!("{}", names.join(","));
 }
+
+#[test]
+fn the_options_default_to_the_fame_rule_two_minutes_a_run_and_64_mib_of_input() {
+    let options: AppsOptions = crate::experiments::options::cli_defaults();
+    assert!(options.locks.is_none() && options.programs.is_none() && !options.no_install);
+    assert_eq!((options.timeout, options.input_mb), (Duration::from_secs(120), 64));
+    let rule = options.repetition.rule(3, 10).unwrap();
+    assert_eq!((rule.min_reps, rule.max_reps), (3, 10));
+    assert_eq!(options.entries().len(), suite::SUITE.len());
+}
