@@ -380,7 +380,10 @@ fn rounds(entry: &Entry, settings: &Settings, ctx: &Context) -> Vec<AppsRow> {
             t.verdict = settings.rule.verdict(&t.values);
         }
         if treatments[0].failed.is_some() {
-            // Without glibc's figures no ratio can be drawn: stop.
+            // Without glibc's figures no ratio can be drawn: every lock stops with what it has.
+            for t in treatments[1..].iter_mut().filter(|t| !t.verdict.stop()) {
+                t.verdict = Verdict::Stopped;
+            }
             break;
         }
         if !settings.quiet {

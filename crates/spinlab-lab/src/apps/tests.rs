@@ -235,3 +235,22 @@ fn the_options_default_to_the_fame_rule_two_minutes_a_run_and_64_mib_of_input() 
     assert_eq!((rule.min_reps, rule.max_reps), (3, 10));
     assert_eq!(options.entries().len(), suite::SUITE.len());
 }
+
+#[test]
+fn when_glibc_fails_in_a_later_round_the_locks_stop_with_the_runs_they_had() {
+    // The third run without the library (warm-up, round 1, round 2) exits 3; the lock still
+    // runs in round 2, after glibc.
+    static LATE: Entry = fake(
+        "late",
+        &[
+            "sh",
+            "-c",
+            "n=$(cat {dir}/n 2>/dev/null || echo 0); echo $((n + 1)) > {dir}/n; \
+                       [ -z \"$SPINLAB_LOCK\" ] && [ $n -ge 2 ] && exit 3; echo result 42",
+        ],
+        20_000,
+    );
+    let rows = rows_of(&measure(&[&LATE], &settings(&["ttas:spin"], 3, "late")));
+    assert!(rows[0].failed.as_deref().is_some_and(|f| f.starts_with("run 2: exit status 3")), "{rows:#?}");
+    assert_eq!((rows[1].stop.as_deref(), rows[1].reps, rows[1].failed.as_deref()), (Some("stopped"), Some(2), None));
+}
