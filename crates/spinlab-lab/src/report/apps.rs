@@ -29,19 +29,24 @@ fn chart(rows: &[AppsRow]) -> Result<String, String> {
             locks.push(lock);
         }
     }
+    fn of<'a>(lock: &str, p: &verdict::Program<'a>) -> Option<&'a AppsRow> {
+        p.rows.iter().copied().find(|r| r.lock.as_deref() == Some(lock))
+    }
     let groups: Vec<(String, Vec<Option<f64>>)> = locks
         .iter()
+        .map(|lock| (lock.to_string(), programs.iter().map(|p| of(lock, p)?.ratio_to_glibc.get()).collect()))
+        .collect();
+    let intervals: Vec<Vec<Option<(f64, f64)>>> = locks
+        .iter()
         .map(|lock| {
-            let values = programs
-                .iter()
-                .map(|p| p.rows.iter().find(|r| r.lock.as_deref() == Some(*lock)).and_then(|r| r.ratio_to_glibc.get()))
-                .collect();
-            (lock.to_string(), values)
+            let ends = |row: &AppsRow| Some((row.ratio_to_glibc.get()?, row.ratio_ci95_to_glibc.get()?));
+            programs.iter().map(|p| ends(of(lock, p)?).map(|(r, ci)| (r - ci, r + ci))).collect()
         })
         .collect();
     let all = groups.iter().flat_map(|(_, v)| v.iter().flatten().copied()).chain([1.0]);
     let y = Axis::numeric("metric / glibc's (above 1: better than glibc)", Scale::Log, all, false);
-    plot::grouped_bars("real programs: each lock against glibc", &names, "program", &y, &groups, Some((1.0, "glibc")))
+    let title = "real programs: each lock against glibc, with 95% intervals";
+    plot::grouped_bars_within(title, &names, "program", &y, &groups, &intervals, Some((1.0, "glibc")))
 }
 
 fn cell(row: Option<&AppsRow>) -> String {
@@ -97,7 +102,8 @@ pub fn html(results: &Results) -> String {
         match chart(&rows) {
             Ok(svg) => out.push_str(&format!(
                 "<figure class=\"experiment\" data-experiment=\"apps\">\n<div class=\"panel\">\n{svg}\n<figcaption>Each \
-                 lock's metric over glibc's, per program (logarithmic; the dashed line is glibc).</figcaption>\n\
+                 lock's metric over glibc's, per program, with its 95% interval (logarithmic; the dashed line is \
+                 glibc).</figcaption>\n\
                  </div>\n</figure>\n"
             )),
             Err(why) => out.push_str(&format!("<p class=\"note\">A chart could not be drawn: {}</p>\n", escape(&why))),
