@@ -58,7 +58,7 @@ const PTHREAD_MUTEX_LOCK_ROOM: Layout = Layout::new::<[u64; 2]>();
 const GLIBC: &str = "pthread";
 
 /// Why the preload library cannot run `lock`, if it cannot.
-fn refused(lock: &LockChoice) -> Option<String> {
+pub(crate) fn refused(lock: &LockChoice) -> Option<String> {
     let name = lock.name();
     if name == GLIBC {
         // The preload library keeps glibc's own mutexes: nothing needs to fit.
@@ -135,18 +135,18 @@ impl AppOptions {
 
 /// One run of the program.
 #[derive(Clone, Debug)]
-struct Sample {
-    wall_s: f64,
-    user_s: f64,
-    sys_s: f64,
+pub(crate) struct Sample {
+    pub(crate) wall_s: f64,
+    pub(crate) user_s: f64,
+    pub(crate) sys_s: f64,
     /// The exit status, `signal N`, or `timeout`.
-    status: String,
+    pub(crate) status: String,
     /// Killed at `--timeout`.
-    timed_out: bool,
+    pub(crate) timed_out: bool,
 }
 
 /// The `status` of a run killed at `--timeout`.
-const TIMED_OUT: &str = "timeout";
+pub(crate) const TIMED_OUT: &str = "timeout";
 
 /// The baseline or one lock, and its runs.
 struct Treatment {
@@ -176,8 +176,9 @@ fn run_rounds(
     while treatments.iter().any(|t| !t.verdict.stop()) {
         round += 1;
         for t in treatments.iter_mut().filter(|t| !t.verdict.stop()) {
-            let Ran { sample, first_stderr_line } =
-                run_once(&options.command, t.lock.as_ref(), preload, stderr_path, options.timeout)?;
+            let launch =
+                Launch { command: &options.command, lock: t.lock.as_ref(), preload, stdout: None, stderr_path };
+            let Ran { sample, first_stderr_line } = run_once(&launch, options.timeout)?;
             if t.first_stderr.is_none() && sample.status != "0" {
                 t.first_stderr = first_stderr_line;
             }
@@ -230,7 +231,9 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     let meter = Meter::start(&allowed_cpus());
     let started = Instant::now();
     // One unmeasured baseline run: fills the page cache and proves the command starts.
-    let warm = run_once(&options.command, None, &preload, &stderr_path, options.timeout)?.sample;
+    let launch =
+        Launch { command: &options.command, lock: None, preload: &preload, stdout: None, stderr_path: &stderr_path };
+    let warm = run_once(&launch, options.timeout)?.sample;
     if warm.timed_out {
         let _ = std::fs::remove_file(&stderr_path);
         return Err(LabError::usage(format!(
@@ -311,7 +314,7 @@ fn profile_each(options: &AppOptions, treatments: &[Treatment]) -> Result<Vec<(S
         let prefix = dir.join("profile");
         let mut cmd = Command::new(&options.command[0]);
         cmd.args(&options.command[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        preload_env(&mut cmd, &preload_path()?, lock);
+        preload_env(&mut cmd, Some(lock), &preload_path()?);
         cmd.env("SPINLAB_STATS_FILE", &prefix).env_remove("SPINLAB_STATS");
         cmd.status().map_err(|e| LabError::failed(format!("cannot run `{}`: {e}", options.command[0])))?;
         let files = crate::profile::files_of(&prefix).map_err(LabError::failed)?;
@@ -377,47 +380,60 @@ pub(crate) fn preload_path() -> Result<PathBuf, LabError> {
     }
 }
 
-/// Sets `cmd` to run under `lock` through `preload`: spinlab's library first in `LD_PRELOAD`,
-/// any already there kept after it.
-pub(crate) fn preload_env(cmd: &mut Command, preload: &Path, lock: &LockChoice) {
-    let mut value = preload.as_os_str().to_os_string();
-    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        value.push(":");
-        value.push(existing);
-    }
-    cmd.env("LD_PRELOAD", value).env("SPINLAB_LOCK", lock.name());
-}
-
 /// One run of the command.
-struct Ran {
-    sample: Sample,
+pub(crate) struct Ran {
+    pub(crate) sample: Sample,
     /// The first line it wrote to stderr, if it wrote any.
-    first_stderr_line: Option<String>,
+    pub(crate) first_stderr_line: Option<String>,
 }
 
-/// One run of `command` (under `lock` through `preload`, or plain); with `timeout`, killed
-/// (its whole process group) once it runs past it.
-fn run_once(
-    command: &[String],
-    lock: Option<&LockChoice>,
-    preload: &Path,
-    stderr_path: &Path,
-    timeout: Option<Duration>,
-) -> Result<Ran, LabError> {
-    let stderr =
-        File::create(stderr_path).map_err(|e| LabError::failed(format!("creating {}: {e}", stderr_path.display())))?;
-    let mut cmd = Command::new(&command[0]);
-    cmd.args(&command[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr);
-    if timeout.is_some() {
-        // A group of its own, so the timeout reaches whatever the program started too.
-        cmd.process_group(0);
-    }
+/// What to run, and where its output goes.
+pub(crate) struct Launch<'a> {
+    /// The program and its arguments.
+    pub(crate) command: &'a [String],
+    /// The lock to run it under through `preload`; `None` runs it plain.
+    pub(crate) lock: Option<&'a LockChoice>,
+    pub(crate) preload: &'a Path,
+    /// The file for its stdout; `None` discards it.
+    pub(crate) stdout: Option<&'a Path>,
+    pub(crate) stderr_path: &'a Path,
+}
+
+/// Sets `cmd`'s environment to run under `lock` through `preload` (after any `LD_PRELOAD`
+/// already set), or plain with `None`.
+pub(crate) fn preload_env(cmd: &mut Command, lock: Option<&LockChoice>, preload: &Path) {
     match lock {
-        Some(lock) => preload_env(&mut cmd, preload, lock),
+        Some(lock) => {
+            let mut value = preload.as_os_str().to_os_string();
+            if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+                value.push(":");
+                value.push(existing);
+            }
+            cmd.env("LD_PRELOAD", value).env("SPINLAB_LOCK", lock.name());
+        }
         None => {
             cmd.env_remove("SPINLAB_LOCK");
         }
     }
+}
+
+/// One run of `launch`; with `timeout`, killed (its whole process group) once it runs past it.
+pub(crate) fn run_once(launch: &Launch<'_>, timeout: Option<Duration>) -> Result<Ran, LabError> {
+    let Launch { command, lock, preload, stdout, stderr_path } = *launch;
+    let create =
+        |path: &Path| File::create(path).map_err(|e| LabError::failed(format!("creating {}: {e}", path.display())));
+    let stderr = create(stderr_path)?;
+    let stdout = match stdout {
+        Some(path) => Stdio::from(create(path)?),
+        None => Stdio::null(),
+    };
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..]).stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    if timeout.is_some() {
+        // A group of its own, so the timeout reaches whatever the program started too.
+        cmd.process_group(0);
+    }
+    preload_env(&mut cmd, lock, preload);
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| LabError::failed(format!("cannot run `{}`: {e}", command[0])))?;
     let pid = child.id() as libc::pid_t;
@@ -562,13 +578,27 @@ impl Watch {
 /// its own does not get the terminal's Ctrl-C, so spinlab passes it on.
 static RUNNING_GROUP: AtomicI32 = AtomicI32::new(0);
 
+/// The process group of a server the run in progress talks to (`spinlab apps`; 0: none).
+static SERVER_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// Names `group` (0: none) as the server's, for [`kill_the_group_on_termination`] to kill.
+pub(crate) fn set_server_group(group: libc::pid_t) {
+    SERVER_GROUP.store(group, SeqCst);
+}
+
 extern "C" fn pass_on_and_die(signal: libc::c_int) {
     let group = RUNNING_GROUP.load(SeqCst);
+    let server = SERVER_GROUP.load(SeqCst);
     // SAFETY: kill, signal and raise are async-signal-safe; the handler touches nothing else
-    // but an atomic.
+    // but atomics.
     unsafe {
         if group > 0 {
             libc::kill(-group, signal);
+        }
+        // A server may ignore or handle the signal (memcached finishes its connections):
+        // nobody is left to stop it once spinlab is gone, so it goes now.
+        if server > 0 {
+            libc::kill(-server, libc::SIGKILL);
         }
         libc::signal(signal, libc::SIG_DFL);
         libc::raise(signal);
@@ -576,8 +606,9 @@ extern "C" fn pass_on_and_die(signal: libc::c_int) {
 }
 
 /// On SIGINT, SIGTERM or SIGHUP, sends the same signal to the running program's group before
-/// spinlab dies of it, as it would have had the program stayed in spinlab's group.
-fn kill_the_group_on_termination() {
+/// spinlab dies of it, as it would have had the program stayed in spinlab's group, and kills
+/// the server's group (see [`set_server_group`]).
+pub(crate) fn kill_the_group_on_termination() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installs a handler that only calls async-signal-safe functions.
         unsafe { libc::signal(signal, pass_on_and_die as extern "C" fn(libc::c_int) as libc::sighandler_t) };

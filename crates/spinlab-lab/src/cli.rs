@@ -63,6 +63,9 @@ enum Command {
     /// Where a program waits: it runs once under one lock with the preload library's
     /// statistics, then DIR/index.html, DIR/profile.pb.gz (pprof) and the top lock sites
     Profile(Box<crate::profile::ProfileOptions>),
+    /// A suite of real programs from Debian (sysbench, RocksDB, memcached, pigz, CPython),
+    /// each under each lock and under glibc, each by its own metric, with ratios to glibc
+    Apps(Box<crate::apps::AppsOptions>),
 }
 
 /// Writes to stdout, ignoring a closed pipe (`spinlab list | head`).
@@ -126,6 +129,7 @@ fn execute(cli: &Cli) -> Result<(), LabError> {
         }
         Command::App(options) => crate::app::run(&cli.sys_root, options),
         Command::Profile(options) => crate::profile::run(options),
+        Command::Apps(options) => crate::apps::run(&cli.sys_root, options),
         Command::Run { experiment } => run(&cli.sys_root, experiment.experiment.as_ref(), &experiment.common),
     }
 }

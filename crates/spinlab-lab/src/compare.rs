@@ -49,6 +49,7 @@ const NOT_CONFIG: &[&str] = &[
     "below_floor",
     "timed_out",
     "core_shared",
+    "failed",
 ];
 
 /// A row's configuration: its naming keys and their values.
@@ -547,6 +548,41 @@ mod tests {
             })
             .count();
         marked as f64 / trials as f64
+    }
+
+    #[test]
+    fn apps_rows_match_by_program_and_lock_whatever_failed_says() {
+        use crate::results::rows::{AppsRow, Nullable, RowType};
+        let doc = |ratio: f64, failed: Option<&str>| {
+            let mut results = Results::new(&serde_json::json!({"allowed_cpus": "0-1"}));
+            let mut run = crate::results::Run::new(AppsRow::EXPERIMENT);
+            for (program, lock) in [("pigz", "glibc"), ("pigz", "default"), ("memcached", "default")] {
+                let row = AppsRow {
+                    program: Some(program.into()),
+                    lock: Some(lock.into()),
+                    metric: Some("wall_s".into()),
+                    metric_value: Some(2.0),
+                    metric_ci95_value: Nullable::Value(0.1),
+                    ratio_to_glibc: Nullable::Value(ratio),
+                    ratio_ci95_to_glibc: Nullable::Value(0.01),
+                    failed: failed.filter(|_| program == "memcached").map(str::to_string),
+                    ..AppsRow::default()
+                };
+                run.rows.push(row.to_row());
+            }
+            results.runs.push(run);
+            results
+        };
+        let c = compare(&doc(1.0, None), &doc(1.5, Some("run 1: killed by signal 11")));
+        assert_eq!((c.only_a, c.only_b), (0, 0), "{:?}", c.lines);
+        let ratios: Vec<&Line> = c.lines.iter().filter(|l| l.figure == "ratio_to_glibc").collect();
+        assert_eq!(ratios.len(), 3);
+        assert!(ratios.iter().all(|l| l.marked && l.config.contains("default") || l.config.contains("glibc")));
+        assert!(
+            c.lines.iter().any(|l| l.figure == "metric_value" && l.config.starts_with("pigz, glibc")),
+            "{:?}",
+            c.lines
+        );
     }
 
     #[test]

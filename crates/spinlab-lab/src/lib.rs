@@ -16,10 +16,12 @@
 //! - [`app`]: `spinlab app`, a real program under each lock through the preload library.
 //! - [`profile`]: `spinlab profile`, where a program waits: its lock sites, from the preload
 //!   library's statistics, as a page, a pprof file and a table.
+//! - [`apps`]: `spinlab apps`, a suite of real programs, each by its own metric, against glibc.
 //! - [`cli`]: the command line.
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod apps;
 pub mod cli;
 pub mod compare;
 pub mod error;

@@ -897,3 +897,11 @@ fn info_marks_declared_lock_groups_and_refuses_a_malformed_declaration() {
         ["error: SPINLAB_TOPOLOGY=node:0|0 is malformed: CPU 0 is in two `node` groups; valid values: LEVEL:CPUS|CPUS|...[;LEVEL:...] with LEVEL one of core, llc, node and CPUS a CPU list such as 0-3,8"]
     );
 }
+
+#[test]
+fn apps_refuses_an_unknown_program_a_lock_that_does_not_fit_and_a_bad_timeout_in_one_line() {
+    assert_refused(&["apps", "--programs", "pigz,nginx"], &["`nginx` is not a program of the suite", "sysbench-mutex"]);
+    assert_refused(&["apps", "--locks", "hapax:spin"], &["cannot be preloaded", "pthread_mutex_t"]);
+    assert_refused(&["apps", "--timeout", "2d"], &["--timeout", "1h"]);
+    assert_refused(&["apps", "--input-mb", "0"], &["--input-mb", "4096"]);
+}

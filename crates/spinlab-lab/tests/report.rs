@@ -607,3 +607,25 @@ const LAYOUT_CHECK: &str = r#"
   document.body.appendChild(pre);
 })();
 "#;
+
+#[test]
+fn report_from_a_document_with_the_suite_draws_real_programs_and_one_without_does_not() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/apps/results.json");
+    let (dir, stdout) = report_from(&fixture, "from-apps");
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    let section = html.split("<section id=\"exp-apps\">").nth(1).expect("the section real programs");
+    let section = section.split("</section>").next().unwrap();
+    assert!(section.contains("<h2>real programs</h2>") && section.contains("<svg"), "a heading and a chart");
+    assert!(section.contains("best on memcached: "), "the best lock per program");
+    assert!(section.contains("default (adaptive:pause-yield-park): "), "the default's verdict");
+    assert!(section.contains("title=\"run 1: the server exited during the load"), "the failed lock, with why");
+    assert_eq!(figures_in(&html).iter().filter(|f| *f == "apps").count(), 1, "drawn once, not also as a figure");
+    let line = stdout.lines().find(|l| l.starts_with("real programs: default (")).expect("the verdict in the summary");
+    assert!(line.chars().count() <= 100, "{line}");
+    assert!(stdout.lines().count() <= 40, "{stdout}");
+
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/results.json");
+    let (dir, stdout) = report_from(&fixture, "from-no-apps");
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(!html.contains("exp-apps") && !stdout.contains("real programs"), "no suite, no section");
+}

@@ -119,7 +119,7 @@ pub(crate) fn run_under(
     let preload = app::preload_path()?;
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..]);
-    app::preload_env(&mut cmd, &preload, lock);
+    app::preload_env(&mut cmd, Some(lock), &preload);
     cmd.env("SPINLAB_STATS_FILE", prefix).env_remove("SPINLAB_STATS");
     cmd.status().map_err(|e| LabError::failed(format!("cannot run `{}`: {e}", command[0])))
 }

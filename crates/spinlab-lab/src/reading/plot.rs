@@ -525,6 +525,20 @@ pub fn grouped_bars(
     groups: &[(String, Vec<Option<f64>>)],
     reference: Option<(f64, &str)>,
 ) -> Result<String, String> {
+    grouped_bars_within(title, categories, x_label, y, groups, &[], reference)
+}
+
+/// [`grouped_bars`] with a whisker over each bar from `intervals[group][category]`'s low end
+/// to its high end, where there is one.
+pub fn grouped_bars_within(
+    title: &str,
+    categories: &[String],
+    x_label: &str,
+    y: &Axis,
+    groups: &[(String, Vec<Option<f64>>)],
+    intervals: &[Vec<Option<(f64, f64)>>],
+    reference: Option<(f64, &str)>,
+) -> Result<String, String> {
     let x = Axis::categories(x_label, categories);
     let n = groups.len().max(1) as f64;
     let legend: Vec<Entry> = groups
@@ -555,6 +569,16 @@ pub fn grouped_bars(
             });
             marks.open(&pixels(chart), "series", name)?;
             chart.draw_series(bars)?;
+            let whiskers = intervals.get(g).into_iter().flatten().enumerate().filter_map(|(i, ends)| {
+                let (low, high) = (*ends)?;
+                let (low, high) = (y.map(low.max(f64::MIN_POSITIVE)).max(y.lo), y.map(high).min(y.hi));
+                if !low.is_finite() || !high.is_finite() {
+                    return None;
+                }
+                let middle = i as f64 + 0.1 + 0.8 * (g as f64 + 0.45) / n;
+                Some(PathElement::new(vec![(middle, low), (middle, high)], RGBColor(40, 40, 40).stroke_width(1)))
+            });
+            chart.draw_series(whiskers)?;
             marks.close(&pixels(chart))?;
         }
         Ok(())

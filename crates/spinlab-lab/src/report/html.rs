@@ -41,7 +41,10 @@ nav a { margin-right: 12px; }
 /// The whole page.
 pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
     let ctx = Context::new(results);
-    let figures = figures::all(&ctx);
+    // The suite's runs have a section of their own, after the experiments'.
+    let figures: Vec<Figure> =
+        figures::all(&ctx).into_iter().filter(|f| f.experiment != super::apps::EXPERIMENT).collect();
+    let apps = super::apps::html(results);
     let machine = results.machine_card();
     let cpu = &results.cpu_model();
     let total: f64 = results.runs.iter().map(|r| r.elapsed_s).sum();
@@ -66,6 +69,9 @@ pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
     for f in &figures {
         out.push_str(&format!("<a href=\"#exp-{0}\">{0}</a>", escape(&f.experiment)));
     }
+    if !apps.is_empty() {
+        out.push_str("<a href=\"#exp-apps\">real programs</a>");
+    }
     out.push_str("</nav>\n");
     if let Some(t) = super::transfer::Transfers::of(results) {
         let class = if t.moved().is_some() { " class=\"warn\"" } else { "" };
@@ -87,6 +93,7 @@ pub fn page(results: &Results, advice: &[Advice], card: &Scorecard) -> String {
         let runs: Vec<&crate::results::Run> = results.runs.iter().filter(|r| r.experiment == f.experiment).collect();
         out.push_str(&section(f, &runs));
     }
+    out.push_str(&apps);
     out.push_str(
         "<p class=\"sub\">Written by <code>spinlab report</code>. The numbers are in results.json (schema \
          spinlab.results/1, see docs/results.md) and results.csv next to this file; \

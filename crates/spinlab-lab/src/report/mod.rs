@@ -11,7 +11,9 @@
 //! - [`settle`]: more repetitions, within a budget, for the claims the runs left unsettled.
 //! - [`html`]: the page; [`terminal`]: the summary; [`lines`] and [`escape`]: the text
 //!   helpers both use.
+//! - [`apps`]: the section "real programs" (`--apps`: the suite of `spinlab apps`).
 
+pub mod apps;
 pub mod escape;
 pub mod figures;
 pub mod html;
@@ -94,6 +96,10 @@ pub struct ReportOptions {
           help = format!("Seconds the re-measurements of one unsettled claim may take (default: {}); accepted: {}",
                          settle::CLAIM_BUDGET_S, settle::CLAIM_BOUNDS.accepted()))]
     pub settle_claim_s: Option<u64>,
+    /// Also run the suite of real programs (`spinlab apps` with its defaults; it takes
+    /// minutes) and add the section "real programs"
+    #[arg(long, conflicts_with = "from")]
+    pub apps: bool,
     /// No progress bars
     #[arg(long)]
     pub quiet: bool,
@@ -225,7 +231,29 @@ fn measure(sys_root: &Path, options: &ReportOptions) -> Result<(Results, Vec<set
     } else {
         Vec::new()
     };
+    if options.apps {
+        if !options.quiet {
+            eprintln!("real programs ({:.0} s so far)", started.elapsed().as_secs_f64());
+        }
+        results.runs.push(measure_apps(options.quiet));
+    }
     Ok((results, attempts))
+}
+
+/// The suite of `spinlab apps` with its defaults; a run with one skipped row when it cannot
+/// start (no preload library).
+fn measure_apps(quiet: bool) -> Run {
+    let mut options: crate::apps::AppsOptions = crate::experiments::options::cli_defaults();
+    options.output.quiet = quiet;
+    match options.settings() {
+        Ok(settings) => crate::apps::measure(&options.entries(), &settings),
+        Err(e) => {
+            eprintln!("warning: the real programs cannot run: {e}");
+            let mut run = Run::new(apps::EXPERIMENT);
+            run.rows.push(Row::new().skipped(format!("the suite could not start: {e}")));
+            run
+        }
+    }
 }
 
 /// Every report step of `remeasure`'s experiment at `length`, restricted as it declares, with
@@ -283,6 +311,7 @@ mod tests {
             beside: Vec::new(),
             settle_s: None,
             settle_claim_s: None,
+            apps: false,
             quiet: true,
         };
         assert_eq!(options.budget(), settle::Budget::DEFAULT);

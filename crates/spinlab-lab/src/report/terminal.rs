@@ -39,6 +39,7 @@ pub fn summary(results: &Results, advice: &[Advice], card: &Scorecard, files: [&
     top.push(String::new());
     top.extend(verdict::terminal(advice, &all));
     top.extend(verdict::terminal_caveats(results, &all, CAVEAT_LINES));
+    top.extend(super::apps::terminal(results).iter().flat_map(|l| wrap(l, "", "    ")));
     top.push(String::new());
     let [index, json, csv] = files.map(|p| p.display().to_string());
     let bottom = vec![

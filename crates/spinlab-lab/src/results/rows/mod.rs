@@ -12,6 +12,7 @@
 //! value (an interval from one repetition, a ratio to a figure that is zero) is a
 //! [`Nullable`], which writes `null` back where it read one.
 
+mod apps;
 mod barrier;
 mod contention;
 mod floor;
@@ -22,6 +23,7 @@ mod nullable;
 mod spr;
 mod wakeup;
 
+pub use apps::AppsRow;
 pub use barrier::BarrierRow;
 pub use contention::{ContentionRow, GroupCount, LevelShare};
 pub use floor::FloorRow;
@@ -97,6 +99,7 @@ pub const ALL: &[(&str, &[&str])] = &[
     (WakeupRow::EXPERIMENT, WakeupRow::KEYS),
     (BarrierRow::EXPERIMENT, BarrierRow::KEYS),
     (SprRow::EXPERIMENT, SprRow::KEYS),
+    (AppsRow::EXPERIMENT, AppsRow::KEYS),
 ];
 
 /// Calls `$then::<RowType>` for `$experiment`'s row type; an experiment without one (a test's
@@ -112,6 +115,7 @@ macro_rules! by_type {
             WakeupRow::EXPERIMENT => $then::<WakeupRow>($run),
             BarrierRow::EXPERIMENT => $then::<BarrierRow>($run),
             SprRow::EXPERIMENT => $then::<SprRow>($run),
+            AppsRow::EXPERIMENT => $then::<AppsRow>($run),
             _ => Ok(()),
         }
     };
