@@ -516,7 +516,7 @@ pub fn hbars(title: &str, x: &Axis, bars: &[Bar], legend_entries: &[(String, usi
 }
 
 /// Grouped vertical bars: for each category on x, one bar per group; `reference` draws a
-/// dashed horizontal line (1.0 for ratios).
+/// dashed horizontal line (1.0 for ratios). [`grouped_bars_within`] without intervals.
 pub fn grouped_bars(
     title: &str,
     categories: &[String],
@@ -556,6 +556,12 @@ pub fn grouped_bars_within(
                 chart.draw_series(std::iter::once(Text::new(label.to_string(), (x.lo + 0.02, v), text_style(11))))?;
             }
         }
+        // A log axis has no zero: its bars grow from the reference, up or down, where there
+        // is one.
+        let base = match (y.scale, reference.map(|(value, _)| y.map(value))) {
+            (Scale::Log, Some(r)) if r.is_finite() => r,
+            _ => y.lo.max(y.map_floor()),
+        };
         for (g, (name, values)) in groups.iter().enumerate() {
             let c = color(g);
             let bars = values.iter().enumerate().filter_map(|(i, v)| {
@@ -565,7 +571,7 @@ pub fn grouped_bars_within(
                 }
                 let left = i as f64 + 0.1 + 0.8 * g as f64 / n;
                 let right = left + 0.8 / n * 0.9;
-                Some(Rectangle::new([(left, y.lo.max(y.map_floor())), (right, v)], c.filled()))
+                Some(Rectangle::new([(left, base), (right, v)], c.filled()))
             });
             marks.open(&pixels(chart), "series", name)?;
             chart.draw_series(bars)?;
