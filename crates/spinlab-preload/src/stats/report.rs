@@ -274,22 +274,22 @@ pub fn render(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "spinlab-preload: lock statistics of {program} (pid {pid}), mutexes {lock}: {} sites, {objects} objects, {acquisitions} acquisitions; the {shown} sites with the most waiting:",
+        "spinlab-preload: lock statistics of {program} (pid {pid}), mutexes {lock}:\n  {} sites, {objects} objects, {acquisitions} acquisitions; the {shown} sites with the most waiting:",
         sites.len(),
     );
     let _ = writeln!(
         out,
-        "  {:>3} {:>7} {:>12} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9}",
+        "  {:>3} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>12}",
         "#",
         "objects",
-        "acquisitions",
+        "acquired",
         "contended",
         "owner-chg",
         "wait p50",
         "wait p99",
         "total wait",
         "hold p99",
-        "spin/sleep"
+        "spin/yld/slp"
     );
     for (rank, site) in sites.iter().take(top).enumerate() {
         let c = &site.counts;
@@ -298,14 +298,14 @@ pub fn render(
         let split = match (known(site.kind), c.wait.total_ns) {
             (false, _) | (true, 0) => "-".to_string(),
             (true, total) => {
-                let sleep = (100 * c.sleep_ns.min(total) / total) as u32;
-                let spin = 100 - sleep - (100 * c.yield_ns.min(total) / total) as u32;
-                format!("{spin}%/{sleep}%")
+                let share = |ns: u64| (100 * ns.min(total) / total) as u32;
+                let (sleep, yielded) = (share(c.sleep_ns), share(c.yield_ns));
+                format!("{}/{yielded}/{sleep}%", 100u32.saturating_sub(sleep + yielded))
             }
         };
         let _ = writeln!(
             out,
-            "  {:>3} {:>7} {:>12} {:>8.2}% {:>9} {:>9} {:>9} {:>10} {:>9} {:>9}",
+            "  {:>3} {:>7} {:>10} {:>8.2}% {:>9} {:>9} {:>9} {:>10} {:>9} {:>12}",
             rank + 1,
             site.objects,
             c.acquisitions,
@@ -326,7 +326,7 @@ pub fn render(
     );
     let _ = writeln!(
         out,
-        "  (a barrier's or condition variable's acquisitions are its waits; spin/sleep: shares of the wait)"
+        "  (a barrier's or condition variable's acquisitions are its waits; spin/yld/slp: shares of the wait)"
     );
     if untracked > 0 {
         let _ = writeln!(
@@ -430,15 +430,13 @@ mod tests {
         let text =
             render("p", 7, "mcs:futex", &sites, 3, 1, |_| true, |site| site.stack.first().map(|_| frame.clone()));
         let lines: Vec<&str> = text.lines().collect();
-        assert!(
-            lines[0].contains("of p (pid 7), mutexes mcs:futex: 2 sites, 2 objects, 105 acquisitions; the 1 sites"),
-            "{text}"
-        );
-        assert!(lines[2].contains("1.00%") && lines[2].contains("4.0 us"), "{text}");
-        assert_eq!(lines[3].trim(), "mutex init: make_hot (p_profile.c:42)");
+        assert_eq!(lines[0], "spinlab-preload: lock statistics of p (pid 7), mutexes mcs:futex:");
+        assert!(lines[1].contains("2 sites, 2 objects, 105 acquisitions; the 1 sites"), "{text}");
+        assert!(lines[3].contains("1.00%") && lines[3].contains("4.0 us"), "{text}");
+        assert_eq!(lines[4].trim(), "mutex init: make_hot (p_profile.c:42)");
         assert!(!text.contains("cond none"), "only the top site: {text}");
         assert!(text.contains("3 acquisitions of objects beyond"));
-        assert!(lines.iter().skip(1).all(|line| line.len() <= 100), "{text}");
+        assert!(lines.iter().all(|line| line.len() <= 100), "{text}");
     }
 
     #[test]

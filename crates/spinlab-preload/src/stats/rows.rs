@@ -30,6 +30,9 @@ pub struct Row {
     /// none; [`CLAIMED`]: being captured).
     pub init_site: AtomicU64,
     pub contended_site: AtomicU64,
+    /// Whether it is a C11 `mtx_t` (1).
+    pub c11: AtomicU64,
+    // The counts, from here on (see `Row::forget_counts`).
     pub acquisitions: AtomicU64,
     pub owner_changes: AtomicU64,
     /// The thread (`fork::me`) that acquired it last.
@@ -39,8 +42,6 @@ pub struct Row {
     // The hold histogram's totals (written by the holder).
     pub hold_ns: AtomicU64,
     pub max_hold_ns: AtomicU64,
-    /// Whether it is a C11 `mtx_t` (1).
-    pub c11: AtomicU64,
     // The contended path.
     pub contended: AtomicU64,
     pub wait_ns: AtomicU64,
@@ -74,6 +75,8 @@ pub struct Row {
 pub const CLAIMED: u64 = u64::MAX;
 
 const WORDS: usize = size_of::<Row>() / 8;
+/// The words before `acquisitions`: the address, kind, sites and C11 mark.
+const IDENTITY: usize = core::mem::offset_of!(Row, acquisitions) / 8;
 const _: () = assert!(size_of::<Row>() % 8 == 0 && WORDS >= 32 + 2 * BUCKETS);
 
 impl Row {
@@ -82,7 +85,7 @@ impl Row {
         unsafe { core::mem::zeroed() }
     }
 
-    /// Every word of the row, the address first.
+    /// Every word of the row, in order.
     fn words(&self) -> &[AtomicU64; WORDS] {
         // SAFETY: a `repr(C)` struct of `AtomicU64`s only (and its padding to 64 bytes,
         // which `WORDS` includes: padding of a zeroed static is zero, and only atomics write
@@ -90,9 +93,10 @@ impl Row {
         unsafe { &*(self as *const Row).cast::<[AtomicU64; WORDS]>() }
     }
 
-    /// Empties the row, the address last (a fork child's table: one thread).
-    fn clear(&self) {
-        for word in self.words().iter().rev() {
+    /// Zeroes the counts, keeping what the object is and where it was made (a fork child's
+    /// objects are its parent's, counted afresh).
+    fn forget_counts(&self) {
+        for word in &self.words()[IDENTITY..] {
             word.store(0, Relaxed);
         }
     }
@@ -138,10 +142,15 @@ pub fn existing_row(address: usize) -> Option<&'static Row> {
     })?
 }
 
-/// Empties the table: a forked child counts its own acquisitions, not its parent's.
+/// Zeroes every count: a forked child counts its own acquisitions, not its parent's, and
+/// keeps the sites of the objects it inherits.
 pub fn forget_all() {
     for row in ROWS.iter().filter(|row| row.address.load(Relaxed) != 0) {
-        row.clear();
+        row.forget_counts();
+        if row.contended_site.load(Relaxed) == CLAIMED {
+            // A capture by a thread of the parent, which the child does not have.
+            row.contended_site.store(0, Relaxed);
+        }
     }
     UNTRACKED.store(0, Relaxed);
 }
