@@ -19,7 +19,8 @@
 //! Only an acquisition that found the object held times its wait, counts itself among the
 //! waiters (read-modify-writes), reads its thread's phase counters before and after, and, the
 //! first time for its row, captures its stack. A release reads the phase counters around the
-//! unlock only for a row that has been contended. Init calls capture their stack, once each.
+//! unlock only for a row that has been contended or has a waiter. Init calls capture their
+//! stack, once each.
 //!
 //! The time-integral of the number of waiters (`waiter_ns`) is the sum of the waits, each
 //! waiter adding its own; `contended_ns` is the time during which at least one waited, opened
@@ -192,7 +193,10 @@ pub fn releasing(address: usize) -> Option<Releasing> {
         raise(&row.max_hold_ns, ns, true);
         add(&row.hold_buckets[hist::bucket(ns)], 1, true);
     }
-    (row.contended.load(Relaxed) != 0).then(|| Releasing { row, phases: phases::current() })
+    // A waiter counts itself before it waits: the release that ends the first contended wait
+    // sees it, before the row has a contended acquisition.
+    let contended = row.contended.load(Relaxed) != 0 || row.waiters.load(Relaxed) != 0;
+    contended.then(|| Releasing { row, phases: phases::current() })
 }
 
 /// Ends [`releasing`], after the unlock.

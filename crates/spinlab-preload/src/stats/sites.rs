@@ -101,6 +101,9 @@ pub fn capture() -> u32 {
     unsafe {
         backtrace::trace_unsynchronized(|frame| {
             let ip = frame.ip() as usize;
+            if ip == 0 {
+                return false;
+            }
             if depth == 0 && own.contains(&ip) {
                 return true;
             }
