@@ -602,6 +602,20 @@ mod tests {
     }
 
     #[test]
+    fn a_stats_file_prefix_must_name_a_writable_directory() {
+        assert_eq!(stats_file(None), Ok(None));
+        let dir = std::env::temp_dir().join(format!("spinlab-stats-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prefix = dir.join("profile").display().to_string();
+        assert_eq!(stats_file(Some(&prefix)), Ok(Some(prefix.clone())));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the check's file is removed");
+        std::fs::remove_dir(&dir).unwrap();
+        let refused = stats_file(Some("/nonexistent-spinlab/p")).unwrap_err();
+        assert!(refused.starts_with("SPINLAB_STATS_FILE=/nonexistent-spinlab/p cannot be written ("), "{refused}");
+        assert!(refused.contains("; valid values: a path prefix in a writable directory") && !refused.contains('\n'));
+    }
+
+    #[test]
     fn bad_stats_and_cond_values_are_errors() {
         assert!(parse(None, Some("ttas:futex"), None, None).err().unwrap().contains("valid values: spin, pause"));
         assert!(parse(None, None, Some("yes"), None).err().unwrap().starts_with("SPINLAB_STATS=yes"));

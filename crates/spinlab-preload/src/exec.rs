@@ -33,7 +33,8 @@ fn real<F: Copy>(cell: &OnceLock<usize>, name: &core::ffi::CStr) -> F {
 fn around(exec: impl FnOnce() -> c_int) -> c_int {
     // A `vfork` child borrows its parent's memory and counts: it must not allocate, and the
     // counts are the parent's to write.
-    let written = if crate::fork::own_process() { write_profile(state()) } else { None };
+    let counting = state().config.stats_file.is_some();
+    let written = if counting && crate::fork::own_process() { write_profile(state()) } else { None };
     let status = exec();
     if let Some(path) = written.and_then(|path| CString::new(path).ok()) {
         // SAFETY: `__errno_location` is the calling thread's errno; `unlink` takes a

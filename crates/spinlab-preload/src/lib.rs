@@ -104,6 +104,7 @@ fn set_up() -> Result<State, String> {
     if config.stats_top.is_some() {
         STARTED_NS.store(stats::now_ns(), core::sync::atomic::Ordering::Relaxed);
         stats::find_own_code();
+        spinlab::sys::phases::enable();
     }
     warm_up(&config);
     warm_up_rwlocks(&config);

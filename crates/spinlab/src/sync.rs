@@ -40,7 +40,7 @@ pub(crate) fn cpu_relax() {
 pub(crate) fn yield_now() {
     #[cfg(not(loom))]
     {
-        if crate::sys::phases::ENABLED {
+        if crate::sys::phases::on() {
             let start = std::time::Instant::now();
             std::thread::yield_now();
             crate::sys::phases::yielded_ns(start.elapsed().as_nanos() as u64);

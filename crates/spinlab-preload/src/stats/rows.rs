@@ -153,6 +153,7 @@ pub fn forget_all() {
         }
     }
     UNTRACKED.store(0, Relaxed);
+    super::sites::forget_captures();
 }
 
 /// Every row that counted an acquisition.

@@ -146,16 +146,29 @@ fn insert(frames: &[usize]) -> u32 {
                 Err(taken) => found = taken,
             }
         }
-        if found == hash {
-            while slot.ready.load(Acquire) == 0 {
-                core::hint::spin_loop();
-            }
-            if stack(index as u32 + 1) == frames {
-                return index as u32 + 1;
-            }
+        if found == hash && ready_soon(slot) && stack(index as u32 + 1) == frames {
+            return index as u32 + 1;
         }
     }
     0
+}
+
+/// Whether `slot`'s frames are published, waiting a while for the thread that claimed it: a
+/// slot a fork left claimed and never published (its thread is the parent's) is passed over.
+fn ready_soon(slot: &Slot) -> bool {
+    for _ in 0..1 << 20 {
+        if slot.ready.load(Acquire) != 0 {
+            return true;
+        }
+        core::hint::spin_loop();
+    }
+    false
+}
+
+/// Forgets captures in progress: a forked child has none (its parent's other threads are
+/// gone), though the count they left says otherwise.
+pub fn forget_captures() {
+    CAPTURES.store(0, Relaxed);
 }
 
 /// The return addresses of site `site` (a number from [`capture`]), innermost first.

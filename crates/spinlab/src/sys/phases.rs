@@ -4,16 +4,18 @@
 //! contended acquisition or release and charges the difference to that lock; a wait's spinning
 //! is what is left of it.
 //!
-//! Counted only with the `phases` feature (which the preload library turns on) and never
-//! under loom: otherwise [`ENABLED`] is false, every hook is empty and [`current`] reads
-//! zeros, so the locks pay nothing. With it, a hook costs two clock reads around a system
-//! call that takes far longer, and one thread-local update; nothing is counted on a path that
-//! makes no system call.
+//! Compiled in only with the `phases` feature (which the preload library's dependency turns
+//! on) and never under loom: otherwise [`ENABLED`] is false, every hook is empty and
+//! [`current`] reads zeros, so the locks pay nothing. With it, counting starts at [`enable`]
+//! (the preload library calls it when its statistics are on), so that another program built
+//! in the same workspace, which gets the feature too, pays one load of a flag per system
+//! call; once on, a hook costs two clock reads around a system call that takes far longer, and
+//! one thread-local update. Nothing is counted on a path that makes no system call.
 //!
 //! The counters are the thread's own (a thread-local, plain loads and stores), so they need no
 //! atomics; they only grow, and a reader takes differences.
 
-/// Whether the counters are kept in this build (the `phases` feature, outside loom).
+/// Whether the counters are compiled into this build (the `phases` feature, outside loom).
 pub const ENABLED: bool = cfg!(all(feature = "phases", not(loom)));
 
 /// One thread's counters since it started.
@@ -34,8 +36,20 @@ pub struct Phases {
 #[cfg(all(feature = "phases", not(loom)))]
 mod imp {
     use super::Phases;
+    use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
     use std::cell::Cell;
     use std::time::Instant;
+
+    static ON: AtomicBool = AtomicBool::new(false);
+
+    pub fn enable() {
+        ON.store(true, Relaxed);
+    }
+
+    #[inline]
+    pub fn on() -> bool {
+        ON.load(Relaxed)
+    }
 
     std::thread_local! {
         static PHASES: Cell<Phases> = const { Cell::new(Phases { sleep_ns: 0, sleeps: 0, yield_ns: 0, wakes: 0, wakes_empty: 0 }) };
@@ -57,6 +71,9 @@ mod imp {
 
     #[inline]
     pub fn asleep<T>(sleep: impl FnOnce() -> T) -> T {
+        if !on() {
+            return sleep();
+        }
         let start = Instant::now();
         let result = sleep();
         let ns = start.elapsed().as_nanos() as u64;
@@ -69,11 +86,16 @@ mod imp {
 
     #[inline]
     pub fn yielded_ns(ns: u64) {
-        update(|p| p.yield_ns += ns);
+        if on() {
+            update(|p| p.yield_ns += ns);
+        }
     }
 
     #[inline]
     pub fn woke(woken: usize) {
+        if !on() {
+            return;
+        }
         update(|p| {
             p.wakes += 1;
             p.wakes_empty += u64::from(woken == 0);
@@ -84,6 +106,13 @@ mod imp {
 #[cfg(not(all(feature = "phases", not(loom))))]
 mod imp {
     use super::Phases;
+
+    pub fn enable() {}
+
+    #[inline(always)]
+    pub fn on() -> bool {
+        false
+    }
 
     #[inline(always)]
     pub fn current() -> Phases {
@@ -102,7 +131,18 @@ mod imp {
     pub fn woke(_woken: usize) {}
 }
 
-/// The calling thread's counters now (zeros when not [`ENABLED`]).
+/// Starts counting, in every thread (nothing without [`ENABLED`]).
+pub fn enable() {
+    imp::enable()
+}
+
+/// Whether counting is on: [`ENABLED`] and [`enable`]d.
+#[inline]
+pub fn on() -> bool {
+    imp::on()
+}
+
+/// The calling thread's counters now (zeros when not [`on`]).
 #[inline]
 pub fn current() -> Phases {
     imp::current()
@@ -146,6 +186,7 @@ mod tests {
 
     #[test]
     fn a_futex_wait_counts_as_sleep_and_a_wake_of_nobody_as_empty() {
+        enable();
         let before = current();
         let word = AtomicU32::new(0);
         let soon = std::time::Instant::now() + std::time::Duration::from_millis(2);
