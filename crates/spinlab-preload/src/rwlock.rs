@@ -415,13 +415,14 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_unlock(rwlock: *mut pthread_rwlock_t) -> c_int {
     let state = state();
-    // SAFETY: `__cur_writer` is an int inside the rwlock; the caller holds the lock, so only
-    // it may have written it (glibc writes its tid there too).
     let releasing = match state.config.stats_top {
-        Some(_) if unsafe { rwlock_word(rwlock, RWLOCK_WRITER_OFFSET) }.load(Relaxed) != 0 => {
-            stats::releasing(rwlock as usize)
+        Some(_) => {
+            // SAFETY: `__cur_writer` is an int inside the rwlock; the caller holds the lock,
+            // so it is set only if the caller writes (glibc writes its tid there too).
+            let writing = unsafe { rwlock_word(rwlock, RWLOCK_WRITER_OFFSET) }.load(Relaxed) != 0;
+            writing.then(|| stats::releasing(rwlock as usize)).flatten()
         }
-        _ => None,
+        None => None,
     };
     // SAFETY: the caller's contract: it holds the lock, for reading or writing.
     let status = unsafe { release(state, rwlock) };

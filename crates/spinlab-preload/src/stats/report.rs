@@ -259,9 +259,7 @@ pub fn place(frame: Option<&Frame>) -> String {
 /// each, within 100 columns. `known` says whether a kind's phases are known; `innermost`
 /// names a site's innermost frame.
 pub fn render(
-    program: &str,
-    pid: u32,
-    lock: &str,
+    heading: &Heading,
     sites: &[Site],
     untracked: u64,
     top: usize,
@@ -271,6 +269,7 @@ pub fn render(
     let objects: usize = sites.iter().map(|s| s.objects).sum();
     let acquisitions: u64 = sites.iter().map(|s| s.counts.acquisitions).sum();
     let shown = sites.len().min(top);
+    let Heading { program, pid, lock } = heading;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -348,6 +347,13 @@ pub fn duration(ns: u64) -> String {
     }
 }
 
+/// What the table's heading names.
+pub struct Heading<'a> {
+    pub program: &'a str,
+    pub pid: u32,
+    pub lock: &'a str,
+}
+
 /// What [`render_at_exit`] and the file need of the process.
 pub struct Process<'a> {
     pub program: &'a str,
@@ -362,9 +368,8 @@ pub fn render_at_exit(process: &Process, top: usize) -> String {
     let (sites, untracked) = snapshot();
     let known =
         |kind: &str| phases_known(kind, process.spins_replaced, process.barriers_replaced, process.mutexes_replaced);
-    render(process.program, std::process::id(), process.lock, &sites, untracked, top, known, |site| {
-        site.stack.first().map(|&ip| sites::symbolise(ip))
-    })
+    let heading = Heading { program: process.program, pid: std::process::id(), lock: process.lock };
+    render(&heading, &sites, untracked, top, known, |site| site.stack.first().map(|&ip| sites::symbolise(ip)))
 }
 
 #[cfg(test)]
@@ -427,8 +432,8 @@ mod tests {
             file: Some("/src/p_profile.c".into()),
             line: Some(42),
         };
-        let text =
-            render("p", 7, "mcs:futex", &sites, 3, 1, |_| true, |site| site.stack.first().map(|_| frame.clone()));
+        let heading = Heading { program: "p", pid: 7, lock: "mcs:futex" };
+        let text = render(&heading, &sites, 3, 1, |_| true, |site| site.stack.first().map(|_| frame.clone()));
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "spinlab-preload: lock statistics of p (pid 7), mutexes mcs:futex:");
         assert!(lines[1].contains("2 sites, 2 objects, 105 acquisitions; the 1 sites"), "{text}");

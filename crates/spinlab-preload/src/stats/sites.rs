@@ -62,9 +62,9 @@ pub fn capturing_here() -> bool {
 pub fn find_own_code() {
     extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: libc::size_t, _data: *mut c_void) -> libc::c_int {
         let probe = find_own_code as *const () as usize;
-        // SAFETY: the loader passes a live `dl_phdr_info` whose `dlpi_phdr` has `dlpi_phnum`
-        // entries.
+        // SAFETY: the loader passes a live `dl_phdr_info`.
         let info = unsafe { &*info };
+        // SAFETY: its `dlpi_phdr` has `dlpi_phnum` entries, live for the call.
         let headers = unsafe { core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
         let loads = headers.iter().filter(|h| h.p_type == libc::PT_LOAD);
         let (mut start, mut end) = (usize::MAX, 0);
@@ -199,8 +199,9 @@ pub struct Frame {
 /// and allocates).
 pub fn symbolise(address: usize) -> Frame {
     let mut frame = Frame { address, module: None, offset: None, function: None, file: None, line: None };
-    // SAFETY: `dladdr` writes `info` and only reads the loader's tables.
+    // SAFETY: all-zero bytes are a valid `Dl_info` (null pointers).
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: `dladdr` writes `info` and only reads the loader's tables.
     if unsafe { libc::dladdr(address as *const c_void, &mut info) } != 0 {
         frame.offset = Some(address - info.dli_fbase as usize);
         // SAFETY: `dli_fname` is NULL or a string the loader keeps.
