@@ -124,6 +124,8 @@ mod imp {
         sleep()
     }
 
+    // Loom's yields are the model's, not timed.
+    #[cfg_attr(loom, allow(dead_code))]
     #[inline(always)]
     pub fn yielded_ns(_ns: u64) {}
 
@@ -155,6 +157,7 @@ pub(crate) fn asleep<T>(sleep: impl FnOnce() -> T) -> T {
 }
 
 /// Counts `ns` spent in one `sched_yield`.
+#[cfg_attr(loom, allow(dead_code))]
 #[inline]
 pub(crate) fn yielded_ns(ns: u64) {
     imp::yielded_ns(ns)
