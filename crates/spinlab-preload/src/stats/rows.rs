@@ -3,11 +3,16 @@
 //! data: counting never allocates or takes a lock, a fork copies the table whole, and an
 //! object destroyed and re-created at the same address keeps adding to one row.
 //!
-//! Which thread writes what: the first line (key, kind, sites, acquisitions, owner, the
-//! sampled hold) is written by the holder of a mutex or spin lock, whom the lock itself
-//! serialises, with plain relaxed loads and stores; objects that many threads use at once
-//! (rwlock readers, condition variables, barriers) use read-modify-writes there. Everything
-//! on the contended path is counted with read-modify-writes.
+//! A row is 896 bytes, 14 cache lines, all `u64` counters: the first line holds the key,
+//! kind, sites, acquisitions and the owner-change count with the last holder, which is all an
+//! uncontended acquisition writes; the second the sampled hold and the contended counts; then
+//! the condition variable's and rwlock's counts and the two 40-bucket histograms.
+//!
+//! Which thread writes what: the acquisitions, owner and hold counts of a mutex, spin lock or
+//! rwlock writer are written by the holder, whom the lock itself serialises, with plain
+//! relaxed loads and stores; objects that many threads use at once (rwlock readers, condition
+//! variables, barriers) use read-modify-writes there. The waiter counts, phases and wake-ups
+//! are read-modify-writes, on the contended path only.
 
 use super::hist::BUCKETS;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
