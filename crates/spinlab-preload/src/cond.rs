@@ -23,6 +23,7 @@ use crate::glibc::{cond_flags, cond_flags_for, COND_GLIBC_SHARED, COND_MONOTONIC
 use crate::mutex::{lock, unlock};
 use crate::stats::{self, CondWait, Waiting, COND, GLIBC_COND};
 use crate::{state, State};
+use core::mem::ManuallyDrop;
 use core::sync::atomic::Ordering::Relaxed;
 use libc::{
     c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, timespec, EINVAL, ETIMEDOUT,
@@ -190,10 +191,12 @@ enum Deadline {
 /// # Safety
 /// As `pthread_cond_clockwait`.
 unsafe fn wait(state: &State, cond: *mut pthread_cond_t, mutex: *mut pthread_mutex_t, deadline: Deadline) -> c_int {
-    let since = state.config.stats_top.is_some().then(|| Waiting::start(cond as usize));
+    // Without drop glue across the wait: a cancellation unwinds this frame by force, which
+    // runs no destructor (the wait then stays counted among the waiters).
+    let since = state.config.stats_top.is_some().then(|| ManuallyDrop::new(Waiting::start(cond as usize)));
     // SAFETY: the caller's contract.
     let status = unsafe { uncounted_wait(state, cond, mutex, deadline) };
-    if let Some(since) = since {
+    if let Some(since) = since.map(ManuallyDrop::into_inner) {
         let wait = CondWait { timed: !matches!(deadline, Deadline::None), timed_out: status == ETIMEDOUT };
         // SAFETY: the caller's contract.
         stats::cond_waited(cond as usize, unsafe { cond_kind(state, cond) }, since, wait);
