@@ -20,7 +20,7 @@
 use crate::config::Barriers;
 use crate::glibc::BARRIER_ROOM;
 use crate::state;
-use crate::stats::{self, Waiting, BARRIER};
+use crate::stats::{self, Waiting};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_uint, pthread_barrier_t, pthread_barrierattr_t, EBUSY, EINVAL, PTHREAD_PROCESS_SHARED};
 use spinlab_c_shared::inside;
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn pthread_barrier_init(
 ) -> c_int {
     let state = state();
     if state.config.stats_top.is_some() {
-        stats::initialised(barrier as usize, BARRIER);
+        stats::initialised(barrier as usize);
     }
     let mut pshared = 0;
     // SAFETY: `attr` is NULL or an attribute object (the caller's contract).

@@ -71,8 +71,7 @@ pub unsafe extern "C" fn pthread_cond_init(cond: *mut pthread_cond_t, attr: *con
         }
     };
     if status == 0 && state.config.stats_top.is_some() {
-        // SAFETY: `cond` was just initialised.
-        stats::initialised(cond as usize, unsafe { cond_kind(state, cond) });
+        stats::initialised(cond as usize);
     }
     status
 }

@@ -38,7 +38,9 @@
 //! Initialisation is lazy as well as early: libraries the program loads run their
 //! constructors before this one, and may lock a mutex already. Nothing on the path of the
 //! replaced functions calls them back (Rust's own locks use futexes, the registry's locks
-//! are plain atomics, glibc's allocator and dynamic linker use glibc-internal locks).
+//! are plain atomics, glibc's allocator and dynamic linker use glibc-internal locks), except
+//! the unwinder that the statistics run to capture a call stack, whose own locking `stats`
+//! leaves uncounted.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod barrier;

@@ -172,14 +172,14 @@ pub unsafe extern "C" fn pthread_mutex_init(mutex: *mut pthread_mutex_t, attr: *
                 fork::stamp(mutex);
                 mutex_kind(mutex).store(kind, Relaxed);
                 if state.config.stats_top.is_some() {
-                    stats::initialised(mutex as usize, OURS);
+                    stats::initialised(mutex as usize);
                 }
                 return 0;
             }
         }
         let status = (state.real.mutex_init)(mutex, attr);
         if status == 0 && state.config.stats_top.is_some() {
-            stats::initialised(mutex as usize, mutex_kind(mutex).load(Relaxed));
+            stats::initialised(mutex as usize);
         }
         status
     }

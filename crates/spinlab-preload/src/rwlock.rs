@@ -279,8 +279,7 @@ pub unsafe extern "C" fn pthread_rwlock_init(
 ) -> c_int {
     let state = state();
     if state.config.stats_top.is_some() {
-        let kind = if matches!(state.config.rwlocks, Rwlocks::Replaced { .. }) { RWLOCK } else { GLIBC_RWLOCK };
-        stats::initialised(rwlock as usize, kind);
+        stats::initialised(rwlock as usize);
     }
     // SAFETY: the caller's contract: `rwlock` is writable, `attr` NULL or an attribute.
     unsafe {

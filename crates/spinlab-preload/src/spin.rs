@@ -106,7 +106,7 @@ pub unsafe extern "C" fn pthread_spin_init(lock: *mut pthread_spinlock_t, pshare
         Spins::Glibc => unsafe { (state.real.spin_init)(lock, pshared) },
     };
     if status == 0 && state.config.stats_top.is_some() {
-        stats::initialised(lock as usize, SPIN);
+        stats::initialised(lock as usize);
     }
     status
 }

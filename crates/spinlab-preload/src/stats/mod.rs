@@ -6,7 +6,8 @@
 //! split. Rows are grouped at exit by the call stack of the object's init call, or else of its
 //! first contended acquisition, and printed as a table of sites, written as JSON, or both.
 //!
-//! - [`rows`]: the fixed table of rows, keyed by address, and who writes which counter.
+//! - [`rows`]: the fixed table of rows, keyed by address, and who writes which counter;
+//!   [`inits`]: where objects were made, until they have rows.
 //! - [`hist`]: the histograms' buckets and percentiles.
 //! - [`sites`]: capturing call stacks without allocation, naming them at exit.
 //! - [`report`]: grouping rows into sites, and the table; [`file`]: the JSON file, whose keys
@@ -28,6 +29,7 @@
 
 mod file;
 mod hist;
+mod inits;
 mod report;
 mod rows;
 mod sites;
@@ -53,13 +55,14 @@ pub const OURS: c_int = c_int::MIN;
 pub const SPIN: c_int = c_int::MIN + 1;
 /// The `kind` of a barrier, replaced or glibc's: its rows count waits.
 pub const BARRIER: c_int = c_int::MIN + 2;
-/// The `kind` of a condition variable, replaced or glibc's: its rows count waits.
+/// The `kind` of a condition variable the library replaced: its rows count waits.
 pub const COND: c_int = c_int::MIN + 3;
 /// The `kind` of a reader-writer lock the preload library replaced.
 pub const RWLOCK: c_int = c_int::MIN + 4;
 /// The `kind` of a reader-writer lock glibc keeps (process-shared, or `SPINLAB_RWLOCK=pthread`).
 pub const GLIBC_RWLOCK: c_int = c_int::MIN + 5;
-/// The `kind` of a condition variable glibc keeps (`SPINLAB_LOCK=pthread`, process-shared).
+/// The `kind` of a condition variable glibc keeps (`SPINLAB_LOCK=pthread`, process-shared):
+/// its rows count waits.
 pub const GLIBC_COND: c_int = c_int::MIN + 6;
 
 /// `CLOCK_MONOTONIC` in nanoseconds (the vDSO's clock: no system call).
@@ -309,21 +312,49 @@ pub fn rw_acquired(address: usize, kind: c_int, write: bool, waited: Option<Wait
     }
 }
 
-/// Records the call stack of the init call of the object at `address`, of `kind`.
+/// Records the call stack of the init call of the object at `address` (see `inits`).
 #[inline(never)]
-pub fn initialised(address: usize, kind: c_int) {
-    if let Some(row) = row(address) {
-        row.kind.store(kind as u64, Relaxed);
-        let site = sites::capture();
-        if site != 0 {
-            row.init_site.store(u64::from(site), Relaxed);
-        }
+pub fn initialised(address: usize) {
+    let made = inits::made(address, sites::capture());
+    if let Some(row) = rows::existing_row(address) {
+        row.made(made);
     }
 }
 
 /// Marks the mutex at `address` as a C11 `mtx_t`.
 pub fn mark_c11(address: usize) {
-    if let Some(row) = row(address) {
-        row.c11.store(1, Relaxed);
+    let made = inits::mark_c11(address);
+    if let Some(row) = rows::existing_row(address) {
+        row.made(made);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_made_but_never_locked_takes_no_row_and_its_first_use_finds_its_site() {
+        // An address no real object has.
+        let address = 0x7_2000_0008usize;
+        initialised(address);
+        assert!(rows::existing_row(address).is_none(), "no row before the first acquisition");
+        acquired(address, OURS, None);
+        let row = rows::existing_row(address).unwrap();
+        assert_ne!(row.init_site.load(Relaxed), 0, "the init call's stack");
+        assert_eq!(row.acquisitions.load(Relaxed), 1);
+        assert_ne!(row.hold_started.load(Relaxed), 0, "the first hold is timed");
+        released(releasing(address));
+        assert_eq!(row.hold_started.load(Relaxed), 0);
+        assert_eq!(hist::Hist::read(&row.hold_buckets, 0, 0).count, 1);
+        for _ in 1..HOLD_SAMPLE_EVERY {
+            acquired(address, OURS, None);
+            released(releasing(address));
+        }
+        assert_eq!(hist::Hist::read(&row.hold_buckets, 0, 0).count, 1, "one in {HOLD_SAMPLE_EVERY}");
+        acquired(address, OURS, None);
+        released(releasing(address));
+        assert_eq!(hist::Hist::read(&row.hold_buckets, 0, 0).count, 2);
+        assert_eq!(row.owner_changes.load(Relaxed), 0, "one thread");
     }
 }

@@ -98,6 +98,12 @@ impl Row {
         unsafe { &*(self as *const Row).cast::<[AtomicU64; WORDS]>() }
     }
 
+    /// Takes what [`inits`](super::inits) knows of how the object was made.
+    pub fn made(&self, made: u64) {
+        self.init_site.store(made & (super::inits::C11 - 1), Relaxed);
+        self.c11.store(u64::from(made & super::inits::C11 != 0), Relaxed);
+    }
+
     /// Zeroes the counts, keeping what the object is and where it was made (a fork child's
     /// objects are its parent's, counted afresh).
     fn forget_counts(&self) {
@@ -125,7 +131,10 @@ pub fn row(address: usize) -> Option<&'static Row> {
         let row = &ROWS[(home + probe) % CAPACITY];
         match row.address.load(Relaxed) {
             0 => match row.address.compare_exchange(0, address, Relaxed, Relaxed) {
-                Ok(_) => return Some(row),
+                Ok(_) => {
+                    row.made(super::inits::of(address as usize));
+                    return Some(row);
+                }
                 Err(taken) if taken == address => return Some(row),
                 Err(_) => {}
             },
