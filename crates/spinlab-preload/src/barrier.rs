@@ -20,7 +20,7 @@
 use crate::config::Barriers;
 use crate::glibc::BARRIER_ROOM;
 use crate::state;
-use crate::stats::{self, Waiting, BARRIER};
+use crate::stats::{self, Waiting};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use libc::{c_int, c_uint, pthread_barrier_t, pthread_barrierattr_t, EBUSY, EINVAL, PTHREAD_PROCESS_SHARED};
 use spinlab_c_shared::inside;
@@ -92,6 +92,9 @@ pub unsafe extern "C" fn pthread_barrier_init(
     count: c_uint,
 ) -> c_int {
     let state = state();
+    if state.config.stats_top.is_some() {
+        stats::initialised(barrier as usize);
+    }
     let mut pshared = 0;
     // SAFETY: `attr` is NULL or an attribute object (the caller's contract).
     let shared = !attr.is_null()
@@ -125,12 +128,12 @@ pub unsafe extern "C" fn pthread_barrier_init(
 /// As `pthread_barrier_wait`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_barrier_wait(barrier: *mut pthread_barrier_t) -> c_int {
-    let since = state().config.stats_top.is_some().then(Waiting::start);
+    let since = state().config.stats_top.is_some().then(|| Waiting::start(barrier as usize));
     // SAFETY: the caller's contract.
     let status = unsafe { wait(barrier) };
     if let Some(since) = since {
         // The address only names the row: the barrier may be destroyed already.
-        stats::waited(barrier as usize, BARRIER, since, status != libc::PTHREAD_BARRIER_SERIAL_THREAD);
+        stats::barrier_waited(barrier as usize, since, status != libc::PTHREAD_BARRIER_SERIAL_THREAD);
     }
     status
 }

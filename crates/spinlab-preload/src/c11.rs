@@ -66,7 +66,11 @@ fn thrd(status: c_int) -> c_int {
 pub unsafe extern "C" fn mtx_init(mutex: *mut Mtx, kind: c_int) -> c_int {
     if kind != MTX_PLAIN | MTX_RECURSIVE && kind != MTX_TIMED | MTX_RECURSIVE {
         // SAFETY: the caller's contract: `mutex` is writable.
-        return thrd(unsafe { pthread_mutex_init(mutex, core::ptr::null()) });
+        let status = unsafe { pthread_mutex_init(mutex, core::ptr::null()) };
+        if status == 0 && crate::state().config.stats_top.is_some() {
+            crate::stats::mark_c11(mutex as usize);
+        }
+        return thrd(status);
     }
     // SAFETY: the attribute lives on this stack, initialised by glibc before use and
     // destroyed after; `mutex` is writable (the caller's contract).

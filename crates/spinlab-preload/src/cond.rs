@@ -21,8 +21,9 @@
 use crate::config::Mutexes;
 use crate::glibc::{cond_flags, cond_flags_for, COND_GLIBC_SHARED, COND_MONOTONIC};
 use crate::mutex::{lock, unlock};
-use crate::stats::{self, Waiting, COND};
+use crate::stats::{self, CondWait, Waiting, COND, GLIBC_COND};
 use crate::{state, State};
+use core::mem::ManuallyDrop;
 use core::sync::atomic::Ordering::Relaxed;
 use libc::{
     c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, timespec, EINVAL, ETIMEDOUT,
@@ -59,16 +60,20 @@ unsafe fn replaced(state: &State, cond: *mut pthread_cond_t) -> bool {
 pub unsafe extern "C" fn pthread_cond_init(cond: *mut pthread_cond_t, attr: *const pthread_condattr_t) -> c_int {
     let state = state();
     // SAFETY: the caller's contract: `cond` is writable, `attr` NULL or an attribute.
-    unsafe {
-        if let Mutexes::Replaced { .. } = state.config.mutexes {
-            if let Ok(flags) = cond_flags_for(attr) {
+    let status = unsafe {
+        match state.config.mutexes {
+            Mutexes::Replaced { .. } if cond_flags_for(attr).is_ok() => {
                 cond.write_bytes(0, 1);
-                cond_flags(cond).store(flags, Relaxed);
-                return 0;
+                cond_flags(cond).store(cond_flags_for(attr).unwrap_or(0), Relaxed);
+                0
             }
+            _ => (state.real.cond_init)(cond, attr),
         }
-        (state.real.cond_init)(cond, attr)
+    };
+    if status == 0 && state.config.stats_top.is_some() {
+        stats::initialised(cond as usize);
     }
+    status
 }
 
 /// Replaces glibc's: returns once every woken waiter has left (the memory may be freed then).
@@ -96,12 +101,18 @@ pub unsafe extern "C" fn pthread_cond_destroy(cond: *mut pthread_cond_t) -> c_in
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_signal(cond: *mut pthread_cond_t) -> c_int {
     let state = state();
+    let counting = state.config.stats_top.is_some();
+    // SAFETY: the caller's contract.
+    let notifying = counting.then(|| stats::notifying(cond as usize, unsafe { cond_kind(state, cond) }, false));
     // SAFETY: the caller's contract.
     unsafe {
         if !replaced(state, cond) {
             return (state.real.cond_signal)(cond);
         }
         CondCore::notify_one(cond.cast(), state.config.cond);
+    }
+    if let Some(notifying) = notifying {
+        stats::notified(notifying);
     }
     0
 }
@@ -113,12 +124,18 @@ pub unsafe extern "C" fn pthread_cond_signal(cond: *mut pthread_cond_t) -> c_int
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_broadcast(cond: *mut pthread_cond_t) -> c_int {
     let state = state();
+    let counting = state.config.stats_top.is_some();
+    // SAFETY: the caller's contract.
+    let notifying = counting.then(|| stats::notifying(cond as usize, unsafe { cond_kind(state, cond) }, true));
     // SAFETY: the caller's contract.
     unsafe {
         if !replaced(state, cond) {
             return (state.real.cond_broadcast)(cond);
         }
         CondCore::notify_all(cond.cast(), state.config.cond);
+    }
+    if let Some(notifying) = notifying {
+        stats::notified(notifying);
     }
     0
 }
@@ -173,13 +190,30 @@ enum Deadline {
 /// # Safety
 /// As `pthread_cond_clockwait`.
 unsafe fn wait(state: &State, cond: *mut pthread_cond_t, mutex: *mut pthread_mutex_t, deadline: Deadline) -> c_int {
-    let since = state.config.stats_top.is_some().then(Waiting::start);
+    // Without drop glue across the wait: a cancellation unwinds this frame by force, which
+    // runs no destructor (the wait then stays counted among the waiters).
+    let since = state.config.stats_top.is_some().then(|| ManuallyDrop::new(Waiting::start(cond as usize)));
     // SAFETY: the caller's contract.
     let status = unsafe { uncounted_wait(state, cond, mutex, deadline) };
-    if let Some(since) = since {
-        stats::waited(cond as usize, COND, since, true);
+    if let Some(since) = since.map(ManuallyDrop::into_inner) {
+        let wait = CondWait { timed: !matches!(deadline, Deadline::None), timed_out: status == ETIMEDOUT };
+        // SAFETY: the caller's contract.
+        stats::cond_waited(cond as usize, unsafe { cond_kind(state, cond) }, since, wait);
     }
     status
+}
+
+/// The statistics' kind of `cond`: replaced or glibc's.
+///
+/// # Safety
+/// `cond` points to a `pthread_cond_t`.
+unsafe fn cond_kind(state: &State, cond: *mut pthread_cond_t) -> libc::c_int {
+    // SAFETY: the caller's contract.
+    if unsafe { replaced(state, cond) } {
+        COND
+    } else {
+        GLIBC_COND
+    }
 }
 
 /// [`wait`], without the statistics.

@@ -2,8 +2,9 @@
 //! (`SPINLAB_LOCK`), how its condition variables wait (`SPINLAB_COND`), which lock replaces
 //! its spin locks (`SPINLAB_SPIN`), which barrier its barriers (`SPINLAB_BARRIER`) and which
 //! reader-writer lock its rwlocks (`SPINLAB_RWLOCK`), the groups topology-aware locks see
-//! (`SPINLAB_TOPOLOGY`), and whether to count (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`). A value that cannot be used is an error whose
-//! message is one line naming the variable, why, and every value that would work.
+//! (`SPINLAB_TOPOLOGY`), and whether to count (`SPINLAB_STATS`, `SPINLAB_STATS_TOP`,
+//! `SPINLAB_STATS_FILE`). A value that cannot be used is an error whose message is one line
+//! naming the variable, why, and every value that would work.
 
 use crate::glibc::{BARRIER_ROOM, MUTEX_ROOM, RWLOCK_ROOM, SPIN_ROOM};
 use spinlab_c_shared::condvar::{cond_ops, cond_ops_named, CondOps};
@@ -233,8 +234,13 @@ pub struct Config {
     pub rwlocks: Rwlocks,
     /// The policy of the replacement condition variables (unused with [`Mutexes::Glibc`]).
     pub cond: &'static CondOps,
-    /// Rows of the statistics table printed at exit; `None` when not counting.
+    /// Rows of the statistics table; `None` when not counting.
     pub stats_top: Option<usize>,
+    /// Whether the table is printed at exit (`SPINLAB_STATS=1`; counting may be on for the
+    /// file alone).
+    pub print_table: bool,
+    /// `SPINLAB_STATS_FILE`'s prefix: the profile goes to `PREFIX.<pid>.json`.
+    pub stats_file: Option<String>,
 }
 
 impl Config {
@@ -260,7 +266,22 @@ pub fn from_env() -> Result<Config, String> {
     config.barriers = barriers(var("SPINLAB_BARRIER").as_deref())?;
     config.rwlocks = rwlocks(var("SPINLAB_RWLOCK").as_deref())?;
     topology(var(spinlab::sys::topology::ENV).as_deref())?;
+    config.stats_file = stats_file(var("SPINLAB_STATS_FILE").as_deref())?;
+    if config.stats_file.is_some() {
+        config.stats_top.get_or_insert(DEFAULT_TOP);
+    }
     Ok(config)
+}
+
+/// `SPINLAB_STATS_FILE=PREFIX` (`None`: unset): the prefix, once a file named from it could be
+/// created (see `stats::check_writable`).
+pub fn stats_file(value: Option<&str>) -> Result<Option<String>, String> {
+    let Some(prefix) = value else { return Ok(None) };
+    crate::stats::check_writable(prefix).map(|()| Some(prefix.to_string())).map_err(|why| {
+        format!(
+            "SPINLAB_STATS_FILE={prefix} cannot be written ({why}); valid values: a path prefix in a writable directory (PREFIX.<pid>.json is written)"
+        )
+    })
 }
 
 /// Checks `SPINLAB_TOPOLOGY` (`None`: unset). The locks read it themselves
@@ -347,7 +368,16 @@ pub fn parse(lock: Option<&str>, cond: Option<&str>, stats: Option<&str>, top: O
                 ))
             }
         };
-    Ok(Config { mutexes, spins: spins(None)?, barriers: barriers(None)?, rwlocks: rwlocks(None)?, cond, stats_top })
+    Ok(Config {
+        mutexes,
+        spins: spins(None)?,
+        barriers: barriers(None)?,
+        rwlocks: rwlocks(None)?,
+        cond,
+        stats_top,
+        print_table: stats_top.is_some(),
+        stats_file: None,
+    })
 }
 
 /// What `SPINLAB_LOCK=name` replaces mutexes with.
@@ -572,10 +602,25 @@ mod tests {
     }
 
     #[test]
+    fn a_stats_file_prefix_must_name_a_writable_directory() {
+        assert_eq!(stats_file(None), Ok(None));
+        let dir = std::env::temp_dir().join(format!("spinlab-stats-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prefix = dir.join("profile").display().to_string();
+        assert_eq!(stats_file(Some(&prefix)), Ok(Some(prefix.clone())));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the check's file is removed");
+        std::fs::remove_dir(&dir).unwrap();
+        let refused = stats_file(Some("/nonexistent-spinlab/p")).unwrap_err();
+        assert!(refused.starts_with("SPINLAB_STATS_FILE=/nonexistent-spinlab/p cannot be written ("), "{refused}");
+        assert!(refused.contains("; valid values: a path prefix in a writable directory") && !refused.contains('\n'));
+    }
+
+    #[test]
     fn bad_stats_and_cond_values_are_errors() {
         assert!(parse(None, Some("ttas:futex"), None, None).err().unwrap().contains("valid values: spin, pause"));
         assert!(parse(None, None, Some("yes"), None).err().unwrap().starts_with("SPINLAB_STATS=yes"));
         assert!(parse(None, None, Some("1"), Some("0")).err().unwrap().starts_with("SPINLAB_STATS_TOP=0"));
         assert!(parse(None, None, Some("0"), None).ok().unwrap().stats_top.is_none());
+        assert!(parse(None, None, Some("2"), None).err().unwrap().starts_with("SPINLAB_STATS=2 is not 0 or 1"));
     }
 }

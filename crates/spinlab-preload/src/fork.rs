@@ -37,7 +37,7 @@
 //! one load and compare per operation.
 
 use crate::glibc::{self, mutex_fork_generation, mutex_holder, rwlock_fork_generation, MUTEX_ROOM};
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering::*};
 use libc::{c_int, c_void, pthread_mutex_t, pthread_rwlock_t};
 use spinlab_registry::{RawLockOps, RawRwLockOps};
 use std::sync::Once;
@@ -167,8 +167,22 @@ pub(crate) unsafe fn stamp_rwlock(rwlock: *mut pthread_rwlock_t) {
     unsafe { rwlock_fork_generation(rwlock) }.store(FORKS.load(Relaxed), Relaxed);
 }
 
+/// The pid of the process this library's state belongs to: set at start-up and in each
+/// forked child. A child made by `vfork` or `clone` shares the parent's memory without
+/// running fork handlers, and sees another pid here.
+static OWN_PID: AtomicI32 = AtomicI32::new(0);
+
+/// Whether the calling process owns this library's memory (not a `vfork` child borrowing its
+/// parent's): only such a process may allocate or write its profile.
+pub(crate) fn own_process() -> bool {
+    // SAFETY: getpid has no preconditions.
+    OWN_PID.load(Relaxed) == unsafe { libc::getpid() }
+}
+
 /// Runs first among the child's fork handlers.
 extern "C" fn in_child() {
+    // SAFETY: getpid has no preconditions.
+    OWN_PID.store(unsafe { libc::getpid() }, Relaxed);
     FORKS.fetch_add(1, Relaxed);
     // A thread of the parent may have been rebuilding a mutex; it does not exist here.
     REBUILDING.store(false, Relaxed);
@@ -200,6 +214,8 @@ fn real_register() -> RegisterAtfork {
 pub(crate) fn register_first() {
     static REGISTERED: Once = Once::new();
     REGISTERED.call_once(|| {
+        // SAFETY: getpid has no preconditions.
+        OWN_PID.store(unsafe { libc::getpid() }, Relaxed);
         // SAFETY: plain `extern "C"` handlers without arguments; a null DSO handle means the
         // handler is never unregistered, and this library is never unloaded.
         unsafe { real_register()(None, None, Some(in_child), core::ptr::null_mut()) };

@@ -100,18 +100,13 @@ const _: () = assert!(align_of::<pthread_cond_t>() >= 4);
 // glibc's <pthread.h> values.
 pub const PTHREAD_MUTEX_NORMAL: c_int = 0;
 pub const PTHREAD_MUTEX_RECURSIVE: c_int = 1;
-pub const PTHREAD_MUTEX_ERRORCHECK: c_int = 2;
 pub const PTHREAD_MUTEX_ADAPTIVE_NP: c_int = 3;
 const PTHREAD_MUTEX_STALLED: c_int = 0;
 const PTHREAD_PRIO_NONE: c_int = 0;
 const PTHREAD_PROCESS_PRIVATE: c_int = 0;
 const PTHREAD_PROCESS_SHARED: c_int = 1;
-// Flag bits of `__kind` beside the type (glibc's pthreadP.h).
+// The type bits of `__kind` (glibc's pthreadP.h).
 const KIND_TYPE_MASK: c_int = 3;
-const KIND_ROBUST: c_int = 16;
-const KIND_PRIO_INHERIT: c_int = 32;
-const KIND_PRIO_PROTECT: c_int = 64;
-const KIND_PSHARED: c_int = 128;
 
 extern "C" {
     fn pthread_mutexattr_gettype(attr: *const pthread_mutexattr_t, kind: *mut c_int) -> c_int;
@@ -228,30 +223,6 @@ pub unsafe fn replaced_kind_for(attr: *const pthread_mutexattr_t) -> Option<c_in
     };
     let plain = pshared == PTHREAD_PROCESS_PRIVATE && protocol == PTHREAD_PRIO_NONE && robust == PTHREAD_MUTEX_STALLED;
     (read && plain && replaced_kind(kind)).then_some(kind)
-}
-
-/// A word for the statistics table: what kind of mutex glibc keeps.
-pub fn kind_name(kind: c_int) -> &'static str {
-    if kind == -1 {
-        return "destroyed";
-    }
-    let flags = kind & !KIND_TYPE_MASK;
-    if flags & KIND_ROBUST != 0 {
-        "robust"
-    } else if flags & KIND_PRIO_INHERIT != 0 {
-        "prio-inherit"
-    } else if flags & KIND_PRIO_PROTECT != 0 {
-        "prio-protect"
-    } else if flags & KIND_PSHARED != 0 {
-        "pshared"
-    } else {
-        match kind & KIND_TYPE_MASK {
-            PTHREAD_MUTEX_RECURSIVE => "recursive",
-            PTHREAD_MUTEX_ERRORCHECK => "errorcheck",
-            PTHREAD_MUTEX_ADAPTIVE_NP => "adaptive",
-            _ => "normal",
-        }
-    }
 }
 
 /// The flags word of a condition variable.

@@ -18,8 +18,11 @@
 //!   it must prefer readers, as glibc's default kind does, and fit before `__cur_writer`;
 //!   writer-preferring rwlocks get `rw-writer` over its policy, and `pthread` keeps glibc's, as
 //!   does every process-shared rwlock (see `rwlock`).
-//! - `SPINLAB_STATS=1`: at exit, a table on stderr of the mutexes with the most waiting;
-//!   `SPINLAB_STATS_TOP` rows (default 20).
+//! - `SPINLAB_STATS=1`: at exit, a table on stderr of the lock sites (where each lock was made
+//!   or first contended) with the most waiting; `SPINLAB_STATS_TOP` rows (default 20).
+//! - `SPINLAB_STATS_FILE=PREFIX`: counts as `SPINLAB_STATS=1` does, and writes the profile as
+//!   JSON to `PREFIX.<pid>.json` at exit, in each forked child and before each exec
+//!   (docs/profile.md has its keys).
 //!
 //! An unusable value prints one line naming it and the valid values and exits with status 2,
 //! from the library's constructor, before `main` runs. docs/preload.md is the user's guide;
@@ -35,13 +38,16 @@
 //! Initialisation is lazy as well as early: libraries the program loads run their
 //! constructors before this one, and may lock a mutex already. Nothing on the path of the
 //! replaced functions calls them back (Rust's own locks use futexes, the registry's locks
-//! are plain atomics, glibc's allocator and dynamic linker use glibc-internal locks).
+//! are plain atomics, glibc's allocator and dynamic linker use glibc-internal locks), except
+//! the unwinder that the statistics run to capture a call stack, whose own locking `stats`
+//! leaves uncounted.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod barrier;
 mod c11;
 mod cond;
 mod config;
+mod exec;
 mod fork;
 mod glibc;
 mod mutex;
@@ -73,6 +79,9 @@ struct State {
 
 static STATE: OnceLock<State> = OnceLock::new();
 
+/// When the library set itself up (`CLOCK_MONOTONIC`), for the profile's `started_ns`.
+static STARTED_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
 /// The state, set up on first use.
 #[inline(always)]
 fn state() -> &'static State {
@@ -94,6 +103,11 @@ fn set_up() -> Result<State, String> {
     let real = Real::find().map_err(|missing| format!("glibc has no {missing}, which this library must call"))?;
     real.check_layout().map_err(|difference| format!("unknown glibc layout: {difference}"))?;
     let config = config::from_env()?;
+    if config.stats_top.is_some() {
+        STARTED_NS.store(stats::now_ns(), core::sync::atomic::Ordering::Relaxed);
+        stats::find_own_code();
+        spinlab::sys::phases::enable();
+    }
     warm_up(&config);
     warm_up_rwlocks(&config);
     let lock_name = CString::new(config.lock_name()).expect("lock names contain no NUL");
@@ -209,23 +223,39 @@ extern "C" fn constructor() {
 #[link_section = ".init_array"]
 static CONSTRUCTOR: extern "C" fn() = constructor;
 
-/// Prints the statistics table (`SPINLAB_STATS=1`), unless the process locked nothing (a shell
-/// script that runs the program, say, also inherits the variables).
+/// Prints the statistics table (`SPINLAB_STATS=1`) and writes the profile
+/// (`SPINLAB_STATS_FILE`), unless the process locked nothing (a shell script that runs the
+/// program, say, also inherits the variables).
 extern "C" fn report_at_exit() {
     let state = state();
-    let Some(top) = state.config.stats_top else { return };
-    let (rows, untracked) = stats::snapshot(|kind| match kind {
-        stats::OURS => "spinlab",
-        stats::SPIN => "spin",
-        stats::BARRIER => "barrier",
-        stats::COND => "cond",
-        stats::RWLOCK => "rwlock",
-        stats::GLIBC_RWLOCK => "glibc-rwlock",
-        kind => glibc::kind_name(kind),
-    });
-    if rows.is_empty() && untracked == 0 {
+    if state.config.stats_top.is_none() || stats::snapshot_is_empty() {
         return;
     }
-    let program = std::fs::read_to_string("/proc/self/comm").map(|name| name.trim().to_string()).unwrap_or_default();
-    write_stderr(&stats::render(&program, state.config.lock_name(), rows, untracked, top));
+    let process = process(state);
+    if let (true, Some(top)) = (state.config.print_table, state.config.stats_top) {
+        write_stderr(&stats::render_at_exit(&process, top));
+    }
+    write_profile(state);
+}
+
+/// Writes the profile now if `SPINLAB_STATS_FILE` asks for one and something was locked;
+/// returns the path written.
+fn write_profile(state: &State) -> Option<String> {
+    let prefix = state.config.stats_file.as_deref()?;
+    stats::write_file(prefix, &process(state), STARTED_NS.load(core::sync::atomic::Ordering::Relaxed))
+}
+
+/// What the report says of this process.
+fn process(state: &State) -> stats::Process<'static> {
+    static PROGRAM: OnceLock<String> = OnceLock::new();
+    let program = PROGRAM.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/comm").map(|name| name.trim().to_string()).unwrap_or_default()
+    });
+    stats::Process {
+        program,
+        lock: state.config.lock_name(),
+        mutexes_replaced: matches!(state.config.mutexes, Mutexes::Replaced { .. }),
+        spins_replaced: matches!(state.config.spins, config::Spins::Replaced { .. }),
+        barriers_replaced: matches!(state.config.barriers, config::Barriers::Replaced(..)),
+    }
 }

@@ -7,7 +7,8 @@
 //! to glibc's own function untouched. With `SPINLAB_LOCK=pthread` every mutex goes to glibc.
 //!
 //! With `SPINLAB_STATS=1` an acquisition first tries the lock: if that fails, the wait is
-//! timed (see `stats`).
+//! timed (see `stats`), and an init call records where the mutex was made. A lock taken by
+//! the unwinder while it captures a stack for the statistics is not counted.
 
 use crate::config::Mutexes;
 use crate::fork;
@@ -88,6 +89,16 @@ pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
 unsafe fn lock_counted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's contract, as in `lock`.
     unsafe {
+        if stats::capturing_here() {
+            return match replaced(state, mutex) {
+                Some(ops) => {
+                    (ops.lock)(mutex.cast());
+                    now_held(mutex);
+                    0
+                }
+                None => (state.real.mutex_lock)(mutex),
+            };
+        }
         let Some(ops) = replaced(state, mutex) else {
             let kind = mutex_kind(mutex).load(Relaxed);
             return match (state.real.mutex_trylock)(mutex) {
@@ -96,7 +107,7 @@ unsafe fn lock_counted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
                     status
                 }
                 _ => {
-                    let waiting = Waiting::start();
+                    let waiting = Waiting::start(mutex as usize);
                     let status = (state.real.mutex_lock)(mutex);
                     if holds(status) {
                         stats::acquired(mutex as usize, kind, Some(waiting));
@@ -109,7 +120,7 @@ unsafe fn lock_counted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
         if (ops.try_lock)(at) {
             stats::acquired(mutex as usize, OURS, None);
         } else {
-            let waiting = Waiting::start();
+            let waiting = Waiting::start(mutex as usize);
             (ops.lock)(at);
             stats::acquired(mutex as usize, OURS, Some(waiting));
         }
@@ -127,17 +138,20 @@ pub(crate) unsafe fn unlock(state: &State, mutex: *mut pthread_mutex_t) -> c_int
     // SAFETY: the caller's contract; releasing a replaced mutex the caller does not hold is
     // undefined, as it is for a normal pthread mutex.
     unsafe {
-        if state.config.stats_top.is_some() {
-            stats::releasing(mutex as usize);
-        }
-        match replaced(state, mutex) {
+        let releasing = match state.config.stats_top {
+            Some(_) if !stats::capturing_here() => stats::releasing(mutex as usize),
+            _ => None,
+        };
+        let status = match replaced(state, mutex) {
             Some(ops) => {
                 mutex_holder(mutex).store(0, Relaxed);
                 (ops.unlock)(mutex.cast());
                 0
             }
             None => (state.real.mutex_unlock)(mutex),
-        }
+        };
+        stats::released(releasing);
+        status
     }
 }
 
@@ -157,10 +171,17 @@ pub unsafe extern "C" fn pthread_mutex_init(mutex: *mut pthread_mutex_t, attr: *
                 (ops.init)(mutex.cast());
                 fork::stamp(mutex);
                 mutex_kind(mutex).store(kind, Relaxed);
+                if state.config.stats_top.is_some() {
+                    stats::initialised(mutex as usize);
+                }
                 return 0;
             }
         }
-        (state.real.mutex_init)(mutex, attr)
+        let status = (state.real.mutex_init)(mutex, attr);
+        if status == 0 && state.config.stats_top.is_some() {
+            stats::initialised(mutex as usize);
+        }
+        status
     }
 }
 
@@ -292,7 +313,7 @@ unsafe fn timed(
                 stats::acquired(mutex as usize, kind, None);
                 return status;
             }
-            let waiting = Waiting::start();
+            let waiting = Waiting::start(mutex as usize);
             let status = real();
             if holds(status) {
                 stats::acquired(mutex as usize, kind, Some(waiting));
@@ -315,8 +336,9 @@ unsafe fn timed(
         let Some(deadline) = abstime.as_ref().and_then(|at| Abstime::new(clock, at)) else {
             return EINVAL;
         };
-        let waiting = counting.then(Waiting::start);
+        let waiting = counting.then(|| Waiting::start(mutex as usize));
         if !lock_by(ops, at, &deadline) {
+            // `waiting` leaves the waiters as it is dropped.
             return ETIMEDOUT;
         }
         now_held(mutex);

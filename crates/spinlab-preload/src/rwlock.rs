@@ -19,7 +19,9 @@
 //! through `spinlab_c_shared::timed::acquire_by`, the loop that timed mutexes use.
 //!
 //! With `SPINLAB_STATS=1` each rwlock gets a row of kind `rwlock` (replaced) or `glibc-rwlock`,
-//! counting read and write acquisitions alike: a first try, then a timed wait if that failed.
+//! counting read and write acquisitions apart: a first try, then a timed wait if that failed;
+//! a writer's hold is sampled and its release's wake-ups counted as a mutex's (both kinds
+//! keep the writer in `__cur_writer`, which tells a write release from a read release).
 
 use crate::config::Rwlocks;
 use crate::glibc::PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP;
@@ -192,13 +194,13 @@ unsafe fn acquire_any(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, 
             (Patience::None, _) => return EBUSY,
             _ if writer == thread_number() => return EDEADLK,
             (_, None) => {
-                let waiting = counting.then(Waiting::start);
+                let waiting = counting.then(|| Waiting::start(rwlock as usize));
                 // SAFETY: as above.
                 unsafe { wait(at) };
                 waiting
             }
             (_, Some(deadline)) => {
-                let waiting = counting.then(Waiting::start);
+                let waiting = counting.then(|| Waiting::start(rwlock as usize));
                 // SAFETY: as above.
                 let acquired = acquire_by(deadline, |by| unsafe { try_until(at, by) }, || unsafe { wait(at) });
                 if !acquired {
@@ -211,7 +213,7 @@ unsafe fn acquire_any(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, 
     // SAFETY: the caller's contract; this thread has just acquired it.
     unsafe { acquired(rwlock, side) };
     if counting {
-        stats::acquired_shared(rwlock as usize, RWLOCK, waited);
+        stats::rw_acquired(rwlock as usize, RWLOCK, side == Side::Write, waited);
     }
     0
 }
@@ -251,16 +253,16 @@ unsafe fn glibc(state: &State, rwlock: *mut pthread_rwlock_t, side: Side, patien
     }
     // SAFETY: as above.
     if unsafe { try_now(rwlock) } == 0 {
-        stats::acquired_shared(rwlock as usize, GLIBC_RWLOCK, None);
+        stats::rw_acquired(rwlock as usize, GLIBC_RWLOCK, side == Side::Write, None);
         return 0;
     }
     if let Patience::None = patience {
         return EBUSY;
     }
-    let waiting = Waiting::start();
+    let waiting = Waiting::start(rwlock as usize);
     let status = call();
     if status == 0 {
-        stats::acquired_shared(rwlock as usize, GLIBC_RWLOCK, Some(waiting));
+        stats::rw_acquired(rwlock as usize, GLIBC_RWLOCK, side == Side::Write, Some(waiting));
     }
     status
 }
@@ -276,6 +278,9 @@ pub unsafe extern "C" fn pthread_rwlock_init(
     attr: *const pthread_rwlockattr_t,
 ) -> c_int {
     let state = state();
+    if state.config.stats_top.is_some() {
+        stats::initialised(rwlock as usize);
+    }
     // SAFETY: the caller's contract: `rwlock` is writable, `attr` NULL or an attribute.
     unsafe {
         if let Rwlocks::Replaced { reader, writer, .. } = state.config.rwlocks {
@@ -409,6 +414,26 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_unlock(rwlock: *mut pthread_rwlock_t) -> c_int {
     let state = state();
+    let releasing = match state.config.stats_top {
+        Some(_) => {
+            // SAFETY: `__cur_writer` is an int inside the rwlock; the caller holds the lock,
+            // so it is set only if the caller writes (glibc writes its tid there too).
+            let writing = unsafe { rwlock_word(rwlock, RWLOCK_WRITER_OFFSET) }.load(Relaxed) != 0;
+            writing.then(|| stats::releasing(rwlock as usize)).flatten()
+        }
+        None => None,
+    };
+    // SAFETY: the caller's contract: it holds the lock, for reading or writing.
+    let status = unsafe { release(state, rwlock) };
+    stats::released(releasing);
+    status
+}
+
+/// [`pthread_rwlock_unlock`], uncounted.
+///
+/// # Safety
+/// As `pthread_rwlock_unlock`.
+unsafe fn release(state: &State, rwlock: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: the caller's contract: it holds the lock, for reading or writing.
     unsafe {
         let Some(ops) = replaced(state, rwlock) else {

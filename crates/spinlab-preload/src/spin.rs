@@ -56,7 +56,7 @@ unsafe fn acquire_any(state: &State, lock: *mut pthread_spinlock_t, wait: bool) 
                 if !wait {
                     return EBUSY;
                 }
-                let waiting = counting.then(Waiting::start);
+                let waiting = counting.then(|| Waiting::start(lock as usize));
                 (ops.lock)(at);
                 count(waiting);
                 0
@@ -75,7 +75,7 @@ unsafe fn acquire_any(state: &State, lock: *mut pthread_spinlock_t, wait: bool) 
                 }
                 busy if !wait => busy,
                 _ => {
-                    let waiting = Waiting::start();
+                    let waiting = Waiting::start(lock as usize);
                     let status = (state.real.spin_lock)(lock);
                     if status == 0 {
                         count(Some(waiting));
@@ -95,7 +95,7 @@ unsafe fn acquire_any(state: &State, lock: *mut pthread_spinlock_t, wait: bool) 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_init(lock: *mut pthread_spinlock_t, pshared: c_int) -> c_int {
     let state = state();
-    match state.config.spins {
+    let status = match state.config.spins {
         Spins::Replaced { ops, .. } => {
             // SAFETY: `lock` is a writable `pthread_spinlock_t`, which the configuration checked
             // the lock fits in.
@@ -104,7 +104,11 @@ pub unsafe extern "C" fn pthread_spin_init(lock: *mut pthread_spinlock_t, pshare
         }
         // SAFETY: the caller's contract.
         Spins::Glibc => unsafe { (state.real.spin_init)(lock, pshared) },
+    };
+    if status == 0 && state.config.stats_top.is_some() {
+        stats::initialised(lock as usize);
     }
+    status
 }
 
 /// Replaces glibc's.
@@ -152,10 +156,8 @@ pub unsafe extern "C" fn pthread_spin_trylock(lock: *mut pthread_spinlock_t) -> 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_unlock(lock: *mut pthread_spinlock_t) -> c_int {
     let state = state();
-    if state.config.stats_top.is_some() {
-        stats::releasing(lock as usize);
-    }
-    match state.config.spins {
+    let releasing = state.config.stats_top.and_then(|_| stats::releasing(lock as usize));
+    let status = match state.config.spins {
         Spins::Replaced { ops, .. } => {
             // SAFETY: the caller holds the lock.
             unsafe { (ops.unlock)(lock.cast()) };
@@ -163,5 +165,7 @@ pub unsafe extern "C" fn pthread_spin_unlock(lock: *mut pthread_spinlock_t) -> c
         }
         // SAFETY: the caller's contract.
         Spins::Glibc => unsafe { (state.real.spin_unlock)(lock) },
-    }
+    };
+    stats::released(releasing);
+    status
 }

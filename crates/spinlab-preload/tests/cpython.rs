@@ -8,6 +8,8 @@
 //!
 //! CPython takes its GIL with a pthread mutex and condition variable (timed waits on
 //! `CLOCK_MONOTONIC`), so every thread switch in these tests goes through the replacements.
+//! The `mcs:futex` run counts as well (`SPINLAB_STATS_FILE`): its cases must end as without the
+//! library, and its processes' profiles must name the interpreter's mutexes.
 //!
 //! Timing-sensitive cases can end differently once under load whatever the lock, so a case
 //! whose ending differs is run again alone, three more times each way, and counts as a
@@ -30,6 +32,10 @@ use std::time::{Duration, Instant};
 const MODULES: [&str; 4] = ["test_threading", "test_thread", "test_queue", "test_threading_local"];
 /// spinlab's default lock, and a queue lock whose waiters sleep at once.
 const LOCKS: [&str; 2] = ["adaptive:pause-yield-park", "mcs:futex"];
+/// The lock whose run also counts (`SPINLAB_STATS_FILE`): the cases must end the same with the
+/// statistics on, and every process's profile must be readable. Not `SPINLAB_STATS=1`: its
+/// table on stderr would fail the cases that check a child interpreter's stderr is empty.
+const COUNTED: &str = "mcs:futex";
 /// A watchdog for a hung run, several times what a run takes.
 const LIMIT: Duration = Duration::from_secs(420);
 const RERUNS: usize = 3;
@@ -101,7 +107,11 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
     let mut full: Vec<&str> = vec!["-m", "test", "--tempdir", &dir_arg, "--junit-xml", &xml_arg];
     full.extend_from_slice(args);
     let library = libraries().join("libspinlab_preload.so").display().to_string();
+    let profiles = dir.join("profile").display().to_string();
     let env: Vec<(&str, &str)> = match lock {
+        Some(COUNTED) => {
+            vec![("LD_PRELOAD", library.as_str()), ("SPINLAB_LOCK", COUNTED), ("SPINLAB_STATS_FILE", profiles.as_str())]
+        }
         Some(lock) => vec![("LD_PRELOAD", library.as_str()), ("SPINLAB_LOCK", lock)],
         None => vec![],
     };
@@ -130,7 +140,27 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
         .unwrap_or_else(|e| panic!("{label}: no report {} ({e})\n{}\n{}", xml.display(), ran.stdout, ran.stderr));
     let endings = endings(&report);
     assert!(!endings.is_empty(), "{label}: no test case ran\n{}\n{}", ran.stdout, ran.stderr);
+    if lock == Some(COUNTED) {
+        check_profiles(&dir, label);
+    }
     endings
+}
+
+/// The profiles the counted run's processes wrote in `dir`: at least one, each a profile of
+/// `python` with its sites named, one with a mutex made or contended inside the interpreter.
+fn check_profiles(dir: &Path, label: &str) {
+    let profiles: Vec<serde_json::Value> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("profile.")))
+        .map(|path| serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap())
+        .collect();
+    assert!(!profiles.is_empty(), "{label}: no process wrote a profile in {}", dir.display());
+    let named = profiles.iter().flat_map(|p| p["sites"].as_array().unwrap()).any(|site| {
+        site["kind"] == "mutex" && site["stack"].as_array().unwrap().iter().any(|frame| frame["function"].is_string())
+    });
+    assert!(profiles.iter().all(|p| p["format"] == "spinlab.profile/1" && p["lock"] == COUNTED), "{label}");
+    assert!(named, "{label}: no mutex site with a named frame among {} profiles", profiles.len());
 }
 
 /// Checks that `lock` is what the library reports inside this interpreter.

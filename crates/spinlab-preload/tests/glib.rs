@@ -11,8 +11,9 @@
 //! `onceinit`, `thread-pool` and `asyncqueue` show that threads, thread-local data and
 //! GLib's own waits still work with the library loaded. (`rec-mutex` is left out: its
 //! `GRecMutex` is a recursive pthread mutex, which the library passes to glibc, and it is
-//! the slowest of GLib's thread tests.) The statistics (`SPINLAB_STATS=1`) of each preloaded run prove that the rwlocks went
-//! through spinlab: the binaries that take a `GRWLock` have non-zero `rwlock` rows, and no
+//! the slowest of GLib's thread tests.) The statistics of each preloaded run (`SPINLAB_STATS=1`
+//! for the table, `SPINLAB_STATS_FILE` for the profiles read here) prove that the rwlocks went
+//! through spinlab: the binaries that take a `GRWLock` have non-zero `rwlock` sites, and no
 //! rwlock stayed glibc's.
 //!
 //! A process that takes no pthread lock prints no statistics, so they cannot show that the
@@ -26,6 +27,7 @@
 //! Needs the GLib tests installed (`SPINLAB_GLIB_TESTS` names another directory); Debian and
 //! Ubuntu ship them as `libglib2.0-tests`.
 
+use serde_json::Value;
 use spinlab_c_tests::{libraries, run, scratch_dir, Ran};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -110,6 +112,8 @@ struct Finished {
     processes: usize,
     /// Those into which the loader loaded the preload library and called its initialiser.
     preloaded: usize,
+    /// The profiles its processes wrote (`SPINLAB_STATS_FILE`).
+    profiles: Vec<Value>,
 }
 
 /// Runs one binary with `env` and the loader's account on, and checks it exited with 0.
@@ -122,32 +126,41 @@ fn run_binary(binary: &Path, env: &[(&str, &str)], label: &str, library: &str) -
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{} cannot be created: {e}", dir.display()));
     let prefix = dir.join("ld").display().to_string();
+    let profiles = dir.join("profile").display().to_string();
     let mut env = env.to_vec();
-    env.extend([("LD_DEBUG", "files"), ("LD_DEBUG_OUTPUT", prefix.as_str())]);
+    env.extend([("LD_DEBUG", "files"), ("LD_DEBUG_OUTPUT", prefix.as_str()), ("SPINLAB_STATS_FILE", &profiles)]);
     let ran = run(binary, &["--tap"], &env, LIMIT);
     ran.assert_success(label);
     let cases = outcomes(&ran.stdout, label);
     assert!(!cases.is_empty(), "{label}: no test case ran:\n{}", ran.stdout);
-    let logs: Vec<String> = std::fs::read_dir(&dir)
+    let files: Vec<(String, String)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{} cannot be read: {e}", dir.display()))
-        .map(|file| std::fs::read_to_string(file.expect("a folder entry").path()).expect("a loader log"))
+        .map(|file| {
+            let path = file.expect("a folder entry").path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&path).expect("a loader log or a profile"))
+        })
+        .collect();
+    let logs: Vec<&String> = files.iter().filter(|(name, _)| name.starts_with("ld.")).map(|(_, text)| text).collect();
+    let profiles = files
+        .iter()
+        .filter(|(name, _)| name.starts_with("profile."))
+        .map(|(name, text)| serde_json::from_str(text).unwrap_or_else(|e| panic!("{label}: {name} is not JSON ({e})")))
         .collect();
     assert!(!logs.is_empty(), "{label}: the loader wrote no account in {}", dir.display());
     let initialised = format!("calling init: {library}\n");
     let preloaded = logs.iter().filter(|log| log.contains(&initialised)).count();
-    Finished { cases, ran, processes: logs.len(), preloaded }
+    Finished { cases, ran, processes: logs.len(), preloaded, profiles }
 }
 
-/// The acquisitions of each statistics row of `kind` in `stderr`, over every table printed
-/// (a binary that forks prints one per process that exits normally).
-fn acquisitions_of(stderr: &str, kind: &str) -> Vec<u64> {
-    stderr
-        .lines()
-        .filter_map(|line| {
-            let columns: Vec<&str> = line.split_whitespace().collect();
-            (columns.len() >= 3 && columns[0].starts_with("0x") && columns[1] == kind)
-                .then(|| columns[2].parse().expect("acquisitions are a count"))
-        })
+/// The acquisitions of each site of `kind` in `profiles` (a binary that forks writes one per
+/// process that locked something).
+fn acquisitions_of(profiles: &[Value], kind: &str) -> Vec<u64> {
+    profiles
+        .iter()
+        .flat_map(|profile| profile["sites"].as_array().expect("a profile lists its sites"))
+        .filter(|site| site["kind"] == kind)
+        .map(|site| site["acquisitions"].as_u64().expect("acquisitions are a count"))
         .collect()
 }
 
@@ -185,7 +198,7 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
             let lock =
                 setting.iter().find(|(v, _)| *v == "SPINLAB_LOCK").map_or("adaptive:pause-yield-park", |(_, l)| l);
             let heading = format!("spinlab-preload: lock statistics of {name} (pid ");
-            let rwlocks = acquisitions_of(&ran.stderr, "rwlock");
+            let rwlocks = acquisitions_of(&with.profiles, "rwlock");
             if takes_rwlocks {
                 assert!(
                     ran.stderr.lines().any(|l| l.starts_with(&heading) && l.contains(&format!("mutexes {lock}:"))),
@@ -199,7 +212,7 @@ fn glib_thread_tests_pass_the_same_with_and_without_the_preload_library() {
                 );
             }
             assert!(
-                acquisitions_of(&ran.stderr, "glibc-rwlock").is_empty(),
+                acquisitions_of(&with.profiles, "glibc-rwlock").is_empty(),
                 "{label}: an rwlock stayed glibc's:\n{}",
                 ran.stderr
             );
@@ -223,9 +236,15 @@ fn tap_outcomes_are_read_per_case_and_the_plan_is_checked() {
     assert_eq!(cases["/thread/a"], Outcome::Passed);
     assert_eq!(cases["/thread/b"], Outcome::Skipped);
     assert_eq!(cases["/thread/c"], Outcome::Failed);
-    let stderr = "x\n      0x55d0c8a4e040  rwlock                  12      0.00%  0 ns 0 ns 0 ns\n  0x10  glibc-rwlock  3 0.00%\n";
-    assert_eq!(acquisitions_of(stderr, "rwlock"), [12]);
-    assert_eq!(acquisitions_of(stderr, "glibc-rwlock"), [3]);
+    let profiles: Vec<Value> = [
+        r#"{"sites": [{"kind": "rwlock", "acquisitions": 12}, {"kind": "mutex", "acquisitions": 5}]}"#,
+        r#"{"sites": [{"kind": "glibc-rwlock", "acquisitions": 3}, {"kind": "rwlock", "acquisitions": 4}]}"#,
+    ]
+    .iter()
+    .map(|text| serde_json::from_str(text).unwrap())
+    .collect();
+    assert_eq!(acquisitions_of(&profiles, "rwlock"), [12, 4]);
+    assert_eq!(acquisitions_of(&profiles, "glibc-rwlock"), [3]);
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! mutex was locked by glibc or holds a spinlab lock, so a run that silently was not
 //! preloaded fails.
 
-use spinlab_c_tests::{compile, libraries, run, Ran};
+use serde_json::Value;
+use spinlab_c_tests::{compile, libraries, run, scratch_dir, Ran};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -275,18 +276,18 @@ fn an_rwlock_that_would_deadlock_nested_reads_or_does_not_fit_is_refused_before_
 fn statistics_count_every_acquisition_of_an_rwlock() {
     let program = program("p_rwlock");
     for (rwlock, kind) in [(None, "rwlock"), (Some("rw-reader:futex"), "rwlock"), (Some("pthread"), "glibc-rwlock")] {
-        let mut env = vec![("SPINLAB_STATS", "1"), ("SPINLAB_STATS_TOP", "100")];
+        let mut env = vec![("SPINLAB_STATS", "1")];
         env.extend(rwlock.map(|name| ("SPINLAB_RWLOCK", name)));
-        let ran = preloaded(&program, None, &env);
+        let (ran, profiles) = profiled(&program, &[], None, &env, &format!("p_rwlock-{rwlock:?}"));
         ran.assert_success("p_rwlock with statistics");
         // "counted rwlock 0x55d0c8a4e040 acquired 80001 times"
         let line =
             ran.stdout.lines().find(|l| l.starts_with("counted rwlock ")).expect("the program reports its rwlock");
         let words: Vec<&str> = line.split_whitespace().collect();
         let (address, acquired) = (words[2], words[4]);
-        let row = stats_row(&ran.stderr, address);
-        assert_eq!(row[1], kind, "{rwlock:?}: {row:?}");
-        assert_eq!(row[2], acquired, "{rwlock:?}: every read and write acquisition is counted, once: {row:?}");
+        let (site, object) = object_in(main_profile(&profiles, &ran), address);
+        assert_eq!(site["kind"], kind, "{rwlock:?}: {site}");
+        assert_eq!(object["acquisitions"].to_string(), acquired, "{rwlock:?}: every acquisition is counted, once");
     }
 }
 
@@ -348,16 +349,17 @@ fn a_spin_lock_that_does_not_fit_or_may_sleep_is_refused_before_main() {
 fn statistics_count_every_acquisition_of_a_spin_lock() {
     let program = program("p_spin");
     for spin in ["ttas:pause", "pthread"] {
-        let ran = preloaded(&program, None, &[("SPINLAB_SPIN", spin), ("SPINLAB_STATS", "1")]);
+        let env = [("SPINLAB_SPIN", spin), ("SPINLAB_STATS", "1")];
+        let (ran, profiles) = profiled(&program, &[], None, &env, &format!("p_spin-{spin}"));
         ran.assert_success("p_spin with statistics");
         // "counted spin lock 0x55d0c8a4e040 acquired 80002 times"
         let line =
             ran.stdout.lines().find(|l| l.starts_with("counted spin lock ")).expect("the program reports its lock");
         let words: Vec<&str> = line.split_whitespace().collect();
         let (address, acquired) = (words[3], words[5]);
-        let row = stats_row(&ran.stderr, address);
-        assert_eq!(row[1], "spin", "{spin}: {row:?}");
-        assert_eq!(row[2], acquired, "{spin}: every acquisition is counted, once: {row:?}");
+        let (site, object) = object_in(main_profile(&profiles, &ran), address);
+        assert_eq!(site["kind"], "spin", "{spin}: {site}");
+        assert_eq!(object["acquisitions"].to_string(), acquired, "{spin}: every acquisition is counted, once");
     }
 }
 
@@ -365,62 +367,120 @@ fn statistics_count_every_acquisition_of_a_spin_lock() {
 fn statistics_count_every_wait_at_a_barrier_and_which_blocked() {
     let program = program("p_barrier");
     for barrier in ["barrier:spin-park", "barrier:futex", "pthread"] {
-        let ran = preloaded(&program, None, &[("SPINLAB_BARRIER", barrier), ("SPINLAB_STATS", "1")]);
+        let env = [("SPINLAB_BARRIER", barrier), ("SPINLAB_STATS", "1")];
+        let (ran, profiles) = profiled(&program, &[], None, &env, &format!("p_barrier-{barrier}"));
         ran.assert_success("p_barrier with statistics");
         // "counted barrier 0x55d0c8a4e040 waited 1204 times, 602 not serial"
         let line = ran.stdout.lines().find(|l| l.starts_with("counted barrier ")).expect("the program reports it");
         let words: Vec<&str> = line.split_whitespace().collect();
         let (address, waits, blocked) = (words[2], words[4], words[6]);
-        let row = stats_row(&ran.stderr, address);
-        assert_eq!(row[1], "barrier", "{barrier}: {row:?}");
-        assert_eq!(row[2], waits, "{barrier}: every wait is counted, once: {row:?}");
-        let contended: f64 = row[3].trim_end_matches('%').parse().unwrap();
-        let expected = 100.0 * blocked.parse::<f64>().unwrap() / waits.parse::<f64>().unwrap();
-        assert!((contended - expected).abs() < 0.01, "{barrier}: the non-serial waits blocked: {row:?}");
+        let (site, object) = object_in(main_profile(&profiles, &ran), address);
+        assert_eq!(site["kind"], "barrier", "{barrier}: {site}");
+        assert_eq!(object["acquisitions"].to_string(), waits, "{barrier}: every wait is counted, once");
+        assert_eq!(object["contended"].to_string(), blocked, "{barrier}: the non-serial waits blocked");
     }
 }
 
+/// p_exclusion's `handed` mutex passes between the main thread and a waiter ten times, the
+/// waiter inside `pthread_mutex_lock` each time: 10 contended acquisitions, 19 owner changes,
+/// one site (the waiter's first contended acquisition); under `mcs:futex` the waiter sleeps,
+/// and each release wakes it; under glibc's own mutexes the phases are unknown.
 #[test]
-fn statistics_show_the_hand_over_of_a_contended_mutex() {
+fn statistics_count_the_owner_changes_and_wake_ups_of_a_mutex_handed_between_threads() {
     let program = program("p_exclusion");
     for lock in ["mcs:futex", "default", "pthread"] {
-        let ran = preloaded(&program, Some(lock), &[("SPINLAB_STATS", "1")]);
+        let (ran, profiles) = profiled(&program, &[], Some(lock), &[], &format!("p_exclusion-handed-{lock}"));
         ran.assert_success("p_exclusion with statistics");
-        // "handed mutex 0x55d0c8a4e040 handed over 10 times": each time a thread was waiting
-        // in the lock when the holder released it, so the mutex had hand-overs.
+        // "handed mutex 0x55d0c8a4e040 handed over 10 times"
         let line = ran.stdout.lines().find(|l| l.starts_with("handed mutex ")).expect("the program reports it");
-        let row = stats_row(&ran.stderr, line.split_whitespace().nth(2).unwrap());
-        let nanoseconds = |value: &str, unit: &str| -> f64 {
-            let scale = match unit {
-                "ns" => 1.0,
-                "us" => 1e3,
-                "ms" => 1e6,
-                "s" => 1e9,
-                other => panic!("unit {other} in {row:?}"),
-            };
-            value.parse::<f64>().unwrap() * scale
-        };
-        assert_ne!(row[row.len() - 1], "-", "{lock}: a mutex handed over ten times shows no hand-over: {row:?}");
-        let (mean, max) = (nanoseconds(row[10], row[11]), nanoseconds(row[12], row[13]));
-        assert!(0.0 < mean && mean <= max, "{lock}: {row:?}");
+        let (site, object) = object_in(main_profile(&profiles, &ran), line.split_whitespace().nth(2).unwrap());
+        assert_eq!((site["site"].as_str(), site["objects"].as_u64()), (Some("contended"), Some(1)), "{lock}: {site}");
+        assert_eq!(object["contended"], 10, "{lock}: {object}");
+        assert_eq!(site["owner_changes"], 19, "{lock}: {site}");
+        assert_eq!(site["wait"]["count"], 10, "{lock}: {site}");
+        assert!(site["wait"]["p50_ns"].as_u64().unwrap() > 1_000_000, "{lock}: each waited ~20 ms: {site}");
+        assert_eq!(site["stack"][0]["function"], "lock_handed", "{lock}: {site}");
+        match lock {
+            "pthread" => assert!(site["wakes"].is_null() && site["sleep_ns"].is_null(), "{lock}: {site}"),
+            "mcs:futex" => {
+                assert!(site["wakes"].as_u64().unwrap() >= 10, "{lock}: a wake-up per hand-over: {site}");
+                assert!(site["sleep_ns"].as_u64().unwrap() > 10 * 10_000_000, "{lock}: asleep most of it: {site}");
+            }
+            _ => assert!(site["spin_ns"].is_u64(), "{lock}: {site}"),
+        }
     }
 }
 
-/// The row of the statistics table for the mutex at `address`: its columns.
-fn stats_row<'a>(stderr: &'a str, address: &str) -> Vec<&'a str> {
-    stderr
-        .lines()
-        .find(|line| line.split_whitespace().next() == Some(address))
-        .unwrap_or_else(|| panic!("no row for {address} in:\n{stderr}"))
-        .split_whitespace()
+/// Runs `program` with `args` under the library with `lock`, `env` and
+/// `SPINLAB_STATS_FILE` naming a fresh folder for `label`; returns the run and the profiles its
+/// processes wrote.
+fn profiled(program: &Path, args: &[&str], lock: Option<&str>, env: &[(&str, &str)], label: &str) -> (Ran, Vec<Value>) {
+    let dir = profile_dir(label);
+    let prefix = dir.join("profile").display().to_string();
+    let library = preload_library().display().to_string();
+    let mut vars = vec![("LD_PRELOAD", library.as_str()), ("SPINLAB_STATS_FILE", prefix.as_str())];
+    vars.extend(lock.map(|lock| ("SPINLAB_LOCK", lock)));
+    vars.extend_from_slice(env);
+    let ran = run(program, args, &vars, LIMIT);
+    (ran, profiles_in(&dir))
+}
+
+/// A fresh, empty folder for the profiles of `label`.
+fn profile_dir(label: &str) -> PathBuf {
+    let dir = scratch_dir().join(format!("profiles-{label}").replace([':', '/', '"', ' '], "-"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The profiles in `dir`, by file name; each file's name carries its pid.
+fn profiles_in(dir: &Path) -> Vec<Value> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
+    names.sort();
+    names
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let profile: Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON ({e}): {text}", path.display()));
+            assert_eq!(profile["format"], "spinlab.profile/1", "{}", path.display());
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.starts_with(&format!("profile.{}.", profile["pid"])) && name.ends_with(".json"), "{name}");
+            profile
+        })
         .collect()
+}
+
+/// The profile of the process that ran `ran` itself: the one whose parent wrote none.
+fn main_profile<'a>(profiles: &'a [Value], ran: &Ran) -> &'a Value {
+    let pids: Vec<&Value> = profiles.iter().map(|p| &p["pid"]).collect();
+    let mut parents = profiles.iter().filter(|p| !pids.contains(&&p["parent_pid"]));
+    match (parents.next(), parents.next()) {
+        (Some(parent), None) => parent,
+        _ => panic!("not one first process among the profiles of {pids:?}:\n{}", ran.stderr),
+    }
+}
+
+/// The site holding the object at `address` (as a program prints it: `0x…`) in `profile`,
+/// and the object's own counts.
+fn object_in<'a>(profile: &'a Value, address: &str) -> (&'a Value, &'a Value) {
+    let address = u64::from_str_radix(address.trim_start_matches("0x"), 16).expect("a hex address");
+    let sites = profile["sites"].as_array().unwrap();
+    sites
+        .iter()
+        .find_map(|site| {
+            let objects = site["top_objects"].as_array().unwrap();
+            objects.iter().find(|o| o["address"] == address).map(|object| (site, object))
+        })
+        .unwrap_or_else(|| panic!("no object {address:#x} in the profile: {profile:#}"))
 }
 
 #[test]
 fn statistics_count_every_acquisition_of_a_mutex() {
     let program = program("p_exclusion");
-    for (lock, kind) in [(Some("mcs:futex"), "spinlab"), (None, "spinlab"), (Some("pthread"), "normal")] {
-        let ran = preloaded(&program, lock, &[("SPINLAB_STATS", "1")]);
+    for (lock, kind) in [(Some("mcs:futex"), "mutex"), (None, "mutex"), (Some("pthread"), "glibc-mutex")] {
+        let label = format!("p_exclusion-{}", lock.unwrap_or("default"));
+        let (ran, profiles) = profiled(&program, &[], lock, &[("SPINLAB_STATS", "1")], &label);
         ran.assert_success("p_exclusion with statistics");
         // "tallied mutex 0x55d0c8a4e040 acquired 20000 times"
         let line = ran.stdout.lines().find(|l| l.starts_with("tallied mutex ")).expect("the program reports its mutex");
@@ -429,11 +489,12 @@ fn statistics_count_every_acquisition_of_a_mutex() {
         let heading = ran.stderr.lines().find(|l| l.starts_with("spinlab-preload: lock statistics of p_exclusion"));
         let heading = heading.unwrap_or_else(|| panic!("no statistics heading in:\n{}", ran.stderr));
         assert!(heading.contains(&format!("mutexes {}:", lock.unwrap_or("adaptive:pause-yield-park"))), "{heading}");
-        let row = stats_row(&ran.stderr, address);
-        assert_eq!(row[1], kind, "{lock:?}: {row:?}");
-        assert_eq!(row[2], acquired, "{lock:?}: every acquisition is counted, once: {row:?}");
-        let contended: f64 = row[3].trim_end_matches('%').parse().unwrap();
-        assert!((0.0..=100.0).contains(&contended), "{row:?}");
+        let profile = main_profile(&profiles, &ran);
+        assert_eq!(profile["lock"], lock.unwrap_or("adaptive:pause-yield-park"));
+        let (site, object) = object_in(profile, address);
+        assert_eq!(site["kind"], kind, "{lock:?}: {site}");
+        assert_eq!(object["acquisitions"].to_string(), acquired, "{lock:?}: every acquisition is counted, once");
+        assert!(object["contended"].as_u64().unwrap() <= object["acquisitions"].as_u64().unwrap());
     }
     // Without SPINLAB_STATS nothing is printed.
     let ran = preloaded(&program, Some("mcs:futex"), &[]);
@@ -445,16 +506,18 @@ fn statistics_count_every_acquisition_of_a_mutex() {
 #[test]
 fn statistics_count_every_acquisition_of_a_c11_mutex() {
     let program = program("p_c11");
-    for (lock, kind) in [(None, "spinlab"), (Some("mcs:futex"), "spinlab"), (Some("pthread"), "normal")] {
-        let ran = preloaded(&program, lock, &[("SPINLAB_STATS", "1")]);
+    for (lock, kind) in [(None, "c11-mutex"), (Some("mcs:futex"), "c11-mutex"), (Some("pthread"), "glibc-mutex")] {
+        let label = format!("p_c11-{}", lock.unwrap_or("default"));
+        let (ran, profiles) = profiled(&program, &[], lock, &[], &label);
         ran.assert_success("p_c11 with statistics");
         // "tallied mtx 0x55d0c8a4e040 acquired 10000 times"
         let line = ran.stdout.lines().find(|l| l.starts_with("tallied mtx ")).expect("the program reports its mutex");
         let words: Vec<&str> = line.split_whitespace().collect();
         let (address, acquired) = (words[2], words[4]);
-        let row = stats_row(&ran.stderr, address);
-        assert_eq!(row[1], kind, "{lock:?}: {row:?}");
-        assert_eq!(row[2], acquired, "{lock:?}: every acquisition is counted, once: {row:?}");
+        let (site, object) = object_in(main_profile(&profiles, &ran), address);
+        assert_eq!(site["kind"], kind, "{lock:?}: {site}");
+        assert_eq!(site["site"], "init", "{lock:?}: mtx_init's stack: {site}");
+        assert_eq!(object["acquisitions"].to_string(), acquired, "{lock:?}: every acquisition is counted, once");
     }
 }
 
@@ -469,6 +532,11 @@ fn an_unusable_setting_prints_one_line_and_exits_with_2_before_main() {
         (vec![("SPINLAB_LOCK", "std")], "SPINLAB_LOCK=std cannot replace pthread mutexes: `std` takes "),
         (vec![("SPINLAB_COND", "ttas:futex")], "SPINLAB_COND=ttas:futex is not a wait policy"),
         (vec![("SPINLAB_STATS", "yes")], "SPINLAB_STATS=yes is not 0 or 1"),
+        (vec![("SPINLAB_STATS", "2")], "SPINLAB_STATS=2 is not 0 or 1; valid values: 1"),
+        (
+            vec![("SPINLAB_STATS_FILE", "/nonexistent-spinlab-dir/profile")],
+            "SPINLAB_STATS_FILE=/nonexistent-spinlab-dir/profile cannot be written (",
+        ),
     ];
     for entry in spinlab_registry::LOCKS.entries().iter().filter(|e| e.availability.is_err()).take(1) {
         cases.push((vec![("SPINLAB_LOCK", entry.name.as_str())], "is unavailable here"));
@@ -483,4 +551,156 @@ fn an_unusable_setting_prints_one_line_and_exits_with_2_before_main() {
         assert_eq!(ran.stderr.lines().count(), 1, "{env:?}: {}", ran.stderr);
         assert!(ran.stderr.starts_with("spinlab-preload: ") && ran.stderr.contains(message), "{env:?}: {}", ran.stderr);
     }
+}
+
+/// The line of tests/c/p_profile.c that carries the comment `/* site: {marker} */`.
+fn site_line(marker: &str) -> u64 {
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/p_profile.c")).unwrap();
+    let comment = format!("/* site: {marker} */");
+    let index = source.lines().position(|line| line.contains(&comment)).unwrap_or_else(|| panic!("no {comment}"));
+    index as u64 + 1
+}
+
+/// The one site of `profile` of `kind` whose innermost frame is `function` at p_profile.c's
+/// line marked `marker`.
+fn site_at<'a>(profile: &'a Value, kind: &str, function: &str, marker: &str) -> &'a Value {
+    let line = site_line(marker);
+    let found: Vec<&Value> = profile["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|site| {
+            let top = &site["stack"][0];
+            site["kind"] == kind
+                && top["function"] == function
+                && top["line"] == line
+                && top["file"].as_str().is_some_and(|file| file.ends_with("/p_profile.c"))
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "one {kind} site at {function} (p_profile.c:{line}): {profile:#}");
+    found[0]
+}
+
+/// The number that follows `words` at the start of a line of `stdout`.
+fn counted(stdout: &str, words: &str) -> u64 {
+    let line =
+        stdout.lines().find_map(|line| line.strip_prefix(words)).unwrap_or_else(|| panic!("no {words}: {stdout}"));
+    line.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// tests/c/p_profile.c: each lock made in its own function is a site named by that function
+/// and the line of its init call (the lines are found by their comments); the 1000 mutexes
+/// made in one loop are one site; a static mutex is named by its first contended acquisition;
+/// and every count is the program's own. glibc's mutexes (`pthread`) give the same sites and
+/// counts, as `glibc-mutex`.
+#[test]
+fn the_profile_names_each_site_by_function_and_line_and_counts_what_the_program_counted() {
+    let program = program("p_profile");
+    for lock in [None, Some("mcs:futex"), Some("pthread")] {
+        let label = format!("p_profile-sites-{}", lock.unwrap_or("default"));
+        let (ran, profiles) = profiled(&program, &[], lock, &[("SPINLAB_STATS", "1")], &label);
+        ran.assert_success(&label);
+        assert!(ran.stdout.ends_with("ok\n"), "{}", ran.stdout);
+        let out = &ran.stdout;
+        let profile = main_profile(&profiles, &ran);
+        assert_eq!(profile["lock"], lock.unwrap_or("adaptive:pause-yield-park"));
+        assert_eq!(
+            (profile["hold_sample_every"].as_u64(), profile["untracked_acquisitions"].as_u64()),
+            (Some(64), Some(0))
+        );
+        assert!(profile["program"].as_str().unwrap().ends_with("/p_profile"), "{}", profile["program"]);
+        let mutex = if lock == Some("pthread") { "glibc-mutex" } else { "mutex" };
+
+        let hot = site_at(profile, mutex, "make_hot", "hot");
+        assert_eq!((hot["site"].as_str(), hot["objects"].as_u64()), (Some("init"), Some(1)), "{hot}");
+        let acquisitions = counted(out, "hot mutex acquired ");
+        assert_eq!(hot["acquisitions"], acquisitions, "{hot}");
+        assert_eq!(hot["hold"]["count"], acquisitions.div_ceil(64), "one hold timed in 64: {hot}");
+        assert!(hot["owner_changes"].as_u64().unwrap() > 0, "four threads took it: {hot}");
+
+        let cold = site_at(profile, mutex, "make_cold", "cold");
+        assert_eq!(cold["acquisitions"], counted(out, "cold mutex acquired "), "the children's are their own: {cold}");
+
+        let array = site_at(profile, mutex, "make_array", "array");
+        assert_eq!(array["objects"], counted(out, "array of "), "{array}");
+        assert_eq!(array["acquisitions"], 5000, "{array}");
+        assert_eq!(array["top_objects"].as_array().unwrap().len(), 8);
+
+        let waited = site_at(profile, mutex, "wait_for_static", "contended");
+        assert_eq!((waited["site"].as_str(), waited["objects"].as_u64()), (Some("contended"), Some(1)), "{waited}");
+        assert_eq!((waited["acquisitions"].as_u64(), waited["contended"].as_u64()), (Some(2), Some(1)), "{waited}");
+        assert!(waited["wait"]["max_ns"].as_u64().unwrap() >= 15_000_000, "waited ~20 ms: {waited}");
+        assert_eq!(waited["max_waiters"], 1);
+        assert!(waited["contended_ns"].as_u64().unwrap() >= 15_000_000, "{waited}");
+
+        let cond = site_at(profile, "cond", "make_cond", "cond");
+        // "cond waited 13 times, 3 timed, 3 timed out"
+        let line = out.lines().find_map(|l| l.strip_prefix("cond waited ")).unwrap();
+        let numbers: Vec<u64> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+        let c = &cond["cond"];
+        assert_eq!([&c["waits"], &c["timed_waits"], &c["timed_out"]], [numbers[0], numbers[1], numbers[2]], "{cond}");
+        assert_eq!((c["signals"].as_u64(), c["broadcasts"].as_u64()), (Some(10), Some(0)), "{cond}");
+        assert_eq!(cond["acquisitions"], c["waits"]);
+        assert!(cond["rwlock"].is_null() && hot["cond"].is_null());
+
+        let rwlock = site_at(profile, "rwlock", "make_table", "rwlock");
+        // "rwlock read 10000 times, written 6000 times"
+        let line = out.lines().find_map(|l| l.strip_prefix("rwlock read ")).unwrap();
+        let numbers: Vec<u64> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+        let rw = &rwlock["rwlock"];
+        assert_eq!([&rw["reads"], &rw["writes"]], [numbers[0], numbers[1]], "{rwlock}");
+        assert_eq!(rwlock["acquisitions"], numbers[0] + numbers[1]);
+
+        let waits: Vec<u64> =
+            profile["sites"].as_array().unwrap().iter().map(|s| s["wait"]["total_ns"].as_u64().unwrap()).collect();
+        assert!(waits.windows(2).all(|pair| pair[0] >= pair[1]), "sites by total wait: {waits:?}");
+        let hist = &hot["wait"];
+        let buckets = hist["buckets"].as_array().unwrap();
+        let in_buckets: u64 = buckets.iter().map(|b| b[1].as_u64().unwrap()).sum();
+        assert_eq!(in_buckets, hist["count"].as_u64().unwrap(), "{hist}");
+        assert_eq!(hist["count"], hot["contended"]);
+
+        let place = format!("make_hot (p_profile.c:{})", site_line("hot"));
+        assert!(ran.stderr.contains(&format!("{mutex} init: {place}")), "the table names the site:\n{}", ran.stderr);
+        assert!(ran.stderr.lines().all(|line| line.len() <= 100 || line.starts_with("spinlab-preload: ")));
+    }
+}
+
+/// A forked child and a child that execs write their own profiles, each with only its own
+/// acquisitions: the fork child's at its exit, the exec child's before the exec, and the
+/// image it execs its own at its exit (the same pid: the next free name). A run that locks
+/// nothing writes nothing.
+#[test]
+fn fork_and_exec_children_write_their_own_profiles_and_a_program_that_locks_nothing_writes_none() {
+    let program = program("p_profile");
+    let (ran, profiles) = profiled(&program, &[], None, &[], "p_profile-children");
+    ran.assert_success("p_profile");
+    let out = &ran.stdout;
+    let (parent, forked, execed) = (counted(out, "parent "), counted(out, "fork child "), counted(out, "exec child "));
+    assert_eq!(profiles.len(), 4, "{}", profiles.iter().map(|p| p["pid"].to_string()).collect::<Vec<_>>().join(" "));
+    let of = |pid: u64, exec_child: bool| {
+        let is_image = |p: &&Value| p["argv"].as_array().unwrap().iter().any(|a| a == "exec-child");
+        let found: Vec<&Value> = profiles.iter().filter(|p| p["pid"] == pid && is_image(p) == exec_child).collect();
+        assert_eq!(found.len(), 1, "pid {pid}");
+        found[0]
+    };
+    let cold = |profile: &Value| site_at(profile, "mutex", "make_cold", "cold")["acquisitions"].as_u64().unwrap();
+    assert_eq!(cold(of(parent, false)), 3, "the parent's own");
+    let child = of(forked, false);
+    assert_eq!((child["parent_pid"].as_u64(), cold(child)), (Some(parent), 7), "{child:#}");
+    assert_eq!(child["sites"].as_array().unwrap().len(), 1, "nothing of its parent's: {child:#}");
+    let before_exec = of(execed, false);
+    assert_eq!(cold(before_exec), 2, "{before_exec:#}");
+    let image = of(execed, true);
+    let own = site_at(image, "mutex", "exec_child_locks", "exec-child");
+    assert_eq!((own["acquisitions"].as_u64(), image["sites"].as_array().unwrap().len()), (Some(11), 1), "{image:#}");
+
+    let dir = profile_dir("p_profile-nothing");
+    let prefix = dir.join("profile").display().to_string();
+    let library = preload_library().display().to_string();
+    let vars = [("LD_PRELOAD", library.as_str()), ("SPINLAB_STATS_FILE", prefix.as_str()), ("SPINLAB_STATS", "1")];
+    let ran = run(&program, &["nothing"], &vars, LIMIT);
+    ran.assert_success("p_profile nothing");
+    assert_eq!(ran.stderr, "", "no table either");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no file, and no check file left behind");
 }

@@ -39,7 +39,15 @@ pub(crate) fn cpu_relax() {
 #[inline]
 pub(crate) fn yield_now() {
     #[cfg(not(loom))]
-    std::thread::yield_now();
+    {
+        if crate::sys::phases::on() {
+            let start = std::time::Instant::now();
+            std::thread::yield_now();
+            crate::sys::phases::yielded_ns(start.elapsed().as_nanos() as u64);
+        } else {
+            std::thread::yield_now();
+        }
+    }
     #[cfg(loom)]
     loom::thread::yield_now();
 }
@@ -49,7 +57,7 @@ pub(crate) fn yield_now() {
 #[inline]
 pub(crate) fn nap(ns: u64) {
     #[cfg(not(loom))]
-    std::thread::sleep(std::time::Duration::from_nanos(ns));
+    crate::sys::phases::asleep(|| std::thread::sleep(std::time::Duration::from_nanos(ns)));
     #[cfg(loom)]
     {
         let _ = ns;
@@ -66,7 +74,9 @@ pub(crate) fn yield_was_quick(quick_ns: u64) -> bool {
     {
         let start = std::time::Instant::now();
         std::thread::yield_now();
-        (start.elapsed().as_nanos() as u64) < quick_ns
+        let ns = start.elapsed().as_nanos() as u64;
+        crate::sys::phases::yielded_ns(ns);
+        ns < quick_ns
     }
     #[cfg(loom)]
     {

@@ -197,19 +197,23 @@ mod imp {
 /// Spurious returns are possible; callers re-check.
 #[inline]
 pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<Instant>) -> FutexWait {
-    imp::wait(word, expected, deadline)
+    super::phases::asleep(|| imp::wait(word, expected, deadline))
 }
 
 /// Wakes at most one thread sleeping on `word`; returns how many were woken.
 #[inline]
 pub fn wake_one(word: &AtomicU32) -> usize {
-    imp::wake_one(word)
+    let woken = imp::wake_one(word);
+    super::phases::woke(woken);
+    woken
 }
 
 /// Wakes every thread sleeping on `word`; returns how many were woken.
 #[inline]
 pub fn wake_all(word: &AtomicU32) -> usize {
-    imp::wake_all(word)
+    let woken = imp::wake_all(word);
+    super::phases::woke(woken);
+    woken
 }
 
 #[cfg(all(test, not(loom)))]

@@ -9,10 +9,13 @@
 //!   what the policies' availability and the default lock's choice rest on.
 //! - [`tsc`]: the cycle counter and its rate, which the hardware policies' deadlines and
 //!   backoff count in.
+//! - [`phases`]: where the calling thread's waits went (asleep, yielding) and the wake-ups it
+//!   sent, counted only with the `phases` feature, for the preload library's profiler.
 //! - [`topology`]: the CPUs' groups at the core, last-level cache and NUMA node levels, and
 //!   which group the calling thread runs in: what the topology-aware locks choose by.
 
 pub mod cpu;
 pub mod futex;
+pub mod phases;
 pub mod topology;
 pub mod tsc;
