@@ -174,18 +174,23 @@ impl Frame {
     }
 }
 
-/// The files `PREFIX.<pid>.json` that a run with `SPINLAB_STATS_FILE=PREFIX` left, oldest
-/// process first.
+/// The files that a run with `SPINLAB_STATS_FILE=PREFIX` left: `PREFIX.<pid>.json`, and
+/// `PREFIX.<pid>.<n>.json` for the images an exec put in the same process after the first;
+/// by pid, then image.
 pub fn files_of(prefix: &Path) -> Result<Vec<PathBuf>, String> {
     let dir = prefix.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let stem = prefix.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let entries = std::fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
-    let mut found: Vec<(u64, PathBuf)> = entries
+    let mut found: Vec<((u64, u64), PathBuf)> = entries
         .filter_map(Result::ok)
         .filter_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let pid = name.strip_prefix(&stem)?.strip_prefix('.')?.strip_suffix(".json")?.parse::<u64>().ok()?;
-            Some((pid, entry.path()))
+            let numbers = name.strip_prefix(&stem)?.strip_prefix('.')?.strip_suffix(".json")?;
+            let (pid, image) = match numbers.split_once('.') {
+                Some((pid, n)) => (pid.parse::<u64>().ok()?, n.parse::<u64>().ok()?),
+                None => (numbers.parse::<u64>().ok()?, 0),
+            };
+            Some(((pid, image), entry.path()))
         })
         .collect();
     found.sort();
@@ -218,12 +223,12 @@ mod tests {
     fn the_files_of_a_prefix_are_its_pids_in_order() {
         let dir = std::env::temp_dir().join(format!("spinlab-profile-files-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        for name in ["p.20.json", "p.3.json", "p.x.json", "q.4.json", "p.5.txt"] {
+        for name in ["p.20.json", "p.3.1.json", "p.3.json", "p.x.json", "q.4.json", "p.5.txt", "p.6.y.json"] {
             std::fs::write(dir.join(name), "{}").unwrap();
         }
         let found = files_of(&dir.join("p")).unwrap();
         let names: Vec<_> = found.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(names, ["p.3.json", "p.20.json"]);
+        assert_eq!(names, ["p.3.json", "p.3.1.json", "p.20.json"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
