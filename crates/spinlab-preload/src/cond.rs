@@ -193,10 +193,12 @@ unsafe fn wait(state: &State, cond: *mut pthread_cond_t, mutex: *mut pthread_mut
     // Without drop glue across the wait: a cancellation unwinds this frame by force, which
     // runs no destructor (the wait then stays counted among the waiters).
     let since = state.config.stats_top.is_some().then(|| ManuallyDrop::new(Waiting::start(cond as usize)));
+    let notifications = since.as_ref().map_or(0, |since| since.notifications());
     // SAFETY: the caller's contract.
     let status = unsafe { uncounted_wait(state, cond, mutex, deadline) };
     if let Some(since) = since.map(ManuallyDrop::into_inner) {
-        let wait = CondWait { timed: !matches!(deadline, Deadline::None), timed_out: status == ETIMEDOUT };
+        let timed = !matches!(deadline, Deadline::None);
+        let wait = CondWait { timed, timed_out: status == ETIMEDOUT, notifications };
         // SAFETY: the caller's contract.
         stats::cond_waited(cond as usize, unsafe { cond_kind(state, cond) }, since, wait);
     }

@@ -670,6 +670,28 @@ fn the_profile_names_each_site_by_function_and_line_and_counts_what_the_program_
 /// acquisitions: the fork child's at its exit, the exec child's before the exec, and the
 /// image it execs its own at its exit (the same pid: the next free name). A run that locks
 /// nothing writes nothing.
+/// tests/c/p_spurious.c: a condition wait that returns before any signal or broadcast is
+/// counted as spurious, exactly as often as the program saw it happen; a notified one is not.
+/// Under spinlab's condition variable a signal handler ends the wait (a spurious return), so
+/// the count is 1 there; glibc's restarts the wait, and the count is what glibc did.
+#[test]
+fn a_condition_wait_that_returns_unsignalled_is_counted_as_spurious() {
+    let program = program("p_spurious");
+    for lock in [None, Some("mcs:futex"), Some("pthread")] {
+        let label = format!("p_spurious-{}", lock.unwrap_or("default"));
+        let (ran, profiles) = profiled(&program, &[], lock, &[], &label);
+        ran.assert_success(&label);
+        let seen = counted(&ran.stdout, "spurious");
+        let profile = main_profile(&profiles, &ran);
+        let cond = profile["sites"].as_array().unwrap().iter().find(|s| s["kind"] == "cond").expect("a cond site");
+        assert_eq!(cond["cond"]["spurious"].as_u64(), Some(seen), "{label}: {cond:#}");
+        assert_eq!(cond["cond"]["waits"].as_u64(), Some(1), "{label}");
+        if lock != Some("pthread") {
+            assert_eq!(seen, 1, "{label}: spinlab's condition variable returns when a handler ran");
+        }
+    }
+}
+
 #[test]
 fn fork_and_exec_children_write_their_own_profiles_and_a_program_that_locks_nothing_writes_none() {
     let program = program("p_profile");

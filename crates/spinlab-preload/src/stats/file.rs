@@ -112,8 +112,7 @@ fn site(s: &Site, known: bool, frames: &mut HashMap<usize, Frame>) -> Value {
         "contended_ns": c.contended_ns,
         "cond": (s.kind == "cond").then(|| json!({
             "waits": c.acquisitions, "timed_waits": c.cond.timed_waits, "timed_out": c.cond.timed_out,
-            // spinlab's condition variable cannot tell a spurious return from a notified one.
-            "spurious": Value::Null,
+            "spurious": c.cond.spurious,
             "signals": c.cond.signals, "broadcasts": c.cond.broadcasts,
         })),
         "rwlock": (s.kind.ends_with("rwlock")).then(|| json!({

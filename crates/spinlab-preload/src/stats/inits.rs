@@ -1,5 +1,5 @@
 //! Where each object was made, kept apart from the rows until it is first used: a program may
-//! make far more objects than it locks (a mutex per hash bucket, say), and a row (896 bytes)
+//! make far more objects than it locks (a mutex per hash bucket, say), and a row (960 bytes)
 //! is claimed only at an object's first acquisition. An entry is 16 bytes, keyed by address
 //! with open addressing in the library's zero-initialised data: the object's init site and
 //! whether it is a C11 `mtx_t`. A row copies its object's entry when it is claimed; an object

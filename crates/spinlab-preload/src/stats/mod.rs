@@ -97,6 +97,12 @@ impl Waiting {
         Waiting { row, since, phases: phases::current() }
     }
 
+    /// The signals and broadcasts made so far at the condition variable being waited for (0
+    /// without a row): a condition wait that ends with the same count was not notified.
+    pub fn notifications(&self) -> u64 {
+        self.row.map_or(0, notifications)
+    }
+
     /// Ends the wait: the object's counts of it (`alone`: the caller holds the object alone).
     /// Returns the time it ended.
     fn end(mut self, row: &'static Row, alone: bool) -> u64 {
@@ -236,6 +242,9 @@ pub fn barrier_waited(address: usize, since: Waiting, blocked: bool) {
 pub struct CondWait {
     pub timed: bool,
     pub timed_out: bool,
+    /// The condition variable's signals and broadcasts when the wait began
+    /// ([`Waiting::notifications`]).
+    pub notifications: u64,
 }
 
 /// Counts one wait at the condition variable at `address` (`kind` [`COND`] or
@@ -252,8 +261,17 @@ pub fn cond_waited(address: usize, kind: c_int, since: Waiting, wait: CondWait) 
     }
     if wait.timed_out {
         row.timed_out.fetch_add(1, Relaxed);
+    } else if notifications(row) == wait.notifications {
+        // No signal or broadcast since the wait began: none could have ended it. (One made
+        // meanwhile for another waiter may have ended it too, so this is a lower bound.)
+        row.spurious.fetch_add(1, Relaxed);
     }
     since.end(row, false);
+}
+
+/// The signals and broadcasts made at a condition variable so far.
+fn notifications(row: &Row) -> u64 {
+    row.signals.load(Relaxed) + row.broadcasts.load(Relaxed)
 }
 
 /// A signal or broadcast in progress at a condition variable.

@@ -37,6 +37,7 @@ pub struct CondCounts {
     pub timed_out: u64,
     pub signals: u64,
     pub broadcasts: u64,
+    pub spurious: u64,
 }
 
 /// A reader-writer lock's own counts.
@@ -85,6 +86,7 @@ impl Counts {
         self.cond.timed_out += o.cond.timed_out;
         self.cond.signals += o.cond.signals;
         self.cond.broadcasts += o.cond.broadcasts;
+        self.cond.spurious += o.cond.spurious;
         self.rw.reads += o.rw.reads;
         self.rw.writes += o.rw.writes;
         self.rw.read_contended += o.rw.read_contended;
@@ -154,6 +156,7 @@ fn read(row: &Row) -> Object {
             timed_out: row.timed_out.load(Relaxed),
             signals: row.signals.load(Relaxed),
             broadcasts: row.broadcasts.load(Relaxed),
+            spurious: row.spurious.load(Relaxed),
         },
         rw: RwCounts {
             reads: row.reads.load(Relaxed),

@@ -3,7 +3,7 @@
 //! data: counting never allocates or takes a lock, a fork copies the table whole, and an
 //! object destroyed and re-created at the same address keeps adding to one row.
 //!
-//! A row is 896 bytes, 14 cache lines, all `u64` counters: the first line holds the key,
+//! A row is 960 bytes, 15 cache lines, all `u64` counters: the first line holds the key,
 //! kind, sites, acquisitions and the owner-change count with the last holder, which is all an
 //! uncontended acquisition writes; the second the sampled hold and the contended counts; then
 //! the condition variable's and rwlock's counts and the two 40-bucket histograms.
@@ -65,6 +65,8 @@ pub struct Row {
     pub timed_out: AtomicU64,
     pub signals: AtomicU64,
     pub broadcasts: AtomicU64,
+    /// Waits that returned, not timed out, with no signal or broadcast made meanwhile.
+    pub spurious: AtomicU64,
     // Reader-writer locks.
     pub reads: AtomicU64,
     pub writes: AtomicU64,
@@ -82,7 +84,7 @@ pub const CLAIMED: u64 = u64::MAX;
 const WORDS: usize = size_of::<Row>() / 8;
 /// The words before `acquisitions`: the address, kind, sites and C11 mark.
 const IDENTITY: usize = core::mem::offset_of!(Row, acquisitions) / 8;
-const _: () = assert!(size_of::<Row>() % 8 == 0 && WORDS >= 32 + 2 * BUCKETS);
+const _: () = assert!(size_of::<Row>() % 8 == 0 && WORDS >= 33 + 2 * BUCKETS);
 
 impl Row {
     const fn new() -> Row {
