@@ -176,8 +176,14 @@ fn run_rounds(
     while treatments.iter().any(|t| !t.verdict.stop()) {
         round += 1;
         for t in treatments.iter_mut().filter(|t| !t.verdict.stop()) {
-            let launch =
-                Launch { command: &options.command, lock: t.lock.as_ref(), preload, stdout: None, stderr_path };
+            let launch = Launch {
+                command: &options.command,
+                lock: t.lock.as_ref(),
+                preload,
+                stdout: None,
+                stderr_path,
+                profile: None,
+            };
             let Ran { sample, first_stderr_line } = run_once(&launch, options.timeout)?;
             if t.first_stderr.is_none() && sample.status != "0" {
                 t.first_stderr = first_stderr_line;
@@ -231,8 +237,14 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     let meter = Meter::start(&allowed_cpus());
     let started = Instant::now();
     // One unmeasured baseline run: fills the page cache and proves the command starts.
-    let launch =
-        Launch { command: &options.command, lock: None, preload: &preload, stdout: None, stderr_path: &stderr_path };
+    let launch = Launch {
+        command: &options.command,
+        lock: None,
+        preload: &preload,
+        stdout: None,
+        stderr_path: &stderr_path,
+        profile: None,
+    };
     let warm = run_once(&launch, options.timeout)?.sample;
     if warm.timed_out {
         let _ = std::fs::remove_file(&stderr_path);
@@ -250,7 +262,7 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     run_rounds(options, &rule, &preload, &stderr_path, &mut treatments)?;
     let _ = std::fs::remove_file(&stderr_path);
     let load = meter.finish();
-    let profiles = if options.profile { profile_each(options, &treatments)? } else { Vec::new() };
+    let profiles = if options.profile { profile_each(options, &preload, &treatments)? } else { Vec::new() };
 
     let mut run = Run::new("app");
     run.param("command", &options.command)
@@ -262,7 +274,10 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
         .param("warmup_runs", 1)
         .stamp_load(&load);
     run.rows = rows(&treatments, options.timeout);
-    for (row, (_, waits)) in run.rows.iter_mut().skip(1).zip(&profiles) {
+    for row in run.rows.iter_mut() {
+        let Some((_, waits)) = profiles.iter().find(|(label, _)| row.text("lock") == Some(label.as_str())) else {
+            continue;
+        };
         let top: Vec<serde_json::Value> = waits
             .iter()
             .take(PROFILE_SITES)
@@ -298,25 +313,39 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
 /// Sites per lock in `profile_sites`.
 const PROFILE_SITES: usize = 8;
 
+/// A lock's label and the total wait at each of its sites, most first.
+type Waits = (String, Vec<(String, u64)>);
+
 /// `--profile`: one more run under each lock with statistics on, after the timed rounds (so
-/// the profiler's cost is in none of the timed runs). Per lock, its label and the total wait
+/// the profiler's cost is in none of the timed runs), within `--timeout`; a lock whose timed
+/// runs were killed at the timeout is not run again. Per lock, its label and the total wait
 /// at each site, most first.
-fn profile_each(options: &AppOptions, treatments: &[Treatment]) -> Result<Vec<(String, Vec<(String, u64)>)>, LabError> {
+fn profile_each(
+    options: &AppOptions,
+    preload: &Path,
+    treatments: &[Treatment],
+) -> Result<Vec<Waits>, LabError> {
     let dir = std::env::temp_dir().join(format!("spinlab-app-profile-{}", std::process::id()));
     let mut out = Vec::new();
-    for t in treatments.iter().filter(|t| t.lock.is_some()) {
-        let Some(lock) = &t.lock else { continue };
+    for t in treatments.iter().filter(|t| t.lock.is_some() && !t.samples.iter().any(|s| s.timed_out)) {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| LabError::failed(format!("making {}: {e}", dir.display())))?;
         if !options.output.quiet {
             eprintln!("profiling under {}", t.label());
         }
         let prefix = dir.join("profile");
-        let mut cmd = Command::new(&options.command[0]);
-        cmd.args(&options.command[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        preload_env(&mut cmd, Some(lock), &preload_path()?);
-        cmd.env("SPINLAB_STATS_FILE", &prefix).env_remove("SPINLAB_STATS");
-        cmd.status().map_err(|e| LabError::failed(format!("cannot run `{}`: {e}", options.command[0])))?;
+        let stderr_path = dir.join("stderr");
+        let launch = Launch {
+            command: &options.command,
+            lock: t.lock.as_ref(),
+            preload,
+            stdout: None,
+            stderr_path: &stderr_path,
+            profile: Some(&prefix),
+        };
+        if run_once(&launch, options.timeout)?.sample.timed_out {
+            continue;
+        }
         let files = crate::profile::files_of(&prefix).map_err(LabError::failed)?;
         let profiles = files
             .iter()
@@ -332,7 +361,7 @@ fn profile_each(options: &AppOptions, treatments: &[Treatment]) -> Result<Vec<(S
 /// The sites with the most wait under any lock, one row each, with their total wait under
 /// every lock: which lock removes which wait. Six locks to a table, to keep within 100
 /// columns.
-fn render_waits(profiles: &[(String, Vec<(String, u64)>)]) -> String {
+fn render_waits(profiles: &[Waits]) -> String {
     let mut sites: Vec<(String, u64)> = Vec::new();
     for (site, ns) in profiles.iter().flat_map(|(_, waits)| waits) {
         match sites.iter_mut().find(|(s, _)| s == site) {
@@ -397,6 +426,9 @@ pub(crate) struct Launch<'a> {
     /// The file for its stdout; `None` discards it.
     pub(crate) stdout: Option<&'a Path>,
     pub(crate) stderr_path: &'a Path,
+    /// With the preload library's statistics written to `PREFIX.PID.json` files
+    /// (`SPINLAB_STATS_FILE`); `None`: without statistics.
+    pub(crate) profile: Option<&'a Path>,
 }
 
 /// Sets `cmd`'s environment to run under `lock` through `preload` (after any `LD_PRELOAD`
@@ -419,7 +451,7 @@ pub(crate) fn preload_env(cmd: &mut Command, lock: Option<&LockChoice>, preload:
 
 /// One run of `launch`; with `timeout`, killed (its whole process group) once it runs past it.
 pub(crate) fn run_once(launch: &Launch<'_>, timeout: Option<Duration>) -> Result<Ran, LabError> {
-    let Launch { command, lock, preload, stdout, stderr_path } = *launch;
+    let Launch { command, lock, preload, stdout, stderr_path, profile } = *launch;
     let create =
         |path: &Path| File::create(path).map_err(|e| LabError::failed(format!("creating {}: {e}", path.display())));
     let stderr = create(stderr_path)?;
@@ -434,6 +466,11 @@ pub(crate) fn run_once(launch: &Launch<'_>, timeout: Option<Duration>) -> Result
         cmd.process_group(0);
     }
     preload_env(&mut cmd, lock, preload);
+    cmd.env_remove("SPINLAB_STATS");
+    match profile {
+        Some(prefix) => cmd.env("SPINLAB_STATS_FILE", prefix),
+        None => cmd.env_remove("SPINLAB_STATS_FILE"),
+    };
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| LabError::failed(format!("cannot run `{}`: {e}", command[0])))?;
     let pid = child.id() as libc::pid_t;

@@ -430,6 +430,7 @@ fn run_one(
         preload: &settings.preload,
         stdout: Some(&files.stdout),
         stderr_path: &files.stderr,
+        profile: None,
     };
     let limit = settings.timeout.min(entry.time_limit);
     let ran = run_once(&launch, Some(limit));
