@@ -55,7 +55,16 @@ std::thread_local! {
 /// Whether the calling thread is inside a capture: its locking then goes uncounted.
 #[inline(always)]
 pub fn capturing_here() -> bool {
-    CAPTURES.load(Relaxed) != 0 && CAPTURING.with(Cell::get)
+    CAPTURES.load(Relaxed) != 0 && capturing_flag()
+}
+
+/// The calling thread's flag, out of line: in a shared library a thread-local is found by a
+/// call (`__tls_get_addr`), which the compiler would otherwise make ahead of the test of
+/// [`CAPTURES`], on every lock and unlock.
+#[cold]
+#[inline(never)]
+fn capturing_flag() -> bool {
+    CAPTURING.with(Cell::get)
 }
 
 /// Finds this library's address range, once, before any capture (from the constructor).
