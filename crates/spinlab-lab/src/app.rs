@@ -320,11 +320,7 @@ type Waits = (String, Vec<(String, u64)>);
 /// the profiler's cost is in none of the timed runs), within `--timeout`; a lock whose timed
 /// runs were killed at the timeout is not run again. Per lock, its label and the total wait
 /// at each site, most first.
-fn profile_each(
-    options: &AppOptions,
-    preload: &Path,
-    treatments: &[Treatment],
-) -> Result<Vec<Waits>, LabError> {
+fn profile_each(options: &AppOptions, preload: &Path, treatments: &[Treatment]) -> Result<Vec<Waits>, LabError> {
     let dir = std::env::temp_dir().join(format!("spinlab-app-profile-{}", std::process::id()));
     let mut out = Vec::new();
     for t in treatments.iter().filter(|t| t.lock.is_some() && !t.samples.iter().any(|s| s.timed_out)) {

@@ -144,12 +144,16 @@ impl Site {
         self.stack.iter().find(|f| f.function.is_some()).or(self.stack.first())
     }
 
-    /// The site in a few words: `worker (pool.c:42)`, `libfoo.so+0x1a2b`, or what kind of
-    /// object it groups when no stack was taken.
+    /// The site in a few words: its innermost named frame and that frame's caller,
+    /// `make_queue (pool.c:31) ← main (pool.c:88)` (a lock made inside a wrapper, such as a
+    /// C++ mutex class's constructor, is told apart by the caller), `libfoo.so+0x1a2b`, or
+    /// what it groups when no stack was taken.
     pub fn name(&self) -> String {
-        match self.place() {
-            Some(frame) => frame.describe(),
-            None => "(static, never contended)".to_string(),
+        let Some(place) = self.place() else { return "(static, never contended)".to_string() };
+        let at = self.stack.iter().position(|f| std::ptr::eq(f, place)).unwrap_or(0);
+        match self.stack[at + 1..].iter().find(|f| f.function.is_some() && f.function != place.function) {
+            Some(caller) => format!("{} ← {}", place.describe(), caller.describe()),
+            None => place.describe(),
         }
     }
 
@@ -217,6 +221,22 @@ mod tests {
         assert_eq!(frame(Some("worker"), Some("/src/pool.c"), Some(42)).describe(), "worker (pool.c:42)");
         assert_eq!(frame(Some("worker"), None, None).describe(), "worker");
         assert_eq!(frame(None, None, None).describe(), "prog+0x234");
+    }
+
+    #[test]
+    fn a_site_is_named_by_its_innermost_frame_and_that_frames_caller() {
+        let site = |stack: Vec<Frame>| crate::profile::pprof::tests::site("mutex", stack, 1, 1);
+        let ctor = frame(Some("rocksdb::port::Mutex::Mutex(bool)"), Some("/src/port.cc"), Some(50));
+        let pool = frame(Some("rocksdb::ThreadPoolImpl::Impl::Impl()"), Some("/src/pool.cc"), Some(90));
+        let unnamed = frame(None, None, None);
+        assert_eq!(
+            site(vec![unnamed.clone(), ctor.clone(), ctor.clone(), pool]).name(),
+            "rocksdb::port::Mutex::Mutex(bool) (port.cc:50) ← rocksdb::ThreadPoolImpl::Impl::Impl() (pool.cc:90)",
+            "the unnamed frame and the repeated function are passed over"
+        );
+        assert_eq!(site(vec![ctor]).name(), "rocksdb::port::Mutex::Mutex(bool) (port.cc:50)");
+        assert_eq!(site(vec![unnamed]).name(), "prog+0x234");
+        assert_eq!(site(Vec::new()).name(), "(static, never contended)");
     }
 
     #[test]

@@ -153,14 +153,13 @@ pub(crate) fn share(part: u64, whole: u64) -> String {
     }
 }
 
-/// A site's name cut to `width` characters, keeping its end (the file and line).
+/// A site's name cut to `width` characters, keeping its start (the innermost frame).
 pub(crate) fn fit(text: &str, width: usize) -> String {
-    let n = text.chars().count();
-    if n <= width {
+    if text.chars().count() <= width {
         return text.to_string();
     }
-    let tail: String = text.chars().skip(n - (width - 1)).collect();
-    format!("…{tail}")
+    let head: String = text.chars().take(width - 1).collect();
+    format!("{head}…")
 }
 
 /// The top sites of each process, as text within 100 columns.
@@ -181,14 +180,14 @@ pub(crate) fn terminal(profiles: &[Profile], top: usize) -> String {
         );
         let _ = writeln!(
             out,
-            "  {:<34} {:>6} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9}",
+            "  {:<38} {:>5} {:>9} {:>6} {:>9} {:>9} {:>8} {:>7}",
             "site", "objs", "acquired", "cont.", "wait", "p99 wait", "p99 hold", "waiters"
         );
         for s in p.sites.iter().take(top) {
             let _ = writeln!(
                 out,
-                "  {:<34} {:>6} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9}",
-                fit(&format!("{} {}", s.kind, s.name()), 34),
+                "  {:<38} {:>5} {:>9} {:>6} {:>9} {:>9} {:>8} {:>7}",
+                fit(&format!("{} {}", s.kind, s.name()), 38),
                 s.objects,
                 s.acquisitions,
                 share(s.contended, s.acquisitions),
@@ -222,11 +221,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_too_long_keep_their_file_and_line() {
+    fn names_too_long_keep_their_innermost_frame() {
         assert_eq!(fit("short", 10), "short");
-        let cut = fit("mutex a_very_long_function_name (somewhere/file.c:123)", 20);
-        assert_eq!(cut.chars().count(), 20);
-        assert!(cut.ends_with("file.c:123)") && cut.starts_with('…'), "{cut}");
+        let cut = fit("mutex make_queue (pool.c:31) ← main (pool.c:88)", 28);
+        assert_eq!(cut.chars().count(), 28);
+        assert_eq!(cut, "mutex make_queue (pool.c:31…");
     }
 
     #[test]

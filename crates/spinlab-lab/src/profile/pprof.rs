@@ -284,7 +284,7 @@ pub fn encode(profiles: &[Profile]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::profile::file::{Frame, Histogram};
     use flate2::read::GzDecoder;
