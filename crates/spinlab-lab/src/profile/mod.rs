@@ -206,7 +206,8 @@ pub(crate) fn terminal(profiles: &[Profile], top: usize) -> String {
 pub(crate) fn waits_by_site(profiles: &[Profile]) -> Vec<(String, u64)> {
     let mut by: Vec<(String, u64)> = Vec::new();
     for s in profiles.iter().flat_map(|p| &p.sites) {
-        let name = format!("{} {}", s.kind, s.name());
+        // glibc's kinds name the same places: a site compares across locks, pthread included.
+        let name = format!("{} {}", s.kind.trim_start_matches("glibc-"), s.name());
         match by.iter_mut().find(|(n, _)| *n == name) {
             Some((_, ns)) => *ns += s.wait.total_ns,
             None => by.push((name, s.wait.total_ns)),
