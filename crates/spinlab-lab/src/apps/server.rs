@@ -2,7 +2,7 @@
 //! free, in a process group of its own, ready once a TCP connection succeeds, stopped by
 //! SIGTERM and, if it is still there after [`GRACE`], SIGKILL. While it runs its group is
 //! named to the signal handler, which kills it should spinlab be interrupted
-//! ([`set_server_group`]).
+//! (`app::set_server_group`).
 
 use super::suite::{Ready, Server};
 use crate::app::{preload_env, set_server_group};

@@ -2,9 +2,9 @@
 //! the preload library with `SPINLAB_STATS_FILE` set, so each of its processes writes its
 //! profile (`spinlab.profile/1`, [`file`]) at exit; spinlab then writes, into `--out`:
 //!
-//! - `index.html` ([`page`]): per process, the top sites by total wait as bars, each site's
+//! - `index.html` (`page`): per process, the top sites by total wait as bars, each site's
 //!   wait and hold histograms, its counts and its stack;
-//! - `profile.pb.gz` ([`pprof`]): the same sites as a pprof profile;
+//! - `profile.pb.gz` (`pprof`): the same sites as a pprof profile;
 //! - `raw/profile.PID.json`: the files themselves;
 //!
 //! and prints the top sites of each process. `--from` draws the same outputs from files kept
