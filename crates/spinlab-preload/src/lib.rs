@@ -9,25 +9,22 @@
 //! - `SPINLAB_LOCK`: the registry name of the lock (default `adaptive:pause-yield-park`, spinlab's
 //!   default); `pthread` keeps glibc's mutexes and condition variables (to count them alone).
 //!   A lock must fit before `__kind` in a `pthread_mutex_t` and be unlocked when all-zero.
-//! - `SPINLAB_COND`: the wait policy of the condition variables (default: the lock's policy).
-//! - `SPINLAB_BARRIER`: the barrier in each `pthread_barrier_t` (default `barrier:spin-park`);
-//!   `pthread` keeps glibc's, as does every process-shared barrier (see `barrier`).
+//! - `SPINLAB_COND`: the condition variables' wait policy (default: the lock's);
+//!   `SPINLAB_BARRIER`: the barrier in each `pthread_barrier_t` (default `barrier:spin-park`;
+//!   `pthread` keeps glibc's, as does every process-shared barrier; see `barrier`).
 //! - `SPINLAB_SPIN`: the lock in each `pthread_spinlock_t` (default `ttas:pause`); it must fit
 //!   in 4 bytes and never sleep; `pthread` keeps glibc's (see `spin`).
 //! - `SPINLAB_RWLOCK`: the lock in each `pthread_rwlock_t` (default `rw-reader:futex`);
 //!   it must prefer readers, as glibc's default kind does, and fit before `__cur_writer`;
 //!   writer-preferring rwlocks get `rw-writer` over its policy, and `pthread` keeps glibc's, as
 //!   does every process-shared rwlock (see `rwlock`).
-//! - `SPINLAB_STATS=1`: at exit, a table on stderr of the lock sites (where each lock was made
-//!   or first contended) with the most waiting; `SPINLAB_STATS_TOP` rows (default 20).
-//! - `SPINLAB_STATS_FILE=PREFIX`: counts as `SPINLAB_STATS=1` does, and writes the profile as
-//!   JSON to `PREFIX.<pid>.json` at exit, in each forked child and before each exec
-//!   (docs/profile.md has its keys).
+//! - `SPINLAB_STATS=1`: at exit, a table on stderr of the lock sites with the most waiting
+//!   (`SPINLAB_STATS_TOP` rows); `SPINLAB_STATS_FILE=PREFIX`: the profile as JSON per process
+//!   (docs/profile.md).
 //!
 //! An unusable value prints one line naming it and the valid values and exits with status 2,
-//! from the library's constructor, before `main` runs. docs/preload.md is the user's guide;
-//! `mutex` and `cond` describe how each mutex and condition variable is kept in the
-//! program's own `pthread_mutex_t` and `pthread_cond_t`, with no side table.
+//! before `main` runs. docs/preload.md is the user's guide; `mutex` and `cond` say how each
+//! lives in the program's own `pthread_mutex_t` and `pthread_cond_t`, with no side table.
 //!
 //! glibc's C11 functions call its pthread functions internally, out of the replacements'
 //! reach, so they are replaced too: `c11` makes each `mtx_*`/`cnd_*` the `pthread_*`
@@ -36,7 +33,7 @@
 //! `call_once`'s state in the program's `once_flag`, its waiters asleep on it.
 //!
 //! Initialisation is lazy as well as early: libraries the program loads run their
-//! constructors before this one, and may lock a mutex already. Nothing on the path of the
+//! constructors first, and may lock a mutex already. Nothing on the path of the
 //! replaced functions calls them back (Rust's own locks use futexes, the registry's locks
 //! are plain atomics, glibc's allocator and dynamic linker use glibc-internal locks), except
 //! the unwinder that the statistics run to capture a call stack, whose own locking `stats`
