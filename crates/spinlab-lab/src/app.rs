@@ -24,7 +24,6 @@ use crate::select::{self, LockChoice, TimeBounds};
 use clap::Args;
 use core::alloc::Layout;
 use std::fs::File;
-use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -298,16 +297,9 @@ pub fn run(sys_root: &Path, options: &AppOptions) -> Result<(), LabError> {
     if options.profile {
         text.push_str(&render_waits(&profiles));
     }
-    if outputs.uses_stdout() {
-        eprint!("{text}");
-    } else {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-    }
     let mut results = Results::new(&machine);
     results.runs = vec![run];
-    outputs.write(&results)
+    outputs.show_and_write(&text, &results)
 }
 
 /// Sites per lock in `profile_sites`.

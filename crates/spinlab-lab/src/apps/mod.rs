@@ -40,7 +40,6 @@ use clap::Args;
 use install::{absent_binary, install};
 use metric::Output;
 use server::Running;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use suite::{Better, Context, Entry};
@@ -194,16 +193,9 @@ pub fn run(sys_root: &Path, options: &AppsOptions) -> Result<(), LabError> {
         text.push_str(&line);
         text.push('\n');
     }
-    if outputs.uses_stdout() {
-        eprint!("{text}");
-    } else {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-    }
     let mut results = Results::new(&machine);
     results.runs = vec![run];
-    outputs.write(&results)
+    outputs.show_and_write(&text, &results)
 }
 
 /// Runs `entries` under every lock of `settings` and glibc: one `apps` run, one row per

@@ -78,6 +78,19 @@ impl Outputs {
         self.json == Some(Sink::Stdout) || self.csv == Some(Sink::Stdout)
     }
 
+    /// Prints `table` where tables go (stdout, or stderr when the document takes stdout),
+    /// then writes the document.
+    pub fn show_and_write(&self, table: &str, results: &Results) -> Result<(), LabError> {
+        if self.uses_stdout() {
+            eprint!("{table}");
+        } else {
+            let mut out = std::io::stdout().lock();
+            let _ = std::io::Write::write_all(&mut out, table.as_bytes());
+            let _ = std::io::Write::flush(&mut out);
+        }
+        self.write(results)
+    }
+
     /// Writes the document.
     pub fn write(&self, results: &Results) -> Result<(), LabError> {
         if let Some(sink) = &self.json {
