@@ -67,6 +67,16 @@ pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
         // SAFETY: the caller's contract.
         return unsafe { lock_counted(state, mutex) };
     }
+    // SAFETY: the caller's contract.
+    unsafe { lock_uncounted(state, mutex) }
+}
+
+/// [`lock`] without counting.
+///
+/// # Safety
+/// As [`lock`].
+#[inline(always)]
+unsafe fn lock_uncounted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's contract; a replaced mutex holds its lock at its start,
     // initialised (or all zero, which the lock accepts).
     unsafe {
@@ -90,14 +100,7 @@ unsafe fn lock_counted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's contract, as in `lock`.
     unsafe {
         if stats::capturing_here() {
-            return match replaced(state, mutex) {
-                Some(ops) => {
-                    (ops.lock)(mutex.cast());
-                    now_held(mutex);
-                    0
-                }
-                None => (state.real.mutex_lock)(mutex),
-            };
+            return lock_uncounted(state, mutex);
         }
         let Some(ops) = replaced(state, mutex) else {
             let kind = mutex_kind(mutex).load(Relaxed);

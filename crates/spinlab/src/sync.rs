@@ -39,15 +39,7 @@ pub(crate) fn cpu_relax() {
 #[inline]
 pub(crate) fn yield_now() {
     #[cfg(not(loom))]
-    {
-        if crate::sys::phases::on() {
-            let start = std::time::Instant::now();
-            std::thread::yield_now();
-            crate::sys::phases::yielded_ns(start.elapsed().as_nanos() as u64);
-        } else {
-            std::thread::yield_now();
-        }
-    }
+    crate::sys::phases::yielding(std::thread::yield_now);
     #[cfg(loom)]
     loom::thread::yield_now();
 }

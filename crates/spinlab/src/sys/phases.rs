@@ -85,6 +85,17 @@ mod imp {
     }
 
     #[inline]
+    pub fn yielding(give_way: impl FnOnce()) {
+        if !on() {
+            return give_way();
+        }
+        let start = Instant::now();
+        give_way();
+        let ns = start.elapsed().as_nanos() as u64;
+        update(|p| p.yield_ns += ns);
+    }
+
+    #[inline]
     pub fn yielded_ns(ns: u64) {
         if on() {
             update(|p| p.yield_ns += ns);
@@ -127,6 +138,12 @@ mod imp {
     // Loom's yields are the model's, not timed.
     #[cfg_attr(loom, allow(dead_code))]
     #[inline(always)]
+    pub fn yielding(give_way: impl FnOnce()) {
+        give_way()
+    }
+
+    #[cfg_attr(loom, allow(dead_code))]
+    #[inline(always)]
     pub fn yielded_ns(_ns: u64) {}
 
     #[inline(always)]
@@ -156,7 +173,14 @@ pub(crate) fn asleep<T>(sleep: impl FnOnce() -> T) -> T {
     imp::asleep(sleep)
 }
 
-/// Counts `ns` spent in one `sched_yield`.
+/// Runs `give_way` (a `sched_yield`) and counts its time as the thread's yielding.
+#[cfg_attr(loom, allow(dead_code))]
+#[inline]
+pub(crate) fn yielding(give_way: impl FnOnce()) {
+    imp::yielding(give_way)
+}
+
+/// Counts `ns` spent in one `sched_yield`, timed by the caller.
 #[cfg_attr(loom, allow(dead_code))]
 #[inline]
 pub(crate) fn yielded_ns(ns: u64) {
