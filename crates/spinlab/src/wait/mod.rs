@@ -216,9 +216,6 @@ pub struct Episode {
     /// in the spell that follows a yield that came back at once.
     yields: u32,
     spell: u32,
-    /// `pause-yield-park`: `pause`s between looks in a spell; more than one while the look
-    /// timed after each yield finds that the holder wrote the word's line.
-    stride: u32,
     /// The previous iteration's result, for loop bodies that chain one iteration's work on
     /// the last one's (the divides).
     chain: u64,
@@ -237,7 +234,6 @@ impl Episode {
             backoff_ticks: 0,
             yields: 0,
             spell: 0,
-            stride: 1,
             chain: 0,
             #[cfg(loom)]
             steps: 0,
@@ -263,7 +259,6 @@ impl Episode {
         self.backoff_ticks = 0;
         self.yields = 0;
         self.spell = 0;
-        self.stride = 1;
     }
 
     #[inline]

@@ -107,11 +107,9 @@ impl<const BUDGET_NS: u32> Wait for SpinYieldPark<BUDGET_NS> {
 /// this.
 const QUICK_YIELD_NS: u64 = 1000;
 /// The `pause` spell that follows such a yield, and how many yields of the budget it uses up:
-/// with every yield quick, the waiter sleeps after 13 yields and spells.
+/// with every yield quick and the line quiet, the waiter sleeps after 13 yields and spells.
 const SPELL_NS: u32 = 2000;
 const SPELL_YIELDS: u32 = 4;
-/// The most `pause`s between two looks in a spell.
-const MAX_STRIDE: u32 = 64;
 
 /// Pause briefly, offer the CPU, then sleep: the shape of parking_lot's spin-wait, with
 /// budgets chosen as below (docs/design.md, "Wait policies").
@@ -119,25 +117,18 @@ const MAX_STRIDE: u32 = 64;
 /// - **Pause for `SPIN_NS`** (100 ns). About the time a release takes to reach a waiter that is
 ///   running on another core (one or two cache-line transfers). A waiter that has not seen the
 ///   release by then waits for a holder still in its critical section, or not running.
-/// - **Then `sched_yield`, `YIELDS` times** (64). With threads waiting on the same CPU, each
-///   yield lets one of them run: the holder, perhaps, or a waiter that takes the lock when it
-///   comes free. Every thread stays runnable, so a CPU whose threads are pinned to it never
-///   idles while they wait.
-/// - **A yield that comes back at once is followed by 2 µs of `pause`**, counted as four more
-///   yields. Nothing else wanted the CPU (the user-space reading of the Linux mutex's rule, spin
-///   while nobody needs the CPU), so offering it again only makes the waiter see a release late:
-///   a waiter inside `sched_yield` when the lock comes free answers late, and the releaser
-///   takes the lock back first. On a CPU with nothing else to run the budget then lasts about
-///   as long as a futex sleep and wake-up, which is where spinning stops paying (the
-///   competitive argument); where other threads run, each yield lets them.
-/// - **After such a yield the first look is timed, and if the line had moved, the spell's
-///   looks are spaced out**: 2 pauses apart, twice as far at each look, up to 64, and as far
-///   into the next spell while the line keeps moving. A line that moved while the waiter was
-///   away means the holder wrote the word: it released the lock and took it back, running its
-///   critical sections back to back. Each look takes the line from such a holder, and its
-///   next release must wait for the line to come back. A holder inside a long critical
-///   section writes nothing: the timed look finds the line in this CPU's cache, and the looks
-///   stay one pause apart to catch the release.
+/// - **Then `sched_yield`, `YIELDS` times** (64), with a look after each. With threads waiting
+///   on the same CPU, each yield lets one of them run: the holder, perhaps, or a waiter that
+///   takes the lock when it comes free. Every thread stays runnable, so a CPU whose threads
+///   are pinned to it never idles while they wait.
+/// - **A yield that comes back at once, to a line nobody wrote meanwhile, is followed by 2 µs
+///   of `pause`**, a look at each, counted as four more yields. Nothing else wanted the CPU
+///   (the user-space reading of the Linux mutex's rule, spin while nobody needs the CPU), and
+///   the holder is inside a critical section that writes nothing to the lock: a waiter inside
+///   `sched_yield` when it ends would answer late, and the releaser take the lock back first.
+///   The look after the yield is timed to tell: if it had to fetch the line, the holder has
+///   released and retaken the lock meanwhile, running its sections back to back, and each look
+///   of a spell would take the line from it; the waiter yields again instead, one look a yield.
 /// - **Then sleep on the futex.**
 ///
 /// Every waiter may spin at once ([`Wait::CROWD_SPINS`]): none keeps its CPU from a thread
@@ -159,30 +150,20 @@ impl<const SPIN_NS: u32, const YIELDS: u32> PauseYieldPark<SPIN_NS, YIELDS> {
             return true;
         }
         if episode.spell > 0 {
-            // One pause between looks, or, after a yield that found the line moved (below),
-            // twice as many at each look, up to `MAX_STRIDE`, and on into the next spell.
-            let pauses = episode.stride.min(episode.spell);
-            for _ in 0..pauses {
-                sync::cpu_relax();
-            }
-            episode.spell -= pauses;
-            if episode.stride > 1 {
-                episode.stride = (episode.stride * 2).min(MAX_STRIDE);
-            }
+            sync::cpu_relax();
+            episode.spell -= 1;
             return true;
         }
         if episode.yields >= Self::yields() {
             return false;
         }
         episode.yields += 1;
-        if yield_cpu() {
+        // The first look after a quick yield, timed: a holder that wrote the line while this
+        // thread was away takes the lock back as soon as it frees it, and a spell's looks
+        // would only take the line from it.
+        if yield_cpu() && !look_fetched.is_some_and(|fetched| fetched()) {
             episode.spell = SpinPark::<SPELL_NS>::budget_iterations();
             episode.yields += SPELL_YIELDS;
-            // The first look after the yield, timed: did the holder write the line while this
-            // thread was away? Then it takes the lock back as soon as it frees it, and the
-            // spell spaces its looks out, as far apart as the last spell's had come; otherwise
-            // they are one pause apart.
-            episode.stride = if look_fetched.is_some_and(|fetched| fetched()) { episode.stride.max(2) } else { 1 };
         }
         true
     }
@@ -354,50 +335,35 @@ mod tests {
         assert!(spell > 1, "a 2 µs spell is more than one look");
     }
 
-    /// Runs `PauseYieldPark`'s body through one spell per entry of `fetched` (a yield that
-    /// came back at once, then the spell's pauses), the timed look right after each yield
-    /// answering that entry; returns the pauses before each look, spell by spell.
-    fn spell_pauses(fetched: &[bool]) -> Vec<Vec<u32>> {
+    /// The look right after a quick yield is timed. If it found the line where this thread
+    /// left it, a spell of one look per pause follows; if the line had moved (the holder
+    /// wrote it meanwhile), none does, and the next look is the next yield's. Only the look
+    /// after a yield is timed, and only a spell spends four more yields of the budget.
+    #[test]
+    fn a_spell_follows_a_quick_yield_only_to_a_line_nobody_wrote() {
+        let spell = SpinPark::<SPELL_NS>::budget_iterations();
+        assert!(spell > 20, "a 2 µs spell is {spell} pauses");
         let mut episode = Episode::new(None);
         episode.iterations = SpinPark::<100>::budget_iterations();
         let untimed = Some(|| panic!("only the look after a yield is timed"));
         let mut spells = Vec::new();
-        for &moved in fetched {
-            assert!(PauseYieldPark::<100, 64>::relax_yielding(&mut episode, Some(|| moved), || true));
-            let mut pauses = Vec::new();
+        for moved in [false, true, true, false] {
+            let mut yielded = false;
+            assert!(PauseYieldPark::<100, 64>::relax_yielding(&mut episode, Some(|| moved), || {
+                yielded = true;
+                true
+            }));
+            assert!(yielded);
+            let mut pauses = 0;
             while episode.spell > 0 {
-                let (before, stride) = (episode.spell, episode.stride);
-                assert!(PauseYieldPark::<100, 64>::relax_yielding(&mut episode, untimed, || true));
-                pauses.push(before - episode.spell);
-                assert_eq!(pauses.last(), Some(&stride.min(before)));
+                assert!(PauseYieldPark::<100, 64>::relax_yielding(&mut episode, untimed, || panic!(
+                    "a yield mid-spell"
+                )));
+                pauses += 1;
             }
-            spells.push(pauses);
+            spells.push((pauses, episode.yields));
         }
-        spells
-    }
-
-    /// The look right after a quick yield is timed. If it found the line where this thread
-    /// left it, the spell looks once per pause; if the line had moved
-    /// (the holder wrote it meanwhile), the spell's looks start 2 pauses apart, or as far
-    /// apart as the last spell's had come, and double, up to `MAX_STRIDE`. Each spell's
-    /// budget is the same either way.
-    #[test]
-    fn a_spell_looks_seldom_after_a_yield_during_which_the_holder_wrote_the_line() {
-        let spell = SpinPark::<SPELL_NS>::budget_iterations();
-        assert!(spell > 20, "a 2 µs spell is {spell} pauses");
-        let spells = spell_pauses(&[false, true, true, false]);
-        for pauses in &spells {
-            assert_eq!(pauses.iter().sum::<u32>(), spell, "{spells:?}");
-        }
-        assert!(spells[0].iter().all(|&p| p == 1), "{spells:?}");
-        let busy = &spells[1];
-        let whole = busy.len() - 1; // the last look may come early, at the budget's end
-        let doubling: Vec<u32> = (1..=whole).map(|k| (1 << k.min(31)).min(MAX_STRIDE)).collect();
-        assert_eq!(busy[..whole], doubling[..], "{spells:?}");
-        assert!(busy.len() < spells[0].len() / 4, "fewer looks: {spells:?}");
-        let still_busy = &spells[2];
-        assert_eq!(still_busy[0], MAX_STRIDE.min(spell), "the spacing carried over: {spells:?}");
-        assert!(spells[3].iter().all(|&p| p == 1), "a quiet line: one pause apart again: {spells:?}");
+        assert_eq!(spells, [(spell, 5), (0, 6), (0, 7), (spell, 12)]);
     }
 
     /// The running body keeps the budget and never yields: `pause-yield-park` pauses a spell
