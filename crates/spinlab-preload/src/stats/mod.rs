@@ -252,8 +252,7 @@ fn changed_hands(row: &Row) {
 }
 
 /// `me` acquired `row`'s object, which another thread, or none yet, acquired last.
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn changed(row: &Row, me: u64) {
     if row.last_holder.load(Relaxed) != 0 {
         row.owner_changes.store(row.owner_changes.load(Relaxed) + 1, Relaxed);
