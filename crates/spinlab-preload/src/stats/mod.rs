@@ -185,25 +185,20 @@ pub fn acquired_free(address: usize, memo: &Memo, me: usize) {
     row.kind.store(OURS as u64, Relaxed);
     let before = row.acquisitions.load(Relaxed);
     row.acquisitions.store(before + 1, Relaxed);
-    let changed_owner = row.last_holder.load(Relaxed) != me as u64;
-    let sampled = before % HOLD_SAMPLE_EVERY == 0;
-    // One test, and a call last: the caller keeps nothing across it.
-    if changed_owner | sampled {
-        acquired_rarely(row, memo, me as u64, changed_owner, sampled);
+    // Inline: mutexes that pass between threads make owner changes common.
+    changed_hands_to(row, me as u64);
+    // A call last: the caller keeps nothing across it.
+    if before % HOLD_SAMPLE_EVERY == 0 {
+        hold_begins(row, memo);
     }
 }
 
-/// [`acquired_free`]'s rarer counts: an owner change, and a timed hold that begins now.
+/// Times the hold of `memo`'s mutex, whose row is `row`, that begins now.
 #[cold]
 #[inline(never)]
-fn acquired_rarely(row: &Row, memo: &Memo, me: u64, changed_owner: bool, sampled: bool) {
-    if changed_owner {
-        changed(row, me);
-    }
-    if sampled {
-        row.hold_started.store(now_ns(), Relaxed);
-        memo.hold_sampled();
-    }
+fn hold_begins(row: &Row, memo: &Memo) {
+    row.hold_started.store(now_ns(), Relaxed);
+    memo.hold_sampled();
 }
 
 /// [`acquired_free`] with a memo that does not name the mutex's row.
@@ -245,19 +240,18 @@ fn count_acquisition(address: usize, kind: c_int, waited: Option<Waiting>, memo:
 /// Counts an owner change if the last acquisition was another thread's.
 #[inline(always)]
 fn changed_hands(row: &Row) {
-    let me = fork::me() as u64;
-    if row.last_holder.load(Relaxed) != me {
-        changed(row, me);
-    }
+    changed_hands_to(row, fork::me() as u64);
 }
 
-/// `me` acquired `row`'s object, which another thread, or none yet, acquired last.
+/// [`changed_hands`] to `me`, the calling thread.
 #[inline(always)]
-fn changed(row: &Row, me: u64) {
-    if row.last_holder.load(Relaxed) != 0 {
-        row.owner_changes.store(row.owner_changes.load(Relaxed) + 1, Relaxed);
+fn changed_hands_to(row: &Row, me: u64) {
+    let last = row.last_holder.load(Relaxed);
+    if last != me {
+        // No change from nobody, the first acquisition's.
+        row.owner_changes.store(row.owner_changes.load(Relaxed) + u64::from(last != 0), Relaxed);
+        row.last_holder.store(me, Relaxed);
     }
-    row.last_holder.store(me, Relaxed);
 }
 
 /// A release of an object that has been contended: the wake-ups it sends are counted.
