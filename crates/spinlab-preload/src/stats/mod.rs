@@ -270,7 +270,7 @@ pub fn releasing(address: usize) -> Option<Releasing> {
 
 /// [`releasing`] for the replaced mutex at `address`, whose memo is `memo`; a caller whose
 /// memo says that the release counts nothing ([`Memo::release_counts`]) need not call it.
-#[inline(never)]
+#[inline]
 pub fn releasing_remembered(address: usize, memo: &Memo) -> Option<Releasing> {
     memo.hold_ends();
     release_of(memo.row(address).or_else(|| rows::existing_row(address))?)
