@@ -11,7 +11,7 @@
 //! | 16..20| `__kind`   | the type and flags; 0 (normal) or 3 (adaptive) for a replaced mutex, which is also what `PTHREAD_MUTEX_INITIALIZER` and `PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP` write; -1 once destroyed, as glibc writes |
 //! | 20..24| `__spins`, `__elision` | a replaced mutex's fork generation (see `fork`)  |
 //! | 24..32| `__list.__prev` | a replaced mutex's holder, by thread pointer (see `fork`)  |
-//! | 32..  | `__list.__next` | untouched                                              |
+//! | 32..40| `__list.__next` | a replaced mutex's memo for the statistics (see `stats::memo`) |
 //!
 //! glibc's `pthread_rwlock_t` on 64-bit targets (sysdeps/x86/nptl/bits/struct_rwlock.h and the
 //! generic sysdeps/nptl/bits/struct_rwlock.h, which aarch64 uses, agree on these offsets):
@@ -31,6 +31,7 @@
 //! variable with it set is glibc's own. [`Real::check_layout`] verifies these facts on the
 //! running glibc before anything relies on them.
 
+use crate::stats::Memo;
 use core::alloc::Layout;
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering::Relaxed};
 use libc::{c_char, c_int, c_void, clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
@@ -49,6 +50,9 @@ pub const MUTEX_ROOM: Layout = room(MUTEX_KIND_OFFSET, 8);
 pub const MUTEX_FORK_OFFSET: usize = 20;
 /// Where a replaced mutex keeps its holder's thread pointer (0: none).
 pub const MUTEX_HOLDER_OFFSET: usize = 24;
+/// Where a replaced mutex keeps its memo for the statistics (`__list.__next`, which glibc
+/// uses only for robust mutexes).
+pub const MUTEX_MEMO_OFFSET: usize = 32;
 /// Where a glibc condition variable keeps its process-shared bit.
 pub const COND_FLAGS_OFFSET: usize = 36;
 /// Our condition variable's flags word: glibc's process-shared bit (never set by us).
@@ -94,6 +98,8 @@ const _: () = assert!(size_of::<pthread_barrier_t>() >= BARRIER_ROOM.size());
 const _: () = assert!(size_of::<pthread_rwlock_t>() >= RWLOCK_FLAGS_OFFSET + 4);
 const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_KIND_OFFSET + 4);
 const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_HOLDER_OFFSET + 8);
+const _: () = assert!(size_of::<pthread_mutex_t>() >= MUTEX_MEMO_OFFSET + size_of::<Memo>());
+const _: () = assert!(MUTEX_MEMO_OFFSET % align_of::<Memo>() == 0);
 const _: () = assert!(size_of::<pthread_cond_t>() >= COND_FLAGS_OFFSET + 4);
 const _: () = assert!(align_of::<pthread_cond_t>() >= 4);
 
@@ -183,6 +189,17 @@ pub unsafe fn mutex_fork_generation<'a>(mutex: *const pthread_mutex_t) -> &'a At
 pub unsafe fn mutex_holder<'a>(mutex: *const pthread_mutex_t) -> &'a AtomicUsize {
     // SAFETY: 8 aligned bytes inside the mutex, as above.
     unsafe { &*(mutex.cast::<u8>().add(MUTEX_HOLDER_OFFSET) as *const AtomicUsize) }
+}
+
+/// The statistics' memo of a replaced `mutex` (see `stats::memo`).
+///
+/// # Safety
+/// As [`mutex_fork_generation`].
+#[inline(always)]
+pub unsafe fn mutex_memo<'a>(mutex: *const pthread_mutex_t) -> &'a Memo {
+    // SAFETY: 8 aligned bytes inside the mutex (the asserts above), which glibc leaves alone
+    // for a mutex it never sees; all bit patterns are a valid `Memo`.
+    unsafe { &*(mutex.cast::<u8>().add(MUTEX_MEMO_OFFSET) as *const Memo) }
 }
 
 /// The fork generation word of a replaced `rwlock` (see `fork`).

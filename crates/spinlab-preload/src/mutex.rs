@@ -7,13 +7,16 @@
 //! to glibc's own function untouched. With `SPINLAB_LOCK=pthread` every mutex goes to glibc.
 //!
 //! With `SPINLAB_STATS=1` an acquisition first tries the lock: if that fails, the wait is
-//! timed (see `stats`), and an init call records where the mutex was made. A lock taken by
-//! the unwinder while it captures a stack for the statistics is not counted.
+//! timed (see `stats`), and an init call records where the mutex was made. A replaced
+//! mutex's free acquisition is counted inline through its memo (`stats::memo`), and its
+//! release goes out of line only when the memo says that it counts something; a glibc mutex
+//! is counted out of line both ways. A lock taken by the unwinder while it captures a stack
+//! for the statistics is not counted.
 
 use crate::config::Mutexes;
 use crate::fork;
-use crate::glibc::{mutex_holder, mutex_kind, replaced_kind, replaced_kind_for};
-use crate::stats::{self, Waiting, OURS};
+use crate::glibc::{mutex_holder, mutex_kind, mutex_memo, replaced_kind, replaced_kind_for};
+use crate::stats::{self, Waiting};
 use crate::{state, State};
 use core::sync::atomic::Ordering::Relaxed;
 use libc::{c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec, EBUSY, EINVAL, EOWNERDEAD, ETIMEDOUT};
@@ -38,14 +41,17 @@ unsafe fn replaced(state: &State, mutex: *mut pthread_mutex_t) -> Option<&'stati
     }
 }
 
-/// Records that the calling thread now holds replaced `mutex` (see `fork`).
+/// Records that the calling thread now holds replaced `mutex` (see `fork`); returns the
+/// thread (`fork::me`).
 ///
 /// # Safety
 /// `mutex` points to a replaced `pthread_mutex_t` the calling thread has just acquired.
 #[inline(always)]
-unsafe fn now_held(mutex: *mut pthread_mutex_t) {
+unsafe fn now_held(mutex: *mut pthread_mutex_t) -> usize {
+    let me = fork::me();
     // SAFETY: the caller's contract.
-    unsafe { mutex_holder(mutex) }.store(fork::me(), Relaxed);
+    unsafe { mutex_holder(mutex) }.store(me, Relaxed);
+    me
 }
 
 /// Whether a glibc call's result means the caller now holds the mutex (`EOWNERDEAD`: a robust
@@ -56,79 +62,85 @@ fn holds(status: c_int) -> bool {
 
 /// Acquires `mutex`, counting it with `SPINLAB_STATS`; also the relock of a condition wait.
 ///
-/// Inlined into each caller, with counting out of line: an uncontended pair then makes one
-/// call into the lock each way and saves the frame of a function that also counts.
+/// Inlined into each caller, with a replaced mutex's free acquisition counted here and the
+/// rest out of line: an uncontended pair then makes one call into the lock each way.
 ///
 /// # Safety
 /// `mutex` points to a `pthread_mutex_t` the program may lock.
 #[inline(always)]
 pub(crate) unsafe fn lock(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
-    if state.config.stats_top.is_some() {
-        // SAFETY: the caller's contract.
-        return unsafe { lock_counted(state, mutex) };
-    }
-    // SAFETY: the caller's contract.
-    unsafe { lock_uncounted(state, mutex) }
-}
-
-/// [`lock`] without counting.
-///
-/// # Safety
-/// As [`lock`].
-#[inline(always)]
-unsafe fn lock_uncounted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's contract; a replaced mutex holds its lock at its start,
     // initialised (or all zero, which the lock accepts).
     unsafe {
         match replaced(state, mutex) {
+            Some(ops) if state.config.stats_top.is_some() => {
+                if !stats::capturing_here() && (ops.try_lock)(mutex.cast()) {
+                    let me = now_held(mutex);
+                    stats::acquired_free(mutex as usize, mutex_memo(mutex), me);
+                    return 0;
+                }
+                lock_counted(ops, mutex)
+            }
             Some(ops) => {
                 (ops.lock)(mutex.cast());
                 now_held(mutex);
                 0
             }
+            None if state.config.stats_top.is_some() => lock_glibc_counted(state, mutex),
             None => (state.real.mutex_lock)(mutex),
         }
     }
 }
 
-/// [`lock`] with `SPINLAB_STATS`: tries first, and times the wait if that fails.
+/// [`lock`] of a replaced mutex, whose lock is `ops`, with `SPINLAB_STATS`, when its
+/// `try_lock` failed (the wait is timed) or the thread is capturing a stack (not counted).
+///
+/// # Safety
+/// As [`lock`], for a replaced mutex.
+#[cold]
+#[inline(never)]
+unsafe fn lock_counted(ops: &RawLockOps, mutex: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract, as in `lock`.
+    unsafe {
+        if stats::capturing_here() {
+            (ops.lock)(mutex.cast());
+        } else {
+            let memo = mutex_memo(mutex);
+            let waiting = Waiting::start_remembered(mutex as usize, memo);
+            (ops.lock)(mutex.cast());
+            stats::acquired_remembering(mutex as usize, memo, Some(waiting));
+        }
+        now_held(mutex);
+    }
+    0
+}
+
+/// [`lock`] of a mutex glibc keeps, with `SPINLAB_STATS`.
 ///
 /// # Safety
 /// As [`lock`].
 #[inline(never)]
-unsafe fn lock_counted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: the caller's contract, as in `lock`.
+unsafe fn lock_glibc_counted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
     unsafe {
         if stats::capturing_here() {
-            return lock_uncounted(state, mutex);
+            return (state.real.mutex_lock)(mutex);
         }
-        let Some(ops) = replaced(state, mutex) else {
-            let kind = mutex_kind(mutex).load(Relaxed);
-            return match (state.real.mutex_trylock)(mutex) {
-                status if holds(status) => {
-                    stats::acquired(mutex as usize, kind, None);
-                    status
+        let kind = mutex_kind(mutex).load(Relaxed);
+        match (state.real.mutex_trylock)(mutex) {
+            status if holds(status) => {
+                stats::acquired(mutex as usize, kind, None);
+                status
+            }
+            _ => {
+                let waiting = Waiting::start(mutex as usize);
+                let status = (state.real.mutex_lock)(mutex);
+                if holds(status) {
+                    stats::acquired(mutex as usize, kind, Some(waiting));
                 }
-                _ => {
-                    let waiting = Waiting::start(mutex as usize);
-                    let status = (state.real.mutex_lock)(mutex);
-                    if holds(status) {
-                        stats::acquired(mutex as usize, kind, Some(waiting));
-                    }
-                    status
-                }
-            };
-        };
-        let at = mutex.cast::<u8>();
-        if (ops.try_lock)(at) {
-            stats::acquired(mutex as usize, OURS, None);
-        } else {
-            let waiting = Waiting::start(mutex as usize);
-            (ops.lock)(at);
-            stats::acquired(mutex as usize, OURS, Some(waiting));
+                status
+            }
         }
-        now_held(mutex);
-        0
     }
 }
 
@@ -141,21 +153,50 @@ pub(crate) unsafe fn unlock(state: &State, mutex: *mut pthread_mutex_t) -> c_int
     // SAFETY: the caller's contract; releasing a replaced mutex the caller does not hold is
     // undefined, as it is for a normal pthread mutex.
     unsafe {
-        let releasing = match state.config.stats_top {
-            Some(_) if !stats::capturing_here() => stats::releasing(mutex as usize),
-            _ => None,
-        };
-        let status = match replaced(state, mutex) {
+        match replaced(state, mutex) {
             Some(ops) => {
+                if state.config.stats_top.is_some() && mutex_memo(mutex).release_counts() {
+                    return unlock_counted(ops, mutex);
+                }
                 mutex_holder(mutex).store(0, Relaxed);
                 (ops.unlock)(mutex.cast());
                 0
             }
+            None if state.config.stats_top.is_some() => unlock_glibc_counted(state, mutex),
             None => (state.real.mutex_unlock)(mutex),
-        };
-        stats::released(releasing);
-        status
+        }
     }
+}
+
+/// [`unlock`] of a replaced mutex, whose lock is `ops`, with `SPINLAB_STATS`, whose memo
+/// says that the release counts something.
+///
+/// # Safety
+/// As [`unlock`], for a replaced mutex.
+#[inline(never)]
+unsafe fn unlock_counted(ops: &RawLockOps, mutex: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let releasing =
+            if stats::capturing_here() { None } else { stats::releasing_remembered(mutex as usize, mutex_memo(mutex)) };
+        mutex_holder(mutex).store(0, Relaxed);
+        (ops.unlock)(mutex.cast());
+        stats::released(releasing);
+    }
+    0
+}
+
+/// [`unlock`] of a mutex glibc keeps, with `SPINLAB_STATS`.
+///
+/// # Safety
+/// As [`unlock`].
+#[inline(never)]
+unsafe fn unlock_glibc_counted(state: &State, mutex: *mut pthread_mutex_t) -> c_int {
+    let releasing = if stats::capturing_here() { None } else { stats::releasing(mutex as usize) };
+    // SAFETY: the caller's contract.
+    let status = unsafe { (state.real.mutex_unlock)(mutex) };
+    stats::released(releasing);
+    status
 }
 
 /// Replaces glibc's: a normal or adaptive, private, non-robust mutex without a priority
@@ -236,9 +277,9 @@ pub unsafe extern "C" fn pthread_mutex_trylock(mutex: *mut pthread_mutex_t) -> c
                 if !(ops.try_lock)(mutex.cast()) {
                     return EBUSY;
                 }
-                now_held(mutex);
+                let me = now_held(mutex);
                 if counting {
-                    stats::acquired(mutex as usize, OURS, None);
+                    stats::acquired_free(mutex as usize, mutex_memo(mutex), me);
                 }
                 0
             }
@@ -329,9 +370,9 @@ unsafe fn timed(
         let at = mutex.cast::<u8>();
         // As glibc: a free mutex is taken whatever the deadline says.
         if (ops.try_lock)(at) {
-            now_held(mutex);
+            let me = now_held(mutex);
             if counting {
-                stats::acquired(mutex as usize, OURS, None);
+                stats::acquired_free(mutex as usize, mutex_memo(mutex), me);
             }
             return 0;
         }
@@ -339,14 +380,15 @@ unsafe fn timed(
         let Some(deadline) = abstime.as_ref().and_then(|at| Abstime::new(clock, at)) else {
             return EINVAL;
         };
-        let waiting = counting.then(|| Waiting::start(mutex as usize));
+        let memo = mutex_memo(mutex);
+        let waiting = counting.then(|| Waiting::start_remembered(mutex as usize, memo));
         if !lock_by(ops, at, &deadline) {
             // `waiting` leaves the waiters as it is dropped.
             return ETIMEDOUT;
         }
         now_held(mutex);
         if let Some(waiting) = waiting {
-            stats::acquired(mutex as usize, OURS, Some(waiting));
+            stats::acquired_remembering(mutex as usize, memo, Some(waiting));
         }
         0
     }

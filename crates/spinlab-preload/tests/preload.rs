@@ -501,6 +501,39 @@ fn statistics_count_every_acquisition_of_a_mutex() {
     assert!(!ran.stderr.contains("lock statistics"), "{}", ran.stderr);
 }
 
+/// tests/c/p_memo.c: a replaced mutex keeps its row's index in its own bytes, which a copy
+/// carries and an init rewrites. Every object counts in its own row all the same, exactly:
+/// a copy and the original overwritten by it, a copy first taken after a wait, trylock and
+/// timedlock, and memory that is a normal, a recursive and again a normal mutex (one row).
+#[test]
+fn a_copied_or_remade_mutex_counts_in_its_own_row_whatever_its_bytes_remember() {
+    let program = program("p_memo");
+    for lock in [None, Some("mcs:futex"), Some("pthread")] {
+        let label = format!("p_memo-{}", lock.unwrap_or("default"));
+        let (ran, profiles) = profiled(&program, &[], lock, &[], &label);
+        ran.assert_success(&label);
+        assert!(ran.stdout.ends_with("ok\n"), "{}", ran.stdout);
+        let profile = main_profile(&profiles, &ran);
+        // "object copied 0x55d0c8a4e040 acquired 42 times"
+        let objects: Vec<Vec<&str>> = ran
+            .stdout
+            .lines()
+            .filter(|line| line.starts_with("object "))
+            .map(|line| line.split_whitespace().collect())
+            .collect();
+        assert_eq!(objects.len(), 4, "{}", ran.stdout);
+        for words in objects {
+            let (name, address, acquired) = (words[1], words[2], words[4].parse::<u64>().unwrap());
+            let (site, object) = object_in(profile, address);
+            assert_eq!(object["acquisitions"], acquired, "{lock:?} {name}: {site}");
+            assert_eq!(site["objects"], 1, "{lock:?} {name}: {site}");
+            assert_eq!(site["hold"]["count"], acquired.div_ceil(64), "{lock:?} {name}: one hold timed in 64: {site}");
+            let contended = if name == "waited_copy" { 1 } else { 0 };
+            assert_eq!(object["contended"], contended, "{lock:?} {name}: {site}");
+        }
+    }
+}
+
 /// glibc's `mtx_lock` calls its pthread function internally, where no replacement sees it:
 /// the C11 mutex must be counted all the same, as the mutex it is.
 #[test]

@@ -7,21 +7,23 @@
 //! first contended acquisition, and printed as a table of sites, written as JSON, or both.
 //!
 //! - [`rows`]: the fixed table of rows, keyed by address, and who writes which counter;
-//!   [`inits`]: where objects were made, until they have rows.
+//!   [`inits`]: where objects were made, until they have rows; [`memo`]: what a replaced
+//!   mutex keeps of its row and its last hold.
 //! - [`hist`]: the histograms' buckets and percentiles.
 //! - [`sites`]: capturing call stacks without allocation, naming them at exit.
 //! - [`report`]: grouping rows into sites, and the table; [`file`]: the JSON file, whose keys
 //!   docs/profile.md lists.
 //!
 //! Costs, and what keeps them off the uncontended path: a free object is taken with one
-//! `try_lock`, then its row is found and its first line updated by the holder (acquisitions;
-//! the previous holder, for owner changes); no clock is read. One acquisition in
-//! [`HOLD_SAMPLE_EVERY`] reads the clock to time its hold, and its release reads it again.
-//! Only an acquisition that found the object held times its wait, counts itself among the
-//! waiters (read-modify-writes), reads its thread's phase counters before and after, and, the
-//! first time for its row, captures its stack. A release reads the phase counters around the
-//! unlock only for a row that has been contended or has a waiter. Init calls capture their
-//! stack, once each.
+//! `try_lock`, then its row is found (a replaced mutex's from its memo) and its first line
+//! updated by the holder (acquisitions; the previous holder, for owner changes); no clock is
+//! read. One acquisition in [`HOLD_SAMPLE_EVERY`] reads the clock to time its hold, and its
+//! release reads it again. Only an acquisition that found the object held times its wait,
+//! counts itself among the waiters (read-modify-writes), reads its thread's phase counters
+//! before and after, and, the first time for its row, captures its stack. A release reads the
+//! phase counters around the unlock only for a row that has been contended or has a waiter;
+//! a replaced mutex whose memo says neither, and whose hold is not timed, skips its row. Init
+//! calls capture their stack, once each.
 //!
 //! The time-integral of the number of waiters (`waiter_ns`) is the sum of the waits, each
 //! waiter adding its own; `contended_ns` is the time during which at least one waited, opened
@@ -30,11 +32,13 @@
 mod file;
 mod hist;
 mod inits;
+mod memo;
 mod report;
 mod rows;
 mod sites;
 
 pub use file::{check_writable, write_file};
+pub use memo::Memo;
 pub use report::{render_at_exit, snapshot_is_empty, Process};
 pub use rows::forget_all;
 pub use sites::{capturing_here, find_own_code};
@@ -86,7 +90,19 @@ impl Waiting {
     #[inline(never)]
     pub fn start(address: usize) -> Waiting {
         let since = now_ns();
-        let row = row(address);
+        Waiting::counted_in(since, row(address))
+    }
+
+    /// [`Waiting::start`] for the replaced mutex at `address`, whose memo is `memo`.
+    #[inline(never)]
+    pub fn start_remembered(address: usize, memo: &Memo) -> Waiting {
+        let since = now_ns();
+        memo.waited();
+        Waiting::counted_in(since, memo.row(address).or_else(|| row(address)))
+    }
+
+    /// A wait since `since`, counted among `row`'s waiters.
+    fn counted_in(since: u64, row: Option<&'static Row>) -> Waiting {
         if let Some(row) = row {
             let before = row.waiters.fetch_add(1, Relaxed);
             if before == 0 {
@@ -154,10 +170,59 @@ fn leave(row: &Row, now: u64) {
 /// which holds it now; `waited` is `None` if it was free.
 #[inline]
 pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
+    count_acquisition(address, kind, waited, None);
+}
+
+/// [`acquired`] for the replaced mutex at `address`, whose memo is `memo`, found free by the
+/// calling thread `me` (`fork::me`): its row found from the memo, the rest out of line.
+#[inline(always)]
+pub fn acquired_free(address: usize, memo: &Memo, me: usize) {
+    let Some(row) = memo.row(address) else {
+        return acquired_first(address, memo);
+    };
+    // As in `count_acquisition`. The kind is stored all the same: a memo of all-zero bytes
+    // names row 0, which may be this address's row from an object of another kind.
+    row.kind.store(OURS as u64, Relaxed);
+    let before = row.acquisitions.load(Relaxed);
+    row.acquisitions.store(before + 1, Relaxed);
+    // Inline: mutexes that pass between threads make owner changes common.
+    changed_hands_to(row, me as u64);
+    // A call last: the caller keeps nothing across it.
+    if before % HOLD_SAMPLE_EVERY == 0 {
+        hold_begins(row, memo);
+    }
+}
+
+/// Times the hold of `memo`'s mutex, whose row is `row`, that begins now.
+#[cold]
+#[inline(never)]
+fn hold_begins(row: &Row, memo: &Memo) {
+    row.hold_started.store(now_ns(), Relaxed);
+    memo.hold_sampled();
+}
+
+/// [`acquired_free`] with a memo that does not name the mutex's row.
+#[cold]
+#[inline(never)]
+fn acquired_first(address: usize, memo: &Memo) {
+    count_acquisition(address, OURS, None, Some(memo));
+}
+
+/// [`acquired`] for the replaced mutex at `address`, whose memo is `memo` and learns its row.
+#[inline(never)]
+pub fn acquired_remembering(address: usize, memo: &Memo, waited: Option<Waiting>) {
+    count_acquisition(address, OURS, waited, Some(memo));
+}
+
+#[inline(always)]
+fn count_acquisition(address: usize, kind: c_int, waited: Option<Waiting>, memo: Option<&Memo>) {
     let Some(row) = waited.as_ref().and_then(|w| w.row).or_else(|| row(address)) else {
         UNTRACKED.fetch_add(1, Relaxed);
         return;
     };
+    if let Some(memo) = memo {
+        memo.remember(row);
+    }
     // Loads and stores rather than read-modify-writes: see `rows`.
     row.kind.store(kind as u64, Relaxed);
     let n = row.acquisitions.load(Relaxed) + 1;
@@ -166,18 +231,25 @@ pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
     let now = waited.map(|waiting| waiting.end(row, true));
     if (n - 1) % HOLD_SAMPLE_EVERY == 0 {
         row.hold_started.store(now.unwrap_or_else(now_ns), Relaxed);
+        if let Some(memo) = memo {
+            memo.hold_sampled();
+        }
     }
 }
 
 /// Counts an owner change if the last acquisition was another thread's.
 #[inline(always)]
 fn changed_hands(row: &Row) {
-    let me = fork::me() as u64;
+    changed_hands_to(row, fork::me() as u64);
+}
+
+/// [`changed_hands`] to `me`, the calling thread.
+#[inline(always)]
+fn changed_hands_to(row: &Row, me: u64) {
     let last = row.last_holder.load(Relaxed);
     if last != me {
-        if last != 0 {
-            row.owner_changes.store(row.owner_changes.load(Relaxed) + 1, Relaxed);
-        }
+        // No change from nobody, the first acquisition's.
+        row.owner_changes.store(row.owner_changes.load(Relaxed) + u64::from(last != 0), Relaxed);
         row.last_holder.store(me, Relaxed);
     }
 }
@@ -193,7 +265,19 @@ pub struct Releasing {
 /// starts counting the release's wake-ups (finish with [`released`]).
 #[inline]
 pub fn releasing(address: usize) -> Option<Releasing> {
-    let row = rows::existing_row(address)?;
+    release_of(rows::existing_row(address)?)
+}
+
+/// [`releasing`] for the replaced mutex at `address`, whose memo is `memo`; a caller whose
+/// memo says that the release counts nothing ([`Memo::release_counts`]) need not call it.
+#[inline]
+pub fn releasing_remembered(address: usize, memo: &Memo) -> Option<Releasing> {
+    memo.hold_ends();
+    release_of(memo.row(address).or_else(|| rows::existing_row(address))?)
+}
+
+#[inline(always)]
+fn release_of(row: &'static Row) -> Option<Releasing> {
     let started = row.hold_started.load(Relaxed);
     if started != 0 {
         let ns = now_ns().saturating_sub(started);

@@ -147,6 +147,20 @@ pub fn row(address: usize) -> Option<&'static Row> {
     None
 }
 
+/// The row at `index` (taken into the table), if it is the row of the object at `address`:
+/// an index kept outside the table (a [`Memo`](super::Memo)) is trusted only after this check.
+#[inline(always)]
+pub fn at(index: u32, address: usize) -> Option<&'static Row> {
+    let row = &ROWS[index as usize % CAPACITY];
+    (row.address.load(Relaxed) == address as u64).then_some(row)
+}
+
+/// The index of `row` in the table, for [`at`].
+#[inline(always)]
+pub fn index_of(row: &'static Row) -> u32 {
+    ((row as *const Row as usize - ROWS.as_ptr() as usize) / size_of::<Row>()) as u32
+}
+
 /// The row of the object at `address` if it has one (no row is claimed).
 #[inline]
 pub fn existing_row(address: usize) -> Option<&'static Row> {
