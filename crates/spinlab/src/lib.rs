@@ -56,7 +56,8 @@ pub use padded::CachePadded;
 /// ([`lock::Adaptive`] over [`wait::PauseYieldPark`]; the registry calls it
 /// `adaptive:pause-yield-park`): a bounded-bypass word ([`lock::Bounded`]) whose waiters pause
 /// for 100 ns, then offer the CPU with `sched_yield` up to 64 times (pausing 2 µs after a
-/// yield that came back at once), then sleep on a futex. Where the process may run on more
+/// yield that came back at once while the holder left the lock's line alone), then sleep on
+/// a futex. Where the process may run on more
 /// than 4 CPUs, the waiters first queue at an MCS gate, and only the queue's head waits for
 /// the word. (The registry, and so the C ABI and the preload library, builds whichever of the
 /// two this machine gets once, when it builds its table: [`lock::Adaptive`]'s docs say why.)

@@ -213,7 +213,7 @@ pub struct Episode {
     iterations: u32,
     backoff_ticks: u64,
     /// `pause-yield-park`: yields counted against its budget so far, and `pause` looks left
-    /// in the spell that follows a yield that came back at once.
+    /// in the spell that follows a yield that came back at once to a line nobody wrote.
     yields: u32,
     spell: u32,
     /// The previous iteration's result, for loop bodies that chain one iteration's work on
