@@ -200,17 +200,7 @@ pub const SUITE: &[Entry] = &[
         threads: 8,
         prepare: fill_db,
         server: None,
-        command: &[
-            "db_bench",
-            "-benchmarks=readrandom",
-            "-use_existing_db=1",
-            "-db={dir}/db",
-            "-num=200000",
-            "-reads=20000",
-            "-threads={threads}",
-            "-value_size=100",
-            "-compression_type=none",
-        ],
+        command: db_bench_reading!("readrandom"),
         metric: Metric { name: "ops_per_s", unit: "ops/s", better: Better::Higher, parse: metric::db_bench_ops },
         check: metric::db_bench_all_found,
         time_limit: Duration::from_secs(60),
@@ -222,17 +212,7 @@ pub const SUITE: &[Entry] = &[
         threads: 8,
         prepare: fill_db,
         server: None,
-        command: &[
-            "db_bench",
-            "-benchmarks=readwhilewriting",
-            "-use_existing_db=1",
-            "-db={dir}/db",
-            "-num=200000",
-            "-reads=20000",
-            "-threads={threads}",
-            "-value_size=100",
-            "-compression_type=none",
-        ],
+        command: db_bench_reading!("readwhilewriting"),
         metric: Metric { name: "ops_per_s", unit: "ops/s", better: Better::Higher, parse: metric::db_bench_ops },
         check: metric::db_bench_all_found,
         time_limit: Duration::from_secs(60),
@@ -279,6 +259,24 @@ pub const SUITE: &[Entry] = &[
         time_limit: Duration::from_secs(120),
     },
 ];
+
+/// The command of a db_bench entry that runs `benchmark` over the database [`fill_db`] made.
+macro_rules! db_bench_reading {
+    ($benchmark:literal) => {
+        &[
+            "db_bench",
+            concat!("-benchmarks=", $benchmark),
+            "-use_existing_db=1",
+            "-db={dir}/db",
+            "-num=200000",
+            "-reads=20000",
+            "-threads={threads}",
+            "-value_size=100",
+            "-compression_type=none",
+        ]
+    };
+}
+use db_bench_reading;
 
 /// `db_bench fillseq` into `{dir}/db`: the database both db_bench entries read.
 fn fill_db(ctx: &Context) -> Result<(), String> {
@@ -338,6 +336,17 @@ mod tests {
             let words = e.command.iter().chain(e.server.iter().flat_map(|s| s.command.iter()));
             assert!(words.clone().any(|w| w.contains("{threads}")), "{} does not pass its thread count", e.name);
             assert!(e.binaries.contains(&e.command[0]), "{}: {} is not among its binaries", e.name, e.command[0]);
+        }
+    }
+
+    #[test]
+    fn each_db_bench_entry_reads_the_filled_database_with_the_benchmark_it_is_named_after() {
+        let readers: Vec<&Entry> = SUITE.iter().filter(|e| e.command[0] == "db_bench").collect();
+        assert_eq!(readers.len(), 2);
+        for e in readers {
+            let benchmark = format!("-benchmarks={}", e.name.trim_start_matches("rocksdb-"));
+            assert!(e.command.contains(&benchmark.as_str()), "{}: {:?}", e.name, e.command);
+            assert!(e.command.contains(&"-use_existing_db=1") && e.command.contains(&"-db={dir}/db"), "{}", e.name);
         }
     }
 
