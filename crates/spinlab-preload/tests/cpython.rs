@@ -36,8 +36,8 @@ const LOCKS: [&str; 2] = ["adaptive:pause-yield-park", "mcs:futex"];
 /// statistics on, and every process's profile must be readable. Not `SPINLAB_STATS=1`: its
 /// table on stderr would fail the cases that check a child interpreter's stderr is empty.
 const COUNTED: &str = "mcs:futex";
-/// A watchdog for a hung run, several times what a run takes.
-const LIMIT: Duration = Duration::from_secs(420);
+/// A watchdog for a hung run, several times what a run takes (half a minute to a minute).
+const LIMIT: Duration = Duration::from_secs(180);
 const RERUNS: usize = 3;
 
 /// The interpreter itself (not a wrapper such as pyenv's shim) of the first candidate that has
@@ -72,6 +72,24 @@ enum Ending {
     Failed,
     Errored,
     Skipped,
+}
+
+/// A run of regrtest that takes longer than this (several times a normal one) names its
+/// slowest cases on stderr, past the harness's capture, so that a slow CI log says where.
+const SLOW: Duration = Duration::from_secs(150);
+
+/// The `count` slowest cases of a `--junit-xml` report, slowest first, with their seconds.
+fn slowest(xml: &str, count: usize) -> Vec<(f64, String)> {
+    let attribute =
+        |case: &str, key: &str| case.split(&format!("{key}=\"")).nth(1)?.split('"').next().map(String::from);
+    let mut cases: Vec<(f64, String)> = xml
+        .split("<testcase ")
+        .skip(1)
+        .filter_map(|case| Some((attribute(case, "time")?.parse().ok()?, attribute(case, "name")?)))
+        .collect();
+    cases.sort_by(|a, b| b.0.total_cmp(&a.0));
+    cases.truncate(count);
+    cases
 }
 
 /// Every test case of a `--junit-xml` report with its ending.
@@ -116,6 +134,7 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
         None => vec![],
     };
     // regrtest exits non-zero when a case fails; the endings are what is compared.
+    let started = Instant::now();
     let ran = match try_run(python, &full, &env, LIMIT) {
         Ok(ran) => ran,
         Err(hung) => {
@@ -138,6 +157,14 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
     };
     let report = std::fs::read_to_string(&xml)
         .unwrap_or_else(|e| panic!("{label}: no report {} ({e})\n{}\n{}", xml.display(), ran.stdout, ran.stderr));
+    if started.elapsed() > SLOW {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{label}: regrtest {args:?} took {:?}; its slowest cases: {:?}",
+            started.elapsed(),
+            slowest(&report, 5)
+        );
+    }
     let endings = endings(&report);
     assert!(!endings.is_empty(), "{label}: no test case ran\n{}\n{}", ran.stdout, ran.stderr);
     if lock == Some(COUNTED) {
@@ -259,4 +286,7 @@ fn junit_endings_are_read_from_each_case_element() {
     assert_eq!(endings["test.a.T.test_f"], Ending::Failed);
     assert_eq!(endings["test.a.T.test_e"], Ending::Errored);
     assert_eq!(endings["test.a.T.test_s"], Ending::Skipped);
+    let timed = r#"<testcase name="t.a" status="run" time="0.5" /><testcase name="t.b" time="12.25"><failure /></testcase>
+<testcase name="t.c" time="3.0" /><testcase name="t.untimed" />"#;
+    assert_eq!(slowest(timed, 2), [(12.25, "t.b".to_string()), (3.0, "t.c".to_string())]);
 }
