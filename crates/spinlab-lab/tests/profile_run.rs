@@ -4,13 +4,21 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 const SPINLAB: &str = env!("CARGO_BIN_EXE_spinlab");
 
+/// The program, compiled once for both tests: compiling it again while the other test runs it
+/// replaces the file under the running process, whose frames the profile then cannot name.
 fn waits() -> PathBuf {
-    spinlab_c_tests::libraries();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/waits.c");
-    spinlab_c_tests::compile("waits", &[source], &[])
+    static WAITS: OnceLock<PathBuf> = OnceLock::new();
+    WAITS
+        .get_or_init(|| {
+            spinlab_c_tests::libraries();
+            let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/waits.c");
+            spinlab_c_tests::compile("waits", &[source], &[])
+        })
+        .clone()
 }
 
 /// The line of waits.c that carries `marker`.
