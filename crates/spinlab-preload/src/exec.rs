@@ -10,18 +10,19 @@
 use crate::{glibc, state, write_profile};
 use libc::{c_char, c_int};
 use std::ffi::CString;
-use std::sync::OnceLock;
+use spinlab::sys::measured::MeasuredNumber;
 
 type Execve = unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
 type Execv = unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;
 type Fexecve = unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) -> c_int;
 
-/// glibc's function `name`, found once into `cell`, as `F`.
-fn real<F: Copy>(cell: &OnceLock<usize>, name: &core::ffi::CStr) -> F {
-    let found = *cell.get_or_init(|| match glibc::next(name, None) {
-        Ok(found) => found as usize,
+/// glibc's function `name`, found once into `cell` (without a lock: a child forked while
+/// another thread looked it up finds it for itself), as `F`.
+fn real<F: Copy>(cell: &MeasuredNumber, name: &core::ffi::CStr) -> F {
+    let found = cell.get(|| match glibc::next(name, None) {
+        Ok(found) => found as u64,
         Err(missing) => crate::exit_with(&format!("glibc has no {missing}, which this library must call")),
-    });
+    }) as usize;
     const { assert!(size_of::<F>() == size_of::<usize>()) };
     // SAFETY: `F` is the function pointer type of glibc's `name` (each caller below names its
     // own), and `found` its non-null address.
@@ -54,7 +55,7 @@ fn around(exec: impl FnOnce() -> c_int) -> c_int {
 /// As `execve`.
 #[no_mangle]
 pub unsafe extern "C" fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-    static REAL: OnceLock<usize> = OnceLock::new();
+    static REAL: MeasuredNumber = MeasuredNumber::new();
     let real: Execve = real(&REAL, c"execve");
     // SAFETY: the caller's contract.
     around(|| unsafe { real(path, argv, envp) })
@@ -66,7 +67,7 @@ pub unsafe extern "C" fn execve(path: *const c_char, argv: *const *const c_char,
 /// As `execv`.
 #[no_mangle]
 pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
-    static REAL: OnceLock<usize> = OnceLock::new();
+    static REAL: MeasuredNumber = MeasuredNumber::new();
     let real: Execv = real(&REAL, c"execv");
     // SAFETY: the caller's contract.
     around(|| unsafe { real(path, argv) })
@@ -78,7 +79,7 @@ pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) 
 /// As `execvp`.
 #[no_mangle]
 pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
-    static REAL: OnceLock<usize> = OnceLock::new();
+    static REAL: MeasuredNumber = MeasuredNumber::new();
     let real: Execv = real(&REAL, c"execvp");
     // SAFETY: the caller's contract.
     around(|| unsafe { real(file, argv) })
@@ -90,7 +91,7 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char)
 /// As `execvpe`.
 #[no_mangle]
 pub unsafe extern "C" fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-    static REAL: OnceLock<usize> = OnceLock::new();
+    static REAL: MeasuredNumber = MeasuredNumber::new();
     let real: Execve = real(&REAL, c"execvpe");
     // SAFETY: the caller's contract.
     around(|| unsafe { real(file, argv, envp) })
@@ -102,7 +103,7 @@ pub unsafe extern "C" fn execvpe(file: *const c_char, argv: *const *const c_char
 /// As `fexecve`.
 #[no_mangle]
 pub unsafe extern "C" fn fexecve(fd: c_int, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
-    static REAL: OnceLock<usize> = OnceLock::new();
+    static REAL: MeasuredNumber = MeasuredNumber::new();
     let real: Fexecve = real(&REAL, c"fexecve");
     // SAFETY: the caller's contract.
     around(|| unsafe { real(fd, argv, envp) })

@@ -5,7 +5,7 @@
 //! here first, and the answer is cached in a static so the check costs one relaxed load.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
-use std::sync::OnceLock;
+use crate::sys::measured::MeasuredNumber;
 
 /// The wait-related features of the CPU this process runs on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,8 +25,21 @@ pub struct CpuFeatures {
 
 /// The features of this CPU, detected on first call.
 pub fn features() -> CpuFeatures {
-    static FEATURES: OnceLock<CpuFeatures> = OnceLock::new();
-    *FEATURES.get_or_init(detect)
+    static FEATURES: MeasuredNumber = MeasuredNumber::new();
+    CpuFeatures::unpack(FEATURES.get(|| detect().pack()))
+}
+
+impl CpuFeatures {
+    /// The flags as bits, with bit 5 set so that no set of features packs to 0.
+    fn pack(self) -> u64 {
+        let flags = [self.spin_hint, self.waitpkg, self.monitorx, self.wfe, self.invariant_tsc];
+        flags.iter().enumerate().fold(1 << 5, |bits, (i, &on)| bits | (on as u64) << i)
+    }
+
+    fn unpack(bits: u64) -> CpuFeatures {
+        let on = |i: u32| bits & (1 << i) != 0;
+        CpuFeatures { spin_hint: on(0), waitpkg: on(1), monitorx: on(2), wfe: on(3), invariant_tsc: on(4) }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -147,6 +160,11 @@ mod tests {
     fn detection_is_stable_and_matches_the_architecture() {
         let f = features();
         assert_eq!(f, features());
+        assert_eq!(f, detect());
+        for bits in 0..32u64 {
+            let unpacked = CpuFeatures::unpack(bits | 1 << 5);
+            assert_eq!(unpacked.pack(), bits | 1 << 5, "every flag keeps its own bit");
+        }
         assert!(f.spin_hint || !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")));
         if cfg!(target_arch = "x86_64") {
             assert!(!f.wfe, "wfe is an aarch64 instruction");

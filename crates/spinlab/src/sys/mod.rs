@@ -13,9 +13,12 @@
 //!   sent, counted only with the `phases` feature, for the preload library's profiler.
 //! - [`topology`]: the CPUs' groups at the core, last-level cache and NUMA node levels, and
 //!   which group the calling thread runs in: what the topology-aware locks choose by.
+//! - [`measured`]: the cells that keep what the others measure on first use, without a lock,
+//!   so that a child forked mid-measurement never waits for its parent's thread.
 
 pub mod cpu;
 pub mod futex;
+pub mod measured;
 pub mod phases;
 pub mod topology;
 pub mod tsc;

@@ -29,7 +29,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::OnceLock;
+use crate::sys::measured::Measured;
 
 /// The variable that declares groups.
 pub const ENV: &str = "SPINLAB_TOPOLOGY";
@@ -338,8 +338,8 @@ pub fn parse_declared(text: &str) -> Result<Declared, String> {
 /// This process's model: sysfs at `/sys`, with the groups `SPINLAB_TOPOLOGY` declares (a
 /// malformed value is ignored here; [`declared_from_env`] reports it). Read at the first call.
 pub fn machine() -> &'static Topology {
-    static MACHINE: OnceLock<Topology> = OnceLock::new();
-    MACHINE.get_or_init(|| {
+    static MACHINE: Measured<Topology> = Measured::new();
+    MACHINE.get(|| {
         let read = Topology::read(Path::new("/sys"))
             .unwrap_or_else(|_| Topology::flat((0..crate::sys::cpu::process_cpus().max(1)).collect()));
         match declared_from_env() {

@@ -3,7 +3,7 @@
 //!
 //! Spin loops read it instead of `Instant::now()` because it is a few cycles, not a vDSO call.
 
-use std::sync::OnceLock;
+use crate::sys::measured::MeasuredNumber;
 use std::time::{Duration, Instant};
 
 /// Reads the cycle counter. Monotonic per CPU; comparable across CPUs where the counter is
@@ -25,8 +25,8 @@ pub fn now() -> u64 {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        static EPOCH: OnceLock<Instant> = OnceLock::new();
-        EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+        static EPOCH: crate::sys::measured::Measured<Instant> = crate::sys::measured::Measured::new();
+        EPOCH.get(Instant::now).elapsed().as_nanos() as u64
     }
 }
 
@@ -68,8 +68,8 @@ pub(crate) fn timed_load(word: &core::sync::atomic::AtomicU32) -> Option<u64> {
 
 /// Counter ticks per second, measured on first call (about 20 ms) against `Instant`.
 pub fn ticks_per_second() -> u64 {
-    static RATE: OnceLock<u64> = OnceLock::new();
-    *RATE.get_or_init(|| calibrate(Duration::from_millis(20)))
+    static RATE: MeasuredNumber = MeasuredNumber::new();
+    RATE.get(|| calibrate(Duration::from_millis(20)))
 }
 
 /// Counter ticks in `ns` nanoseconds at the calibrated rate.

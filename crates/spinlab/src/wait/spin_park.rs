@@ -218,16 +218,16 @@ fn look_fetched(word: &AtomicU32) -> bool {
 
 #[cfg(not(loom))]
 pub(crate) mod calibration {
+    use crate::sys::measured::MeasuredNumber;
     use std::sync::atomic::{AtomicU32, Ordering};
-    use std::sync::OnceLock;
     use std::time::Instant;
 
     /// Counter ticks of a timed load that hits in this CPU's cache
     /// ([`tsc::timed_load`](crate::sys::tsc::timed_load)), measured once: the median of 31
     /// loads of a word nobody else touches, after one that brings it in.
     pub fn hit_ticks() -> u64 {
-        static TICKS: OnceLock<u64> = OnceLock::new();
-        *TICKS.get_or_init(|| {
+        static TICKS: MeasuredNumber = MeasuredNumber::new();
+        TICKS.get(|| {
             let word = AtomicU32::new(0);
             let _ = crate::sys::tsc::timed_load(&word);
             let mut ticks: Vec<u64> = (0..31).filter_map(|_| crate::sys::tsc::timed_load(&word)).collect();
@@ -238,10 +238,10 @@ pub(crate) mod calibration {
 
     /// The cost of one spin-phase iteration (a re-read and `pause`), measured once: the
     /// fastest of five timed runs of 20 000 iterations, since preemption can only make a run
-    /// slower.
+    /// slower. At least 0.01 ns.
     pub fn ns_per_iteration() -> f64 {
-        static NS: OnceLock<f64> = OnceLock::new();
-        *NS.get_or_init(|| {
+        static NS: MeasuredNumber = MeasuredNumber::new();
+        f64::from_bits(NS.get(|| {
             let word = AtomicU32::new(0);
             let mut best = f64::MAX;
             for _ in 0..5 {
@@ -254,8 +254,8 @@ pub(crate) mod calibration {
                 }
                 best = best.min(start.elapsed().as_nanos() as f64 / 20_000.0);
             }
-            best
-        })
+            best.max(0.01).to_bits()
+        }))
     }
 }
 
