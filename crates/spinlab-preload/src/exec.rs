@@ -9,8 +9,8 @@
 
 use crate::{glibc, state, write_profile};
 use libc::{c_char, c_int};
-use std::ffi::CString;
 use spinlab::sys::measured::MeasuredNumber;
+use std::ffi::CString;
 
 type Execve = unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
 type Execv = unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;

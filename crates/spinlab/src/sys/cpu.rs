@@ -4,8 +4,8 @@
 //! A policy built on a missing instruction must never execute it: every such policy asks
 //! here first, and the answer is cached in a static so the check costs one relaxed load.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 use crate::sys::measured::MeasuredNumber;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 /// The wait-related features of the CPU this process runs on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -27,9 +27,9 @@
 //! then one load from a table indexed by CPU. The answer is a hint: the thread may migrate at
 //! once, and the locks use it only to choose whom to hand over to.
 
+use crate::sys::measured::Measured;
 use std::fmt;
 use std::path::Path;
-use crate::sys::measured::Measured;
 
 /// The variable that declares groups.
 pub const ENV: &str = "SPINLAB_TOPOLOGY";

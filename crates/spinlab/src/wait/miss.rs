@@ -32,6 +32,10 @@
 //! The buffer is allocated on first use and never freed; sizing it takes up to about a second
 //! once per process (page faults, a walk round each chase, and a few thousand timed steps per
 //! size), and the reference's memory (up to [`most_bytes`]) until a shorter chase is kept.
+//! Unlike the values of [`sys::measured`](crate::sys::measured), it is sized by one thread
+//! while the others wait (two searches at once would evict each other's chases and read every
+//! size wrong), so a process that forks mid-search leaves its child waiting for ever: call
+//! [`chase_size`] before forking (the preload library sizes it before `main`).
 
 use super::{Episode, Wait};
 use crate::sync::AtomicU32;
