@@ -13,16 +13,16 @@
 //!
 //! Timing-sensitive cases can end differently once under load whatever the lock, so a case
 //! whose ending differs is run again alone, three more times each way, and counts as a
-//! difference only if the endings of the two sides never meet. A whole run can also hang:
-//! some of CPython's cases start a subprocess and wait for it with no time limit (such as
-//! `test_4_daemon_threads`'s script of 40 daemon threads doing I/O). A run that outlives
-//! [`LIMIT`] is killed with everything it started and run once more; a second hang fails the
-//! test.
+//! difference only if the endings of the two sides never meet. A whole run can also hang, as
+//! a deadlock in a replacement makes it: many cases wait for a subprocess with no time limit.
+//! regrtest's own time-out ([`HUNG`]) then dumps every thread's traceback, naming the case,
+//! and the run is tried once more: a hang shows in the log (on stderr, past the harness's
+//! capture), and a second one fails the test.
 //!
 //! Needs a `python3` with CPython's test package (`SPINLAB_PYTHON` names one explicitly);
 //! Debian and Ubuntu ship it as `libpython3.X-testsuite`.
 
-use spinlab_c_tests::{libraries, run, scratch_dir, try_run};
+use spinlab_c_tests::{libraries, run, scratch_dir, try_run, Ran};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,8 +36,11 @@ const LOCKS: [&str; 2] = ["adaptive:pause-yield-park", "mcs:futex"];
 /// statistics on, and every process's profile must be readable. Not `SPINLAB_STATS=1`: its
 /// table on stderr would fail the cases that check a child interpreter's stderr is empty.
 const COUNTED: &str = "mcs:futex";
-/// A watchdog for a hung run, several times what a run takes (half a minute to a minute).
-const LIMIT: Duration = Duration::from_secs(180);
+/// How long one test module may run before regrtest dumps every thread's traceback and exits
+/// (`--timeout`): several times what the slowest takes (half a minute).
+const HUNG: Duration = Duration::from_secs(150);
+/// A watchdog for a run that hung past regrtest's own time-out.
+const LIMIT: Duration = Duration::from_secs(240);
 const RERUNS: usize = 3;
 
 /// The interpreter itself (not a wrapper such as pyenv's shim) of the first candidate that has
@@ -122,7 +125,8 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
     let xml = dir.join("results.xml");
     let xml_arg = xml.display().to_string();
     let dir_arg = dir.display().to_string();
-    let mut full: Vec<&str> = vec!["-m", "test", "--tempdir", &dir_arg, "--junit-xml", &xml_arg];
+    let timeout = HUNG.as_secs().to_string();
+    let mut full: Vec<&str> = vec!["-m", "test", "--tempdir", &dir_arg, "--junit-xml", &xml_arg, "--timeout", &timeout];
     full.extend_from_slice(args);
     let library = libraries().join("libspinlab_preload.so").display().to_string();
     let profiles = dir.join("profile").display().to_string();
@@ -135,28 +139,17 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
     };
     // regrtest exits non-zero when a case fails; the endings are what is compared.
     let started = Instant::now();
-    let ran = match try_run(python, &full, &env, LIMIT) {
-        Ok(ran) => ran,
+    let (ran, report) = match regrtest_once(python, &full, &env, &xml) {
+        Ok(done) => done,
         Err(hung) => {
-            let tail = |text: &str| {
-                text.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
-            };
             // Straight to stderr, past the test harness's capture: a hang that the second run
             // got past must still show in the log.
-            let _ = writeln!(
-                std::io::stderr(),
-                "{label}: regrtest {args:?} did not finish within {LIMIT:?}; killed with its subprocesses, running it once \
-                 more. Its last output:\n{}\n{}",
-                tail(&hung.stdout),
-                tail(&hung.stderr)
-            );
+            let _ = writeln!(std::io::stderr(), "{label}: regrtest {args:?} hung; running it once more. {hung}");
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
-            run(python, &full, &env, LIMIT)
+            regrtest_once(python, &full, &env, &xml).unwrap_or_else(|hung| panic!("{label}: hung twice. {hung}"))
         }
     };
-    let report = std::fs::read_to_string(&xml)
-        .unwrap_or_else(|e| panic!("{label}: no report {} ({e})\n{}\n{}", xml.display(), ran.stdout, ran.stderr));
     if started.elapsed() > SLOW {
         let _ = writeln!(
             std::io::stderr(),
@@ -171,6 +164,33 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
         check_profiles(&dir, label);
     }
     endings
+}
+
+/// One run of regrtest with `args` and `env`, and its report at `xml`; `Err` with the end of
+/// what it said if it hung: regrtest's own `--timeout` ([`HUNG`]) dumps every thread's
+/// traceback, naming the case, and exits without a report; the watchdog ([`LIMIT`]) kills a
+/// run that could not even do that.
+fn regrtest_once(python: &Path, args: &[&str], env: &[(&str, &str)], xml: &Path) -> Result<(Ran, String), String> {
+    let tail = |text: &str| {
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    };
+    match try_run(python, args, env, LIMIT) {
+        Ok(ran) => match std::fs::read_to_string(xml) {
+            Ok(report) => Ok((ran, report)),
+            Err(e) => Err(format!(
+                "No report {} ({e}); its last output:\n{}\n{}",
+                xml.display(),
+                tail(&ran.stdout),
+                tail(&ran.stderr)
+            )),
+        },
+        Err(hung) => Err(format!(
+            "Killed with its subprocesses after {LIMIT:?}; its last output:\n{}\n{}",
+            tail(&hung.stdout),
+            tail(&hung.stderr)
+        )),
+    }
 }
 
 /// The profiles the counted run's processes wrote in `dir`: at least one, each a profile of
