@@ -1,66 +1,93 @@
 //! What a replaced mutex remembers for the statistics, in 8 bytes of its own
 //! `pthread_mutex_t` (bytes 32..40, see `glibc`), so that an uncontended lock and unlock pair
-//! finds its row once, with one load and one compare, and its release counts nothing.
+//! finds its row with one load and one compare, tells an owner change without the row, and
+//! has its release count nothing.
 //!
-//! - `row`: the index of the mutex's row. Only a hint: it is trusted only when that row's
-//!   address is the mutex's own (rows are keyed by address, one per address, and never given
-//!   up), so a copied mutex, or bytes that something else left in its memory, fall back to
-//!   the search by address and never count in another object's row. The holder writes it.
-//! - `flags`: [`SAMPLED`] while the current hold is timed, set by the holder with the hold's
-//!   start and cleared at the release that ends it; [`WAITED`] once a thread has waited for
-//!   the mutex, set by waiters before they count themselves in, and cleared only by an init,
-//!   which zeroes the whole mutex. Holder and waiters write the one word, so each write is a
-//!   read-modify-write; none is made on an uncontended pair whose hold is not timed.
+//! | bits   | field       | meaning                                                          |
+//! |--------|-------------|------------------------------------------------------------------|
+//! | 0..15  | row         | the index of the mutex's row, plus 1; 0: none                    |
+//! | 15     | [`SAMPLED`] | the current hold is timed                                        |
+//! | 16     | [`WAITED`]  | a thread has waited for the mutex                                |
+//! | 17..64 | last holder | the thread pointer (`fork::me`, 16-aligned) of the last acquirer, shifted right by 4; 0: none |
 //!
-//! A release with no flag set has no timed hold to end and no waiter whose wake-up it could
-//! count: one load, and it skips its row. glibc's own mutexes have no memo: their rows are
-//! searched for on both sides.
+//! - **The row is only a hint**: it is trusted only when that row's address is the mutex's
+//!   own (rows are keyed by address, one per address, and never given up), so a copied mutex,
+//!   or bytes that something else left in its memory, fall back to the search by address and
+//!   never count in another object's row. A new mutex's all-zero memo names no row: its first
+//!   acquisition finds the row by address and stores what the row needs once (its kind).
+//! - **Owner changes**: an acquirer whose thread pointer is not the last holder's counts one
+//!   (in its tally, see `tallies`), unless there was none.
+//! - **Who writes it**: the holder, with plain loads and stores, since the lock serialises the
+//!   holders; and a waiter, which sets [`WAITED`] with a read-modify-write before it counts
+//!   itself in, so that the release it waits for counts its wake-up. A holder's store can undo
+//!   a waiter's mark; the waiter sets it again once it holds the mutex, so at most one release
+//!   goes uncounted, and the mark stays until an init zeroes the mutex.
+//!
+//! A release with neither mark set has no timed hold to end and no waiter whose wake-up it
+//! could count: one load, and it skips its row. glibc's own mutexes have no memo: their rows
+//! are searched for, and counted, on both sides.
 
 use super::rows::{self, Row};
-use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// A replaced mutex's memo; all-zero bytes (a new or statically initialised mutex) are one
 /// that knows nothing yet.
 #[repr(C)]
-pub struct Memo {
-    row: AtomicU32,
-    flags: AtomicU32,
-}
+pub struct Memo(AtomicU64);
 
-/// [`Memo`]'s flags.
-const SAMPLED: u32 = 1;
-const WAITED: u32 = 2;
+/// The row's index plus 1.
+const ROW: u64 = (1 << 15) - 1;
+const _: () = assert!(rows::CAPACITY as u64 <= ROW);
+/// The current hold is timed.
+const SAMPLED: u64 = 1 << 15;
+/// A thread has waited for the mutex.
+const WAITED: u64 = 1 << 16;
+const HOLDER_SHIFT: u32 = 17;
 
 impl Memo {
     /// The row it names, if that is the row of the object at `address`.
     #[inline(always)]
     pub(super) fn row(&self, address: usize) -> Option<&'static Row> {
-        rows::at(self.row.load(Relaxed), address)
+        ((self.0.load(Relaxed) & ROW) as u32).checked_sub(1).and_then(|index| rows::at(index, address))
     }
 
-    /// Remembers `row`, the row of this mutex.
+    /// Notes an acquisition of this mutex, whose row is `row`, by the thread `me`, which holds
+    /// it now (`waited`: after a wait); returns whether the holder changed (from another
+    /// thread: the first acquisition is none). A memo that names another row starts afresh.
     #[inline(always)]
-    pub(super) fn remember(&self, row: &'static Row) {
-        self.row.store(rows::index_of(row), Relaxed);
+    pub(super) fn acquired(&self, row: &'static Row, me: usize, waited: bool) -> bool {
+        let memo = self.0.load(Relaxed);
+        let index = u64::from(rows::index_of(row)) + 1;
+        let holder = (me as u64 >> 4) << HOLDER_SHIFT;
+        let (own, last) = (memo & ROW == index, memo & !(ROW | SAMPLED | WAITED));
+        if own && last == holder && (!waited || memo & WAITED != 0) {
+            return false;
+        }
+        let kept = if own { memo & (SAMPLED | WAITED) } else { 0 };
+        self.0.store(index | kept | holder | if waited { WAITED } else { 0 }, Relaxed);
+        own && last != 0 && last != holder
     }
 
-    /// Marks the current hold as timed.
+    /// Marks the current hold as timed (by its holder).
+    #[inline]
     pub(super) fn hold_sampled(&self) {
-        self.flags.fetch_or(SAMPLED, Relaxed);
+        self.0.store(self.0.load(Relaxed) | SAMPLED, Relaxed);
     }
 
-    /// Clears the timed-hold mark, at the release.
+    /// Clears the timed-hold mark, at the release (by the holder).
+    #[inline(always)]
     pub(super) fn hold_ends(&self) {
-        if self.flags.load(Relaxed) & SAMPLED != 0 {
-            self.flags.fetch_and(!SAMPLED, Relaxed);
+        let memo = self.0.load(Relaxed);
+        if memo & SAMPLED != 0 {
+            self.0.store(memo & !SAMPLED, Relaxed);
         }
     }
 
-    /// Marks the mutex as waited for (written only the first time: waiters of a busy mutex
-    /// would otherwise write the holder's line on every wait).
+    /// Marks the mutex as waited for, by a waiter (written only the first time: waiters of a
+    /// busy mutex would otherwise write the holder's line on every wait).
     pub(super) fn waited(&self) {
-        if self.flags.load(Relaxed) & WAITED == 0 {
-            self.flags.fetch_or(WAITED, Relaxed);
+        if self.0.load(Relaxed) & WAITED == 0 {
+            self.0.fetch_or(WAITED, Relaxed);
         }
     }
 
@@ -68,17 +95,19 @@ impl Memo {
     /// waited for, whose release may wake a waiter.
     #[inline(always)]
     pub fn release_counts(&self) -> bool {
-        self.flags.load(Relaxed) != 0
+        self.0.load(Relaxed) & (SAMPLED | WAITED) != 0
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{acquired_free, releasing_remembered, Waiting};
+    use super::super::{acquired_free, releasing_remembered, tallies, Waiting};
     use super::*;
 
-    fn memo(row: u32, flags: u32) -> Memo {
-        Memo { row: AtomicU32::new(row), flags: AtomicU32::new(flags) }
+    /// What the threads' tallies and the row hold for `row`: (acquisitions, owner changes).
+    fn counted(row: &Row) -> (u64, u64) {
+        let (acquisitions, changes) = tallies::gather()[rows::index_of(row) as usize];
+        (row.acquisitions.load(Relaxed) + acquisitions, row.owner_changes.load(Relaxed) + changes)
     }
 
     #[test]
@@ -86,7 +115,8 @@ mod tests {
         // Addresses no real object has.
         let (original, copy) = (0x7_3000_0008usize, 0x7_3000_0010usize);
         let me = crate::fork::me();
-        let first = memo(0, 0);
+        let first = Memo(AtomicU64::new(0));
+        assert!(first.row(original).is_none(), "all zero: no row");
         acquired_free(original, &first, me);
         let row = rows::existing_row(original).unwrap();
         assert!(first.row(original).is_some_and(|found| core::ptr::eq(found, row)), "learnt");
@@ -97,11 +127,11 @@ mod tests {
         assert!(!first.release_counts(), "the second hold is not timed");
 
         // A copy of the mutex carries the original's memo.
-        let copied = memo(first.row.load(Relaxed), first.flags.load(Relaxed));
+        let copied = Memo(AtomicU64::new(first.0.load(Relaxed)));
         assert!(copied.row(copy).is_none());
         acquired_free(copy, &copied, me);
         let own = rows::existing_row(copy).unwrap();
-        assert_eq!((row.acquisitions.load(Relaxed), own.acquisitions.load(Relaxed)), (2, 1));
+        assert_eq!((counted(row), counted(own)), ((2, 0), (1, 0)));
         assert!(copied.row(copy).is_some_and(|found| core::ptr::eq(found, own)), "its own row now");
         assert!(releasing_remembered(copy, &copied).is_none());
 
@@ -110,5 +140,30 @@ mod tests {
         assert!(releasing_remembered(copy, &copied).is_some(), "a waiter to wake");
         drop(waiting);
         assert!(copied.release_counts(), "waited for stays");
+    }
+
+    /// Two threads take a mutex in turn: every acquisition after the first is an owner change,
+    /// each counted once, in the tally of the thread that made it; a copy starts with none.
+    #[test]
+    fn owner_changes_are_told_by_the_memo_and_counted_by_the_acquirer() {
+        let (address, copy) = (0x7_3100_0008usize, 0x7_3100_0010usize);
+        let memo = Memo(AtomicU64::new(0));
+        let take = || {
+            acquired_free(address, &memo, crate::fork::me());
+            let _ = releasing_remembered(address, &memo);
+        };
+        for _ in 0..100 {
+            std::thread::scope(|s| {
+                s.spawn(take);
+            });
+            take();
+        }
+        let row = rows::existing_row(address).unwrap();
+        assert_eq!(counted(row), (200, 199));
+        let copied = Memo(AtomicU64::new(memo.0.load(Relaxed)));
+        std::thread::scope(|s| {
+            s.spawn(|| acquired_free(copy, &copied, crate::fork::me()));
+        });
+        assert_eq!(counted(rows::existing_row(copy).unwrap()), (1, 0), "a copy's first acquisition changes nothing");
     }
 }

@@ -8,22 +8,23 @@
 //!
 //! - [`rows`]: the fixed table of rows, keyed by address, and who writes which counter;
 //!   [`inits`]: where objects were made, until they have rows; [`memo`]: what a replaced
-//!   mutex keeps of its row and its last hold.
+//!   mutex keeps of its row, its last holder and its last hold; [`tallies`]: each thread's
+//!   counts of the replaced mutexes it acquires.
 //! - [`hist`]: the histograms' buckets and percentiles.
 //! - [`sites`]: capturing call stacks without allocation, naming them at exit.
 //! - [`report`]: grouping rows into sites, and the table; [`file`]: the JSON file, whose keys
 //!   docs/profile.md lists.
 //!
 //! Costs, and what keeps them off the uncontended path: a free object is taken with one
-//! `try_lock`, then its row is found (a replaced mutex's from its memo) and its first line
-//! updated by the holder (acquisitions; the previous holder, for owner changes); no clock is
-//! read. One acquisition in [`HOLD_SAMPLE_EVERY`] reads the clock to time its hold, and its
-//! release reads it again. Only an acquisition that found the object held times its wait,
-//! counts itself among the waiters (read-modify-writes), reads its thread's phase counters
-//! before and after, and, the first time for its row, captures its stack. A release reads the
-//! phase counters around the unlock only for a row that has been contended or has a waiter;
-//! a replaced mutex whose memo says neither, and whose hold is not timed, skips its row. Init
-//! calls capture their stack, once each.
+//! `try_lock`. A replaced mutex is then counted in its thread's tally and its memo (the mutex's
+//! own line), other objects in their row's first line by the holder; no clock is read. One
+//! acquisition in [`HOLD_SAMPLE_EVERY`] (of each thread's, for a replaced mutex) reads the
+//! clock to time its hold, and its release reads it again. Only an acquisition that found the
+//! object held times its wait, counts itself among the waiters (read-modify-writes), reads its
+//! thread's phase counters before and after, and, the first time for its row, captures its
+//! stack. A release reads the phase counters around the unlock only for a row that has been
+//! contended or has a waiter; a replaced mutex whose memo says neither, and whose hold is not
+//! timed, skips its row. Init calls capture their stack, once each.
 //!
 //! The time-integral of the number of waiters (`waiter_ns`) is the sum of the waits, each
 //! waiter adding its own; `contended_ns` is the time during which at least one waited, opened
@@ -36,6 +37,7 @@ mod memo;
 mod report;
 mod rows;
 mod sites;
+mod tallies;
 
 pub use file::{check_writable, write_file};
 pub use memo::Memo;
@@ -49,8 +51,9 @@ use libc::c_int;
 use rows::{add, raise, row, Row, CLAIMED, UNTRACKED};
 use spinlab::sys::phases::{self, Phases};
 
-/// Holds are timed once in this many acquisitions of an object: two clock reads per sampled
-/// hold, spread over 64 acquisitions, stay a few percent of an uncontended pair.
+/// Holds are timed once in this many acquisitions of an object (of each thread's, for a
+/// replaced mutex, which each thread tallies): two clock reads per sampled hold, spread over
+/// 64 acquisitions, stay a few percent of an uncontended pair.
 pub const HOLD_SAMPLE_EVERY: u64 = 64;
 
 /// The `kind` of a mutex the preload library replaced (glibc's kinds are small and >= -1).
@@ -170,59 +173,86 @@ fn leave(row: &Row, now: u64) {
 /// which holds it now; `waited` is `None` if it was free.
 #[inline]
 pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
-    count_acquisition(address, kind, waited, None);
+    count_acquisition(address, kind, waited);
 }
 
 /// [`acquired`] for the replaced mutex at `address`, whose memo is `memo`, found free by the
-/// calling thread `me` (`fork::me`): its row found from the memo, the rest out of line.
+/// calling thread `me` (`fork::me`): counted in the thread's tally, the rest out of line.
 #[inline(always)]
 pub fn acquired_free(address: usize, memo: &Memo, me: usize) {
     let Some(row) = memo.row(address) else {
-        return acquired_first(address, memo);
+        return acquired_first(address, memo, me);
     };
-    // As in `count_acquisition`. The kind is stored all the same: a memo of all-zero bytes
-    // names row 0, which may be this address's row from an object of another kind.
-    row.kind.store(OURS as u64, Relaxed);
-    let before = row.acquisitions.load(Relaxed);
-    row.acquisitions.store(before + 1, Relaxed);
-    // Inline: mutexes that pass between threads make owner changes common.
-    changed_hands_to(row, me as u64);
+    let changed = memo.acquired(row, me, false);
+    let sampled = match tallies::tally(me, row) {
+        Some(tally) => tally.count(changed),
+        None => counted_in_row(row, changed),
+    };
     // A call last: the caller keeps nothing across it.
-    if before % HOLD_SAMPLE_EVERY == 0 {
-        hold_begins(row, memo);
+    if sampled {
+        hold_begins(row, memo, now_ns());
     }
 }
 
-/// Times the hold of `memo`'s mutex, whose row is `row`, that begins now.
+/// Times the hold of `memo`'s mutex, whose row is `row`, that begins at `now`.
 #[cold]
 #[inline(never)]
-fn hold_begins(row: &Row, memo: &Memo) {
-    row.hold_started.store(now_ns(), Relaxed);
+fn hold_begins(row: &Row, memo: &Memo, now: u64) {
+    row.hold_started.store(now, Relaxed);
     memo.hold_sampled();
 }
 
 /// [`acquired_free`] with a memo that does not name the mutex's row.
 #[cold]
 #[inline(never)]
-fn acquired_first(address: usize, memo: &Memo) {
-    count_acquisition(address, OURS, None, Some(memo));
+fn acquired_first(address: usize, memo: &Memo, me: usize) {
+    count_remembered(address, memo, me, None);
 }
 
 /// [`acquired`] for the replaced mutex at `address`, whose memo is `memo` and learns its row.
 #[inline(never)]
 pub fn acquired_remembering(address: usize, memo: &Memo, waited: Option<Waiting>) {
-    count_acquisition(address, OURS, waited, Some(memo));
+    count_remembered(address, memo, fork::me(), waited);
 }
 
-#[inline(always)]
-fn count_acquisition(address: usize, kind: c_int, waited: Option<Waiting>, memo: Option<&Memo>) {
+/// Counts an acquisition of the replaced mutex at `address` by `me`, in its tally and its memo,
+/// with the wait that came before it, if any.
+fn count_remembered(address: usize, memo: &Memo, me: usize, waited: Option<Waiting>) {
     let Some(row) = waited.as_ref().and_then(|w| w.row).or_else(|| row(address)) else {
         UNTRACKED.fetch_add(1, Relaxed);
         return;
     };
-    if let Some(memo) = memo {
-        memo.remember(row);
+    row.kind.store(OURS as u64, Relaxed);
+    let changed = memo.acquired(row, me, waited.is_some());
+    let now = waited.map(|waiting| waiting.end(row, true));
+    let sampled = match tallies::tally(me, row) {
+        Some(tally) => tally.count(changed),
+        None => counted_in_row(row, changed),
+    };
+    if sampled {
+        hold_begins(row, memo, now.unwrap_or_else(now_ns));
     }
+}
+
+/// Counts an acquisition of a replaced mutex in its row itself, for a thread without a block of
+/// tallies: read-modify-writes, since tallies given back add to the same counts. Returns
+/// whether its hold is timed.
+#[cold]
+#[inline(never)]
+fn counted_in_row(row: &Row, changed: bool) -> bool {
+    let before = row.acquisitions.fetch_add(1, Relaxed);
+    if changed {
+        row.owner_changes.fetch_add(1, Relaxed);
+    }
+    before % HOLD_SAMPLE_EVERY == 0
+}
+
+#[inline(always)]
+fn count_acquisition(address: usize, kind: c_int, waited: Option<Waiting>) {
+    let Some(row) = waited.as_ref().and_then(|w| w.row).or_else(|| row(address)) else {
+        UNTRACKED.fetch_add(1, Relaxed);
+        return;
+    };
     // Loads and stores rather than read-modify-writes: see `rows`.
     row.kind.store(kind as u64, Relaxed);
     let n = row.acquisitions.load(Relaxed) + 1;
@@ -231,21 +261,13 @@ fn count_acquisition(address: usize, kind: c_int, waited: Option<Waiting>, memo:
     let now = waited.map(|waiting| waiting.end(row, true));
     if (n - 1) % HOLD_SAMPLE_EVERY == 0 {
         row.hold_started.store(now.unwrap_or_else(now_ns), Relaxed);
-        if let Some(memo) = memo {
-            memo.hold_sampled();
-        }
     }
 }
 
 /// Counts an owner change if the last acquisition was another thread's.
 #[inline(always)]
 fn changed_hands(row: &Row) {
-    changed_hands_to(row, fork::me() as u64);
-}
-
-/// [`changed_hands`] to `me`, the calling thread.
-#[inline(always)]
-fn changed_hands_to(row: &Row, me: u64) {
+    let me = fork::me() as u64;
     let last = row.last_holder.load(Relaxed);
     if last != me {
         // No change from nobody, the first acquisition's.

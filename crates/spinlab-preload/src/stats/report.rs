@@ -138,11 +138,12 @@ fn kind_name(kind: c_int, c11: bool) -> &'static str {
     }
 }
 
-fn read(row: &Row) -> Object {
+/// `row`, with `tallied`, the threads' tallies of it (`tallies::gather`).
+fn read(row: &Row, tallied: (u64, u64)) -> Object {
     let counts = Counts {
-        acquisitions: row.acquisitions.load(Relaxed),
+        acquisitions: row.acquisitions.load(Relaxed) + tallied.0,
         contended: row.contended.load(Relaxed),
-        owner_changes: row.owner_changes.load(Relaxed),
+        owner_changes: row.owner_changes.load(Relaxed) + tallied.1,
         wait: Hist::read(&row.wait_buckets, row.wait_ns.load(Relaxed), row.max_wait_ns.load(Relaxed)),
         hold: Hist::read(&row.hold_buckets, row.hold_ns.load(Relaxed), row.max_hold_ns.load(Relaxed)),
         sleep_ns: row.sleep_ns.load(Relaxed),
@@ -179,13 +180,14 @@ fn read(row: &Row) -> Object {
 
 /// Whether no object was acquired, used or waited for.
 pub fn snapshot_is_empty() -> bool {
-    rows::used().next().is_none() && UNTRACKED.load(Relaxed) == 0
+    rows::used(&super::tallies::gather()).next().is_none() && UNTRACKED.load(Relaxed) == 0
 }
 
 /// Every used row, read now, grouped into sites, the most waited first; and the untracked
 /// acquisitions.
 pub fn snapshot() -> (Vec<Site>, u64) {
-    let objects: Vec<Object> = rows::used().map(read).collect();
+    let tallied = super::tallies::gather();
+    let objects: Vec<Object> = rows::used(&tallied).map(|(index, row)| read(row, tallied[index])).collect();
     (group(objects, sites::stack), UNTRACKED.load(Relaxed))
 }
 

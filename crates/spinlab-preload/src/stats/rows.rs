@@ -5,7 +5,8 @@
 //!
 //! A row is 960 bytes, 15 cache lines, all `u64` counters: the first line holds the key,
 //! kind, sites, acquisitions and the owner-change count with the last holder, which is all an
-//! uncontended acquisition writes; the second the sampled hold and the contended counts; then
+//! uncontended acquisition writes (a replaced mutex's counts its own thread's tally instead:
+//! see `tallies`); the second the sampled hold and the contended counts; then
 //! the condition variable's and rwlock's counts and the two 40-bucket histograms.
 //!
 //! Which thread writes what: the acquisitions, owner and hold counts of a mutex, spin lock or
@@ -155,9 +156,15 @@ pub fn at(index: u32, address: usize) -> Option<&'static Row> {
     (row.address.load(Relaxed) == address as u64).then_some(row)
 }
 
+/// The row at `index`.
+#[inline(always)]
+pub fn by_index(index: u32) -> &'static Row {
+    &ROWS[index as usize % CAPACITY]
+}
+
 /// The index of `row` in the table, for [`at`].
 #[inline(always)]
-pub fn index_of(row: &'static Row) -> u32 {
+pub fn index_of(row: &Row) -> u32 {
     ((row as *const Row as usize - ROWS.as_ptr() as usize) / size_of::<Row>()) as u32
 }
 
@@ -183,12 +190,16 @@ pub fn forget_all() {
         }
     }
     UNTRACKED.store(0, Relaxed);
+    super::tallies::forget_all();
     super::sites::forget_captures();
 }
 
-/// Every row that counted an acquisition.
-pub fn used() -> impl Iterator<Item = &'static Row> {
-    ROWS.iter().filter(|row| row.address.load(Relaxed) != 0 && row.acquisitions.load(Relaxed) != 0)
+/// Every row that counted an acquisition, here or in the threads' tallies (`tallied`, from
+/// `tallies::gather`), with its index.
+pub fn used(tallied: &[(u64, u64)]) -> impl Iterator<Item = (usize, &'static Row)> + '_ {
+    ROWS.iter().enumerate().filter(|(index, row)| {
+        row.address.load(Relaxed) != 0 && (row.acquisitions.load(Relaxed) != 0 || tallied[*index].0 != 0)
+    })
 }
 
 /// Adds `n` to `counter`: a load and a store when `alone` (the caller holds the object), else

@@ -1,0 +1,195 @@
+//! Each thread's tallies of the replaced mutexes it acquires: acquisitions and owner changes,
+//! kept in memory that only the counting thread writes, and added to the rows' counts when
+//! they are read. A mutex that passes between threads moves its own line at every owner
+//! change; counts written to its row at each acquisition would move the row's line as well, a
+//! second transfer on the program's own path (a mutex benchmark's acquisitions take half as
+//! long again). A tally is written with plain loads and stores, like the rows' holder counts.
+//!
+//! - **Threads** are known by their thread pointer (`fork::me`), not by a thread-local
+//!   (which a shared library reaches through a call): [`THREADS`] keys one block of tallies
+//!   to each thread pointer seen, for good. glibc reuses an exited thread's memory, thread
+//!   pointer included, for a new thread, which then adds to the same block: a block belongs
+//!   to no one thread, only its writes do, one thread at a time.
+//! - **A block** holds [`SLOTS`] tallies, one per row the thread acquires, found from the
+//!   row's index by a short probe. A thread that acquires more objects than its probe window
+//!   holds adds the oldest tally of the window to its row (a read-modify-write there) and
+//!   reuses the slot.
+//! - **Nothing is allocated**: the blocks are static, zero-initialised, and only the blocks
+//!   and tallies in use are ever touched. With every block taken ([`BLOCKS`] threads seen),
+//!   a thread counts in the rows directly, as objects without a memo do.
+//! - **Reading** ([`gather`]) sums every block's tallies by row, while the threads may still
+//!   count: a count read at exit is exact for every thread that has stopped counting.
+//! - **A forked child** ([`forget_all`]) keeps the blocks' keys and zeroes their tallies, as the
+//!   rows forget theirs: it counts its own acquisitions.
+
+use super::rows::{self, Row, CAPACITY};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// Threads (distinct thread pointers) that get a block of tallies.
+pub const BLOCKS: usize = 1024;
+/// Tallies in one thread's block.
+pub const SLOTS: usize = 256;
+/// How far from its home a thread pointer or a row's tally may land.
+const PROBES: usize = 8;
+
+/// One thread's counts of one row.
+#[repr(C)]
+pub struct Tally {
+    /// The row's index plus 1; 0 while the slot is free.
+    row: AtomicU32,
+    acquisitions: AtomicU64,
+    owner_changes: AtomicU64,
+}
+
+impl Tally {
+    /// Counts an acquisition (and, `changed`, an owner change); returns whether it is the
+    /// first of [`HOLD_SAMPLE_EVERY`](super::HOLD_SAMPLE_EVERY) of this thread's acquisitions
+    /// of the object, whose hold is timed.
+    #[inline(always)]
+    pub fn count(&self, changed: bool) -> bool {
+        let before = self.acquisitions.load(Relaxed);
+        self.acquisitions.store(before + 1, Relaxed);
+        if changed {
+            self.owner_changes.store(self.owner_changes.load(Relaxed) + 1, Relaxed);
+        }
+        before % super::HOLD_SAMPLE_EVERY == 0
+    }
+
+    /// Adds the counts to the row they belong to, and frees the slot.
+    fn give_back(&self) {
+        let Some(index) = self.row.load(Relaxed).checked_sub(1) else { return };
+        let row = rows::by_index(index);
+        row.acquisitions.fetch_add(self.acquisitions.load(Relaxed), Relaxed);
+        row.owner_changes.fetch_add(self.owner_changes.load(Relaxed), Relaxed);
+        self.forget();
+    }
+
+    fn forget(&self) {
+        self.acquisitions.store(0, Relaxed);
+        self.owner_changes.store(0, Relaxed);
+        self.row.store(0, Relaxed);
+    }
+}
+
+/// The thread pointers that own a block, by block; 0: free.
+static THREADS: [AtomicUsize; BLOCKS] = [const { AtomicUsize::new(0) }; BLOCKS];
+static TALLIES: [[Tally; SLOTS]; BLOCKS] = {
+    const FREE: Tally =
+        Tally { row: AtomicU32::new(0), acquisitions: AtomicU64::new(0), owner_changes: AtomicU64::new(0) };
+    [const { [FREE; SLOTS] }; BLOCKS]
+};
+
+fn home(key: usize, slots: usize) -> usize {
+    ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % slots
+}
+
+/// The block of the thread whose pointer is `me`, claimed if new; `None` if its probe window
+/// is taken by other threads.
+#[inline(always)]
+fn block(me: usize) -> Option<&'static [Tally; SLOTS]> {
+    let home = home(me >> 4, BLOCKS);
+    for probe in 0..PROBES {
+        let at = (home + probe) % BLOCKS;
+        match THREADS[at].load(Relaxed) {
+            key if key == me => return Some(&TALLIES[at]),
+            0 => {}
+            _ => continue,
+        }
+        match THREADS[at].compare_exchange(0, me, Relaxed, Relaxed) {
+            Ok(_) => return Some(&TALLIES[at]),
+            Err(key) if key == me => return Some(&TALLIES[at]),
+            Err(_) => {}
+        }
+    }
+    None
+}
+
+/// The calling thread's (`me`) tally of `row`, taking a slot for it if it has none (and
+/// giving back the oldest of the window if the window is full); `None` if the thread has no
+/// block.
+#[inline(always)]
+pub fn tally(me: usize, row: &Row) -> Option<&'static Tally> {
+    let block = block(me)?;
+    let index = rows::index_of(row);
+    let home = home(index as usize, SLOTS);
+    for probe in 0..PROBES {
+        let tally = &block[(home + probe) % SLOTS];
+        match tally.row.load(Relaxed) {
+            named if named == index + 1 => return Some(tally),
+            0 => {
+                tally.row.store(index + 1, Relaxed);
+                return Some(tally);
+            }
+            _ => {}
+        }
+    }
+    let tally = &block[home];
+    tally.give_back();
+    tally.row.store(index + 1, Relaxed);
+    Some(tally)
+}
+
+/// Every block's tallies summed by row index: (acquisitions, owner changes).
+pub fn gather() -> Vec<(u64, u64)> {
+    let mut sums = vec![(0, 0); CAPACITY];
+    for (key, block) in THREADS.iter().zip(&TALLIES) {
+        if key.load(Relaxed) == 0 {
+            continue;
+        }
+        for tally in block {
+            if let Some(index) = tally.row.load(Relaxed).checked_sub(1) {
+                let sum = &mut sums[index as usize % CAPACITY];
+                sum.0 += tally.acquisitions.load(Relaxed);
+                sum.1 += tally.owner_changes.load(Relaxed);
+            }
+        }
+    }
+    sums
+}
+
+/// Zeroes every tally (a forked child counts afresh; see the module docs).
+pub fn forget_all() {
+    for (key, block) in THREADS.iter().zip(&TALLIES) {
+        if key.load(Relaxed) != 0 {
+            block.iter().filter(|tally| tally.row.load(Relaxed) != 0).for_each(Tally::forget);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_window_gives_its_oldest_tally_back_to_its_row() {
+        // Addresses no real object has, whose rows' tallies share one home in a fresh block.
+        let me = 0x7_4000_0000usize;
+        let rows: Vec<&'static Row> = (0..200_000usize)
+            .map(|i| 0x7_5000_0000 + 64 * i)
+            .filter_map(rows::row)
+            .filter(|row| home(rows::index_of(row) as usize, SLOTS) == 5)
+            .take(PROBES + 1)
+            .collect();
+        assert_eq!(rows.len(), PROBES + 1);
+        for (n, row) in rows.iter().enumerate() {
+            for _ in 0..=n {
+                tally(me, row).unwrap().count(false);
+            }
+        }
+        let sums = gather();
+        let counted = |row: &Row| row.acquisitions.load(Relaxed) + sums[rows::index_of(row) as usize].0;
+        assert_eq!(
+            rows.iter().map(|row| counted(row)).collect::<Vec<_>>(),
+            (1..=PROBES as u64 + 1).collect::<Vec<_>>()
+        );
+        assert_eq!(rows[0].acquisitions.load(Relaxed), 1, "the first tally went back to its row");
+        assert!(rows[1..].iter().all(|row| row.acquisitions.load(Relaxed) == 0));
+    }
+
+    #[test]
+    fn each_thread_pointer_keeps_its_block() {
+        let (a, b) = (0x7_6000_0000usize, 0x7_6000_1000usize);
+        assert!(core::ptr::eq(block(a).unwrap(), block(a).unwrap()));
+        assert!(!core::ptr::eq(block(a).unwrap(), block(b).unwrap()));
+    }
+}
