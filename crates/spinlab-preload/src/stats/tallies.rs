@@ -5,11 +5,13 @@
 //! second transfer on the program's own path (a mutex benchmark's acquisitions take half as
 //! long again). A tally is written with plain loads and stores, like the rows' holder counts.
 //!
-//! - **Threads** are known by their thread pointer (`fork::me`), not by a thread-local
-//!   (which a shared library reaches through a call): [`THREADS`] keys one block of tallies
-//!   to each thread pointer seen, for good. glibc reuses an exited thread's memory, thread
-//!   pointer included, for a new thread, which then adds to the same block: a block belongs
-//!   to no one thread, only its writes do, one thread at a time.
+//! - **Threads** are known by their thread pointer (`fork::me`): [`THREADS`] keys one block
+//!   of tallies to each thread pointer seen, for good. glibc reuses an exited thread's memory,
+//!   thread pointer included, for a new thread, which then adds to the same block: a block
+//!   belongs to no one thread, only its writes do, one thread at a time. On x86-64 a thread
+//!   keeps its block's address in a thread-local word of the initial-exec model, two
+//!   instructions away (Rust's own thread-locals are reached through a call in a shared
+//!   library); elsewhere it finds the block from its thread pointer at each acquisition.
 //! - **A block** holds [`SLOTS`] tallies, one per row the thread acquires, found from the
 //!   row's index by a short probe. A thread that acquires more objects than its probe window
 //!   holds adds the oldest tally of the window to its row (a read-modify-write there) and
@@ -79,15 +81,93 @@ static TALLIES: [[Tally; SLOTS]; BLOCKS] = {
     [const { [FREE; SLOTS] }; BLOCKS]
 };
 
-fn home(key: usize, slots: usize) -> usize {
-    ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % slots
+/// Where the block of the thread whose pointer is `me` would be, its probe window's start.
+fn home(me: usize) -> usize {
+    (((me >> 4) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % BLOCKS
 }
 
 /// The block of the thread whose pointer is `me`, claimed if new; `None` if its probe window
 /// is taken by other threads.
 #[inline(always)]
 fn block(me: usize) -> Option<&'static [Tally; SLOTS]> {
-    let home = home(me >> 4, BLOCKS);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let cached = cached::get();
+        if cached != 0 {
+            // SAFETY: a block's address, stored below: the blocks are static.
+            return Some(unsafe { &*(cached as *const [Tally; SLOTS]) });
+        }
+    }
+    let found = find(me);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(block) = found {
+        cached::set(block as *const [Tally; SLOTS] as usize);
+    }
+    found
+}
+
+/// The calling thread's word that caches its block's address (0: not yet), in the static TLS
+/// block (the library is loaded at start-up, so the initial-exec model applies).
+#[cfg(target_arch = "x86_64")]
+mod cached {
+    use core::arch::{asm, global_asm};
+
+    global_asm!(
+        ".section .tbss.spinlab_preload_tally_block,\"awT\",@nobits",
+        ".p2align 3",
+        ".globl spinlab_preload_tally_block",
+        ".hidden spinlab_preload_tally_block",
+        "spinlab_preload_tally_block:",
+        ".zero 8",
+        ".text",
+    );
+
+    /// The word's offset from the thread pointer, which the dynamic linker wrote into the GOT.
+    #[inline(always)]
+    fn offset() -> isize {
+        let offset: isize;
+        // SAFETY: reads the GOT entry of the initial-exec relocation; no other effect.
+        unsafe {
+            asm!("mov {}, qword ptr [rip + spinlab_preload_tally_block@GOTTPOFF]", out(reg) offset,
+                options(nostack, readonly, preserves_flags, pure))
+        };
+        offset
+    }
+
+    #[inline(always)]
+    pub fn get() -> usize {
+        let value: usize;
+        // SAFETY: reads the calling thread's own word in its static TLS block.
+        unsafe {
+            asm!("mov {v}, qword ptr fs:[{o}]", o = in(reg) offset(), v = out(reg) value,
+                options(nostack, readonly, preserves_flags))
+        };
+        value
+    }
+
+    #[inline(always)]
+    pub fn set(value: usize) {
+        // SAFETY: writes the calling thread's own word in its static TLS block.
+        unsafe {
+            asm!("mov qword ptr fs:[{o}], {v}", o = in(reg) offset(), v = in(reg) value, options(nostack, preserves_flags))
+        };
+    }
+}
+
+/// The block keyed to the thread pointer `me`, claimed if new.
+#[inline(always)]
+fn find(me: usize) -> Option<&'static [Tally; SLOTS]> {
+    let home = home(me);
+    if THREADS[home].load(Relaxed) == me {
+        return Some(&TALLIES[home]);
+    }
+    block_probed(me, home)
+}
+
+/// [`find`] past its home.
+#[cold]
+#[inline(never)]
+fn block_probed(me: usize, home: usize) -> Option<&'static [Tally; SLOTS]> {
     for probe in 0..PROBES {
         let at = (home + probe) % BLOCKS;
         match THREADS[at].load(Relaxed) {
@@ -111,14 +191,25 @@ fn block(me: usize) -> Option<&'static [Tally; SLOTS]> {
 pub fn tally(me: usize, row: &Row) -> Option<&'static Tally> {
     let block = block(me)?;
     let index = rows::index_of(row);
-    let home = home(index as usize, SLOTS);
+    // A row's index is already a hash of its address.
+    let home = index as usize % SLOTS;
+    if block[home].row.load(Relaxed) == index + 1 {
+        return Some(&block[home]);
+    }
+    Some(tally_probed(block, index, home))
+}
+
+/// [`tally`] past its home.
+#[cold]
+#[inline(never)]
+fn tally_probed(block: &'static [Tally; SLOTS], index: u32, home: usize) -> &'static Tally {
     for probe in 0..PROBES {
         let tally = &block[(home + probe) % SLOTS];
         match tally.row.load(Relaxed) {
-            named if named == index + 1 => return Some(tally),
+            named if named == index + 1 => return tally,
             0 => {
                 tally.row.store(index + 1, Relaxed);
-                return Some(tally);
+                return tally;
             }
             _ => {}
         }
@@ -126,7 +217,7 @@ pub fn tally(me: usize, row: &Row) -> Option<&'static Tally> {
     let tally = &block[home];
     tally.give_back();
     tally.row.store(index + 1, Relaxed);
-    Some(tally)
+    tally
 }
 
 /// Every block's tallies summed by row index: (acquisitions, owner changes).
@@ -160,14 +251,19 @@ pub fn forget_all() {
 mod tests {
     use super::*;
 
+    /// Run on a thread of its own, whose first block is the one of the made-up thread pointer.
     #[test]
     fn a_full_window_gives_its_oldest_tally_back_to_its_row() {
+        std::thread::spawn(full_window).join().unwrap();
+    }
+
+    fn full_window() {
         // Addresses no real object has, whose rows' tallies share one home in a fresh block.
         let me = 0x7_4000_0000usize;
         let rows: Vec<&'static Row> = (0..200_000usize)
             .map(|i| 0x7_5000_0000 + 64 * i)
             .filter_map(rows::row)
-            .filter(|row| home(rows::index_of(row) as usize, SLOTS) == 5)
+            .filter(|row| rows::index_of(row) as usize % SLOTS == 5)
             .take(PROBES + 1)
             .collect();
         assert_eq!(rows.len(), PROBES + 1);
@@ -189,7 +285,15 @@ mod tests {
     #[test]
     fn each_thread_pointer_keeps_its_block() {
         let (a, b) = (0x7_6000_0000usize, 0x7_6000_1000usize);
-        assert!(core::ptr::eq(block(a).unwrap(), block(a).unwrap()));
-        assert!(!core::ptr::eq(block(a).unwrap(), block(b).unwrap()));
+        assert!(core::ptr::eq(find(a).unwrap(), find(a).unwrap()));
+        assert!(!core::ptr::eq(find(a).unwrap(), find(b).unwrap()));
+        // A thread keeps finding the block of its first acquisition (x86-64 caches it).
+        std::thread::spawn(|| {
+            let first = block(crate::fork::me()).unwrap();
+            assert!(core::ptr::eq(block(crate::fork::me()).unwrap(), first));
+            assert!(core::ptr::eq(find(crate::fork::me()).unwrap(), first));
+        })
+        .join()
+        .unwrap();
     }
 }
