@@ -527,11 +527,11 @@ fn a_copied_or_remade_mutex_counts_in_its_own_row_whatever_its_bytes_remember() 
             let (site, object) = object_in(profile, address);
             assert_eq!(object["acquisitions"], acquired, "{lock:?} {name}: {site}");
             assert_eq!(site["objects"], 1, "{lock:?} {name}: {site}");
-            // One hold timed in 64 acquisitions: of each thread's, for a mutex spinlab replaces
-            // (each thread tallies its own), of all, for glibc's. Two threads took
-            // `waited_copy` once each; `reused` was replaced, glibc's, then replaced again.
+            // One hold timed in 64 acquisitions, counted apart for the hand-overs to each thread
+            // of a mutex spinlab replaces (each thread tallies its own): `waited_copy` was
+            // handed to its second thread once.
             let holds = match name {
-                "waited_copy" | "reused" if lock != Some("pthread") => 2,
+                "waited_copy" if lock != Some("pthread") => 2,
                 _ => acquired.div_ceil(64),
             };
             assert_eq!(site["hold"]["count"], holds, "{lock:?} {name}: holds timed: {site}");
@@ -655,10 +655,11 @@ fn the_profile_names_each_site_by_function_and_line_and_counts_what_the_program_
         assert_eq!((hot["site"].as_str(), hot["objects"].as_u64()), (Some("init"), Some(1)), "{hot}");
         let acquisitions = counted(out, "hot mutex acquired ");
         assert_eq!(hot["acquisitions"], acquisitions, "{hot}");
-        // One hold timed in 64 acquisitions of an object: by each thread, for the mutexes
-        // spinlab replaces (each thread tallies its own), 4 threads here.
+        // One hold timed in 64 acquisitions of an object, counted apart for the hand-overs to
+        // each thread of a mutex spinlab replaces (each thread tallies its own): 4 threads
+        // here, so up to 4 more first acquisitions of a count.
         let holds = hot["hold"]["count"].as_u64().unwrap();
-        let most = if lock == Some("pthread") { 0 } else { 3 };
+        let most = if lock == Some("pthread") { 0 } else { 4 };
         assert!((acquisitions.div_ceil(64)..=acquisitions.div_ceil(64) + most).contains(&holds), "one in 64: {hot}");
         assert!(hot["owner_changes"].as_u64().unwrap() > 0, "four threads took it: {hot}");
 

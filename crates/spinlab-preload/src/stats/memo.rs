@@ -15,8 +15,9 @@
 //!   or bytes that something else left in its memory, fall back to the search by address and
 //!   never count in another object's row. A new mutex's all-zero memo names no row: its first
 //!   acquisition finds the row by address and stores what the row needs once (its kind).
-//! - **Owner changes**: an acquirer whose thread pointer is not the last holder's counts one
-//!   (in its tally, see `tallies`), unless there was none.
+//! - **Owner changes**: an acquirer whose thread pointer is not the last holder's counts one,
+//!   with its acquisition, in its own tally (see `tallies`), unless there was none; an
+//!   acquirer that held the mutex last counts in the row, whose line it wrote last.
 //! - **Who writes it**: the holder, with plain loads and stores, since the lock serialises the
 //!   holders; and a waiter, which sets [`WAITED`] with a read-modify-write before it counts
 //!   itself in, so that the release it waits for counts its wake-up. A holder's store can undo
@@ -49,6 +50,23 @@ impl Memo {
     #[inline(always)]
     pub(super) fn row(&self, address: usize) -> Option<&'static Row> {
         ((self.0.load(Relaxed) & ROW) as u32).checked_sub(1).and_then(|index| rows::at(index, address))
+    }
+
+    /// The row it names if that is the row of the object at `address`, with its index, and
+    /// whether the holder changed to `me`, which has just acquired the mutex without waiting:
+    /// [`Memo::acquired`] for the uncontended path, one load. (A memo names a row only once an
+    /// acquisition has noted its holder, so there is always a last holder here.)
+    #[inline(always)]
+    pub(super) fn acquired_free(&self, address: usize, me: usize) -> Option<(&'static Row, u32, bool)> {
+        let memo = self.0.load(Relaxed);
+        let index = ((memo & ROW) as u32).checked_sub(1)?;
+        let row = rows::at(index, address)?;
+        let holder = (me as u64 >> 4) << HOLDER_SHIFT;
+        let changed = memo & !(ROW | SAMPLED | WAITED) != holder;
+        if changed {
+            self.0.store((memo & (ROW | SAMPLED | WAITED)) | holder, Relaxed);
+        }
+        Some((row, index, changed))
     }
 
     /// Notes an acquisition of this mutex, whose row is `row`, by the thread `me`, which holds
@@ -107,7 +125,8 @@ mod tests {
     /// What the threads' tallies and the row hold for `row`: (acquisitions, owner changes).
     fn counted(row: &Row) -> (u64, u64) {
         let (acquisitions, changes) = tallies::gather()[rows::index_of(row) as usize];
-        (row.acquisitions.load(Relaxed) + acquisitions, row.owner_changes.load(Relaxed) + changes)
+        let row_counted = row.acquisitions.load(Relaxed) + row.tallied.load(Relaxed);
+        (row_counted + acquisitions, row.owner_changes.load(Relaxed) + changes)
     }
 
     #[test]

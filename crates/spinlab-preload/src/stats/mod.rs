@@ -9,17 +9,18 @@
 //! - [`rows`]: the fixed table of rows, keyed by address, and who writes which counter;
 //!   [`inits`]: where objects were made, until they have rows; [`memo`]: what a replaced
 //!   mutex keeps of its row, its last holder and its last hold; [`tallies`]: each thread's
-//!   counts of the replaced mutexes it acquires.
+//!   counts of the replaced mutexes handed over to it.
 //! - [`hist`]: the histograms' buckets and percentiles.
 //! - [`sites`]: capturing call stacks without allocation, naming them at exit.
 //! - [`report`]: grouping rows into sites, and the table; [`file`]: the JSON file, whose keys
 //!   docs/profile.md lists.
 //!
 //! Costs, and what keeps them off the uncontended path: a free object is taken with one
-//! `try_lock`. A replaced mutex is then counted in its thread's tally and its memo (the mutex's
-//! own line), other objects in their row's first line by the holder; no clock is read. One
-//! acquisition in [`HOLD_SAMPLE_EVERY`] (of each thread's, for a replaced mutex) reads the
-//! clock to time its hold, and its release reads it again. Only an acquisition that found the
+//! `try_lock`. A replaced mutex then finds its row and last holder in its memo (the mutex's
+//! own line), and counts in the row's first line if the holder is the same, or in the new
+//! holder's tally if it changed; other objects count in their row's first line, by the
+//! holder. No clock is read. One acquisition in [`HOLD_SAMPLE_EVERY`] of each count (a row's,
+//! a tally's) reads the clock to time its hold, and its release reads it again. Only an acquisition that found the
 //! object held times its wait, counts itself among the waiters (read-modify-writes), reads its
 //! thread's phase counters before and after, and, the first time for its row, captures its
 //! stack. A release reads the phase counters around the unlock only for a row that has been
@@ -51,9 +52,9 @@ use libc::c_int;
 use rows::{add, raise, row, Row, CLAIMED, UNTRACKED};
 use spinlab::sys::phases::{self, Phases};
 
-/// Holds are timed once in this many acquisitions of an object (of each thread's, for a
-/// replaced mutex, which each thread tallies): two clock reads per sampled hold, spread over
-/// 64 acquisitions, stay a few percent of an uncontended pair.
+/// Holds are timed once in this many acquisitions of an object (of those its row counts, and
+/// of those each thread's tally counts, for a replaced mutex): two clock reads per sampled
+/// hold, spread over 64 acquisitions, stay a few percent of an uncontended pair.
 pub const HOLD_SAMPLE_EVERY: u64 = 64;
 
 /// The `kind` of a mutex the preload library replaced (glibc's kinds are small and >= -1).
@@ -180,17 +181,29 @@ pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
 /// calling thread `me` (`fork::me`): counted in the thread's tally, the rest out of line.
 #[inline(always)]
 pub fn acquired_free(address: usize, memo: &Memo, me: usize) {
-    let Some(row) = memo.row(address) else {
+    let Some((row, index, changed)) = memo.acquired_free(address, me) else {
         return acquired_first(address, memo, me);
     };
-    let changed = memo.acquired(row, me, false);
-    let sampled = match tallies::tally(me, row) {
-        Some(tally) => tally.count(changed),
-        None => counted_in_row(row, changed),
-    };
     // A call last: the caller keeps nothing across it.
-    if sampled {
+    if counted(row, index, me, changed) {
         hold_begins(row, memo, now_ns());
+    }
+}
+
+/// Counts an acquisition of the replaced mutex whose row is `row` (at `index`) by `me`, which
+/// holds it (`changed`: from another thread): in the row if the holder did not change, where
+/// the line is the holder's own from its last acquisition; in the thread's tally if it did,
+/// where the row's line is another CPU's (see `tallies`). Returns whether the hold is timed.
+#[inline(always)]
+fn counted(row: &Row, index: u32, me: usize, changed: bool) -> bool {
+    if !changed {
+        let before = row.acquisitions.load(Relaxed);
+        row.acquisitions.store(before + 1, Relaxed);
+        return before % HOLD_SAMPLE_EVERY == 0;
+    }
+    match tallies::tally_at(me, index) {
+        Some(tally) => tally.count(true),
+        None => counted_in_row(row, true),
     }
 }
 
@@ -225,11 +238,7 @@ fn count_remembered(address: usize, memo: &Memo, me: usize, waited: Option<Waiti
     row.kind.store(OURS as u64, Relaxed);
     let changed = memo.acquired(row, me, waited.is_some());
     let now = waited.map(|waiting| waiting.end(row, true));
-    let sampled = match tallies::tally(me, row) {
-        Some(tally) => tally.count(changed),
-        None => counted_in_row(row, changed),
-    };
-    if sampled {
+    if counted(row, rows::index_of(row), me, changed) {
         hold_begins(row, memo, now.unwrap_or_else(now_ns));
     }
 }
@@ -240,7 +249,7 @@ fn count_remembered(address: usize, memo: &Memo, me: usize, waited: Option<Waiti
 #[cold]
 #[inline(never)]
 fn counted_in_row(row: &Row, changed: bool) -> bool {
-    let before = row.acquisitions.fetch_add(1, Relaxed);
+    let before = row.tallied.fetch_add(1, Relaxed);
     if changed {
         row.owner_changes.fetch_add(1, Relaxed);
     }

@@ -5,8 +5,8 @@
 //!
 //! A row is 960 bytes, 15 cache lines, all `u64` counters: the first line holds the key,
 //! kind, sites, acquisitions and the owner-change count with the last holder, which is all an
-//! uncontended acquisition writes (a replaced mutex's counts its own thread's tally instead:
-//! see `tallies`); the second the sampled hold and the contended counts; then
+//! uncontended acquisition writes (a replaced mutex handed to another thread counts in that
+//! thread's tally instead: see `tallies`); the second the sampled hold and the contended counts; then
 //! the condition variable's and rwlock's counts and the two 40-bucket histograms.
 //!
 //! Which thread writes what: the acquisitions, owner and hold counts of a mutex, spin lock or
@@ -40,6 +40,9 @@ pub struct Row {
     pub c11: AtomicU64,
     // The counts, from here on (see `Row::forget_counts`).
     pub acquisitions: AtomicU64,
+    /// A replaced mutex's acquisitions counted elsewhere first: tallies given back, and those
+    /// of threads without a block (read-modify-writes, apart from the holder's count).
+    pub tallied: AtomicU64,
     pub owner_changes: AtomicU64,
     /// The thread (`fork::me`) that acquired it last.
     pub last_holder: AtomicU64,
@@ -198,7 +201,8 @@ pub fn forget_all() {
 /// `tallies::gather`), with its index.
 pub fn used(tallied: &[(u64, u64)]) -> impl Iterator<Item = (usize, &'static Row)> + '_ {
     ROWS.iter().enumerate().filter(|(index, row)| {
-        row.address.load(Relaxed) != 0 && (row.acquisitions.load(Relaxed) != 0 || tallied[*index].0 != 0)
+        row.address.load(Relaxed) != 0
+            && (row.acquisitions.load(Relaxed) != 0 || row.tallied.load(Relaxed) != 0 || tallied[*index].0 != 0)
     })
 }
 

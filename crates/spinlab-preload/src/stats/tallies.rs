@@ -1,9 +1,10 @@
-//! Each thread's tallies of the replaced mutexes it acquires: acquisitions and owner changes,
-//! kept in memory that only the counting thread writes, and added to the rows' counts when
-//! they are read. A mutex that passes between threads moves its own line at every owner
-//! change; counts written to its row at each acquisition would move the row's line as well, a
-//! second transfer on the program's own path (a mutex benchmark's acquisitions take half as
-//! long again). A tally is written with plain loads and stores, like the rows' holder counts.
+//! Each thread's tallies of the replaced mutexes handed over to it: the acquisitions that
+//! change a mutex's holder, and those owner changes, kept in memory that only the counting
+//! thread writes, and added to the rows' counts when they are read. A mutex that passes
+//! between threads moves its own line at every owner change; counts written to its row there
+//! would move the row's line as well, a second transfer on the program's own path (a mutex
+//! benchmark's acquisitions take half as long again). An acquisition by the last holder
+//! counts in the row, whose line it wrote last: finding a tally costs more than that.
 //!
 //! - **Threads** are known by their thread pointer (`fork::me`): [`THREADS`] keys one block
 //!   of tallies to each thread pointer seen, for good. glibc reuses an exited thread's memory,
@@ -24,7 +25,7 @@
 //! - **A forked child** ([`forget_all`]) keeps the blocks' keys and zeroes their tallies, as the
 //!   rows forget theirs: it counts its own acquisitions.
 
-use super::rows::{self, Row, CAPACITY};
+use super::rows::{self, CAPACITY};
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Threads (distinct thread pointers) that get a block of tallies.
@@ -61,7 +62,7 @@ impl Tally {
     fn give_back(&self) {
         let Some(index) = self.row.load(Relaxed).checked_sub(1) else { return };
         let row = rows::by_index(index);
-        row.acquisitions.fetch_add(self.acquisitions.load(Relaxed), Relaxed);
+        row.tallied.fetch_add(self.acquisitions.load(Relaxed), Relaxed);
         row.owner_changes.fetch_add(self.owner_changes.load(Relaxed), Relaxed);
         self.forget();
     }
@@ -184,13 +185,12 @@ fn block_probed(me: usize, home: usize) -> Option<&'static [Tally; SLOTS]> {
     None
 }
 
-/// The calling thread's (`me`) tally of `row`, taking a slot for it if it has none (and
-/// giving back the oldest of the window if the window is full); `None` if the thread has no
-/// block.
+/// The calling thread's (`me`) tally of the row at `index`, taking a slot for it if it has
+/// none (and giving back the oldest of the window if the window is full); `None` if the thread
+/// has no block.
 #[inline(always)]
-pub fn tally(me: usize, row: &Row) -> Option<&'static Tally> {
+pub fn tally_at(me: usize, index: u32) -> Option<&'static Tally> {
     let block = block(me)?;
-    let index = rows::index_of(row);
     // A row's index is already a hash of its address.
     let home = index as usize % SLOTS;
     if block[home].row.load(Relaxed) == index + 1 {
@@ -199,7 +199,7 @@ pub fn tally(me: usize, row: &Row) -> Option<&'static Tally> {
     Some(tally_probed(block, index, home))
 }
 
-/// [`tally`] past its home.
+/// [`tally_at`] past its home.
 #[cold]
 #[inline(never)]
 fn tally_probed(block: &'static [Tally; SLOTS], index: u32, home: usize) -> &'static Tally {
@@ -249,6 +249,7 @@ pub fn forget_all() {
 
 #[cfg(test)]
 mod tests {
+    use super::super::rows::Row;
     use super::*;
 
     /// Run on a thread of its own, whose first block is the one of the made-up thread pointer.
@@ -269,17 +270,17 @@ mod tests {
         assert_eq!(rows.len(), PROBES + 1);
         for (n, row) in rows.iter().enumerate() {
             for _ in 0..=n {
-                tally(me, row).unwrap().count(false);
+                tally_at(me, rows::index_of(row)).unwrap().count(false);
             }
         }
         let sums = gather();
-        let counted = |row: &Row| row.acquisitions.load(Relaxed) + sums[rows::index_of(row) as usize].0;
+        let counted = |row: &Row| row.tallied.load(Relaxed) + sums[rows::index_of(row) as usize].0;
         assert_eq!(
             rows.iter().map(|row| counted(row)).collect::<Vec<_>>(),
             (1..=PROBES as u64 + 1).collect::<Vec<_>>()
         );
-        assert_eq!(rows[0].acquisitions.load(Relaxed), 1, "the first tally went back to its row");
-        assert!(rows[1..].iter().all(|row| row.acquisitions.load(Relaxed) == 0));
+        assert_eq!(rows[0].tallied.load(Relaxed), 1, "the first tally went back to its row");
+        assert!(rows[1..].iter().all(|row| row.tallied.load(Relaxed) == 0));
     }
 
     #[test]
