@@ -58,11 +58,11 @@ impl<L: Lock + Gate, W: Wait> Lock for Gated<L, W> {
 }
 
 /// A holder takes the lock, lets `waiters` threads arrive, releases and takes it again at
-/// once, `rounds` times in all. Reciprocating: the first release finds arrivals on its own
-/// node (it found the lock free) and detaches them, and its next arrival pushes, with the same
-/// node back from the pool, onto the new stack while the detached segment is still served: the
-/// segment's last waiter must tell the old use of that number (its segment's end) from the new
-/// one (an arrival it must detach). Hapax: each round is a new episode with a new value, whose
+/// once, `rounds` times in all. Reciprocating: a release finds arrivals on its own node (its
+/// swap found the lock freed since its compare-and-swap failed) and detaches them, and its next
+/// arrival pushes, with the same node back from the pool, onto the new stack while the
+/// detached segment is still served: the segment's last waiter must tell the old use of that
+/// number (its segment's end) from the new one (an arrival it must detach). Hapax: each round is a new episode with a new value, whose
 /// slot the two slots of the model make the waiters' share.
 fn holder_relocks_while_others_wait<L: Lock>(waiters: usize, rounds: usize, bound: Bound) {
     holder_relocks_while_timed_and_plain_wait::<L>(0, waiters, rounds, bound);

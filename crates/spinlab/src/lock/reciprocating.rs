@@ -1,7 +1,8 @@
 //! Reciprocating lock (after Dice and Kogan, "Reciprocating Locks", PPoPP 2025): arrivals
 //! push themselves onto a stack with one exchange, and the holder admits them in batches.
 //!
-//! - **Lock**: swap a node's number into the word. If the word was `UNLOCKED`, the lock is
+//! - **Lock**: take a free word with a compare-and-swap to `LOCKED_EMPTY`; if it is held,
+//!   swap a node's number into the word. If the word was `UNLOCKED` by then, the lock is
 //!   ours; otherwise the value swapped out is the arrival below ours, and we spin (then
 //!   sleep) on our own node until a holder admits us. The admitter tells us where our segment
 //!   ends; unless the arrival below us is that end, it is our successor.
@@ -21,8 +22,9 @@
 //! arrival below it and marks its node abandoned with one CAS; an admitter that finds it so
 //! takes the node and admits the arrival below instead.
 //!
-//! A holder keeps no node, except a thread that found the lock free: its node is the stack's
-//! bottom and marks the end of the first segment, so it keeps it until it releases. Nodes are
+//! A holder keeps no node, except a thread whose swap found the lock free (freed since its
+//! compare-and-swap failed): its node is the stack's bottom and marks the end of the first
+//! segment, so it keeps it until it releases. Nodes are
 //! compared by number there and never read, so a segment end may be reused meanwhile.
 //!
 //! Fairness: segments are served in the order they were detached, each newest first (LIFO),
@@ -36,7 +38,7 @@
 //! Memory: 4 bytes per lock and an 8-byte guard (the successor and the segment's end), or 12
 //! bytes as a gate with the word and its room, and no guard; one queue node (a 128-byte line,
 //! pooled as MCS's are) per waiting thread and per holder that found the lock free.
-//! Uncontended: a swap to lock, a CAS to unlock. Contended, arrival and release are a
+//! Uncontended: a CAS to lock, a CAS to unlock, and no node. Contended, arrival and release are a
 //! constant number of atomics, plus one per abandoned node skipped.
 
 use super::queue_node::{self, index::RESERVED, Node};
@@ -80,7 +82,7 @@ pub struct ReciprocatingGuard {
     successor: u32,
     /// With a successor, the number that ends the segment (the arrival below its last
     /// waiter). Without one, what the word holds if nobody arrived since the segment began:
-    /// `LOCKED_EMPTY`, or the holder's own node if it found the lock free.
+    /// `LOCKED_EMPTY`, or the holder's own node if its swap found the lock free.
     segment_end: u32,
 }
 
@@ -113,6 +115,17 @@ impl<W: Wait> Reciprocating<W> {
     /// Acquires the lock, giving up at `deadline` (`None`: never).
     #[inline]
     pub fn lock_until(&self, deadline: Option<Instant>) -> Option<ReciprocatingGuard> {
+        // A free word is taken as `try_lock` takes it, without a node: one compare-and-swap.
+        // When it fails the line is ours, and the swap after it finds it here.
+        if let Some(guard) = self.try_lock() {
+            return Some(guard);
+        }
+        self.arrive(deadline)
+    }
+
+    /// [`Reciprocating::lock_until`] once the word was found held: push a node.
+    #[cold]
+    fn arrive(&self, deadline: Option<Instant>) -> Option<ReciprocatingGuard> {
         let node = queue_node::take();
         node.state.store(WAITING, Relaxed);
         // AcqRel: Release publishes the node's state to whoever reads our number from the word
@@ -121,7 +134,8 @@ impl<W: Wait> Reciprocating<W> {
         // visible to us.
         let below = self.arrivals.swap(node.index, AcqRel);
         if below == UNLOCKED {
-            // Our node is the stack's bottom: we keep it, as the end of the first segment.
+            // Freed since the compare-and-swap. Our node is the stack's bottom: we keep it, as
+            // the end of the first segment.
             return Some(ReciprocatingGuard { successor: NONE, segment_end: node.index });
         }
         self.wait_for_admission(node, below, deadline)
@@ -272,8 +286,8 @@ impl<W: Wait> Default for Reciprocating<W> {
     }
 }
 
-// SAFETY: the lock is held by the thread that swapped its node into a free word, or took it
-// with try_lock's CAS, and then by each admitted waiter in turn: a holder admits exactly one
+// SAFETY: the lock is held by the thread that took a free word with the CAS of `try_lock`
+// (which `lock_until` tries first), or swapped its node into a free word, and then by each admitted waiter in turn: a holder admits exactly one
 // waiter (the first not abandoned) or frees the word, never both. Admission is a Release swap
 // of the waiter's state read with Acquire; freeing is a Release CAS read by the next swap.
 unsafe impl<W: Wait> RawMutex for Reciprocating<W> {
