@@ -45,6 +45,11 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// A free slot.
+    #[allow(clippy::declare_interior_mutable_const)]
+    const FREE: Tally =
+        Tally { row: AtomicU32::new(0), acquisitions: AtomicU64::new(0), owner_changes: AtomicU64::new(0) };
+
     /// Counts an acquisition (and, `changed`, an owner change); returns whether it is the
     /// first of [`HOLD_SAMPLE_EVERY`](super::HOLD_SAMPLE_EVERY) of this thread's acquisitions
     /// of the object, whose hold is timed.
@@ -76,11 +81,8 @@ impl Tally {
 
 /// The thread pointers that own a block, by block; 0: free.
 static THREADS: [AtomicUsize; BLOCKS] = [const { AtomicUsize::new(0) }; BLOCKS];
-static TALLIES: [[Tally; SLOTS]; BLOCKS] = {
-    const FREE: Tally =
-        Tally { row: AtomicU32::new(0), acquisitions: AtomicU64::new(0), owner_changes: AtomicU64::new(0) };
-    [const { [FREE; SLOTS] }; BLOCKS]
-};
+/// Each block's tallies, all free (zero) to begin with.
+static TALLIES: [[Tally; SLOTS]; BLOCKS] = [const { [const { Tally::FREE }; SLOTS] }; BLOCKS];
 
 /// Where the block of the thread whose pointer is `me` would be, its probe window's start.
 fn home(me: usize) -> usize {
