@@ -1,10 +1,9 @@
 //! Reciprocating lock (after Dice and Kogan, "Reciprocating Locks", PPoPP 2025): arrivals
 //! push themselves onto a stack with one exchange, and the holder admits them in batches.
 //!
-//! - **Lock**: take a free word with a compare-and-swap to `LOCKED_EMPTY`; if it is held,
-//!   swap a node's number into the word. If the word was `UNLOCKED` by then, the lock is
-//!   ours; otherwise the value swapped out is the arrival below ours, and we spin (then
-//!   sleep) on our own node until a holder admits us. The admitter tells us where our segment
+//! - **Lock**: take a free word with a CAS to `LOCKED_EMPTY`, or else swap a node's number in.
+//!   If the word was `UNLOCKED` by then, the lock is ours; otherwise the value swapped out is
+//!   the arrival below ours, and we spin (then sleep) on our own node until a holder admits us. The admitter tells us where our segment
 //!   ends; unless the arrival below us is that end, it is our successor.
 //! - **Unlock**: admit the successor, if there is one. Otherwise the segment is exhausted:
 //!   free the word if nobody arrived since it was last emptied, or detach every arrival at
@@ -22,10 +21,9 @@
 //! arrival below it and marks its node abandoned with one CAS; an admitter that finds it so
 //! takes the node and admits the arrival below instead.
 //!
-//! A holder keeps no node, except a thread whose swap found the lock free (freed since its
-//! compare-and-swap failed): its node is the stack's bottom and marks the end of the first
-//! segment, so it keeps it until it releases. Nodes are
-//! compared by number there and never read, so a segment end may be reused meanwhile.
+//! A holder keeps no node, except a thread whose swap found the lock freed since its CAS
+//! failed: its node is the stack's bottom and ends the first segment, so it keeps it until it
+//! releases. Nodes are compared by number there, never read: a segment end may be reused.
 //!
 //! Fairness: segments are served in the order they were detached, each newest first (LIFO),
 //! so a waiter is overtaken by at most one acquisition of each thread that arrived after it,
@@ -37,9 +35,9 @@
 //!
 //! Memory: 4 bytes per lock and an 8-byte guard (the successor and the segment's end), or 12
 //! bytes as a gate with the word and its room, and no guard; one queue node (a 128-byte line,
-//! pooled as MCS's are) per waiting thread and per holder that found the lock free.
-//! Uncontended: a CAS to lock, a CAS to unlock, and no node. Contended, arrival and release are a
-//! constant number of atomics, plus one per abandoned node skipped.
+//! pooled as MCS's are) per waiting thread and per holder whose swap found the lock free.
+//! Uncontended: a CAS each way, no node. Contended, arrival and release are a constant number
+//! of atomics, plus one per abandoned node skipped.
 
 use super::queue_node::{self, index::RESERVED, Node};
 use super::Gate;
