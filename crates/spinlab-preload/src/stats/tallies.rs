@@ -12,14 +12,14 @@
 //!   belongs to no one thread, only its writes do, one thread at a time. On x86-64 a thread
 //!   keeps its block's address in a thread-local word of the initial-exec model, two
 //!   instructions away (Rust's own thread-locals are reached through a call in a shared
-//!   library); elsewhere it finds the block from its thread pointer at each acquisition.
-//! - **A block** holds [`SLOTS`] tallies, one per row the thread acquires, found from the
-//!   row's index by a short probe. A thread that acquires more objects than its probe window
-//!   holds adds the oldest tally of the window to its row (a read-modify-write there) and
-//!   reuses the slot.
+//!   library); elsewhere it finds the block from its thread pointer at each hand-over.
+//! - **A block** holds [`SLOTS`] tallies, one per row handed to the thread, found from the
+//!   row's index by a short probe. A thread handed more objects than its probe window holds
+//!   adds the tally at the window's start to its row (a read-modify-write there) and reuses
+//!   the slot.
 //! - **Nothing is allocated**: the blocks are static, zero-initialised, and only the blocks
-//!   and tallies in use are ever touched. With every block taken ([`BLOCKS`] threads seen),
-//!   a thread counts in the rows directly, as objects without a memo do.
+//!   and tallies in use are ever touched. With its probe window of blocks taken (up to
+//!   [`BLOCKS`] threads seen), a thread counts in the rows directly, with read-modify-writes.
 //! - **Reading** ([`gather`]) sums every block's tallies by row, while the threads may still
 //!   count: a count read at exit is exact for every thread that has stopped counting.
 //! - **A forked child** ([`forget_all`]) keeps the blocks' keys and zeroes their tallies, as the
