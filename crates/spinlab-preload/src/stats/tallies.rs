@@ -9,10 +9,10 @@
 //! - **Threads** are known by their thread pointer (`fork::me`): [`THREADS`] keys one block
 //!   of tallies to each thread pointer seen, for good. glibc reuses an exited thread's memory,
 //!   thread pointer included, for a new thread, which then adds to the same block: a block
-//!   belongs to no one thread, only its writes do, one thread at a time. On x86-64 a thread
-//!   keeps its block's address in a thread-local word of the initial-exec model, two
-//!   instructions away (Rust's own thread-locals are reached through a call in a shared
-//!   library); elsewhere it finds the block from its thread pointer at each hand-over.
+//!   belongs to no one thread, only its writes do, one thread at a time. A thread finds its
+//!   block from its thread pointer at each hand-over, a hash and a load: a thread-local
+//!   would be a call in a shared library, or static TLS, which a library opened after
+//!   start-up may not get.
 //! - **A block** holds [`SLOTS`] tallies, one per row handed to the thread, found from the
 //!   row's index by a short probe. A thread handed more objects than its probe window holds
 //!   adds the tally at the window's start to its row (a read-modify-write there) and reuses
@@ -89,77 +89,10 @@ fn home(me: usize) -> usize {
     (((me >> 4) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % BLOCKS
 }
 
-/// The block of the thread whose pointer is `me`, claimed if new; `None` if its probe window
-/// is taken by other threads.
+/// The block keyed to the thread pointer `me`, claimed if new; `None` if its probe window is
+/// taken by other threads.
 #[inline(always)]
 fn block(me: usize) -> Option<&'static [Tally; SLOTS]> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let cached = cached::get();
-        if cached != 0 {
-            // SAFETY: a block's address, stored below: the blocks are static.
-            return Some(unsafe { &*(cached as *const [Tally; SLOTS]) });
-        }
-    }
-    let found = find(me);
-    #[cfg(target_arch = "x86_64")]
-    if let Some(block) = found {
-        cached::set(block as *const [Tally; SLOTS] as usize);
-    }
-    found
-}
-
-/// The calling thread's word that caches its block's address (0: not yet), in the static TLS
-/// block (the library is loaded at start-up, so the initial-exec model applies).
-#[cfg(target_arch = "x86_64")]
-mod cached {
-    use core::arch::{asm, global_asm};
-
-    global_asm!(
-        ".section .tbss.spinlab_preload_tally_block,\"awT\",@nobits",
-        ".p2align 3",
-        ".globl spinlab_preload_tally_block",
-        ".hidden spinlab_preload_tally_block",
-        "spinlab_preload_tally_block:",
-        ".zero 8",
-        ".text",
-    );
-
-    /// The word's offset from the thread pointer, which the dynamic linker wrote into the GOT.
-    #[inline(always)]
-    fn offset() -> isize {
-        let offset: isize;
-        // SAFETY: reads the GOT entry of the initial-exec relocation; no other effect.
-        unsafe {
-            asm!("mov {}, qword ptr [rip + spinlab_preload_tally_block@GOTTPOFF]", out(reg) offset,
-                options(nostack, readonly, preserves_flags, pure))
-        };
-        offset
-    }
-
-    #[inline(always)]
-    pub fn get() -> usize {
-        let value: usize;
-        // SAFETY: reads the calling thread's own word in its static TLS block.
-        unsafe {
-            asm!("mov {v}, qword ptr fs:[{o}]", o = in(reg) offset(), v = out(reg) value,
-                options(nostack, readonly, preserves_flags))
-        };
-        value
-    }
-
-    #[inline(always)]
-    pub fn set(value: usize) {
-        // SAFETY: writes the calling thread's own word in its static TLS block.
-        unsafe {
-            asm!("mov qword ptr fs:[{o}], {v}", o = in(reg) offset(), v = in(reg) value, options(nostack, preserves_flags))
-        };
-    }
-}
-
-/// The block keyed to the thread pointer `me`, claimed if new.
-#[inline(always)]
-fn find(me: usize) -> Option<&'static [Tally; SLOTS]> {
     let home = home(me);
     if THREADS[home].load(Relaxed) == me {
         return Some(&TALLIES[home]);
@@ -167,7 +100,7 @@ fn find(me: usize) -> Option<&'static [Tally; SLOTS]> {
     block_probed(me, home)
 }
 
-/// [`find`] past its home.
+/// [`block`] past its home.
 #[cold]
 #[inline(never)]
 fn block_probed(me: usize, home: usize) -> Option<&'static [Tally; SLOTS]> {
@@ -254,13 +187,8 @@ mod tests {
     use super::super::rows::Row;
     use super::*;
 
-    /// Run on a thread of its own, whose first block is the one of the made-up thread pointer.
     #[test]
-    fn a_full_window_gives_its_oldest_tally_back_to_its_row() {
-        std::thread::spawn(full_window).join().unwrap();
-    }
-
-    fn full_window() {
+    fn a_full_window_gives_its_first_tally_back_to_its_row() {
         // Addresses no real object has, whose rows' tallies share one home in a fresh block.
         let me = 0x7_4000_0000usize;
         let rows: Vec<&'static Row> = (0..200_000usize)
@@ -288,15 +216,7 @@ mod tests {
     #[test]
     fn each_thread_pointer_keeps_its_block() {
         let (a, b) = (0x7_6000_0000usize, 0x7_6000_1000usize);
-        assert!(core::ptr::eq(find(a).unwrap(), find(a).unwrap()));
-        assert!(!core::ptr::eq(find(a).unwrap(), find(b).unwrap()));
-        // A thread keeps finding the block of its first acquisition (x86-64 caches it).
-        std::thread::spawn(|| {
-            let first = block(crate::fork::me()).unwrap();
-            assert!(core::ptr::eq(block(crate::fork::me()).unwrap(), first));
-            assert!(core::ptr::eq(find(crate::fork::me()).unwrap(), first));
-        })
-        .join()
-        .unwrap();
+        assert!(core::ptr::eq(block(a).unwrap(), block(a).unwrap()));
+        assert!(!core::ptr::eq(block(a).unwrap(), block(b).unwrap()));
     }
 }
