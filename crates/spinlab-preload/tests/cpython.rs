@@ -144,10 +144,13 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
         Err(hung) => {
             // Straight to stderr, past the test harness's capture: a hang that the second run
             // got past must still show in the log.
-            let _ = writeln!(std::io::stderr(), "{label}: regrtest {args:?} hung; running it once more. {hung}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "{label}: regrtest {args:?} ended without a report; running it once more. {hung}"
+            );
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
-            regrtest_once(python, &full, &env, &xml).unwrap_or_else(|hung| panic!("{label}: hung twice. {hung}"))
+            regrtest_once(python, &full, &env, &xml).unwrap_or_else(|hung| panic!("{label}: no report twice. {hung}"))
         }
     };
     if started.elapsed() > SLOW {
@@ -167,7 +170,7 @@ fn regrtest(python: &Path, lock: Option<&str>, args: &[&str], label: &str) -> BT
 }
 
 /// One run of regrtest with `args` and `env`, and its report at `xml`; `Err` with the end of
-/// what it said if it hung: regrtest's own `--timeout` ([`HUNG`]) dumps every thread's
+/// what it said if it wrote none, as a hung run does: regrtest's own `--timeout` ([`HUNG`]) dumps every thread's
 /// traceback, naming the case, and exits without a report; the watchdog ([`LIMIT`]) kills a
 /// run that could not even do that.
 fn regrtest_once(python: &Path, args: &[&str], env: &[(&str, &str)], xml: &Path) -> Result<(Ran, String), String> {

@@ -44,6 +44,14 @@ const SAMPLED: u64 = 1 << 15;
 /// A thread has waited for the mutex.
 const WAITED: u64 = 1 << 16;
 const HOLDER_SHIFT: u32 = 17;
+/// The last holder's field.
+const HOLDER: u64 = !(ROW | SAMPLED | WAITED);
+
+/// The last-holder field for the thread whose pointer is `me`.
+#[inline(always)]
+fn holder(me: usize) -> u64 {
+    (me as u64 >> 4) << HOLDER_SHIFT
+}
 
 impl Memo {
     /// The row it names, if that is the row of the object at `address`.
@@ -61,10 +69,10 @@ impl Memo {
         let memo = self.0.load(Relaxed);
         let index = ((memo & ROW) as u32).checked_sub(1)?;
         let row = rows::at(index, address)?;
-        let holder = (me as u64 >> 4) << HOLDER_SHIFT;
-        let changed = memo & !(ROW | SAMPLED | WAITED) != holder;
+        let holder = holder(me);
+        let changed = memo & HOLDER != holder;
         if changed {
-            self.0.store((memo & (ROW | SAMPLED | WAITED)) | holder, Relaxed);
+            self.0.store((memo & !HOLDER) | holder, Relaxed);
         }
         Some((row, index, changed))
     }
@@ -76,8 +84,8 @@ impl Memo {
     pub(super) fn acquired(&self, row: &'static Row, me: usize, waited: bool) -> bool {
         let memo = self.0.load(Relaxed);
         let index = u64::from(rows::index_of(row)) + 1;
-        let holder = (me as u64 >> 4) << HOLDER_SHIFT;
-        let (own, last) = (memo & ROW == index, memo & !(ROW | SAMPLED | WAITED));
+        let holder = holder(me);
+        let (own, last) = (memo & ROW == index, memo & HOLDER);
         if own && last == holder && (!waited || memo & WAITED != 0) {
             return false;
         }
@@ -124,9 +132,9 @@ mod tests {
 
     /// What the threads' tallies and the row hold for `row`: (acquisitions, owner changes).
     fn counted(row: &Row) -> (u64, u64) {
-        let (acquisitions, changes) = tallies::gather()[rows::index_of(row) as usize];
+        let hand_overs = tallies::gather()[rows::index_of(row) as usize];
         let row_counted = row.acquisitions.load(Relaxed) + row.tallied.load(Relaxed);
-        (row_counted + acquisitions, row.owner_changes.load(Relaxed) + changes)
+        (row_counted + hand_overs, row.owner_changes.load(Relaxed) + hand_overs)
     }
 
     #[test]

@@ -178,7 +178,8 @@ pub fn acquired(address: usize, kind: c_int, waited: Option<Waiting>) {
 }
 
 /// [`acquired`] for the replaced mutex at `address`, whose memo is `memo`, found free by the
-/// calling thread `me` (`fork::me`): counted in the thread's tally, the rest out of line.
+/// calling thread `me` (`fork::me`): counted in its row, or at a hand-over in the thread's
+/// tally; the rest out of line.
 #[inline(always)]
 pub fn acquired_free(address: usize, memo: &Memo, me: usize) {
     let Some((row, index, changed)) = memo.acquired_free(address, me) else {
@@ -202,8 +203,8 @@ fn counted(row: &Row, index: u32, me: usize, changed: bool) -> bool {
         return before % HOLD_SAMPLE_EVERY == 0;
     }
     match tallies::tally_at(me, index) {
-        Some(tally) => tally.count(true),
-        None => counted_in_row(row, true),
+        Some(tally) => tally.count(),
+        None => handed_over_in_row(row),
     }
 }
 
@@ -228,8 +229,8 @@ pub fn acquired_remembering(address: usize, memo: &Memo, waited: Option<Waiting>
     count_remembered(address, memo, fork::me(), waited);
 }
 
-/// Counts an acquisition of the replaced mutex at `address` by `me`, in its tally and its memo,
-/// with the wait that came before it, if any.
+/// Counts an acquisition of the replaced mutex at `address` by `me`, as [`counted`] does, and
+/// notes it in the memo, with the wait that came before it, if any.
 fn count_remembered(address: usize, memo: &Memo, me: usize, waited: Option<Waiting>) {
     let Some(row) = waited.as_ref().and_then(|w| w.row).or_else(|| row(address)) else {
         UNTRACKED.fetch_add(1, Relaxed);
@@ -243,16 +244,13 @@ fn count_remembered(address: usize, memo: &Memo, me: usize, waited: Option<Waiti
     }
 }
 
-/// Counts an acquisition of a replaced mutex in its row itself, for a thread without a block of
-/// tallies: read-modify-writes, since tallies given back add to the same counts. Returns
-/// whether its hold is timed.
+/// Counts a hand-over of a replaced mutex in its row itself, for a thread without a block of
+/// tallies. Returns whether its hold is timed.
 #[cold]
 #[inline(never)]
-fn counted_in_row(row: &Row, changed: bool) -> bool {
-    let before = row.tallied.fetch_add(1, Relaxed);
-    if changed {
-        row.owner_changes.fetch_add(1, Relaxed);
-    }
+fn handed_over_in_row(row: &Row) -> bool {
+    let before = row.tallied.load(Relaxed);
+    row.add_tallied(1);
     before % HOLD_SAMPLE_EVERY == 0
 }
 

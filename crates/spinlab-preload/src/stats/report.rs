@@ -138,12 +138,12 @@ fn kind_name(kind: c_int, c11: bool) -> &'static str {
     }
 }
 
-/// `row`, with `tallied`, the threads' tallies of it (`tallies::gather`).
-fn read(row: &Row, tallied: (u64, u64)) -> Object {
+/// `row`, with `tallied`, the hand-overs the threads' tallies hold for it (`tallies::gather`).
+fn read(row: &Row, tallied: u64) -> Object {
     let counts = Counts {
-        acquisitions: row.acquisitions.load(Relaxed) + row.tallied.load(Relaxed) + tallied.0,
+        acquisitions: row.acquisitions.load(Relaxed) + row.tallied.load(Relaxed) + tallied,
         contended: row.contended.load(Relaxed),
-        owner_changes: row.owner_changes.load(Relaxed) + tallied.1,
+        owner_changes: row.owner_changes.load(Relaxed) + tallied,
         wait: Hist::read(&row.wait_buckets, row.wait_ns.load(Relaxed), row.max_wait_ns.load(Relaxed)),
         hold: Hist::read(&row.hold_buckets, row.hold_ns.load(Relaxed), row.max_hold_ns.load(Relaxed)),
         sleep_ns: row.sleep_ns.load(Relaxed),

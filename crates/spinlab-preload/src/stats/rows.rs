@@ -40,8 +40,8 @@ pub struct Row {
     pub c11: AtomicU64,
     // The counts, from here on (see `Row::forget_counts`).
     pub acquisitions: AtomicU64,
-    /// A replaced mutex's acquisitions counted elsewhere first: tallies given back, and those
-    /// of threads without a block (read-modify-writes, apart from the holder's count).
+    /// A replaced mutex's hand-overs counted elsewhere first (see [`Row::add_tallied`]), each an
+    /// acquisition and an owner change: read-modify-writes, apart from the holder's count.
     pub tallied: AtomicU64,
     pub owner_changes: AtomicU64,
     /// The thread (`fork::me`) that acquired it last.
@@ -102,6 +102,13 @@ impl Row {
         // which `WORDS` includes: padding of a zeroed static is zero, and only atomics write
         // it here).
         unsafe { &*(self as *const Row).cast::<[AtomicU64; WORDS]>() }
+    }
+
+    /// Adds `hand_overs` of a replaced mutex that were counted elsewhere first: a tally given
+    /// back, or a hand-over to a thread without a block of tallies. Any thread may call it.
+    pub fn add_tallied(&self, hand_overs: u64) {
+        self.tallied.fetch_add(hand_overs, Relaxed);
+        self.owner_changes.fetch_add(hand_overs, Relaxed);
     }
 
     /// Takes what [`inits`](super::inits) knows of how the object was made.
@@ -199,10 +206,10 @@ pub fn forget_all() {
 
 /// Every row that counted an acquisition, here or in the threads' tallies (`tallied`, from
 /// `tallies::gather`), with its index.
-pub fn used(tallied: &[(u64, u64)]) -> impl Iterator<Item = (usize, &'static Row)> + '_ {
+pub fn used(tallied: &[u64]) -> impl Iterator<Item = (usize, &'static Row)> + '_ {
     ROWS.iter().enumerate().filter(|(index, row)| {
         row.address.load(Relaxed) != 0
-            && (row.acquisitions.load(Relaxed) != 0 || row.tallied.load(Relaxed) != 0 || tallied[*index].0 != 0)
+            && (row.acquisitions.load(Relaxed) != 0 || row.tallied.load(Relaxed) != 0 || tallied[*index] != 0)
     })
 }
 

@@ -1,6 +1,6 @@
 //! Each thread's tallies of the replaced mutexes handed over to it: the acquisitions that
-//! change a mutex's holder, and those owner changes, kept in memory that only the counting
-//! thread writes, and added to the rows' counts when they are read. A mutex that passes
+//! change a mutex's holder, each one acquisition and one owner change, kept in memory that
+//! only the counting thread writes, and added to the rows' counts when they are read. A mutex that passes
 //! between threads moves its own line at every owner change; counts written to its row there
 //! would move the row's line as well, a second transfer on the program's own path (a mutex
 //! benchmark's acquisitions take half as long again). An acquisition by the last holder
@@ -35,46 +35,37 @@ pub const SLOTS: usize = 256;
 /// How far from its home a thread pointer or a row's tally may land.
 const PROBES: usize = 8;
 
-/// One thread's counts of one row.
+/// One thread's count of the hand-overs of one row's mutex to it.
 #[repr(C)]
 pub struct Tally {
     /// The row's index plus 1; 0 while the slot is free.
     row: AtomicU32,
-    acquisitions: AtomicU64,
-    owner_changes: AtomicU64,
+    hand_overs: AtomicU64,
 }
 
 impl Tally {
     /// A free slot.
     #[allow(clippy::declare_interior_mutable_const)]
-    const FREE: Tally =
-        Tally { row: AtomicU32::new(0), acquisitions: AtomicU64::new(0), owner_changes: AtomicU64::new(0) };
+    const FREE: Tally = Tally { row: AtomicU32::new(0), hand_overs: AtomicU64::new(0) };
 
-    /// Counts an acquisition (and, `changed`, an owner change); returns whether it is the
-    /// first of [`HOLD_SAMPLE_EVERY`](super::HOLD_SAMPLE_EVERY) of this thread's acquisitions
-    /// of the object, whose hold is timed.
+    /// Counts a hand-over; returns whether it is the first of
+    /// [`HOLD_SAMPLE_EVERY`](super::HOLD_SAMPLE_EVERY) of this thread's, whose hold is timed.
     #[inline(always)]
-    pub fn count(&self, changed: bool) -> bool {
-        let before = self.acquisitions.load(Relaxed);
-        self.acquisitions.store(before + 1, Relaxed);
-        if changed {
-            self.owner_changes.store(self.owner_changes.load(Relaxed) + 1, Relaxed);
-        }
+    pub fn count(&self) -> bool {
+        let before = self.hand_overs.load(Relaxed);
+        self.hand_overs.store(before + 1, Relaxed);
         before % super::HOLD_SAMPLE_EVERY == 0
     }
 
-    /// Adds the counts to the row they belong to, and frees the slot.
+    /// Adds the count to the row it belongs to, and frees the slot.
     fn give_back(&self) {
         let Some(index) = self.row.load(Relaxed).checked_sub(1) else { return };
-        let row = rows::by_index(index);
-        row.tallied.fetch_add(self.acquisitions.load(Relaxed), Relaxed);
-        row.owner_changes.fetch_add(self.owner_changes.load(Relaxed), Relaxed);
+        rows::by_index(index).add_tallied(self.hand_overs.load(Relaxed));
         self.forget();
     }
 
     fn forget(&self) {
-        self.acquisitions.store(0, Relaxed);
-        self.owner_changes.store(0, Relaxed);
+        self.hand_overs.store(0, Relaxed);
         self.row.store(0, Relaxed);
     }
 }
@@ -155,18 +146,17 @@ fn tally_probed(block: &'static [Tally; SLOTS], index: u32, home: usize) -> &'st
     tally
 }
 
-/// Every block's tallies summed by row index: (acquisitions, owner changes).
-pub fn gather() -> Vec<(u64, u64)> {
-    let mut sums = vec![(0, 0); CAPACITY];
+/// Every block's tallies summed by row index: hand-overs, each an acquisition and an owner
+/// change.
+pub fn gather() -> Vec<u64> {
+    let mut sums = vec![0; CAPACITY];
     for (key, block) in THREADS.iter().zip(&TALLIES) {
         if key.load(Relaxed) == 0 {
             continue;
         }
         for tally in block {
             if let Some(index) = tally.row.load(Relaxed).checked_sub(1) {
-                let sum = &mut sums[index as usize % CAPACITY];
-                sum.0 += tally.acquisitions.load(Relaxed);
-                sum.1 += tally.owner_changes.load(Relaxed);
+                sums[index as usize % CAPACITY] += tally.hand_overs.load(Relaxed);
             }
         }
     }
@@ -200,11 +190,11 @@ mod tests {
         assert_eq!(rows.len(), PROBES + 1);
         for (n, row) in rows.iter().enumerate() {
             for _ in 0..=n {
-                tally_at(me, rows::index_of(row)).unwrap().count(false);
+                tally_at(me, rows::index_of(row)).unwrap().count();
             }
         }
         let sums = gather();
-        let counted = |row: &Row| row.tallied.load(Relaxed) + sums[rows::index_of(row) as usize].0;
+        let counted = |row: &Row| row.tallied.load(Relaxed) + sums[rows::index_of(row) as usize];
         assert_eq!(
             rows.iter().map(|row| counted(row)).collect::<Vec<_>>(),
             (1..=PROBES as u64 + 1).collect::<Vec<_>>()

@@ -5,7 +5,6 @@
 //! here first, and the answer is cached in a static so the check costs one relaxed load.
 
 use crate::sys::measured::MeasuredNumber;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 /// The wait-related features of the CPU this process runs on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -81,20 +80,13 @@ fn detect() -> CpuFeatures {
 ///
 /// The default lock asks at every contended acquisition
 /// ([`Adaptive`](crate::lock::Adaptive)), so the answer is kept in one word read with a plain
-/// load: 0 until a first call has read it. Threads that race to the first call each read the
-/// affinity and store what they read, and the last store stands; a lock stays correct
-/// whichever answer it gets (`Adaptive`'s docs say why).
+/// load ([`MeasuredNumber`]). Threads that race to the first call each read the affinity, and
+/// the first to store what it read stands; a lock stays correct whichever answer it gets
+/// (`Adaptive`'s docs say why).
 #[inline]
 pub fn process_cpus() -> usize {
-    static CPUS: AtomicUsize = AtomicUsize::new(0);
-    match CPUS.load(Relaxed) {
-        0 => {
-            let cpus = main_thread_cpus().filter(|&n| n > 1).or_else(online_cpus).unwrap_or(1);
-            CPUS.store(cpus, Relaxed);
-            cpus
-        }
-        cpus => cpus,
-    }
+    static CPUS: MeasuredNumber = MeasuredNumber::new();
+    CPUS.get(|| main_thread_cpus().filter(|&n| n > 1).or_else(online_cpus).unwrap_or(1) as u64) as usize
 }
 
 fn main_thread_cpus() -> Option<usize> {
@@ -112,32 +104,15 @@ fn online_cpus() -> Option<usize> {
     (n > 0).then_some(n as usize)
 }
 
-const UNREAD: u8 = 0;
-const NO: u8 = 1;
-const YES: u8 = 2;
-
-/// The answer kept in `slot`, or, at the first call, `read`'s, kept there: one byte read with
-/// a plain load after that.
-#[inline(always)]
-fn kept(slot: &AtomicU8, read: fn() -> bool) -> bool {
-    match slot.load(Relaxed) {
-        UNREAD => {
-            let answer = read();
-            slot.store(if answer { YES } else { NO }, Relaxed);
-            answer
-        }
-        known => known == YES,
-    }
-}
-
 /// Whether this x86-64 CPU has `rdtscp` (CPUID.80000001h:EDX\[27\]); never on another
-/// architecture. Read from cpuid by the first call and kept: one byte read with a plain load.
+/// architecture. Read from cpuid by the first call and kept: one word read with a plain load.
 // Unused under loom, whose models replace the hardware waits and the timed look.
 #[cfg_attr(loom, allow(dead_code))]
 #[inline]
 pub(crate) fn has_rdtscp() -> bool {
-    static RDTSCP: AtomicU8 = AtomicU8::new(UNREAD);
-    kept(&RDTSCP, cpuid_has_rdtscp)
+    // 2 for yes, 1 for no: a measured number is never 0.
+    static RDTSCP: MeasuredNumber = MeasuredNumber::new();
+    RDTSCP.get(|| 1 + u64::from(cpuid_has_rdtscp())) == 2
 }
 
 #[cfg_attr(loom, allow(dead_code))]
